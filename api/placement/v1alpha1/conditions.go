@@ -1,0 +1,66 @@
+package v1alpha1
+
+// Condition types of a Placement. Each has exactly one writer.
+const (
+	// ScheduledCondition is True when the scheduler has written the Placement's
+	// PlacementDecisions for its current generation. Written by the scheduler.
+	ScheduledCondition = "Scheduled"
+
+	// WorkSynchronizedCondition is True when every selected cluster has a Work with
+	// the current rendering of the selected objects and no other cluster has one.
+	// Written by the work generator.
+	WorkSynchronizedCondition = "WorkSynchronized"
+
+	// AppliedCondition is True when every selected cluster reports its Work applied
+	// at the Work's current generation. Written by the status aggregator.
+	AppliedCondition = "Applied"
+)
+
+// Condition reasons of a Placement.
+const (
+	// ReasonScheduled: the decisions name every cluster the Placement selects.
+	ReasonScheduled = "Scheduled"
+	// ReasonNoMatchingClusters: no cluster matches the cluster selector.
+	ReasonNoMatchingClusters = "NoMatchingClusters"
+	// ReasonInvalidClusterSelector: the cluster selector cannot be parsed.
+	ReasonInvalidClusterSelector = "InvalidClusterSelector"
+
+	// ReasonWorkSynchronized: every selected cluster has its current Work.
+	ReasonWorkSynchronized = "WorkSynchronized"
+	// ReasonInvalidResourceSelector: a resource selector names an unknown or
+	// cluster-scoped kind, or has an invalid label selector.
+	ReasonInvalidResourceSelector = "InvalidResourceSelector"
+	// ReasonRenderFailed: the selected objects could not be rendered into a Work.
+	ReasonRenderFailed = "RenderFailed"
+	// ReasonWorkFailed: a Work could not be written (for example, the cluster's
+	// namespace does not exist on the hub).
+	ReasonWorkFailed = "WorkFailed"
+	// ReasonWaitingForDecisions: the scheduler has not decided yet.
+	ReasonWaitingForDecisions = "WaitingForDecisions"
+	// ReasonDeleting: the Placement is being deleted and its Works are being removed.
+	ReasonDeleting = "Deleting"
+
+	// ReasonApplied: every selected cluster reports its Work applied.
+	ReasonApplied = "Applied"
+	// ReasonApplyFailed: at least one cluster reports that applying failed.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonApplyPending: at least one cluster has not reported the current Work yet.
+	ReasonApplyPending = "ApplyPending"
+	// ReasonNoClusters: no cluster is selected, so there is nothing to apply.
+	ReasonNoClusters = "NoClusters"
+)
+
+// Labels and annotations that Lodestar puts on the objects it creates.
+const (
+	// PlacementNameLabel on a Work or PlacementDecision names its Placement (or a
+	// hash of the name when it is longer than a label value may be).
+	PlacementNameLabel = "placement.lodestar.dev/placement"
+	// PlacementNamespaceLabel on a Work names its Placement's namespace.
+	PlacementNamespaceLabel = "placement.lodestar.dev/namespace"
+	// ClusterLabel on a Work names the cluster it is for.
+	ClusterLabel = "placement.lodestar.dev/cluster"
+	// RevisionAnnotation on a Work is a hash of its manifests.
+	RevisionAnnotation = "placement.lodestar.dev/revision"
+	// PlacementFinalizer holds a Placement until its Works are gone from the hub.
+	PlacementFinalizer = "placement.lodestar.dev/cleanup"
+)

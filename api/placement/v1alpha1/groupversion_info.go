@@ -1,0 +1,28 @@
+// Package v1alpha1 holds the placement.lodestar.dev/v1alpha1 API: Placement, which
+// says which objects of a hub namespace run on which member clusters.
+// +kubebuilder:object:generate=true
+// +groupName=placement.lodestar.dev
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var (
+	// GroupVersion is the group and version of this API.
+	GroupVersion = schema.GroupVersion{Group: "placement.lodestar.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder registers this API's types.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
+	// AddToScheme adds this API's types to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(GroupVersion, &Placement{}, &PlacementList{})
+	metav1.AddToGroupVersion(scheme, GroupVersion)
+	return nil
+}

@@ -1,0 +1,148 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PlacementSpec says which objects of the Placement's namespace go to which clusters.
+type PlacementSpec struct {
+	// resourceSelectors selects the objects of the Placement's own namespace that are
+	// placed. An object is placed when any selector matches it. Only namespaced kinds
+	// can be selected; cluster-scoped objects are placed by ClusterPlacement.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	ResourceSelectors []ResourceSelector `json:"resourceSelectors"`
+
+	// clusterSelector selects the member clusters by the labels of their ClusterProfile.
+	// An empty selector selects every cluster; when omitted, no cluster is selected.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+}
+
+// ResourceSelector selects objects of one kind in the Placement's namespace, by name
+// or by labels. With neither, it selects every object of the kind.
+// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.labelSelector))",message="name and labelSelector are mutually exclusive"
+type ResourceSelector struct {
+	// group is the API group of the kind; empty for the core group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+
+	// version is the API version of the kind, for example v1.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Version string `json:"version"`
+
+	// kind is the kind of the objects, for example Deployment.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// name selects the one object with this name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// labelSelector selects the objects whose labels match.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// PlacementStatus is what Lodestar observed of a Placement. Each hub controller owns
+// its own fields and conditions and writes only those (server-side apply).
+type PlacementStatus struct {
+	// conditions are Scheduled (written by the scheduler), WorkSynchronized (the work
+	// generator) and Applied (the status aggregator).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the scheduler last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// selectedClusters is the number of clusters the Placement's decisions name.
+	// +optional
+	SelectedClusters int32 `json:"selectedClusters,omitempty"`
+
+	// appliedClusters is the number of selected clusters on which every placed object
+	// has been applied at the current revision.
+	// +optional
+	AppliedClusters int32 `json:"appliedClusters,omitempty"`
+
+	// clusters is the per-cluster state of the placed objects, one entry per cluster
+	// that has a Work for this Placement.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=10000
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
+}
+
+// ClusterStatus is the state of a Placement's objects on one member cluster.
+type ClusterStatus struct {
+	// name is the name of the cluster's ClusterProfile.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// applied says whether every object of the Work was applied on the cluster at the
+	// Work's current generation: True, False or Unknown (not reported yet).
+	// +required
+	Applied metav1.ConditionStatus `json:"applied"`
+
+	// reason is the reason of the Work's Applied condition.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+
+	// message is the message of the Work's Applied condition.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Message string `json:"message,omitempty"`
+
+	// work is the name of the Work in the cluster's namespace on the hub.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Work string `json:"work,omitempty"`
+}
+
+// Placement places objects of its namespace on the member clusters it selects.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories=lodestar,shortName=plc
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.selectedClusters`
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.appliedClusters`
+// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Placement struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is what the user asks for.
+	// +required
+	Spec PlacementSpec `json:"spec"`
+
+	// status is what Lodestar observed.
+	// +optional
+	Status PlacementStatus `json:"status,omitempty"`
+}
+
+// PlacementList is a list of Placements.
+// +kubebuilder:object:root=true
+type PlacementList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the Placements.
+	Items []Placement `json:"items"`
+}

@@ -1,0 +1,32 @@
+// Package v1alpha1 holds the work.lodestar.dev/v1alpha1 API of member clusters:
+// AppliedWork, the agent's record of what it applied for a hub Work.
+// +kubebuilder:object:generate=true
+// +groupName=work.lodestar.dev
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var (
+	// GroupVersion is the group and version of this API.
+	GroupVersion = schema.GroupVersion{Group: "work.lodestar.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder registers this API's types.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
+	// AddToScheme adds this API's types to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(GroupVersion, &AppliedWork{}, &AppliedWorkList{})
+	metav1.AddToGroupVersion(scheme, GroupVersion)
+	return nil
+}
+
+// WorkFinalizer holds a hub Work until the agent of its cluster has removed what it
+// applied for it from the member.
+const WorkFinalizer = "work.lodestar.dev/member-cleanup"

@@ -1,0 +1,66 @@
+// Command lodestar-agent runs on a member cluster: it pulls the Works of its
+// cluster from the hub, applies them to the member and reports their status.
+package main
+
+import (
+	"flag"
+	"os"
+
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/lodestar-dev/lodestar/controllers/agent"
+)
+
+func main() {
+	var metricsAddr, probeAddr, hubKubeconfig, clusterName string
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
+	flag.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the agent's identity on the hub (required).")
+	flag.StringVar(&clusterName, "cluster-name", "", "Name of this member cluster's ClusterProfile on the hub (required).")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("lodestar-agent").WithValues("cluster", clusterName)
+
+	if hubKubeconfig == "" || clusterName == "" {
+		log.Error(nil, "Both --hub-kubeconfig and --cluster-name are required")
+		os.Exit(2)
+	}
+	hubConfig, err := clientcmd.BuildConfigFromFlags("", hubKubeconfig)
+	if err != nil {
+		log.Error(err, "Reading the hub kubeconfig", "path", hubKubeconfig)
+		os.Exit(1)
+	}
+	// The member connection comes from --kubeconfig, or in-cluster.
+	mgr, err := agent.NewManager(agent.Options{
+		ClusterName: clusterName,
+		Hub:         hubConfig,
+		Member:      ctrl.GetConfigOrDie(),
+		Manager: ctrl.Options{
+			Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+			HealthProbeBindAddress: probeAddr,
+		},
+	})
+	if err != nil {
+		log.Error(err, "Creating the agent")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "Adding the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "Adding the readiness check")
+		os.Exit(1)
+	}
+	log.Info("Starting")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "Running the agent")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,64 @@
+// Command lodestar-hub runs the hub controllers: the scheduler, the work generator
+// and the status aggregator.
+package main
+
+import (
+	"flag"
+	"os"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+)
+
+func main() {
+	var (
+		metricsAddr, probeAddr, clusterSets string
+		leaderElect                         bool
+		leaderElectionNamespace             string
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that several replicas can run.")
+	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
+	flag.StringVar(&clusterSets, "clusterset-namespaces", scheduler.DefaultClusterSetNamespace, "Comma-separated namespaces whose ClusterProfiles are scheduled.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("lodestar-hub")
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), hub.ManagerOptions(ctrl.Options{
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "lodestar-hub.placement.lodestar.dev",
+		LeaderElectionNamespace: leaderElectionNamespace,
+	}))
+	if err != nil {
+		log.Error(err, "Creating the manager")
+		os.Exit(1)
+	}
+	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ",")}); err != nil {
+		log.Error(err, "Setting up the controllers")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "Adding the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "Adding the readiness check")
+		os.Exit(1)
+	}
+	log.Info("Starting")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "Running the manager")
+		os.Exit(1)
+	}
+}

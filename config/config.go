@@ -1,0 +1,73 @@
+// Package config embeds the generated CRDs and RBAC roles, so that tests, the quick
+// start and the charts all install exactly what `make manifests` produced.
+package config
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed crd/bases/*.yaml rbac/hub/role.yaml rbac/agent/role.yaml
+var files embed.FS
+
+// CRDs returns the CRDs whose API group is one of groups.
+func CRDs(groups ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	entries, err := fs.ReadDir(files, "crd/bases")
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, e := range entries {
+		b, err := files.ReadFile(path.Join("crd/bases", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(b, crd); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", e.Name(), err)
+		}
+		for _, g := range groups {
+			if crd.Spec.Group == g {
+				out = append(out, crd)
+			}
+		}
+	}
+	return out, nil
+}
+
+// HubCRDs are the CRDs a hub serves.
+func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return CRDs("placement.lodestar.dev", "multicluster.x-k8s.io")
+}
+
+// MemberCRDs are the CRDs a member cluster serves.
+func MemberCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return CRDs("work.lodestar.dev", "about.k8s.io")
+}
+
+// AgentHubRules are the rules the agent needs in its cluster's namespace on the hub,
+// as generated from the agent's RBAC markers.
+func AgentHubRules() ([]rbacv1.PolicyRule, error) { return rules("rbac/agent/role.yaml") }
+
+// HubManagerRules are the rules the hub manager needs, as generated from the hub
+// controllers' RBAC markers.
+func HubManagerRules() ([]rbacv1.PolicyRule, error) { return rules("rbac/hub/role.yaml") }
+
+func rules(name string) ([]rbacv1.PolicyRule, error) {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(string(b), "---\n")), role); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", name, err)
+	}
+	return role.Rules, nil
+}

@@ -1,0 +1,72 @@
+// Package hub assembles the hub controllers into one manager.
+package hub
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/controllers/hub/status"
+	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
+)
+
+// Options configure the hub controllers.
+type Options struct {
+	// ClusterSetNamespaces are the namespaces whose ClusterProfiles are scheduled.
+	ClusterSetNamespaces []string
+}
+
+// NewScheme returns a scheme with every type the hub controllers use.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, placementv1alpha1.AddToScheme, cpv1alpha1.AddToScheme, workv1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err) // Registering static types cannot fail.
+		}
+	}
+	return s
+}
+
+// ManagerOptions returns the manager options the hub controllers need, starting
+// from base: the hub scheme, and a client that reads every kind (including the
+// user objects that Placements select, as unstructured) from the cache.
+func ManagerOptions(base ctrl.Options) ctrl.Options {
+	base.Scheme = NewScheme()
+	base.Client.Cache = &client.CacheOptions{Unstructured: true}
+	return base
+}
+
+// Setup adds the scheduler, the work generator and the status aggregator to mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if len(opts.ClusterSetNamespaces) == 0 {
+		opts.ClusterSetNamespaces = []string{scheduler.DefaultClusterSetNamespace}
+	}
+	if err := (&scheduler.Reconciler{
+		Client:               mgr.GetClient(),
+		Recorder:             mgr.GetEventRecorder(scheduler.Name),
+		ClusterSetNamespaces: opts.ClusterSetNamespaces,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the scheduler: %w", err)
+	}
+	if err := (&workgenerator.Reconciler{
+		Client:   mgr.GetClient(),
+		Cache:    mgr.GetCache(),
+		Mapper:   mgr.GetRESTMapper(),
+		Recorder: mgr.GetEventRecorder(workgenerator.Name),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the work generator: %w", err)
+	}
+	if err := (&status.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the status aggregator: %w", err)
+	}
+	return nil
+}

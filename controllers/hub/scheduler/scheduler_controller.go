@@ -1,0 +1,206 @@
+// Package scheduler chooses the member clusters of each Placement and publishes the
+// choice as standard PlacementDecision objects beside it.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+)
+
+const (
+	// Name is the scheduler's name: its field owner, event source and the
+	// schedulerName of the PlacementDecisions it writes.
+	Name = "lodestar-scheduler"
+
+	// ClusterManagerName is the spec.clusterManager.name of the ClusterProfiles
+	// Lodestar manages; others are not scheduled.
+	ClusterManagerName = "lodestar"
+
+	// DefaultClusterSetNamespace holds the ClusterProfiles of the default cluster set.
+	DefaultClusterSetNamespace = "lodestar-fleet"
+)
+
+// Reconciler schedules Placements.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// ClusterSetNamespaces are the namespaces whose ClusterProfiles are scheduled.
+	ClusterSetNamespaces []string
+}
+
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile writes the PlacementDecisions and the Scheduled condition of one Placement.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	placement := &placementv1alpha1.Placement{}
+	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement))
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	if !placement.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.deleteSlices(ctx, placement, 0)
+	}
+
+	st := &status{}
+	defer func() {
+		if err := r.applyStatus(ctx, placement, st); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	selector, err := metav1.LabelSelectorAsSelector(placement.Spec.ClusterSelector)
+	if err != nil {
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidClusterSelector, "spec.clusterSelector is invalid: %v", err)
+		r.Recorder.Eventf(placement, nil, "Warning", placementv1alpha1.ReasonInvalidClusterSelector, "Schedule", "spec.clusterSelector is invalid: %v", err)
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+
+	clusters, err := r.clusters(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	selected := scheduling.Select(clusters, selector)
+	if err := r.writeDecisions(ctx, placement, selected); err != nil {
+		return ctrl.Result{}, err
+	}
+	st.selected = len(selected)
+	if len(selected) == 0 {
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters, "none of %d clusters matches spec.clusterSelector", len(clusters))
+		if !meta.IsStatusConditionPresentAndEqual(placement.Status.Conditions, placementv1alpha1.ScheduledCondition, metav1.ConditionFalse) {
+			r.Recorder.Eventf(placement, nil, "Warning", placementv1alpha1.ReasonNoMatchingClusters, "Schedule", "None of %d clusters matches spec.clusterSelector", len(clusters))
+		}
+		return ctrl.Result{}, nil
+	}
+	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%d of %d clusters selected", len(selected), len(clusters))
+	return ctrl.Result{}, nil
+}
+
+// clusters lists the ClusterProfiles Lodestar manages in the cluster-set namespaces.
+func (r *Reconciler) clusters(ctx context.Context) ([]scheduling.Cluster, error) {
+	var out []scheduling.Cluster
+	for _, ns := range r.ClusterSetNamespaces {
+		profiles := &cpv1alpha1.ClusterProfileList{}
+		if err := r.Client.List(ctx, profiles, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing ClusterProfiles in %s: %w", ns, err)
+		}
+		for _, p := range profiles.Items {
+			if p.Spec.ClusterManager.Name != ClusterManagerName || !p.DeletionTimestamp.IsZero() {
+				continue
+			}
+			out = append(out, scheduling.Cluster{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels})
+		}
+	}
+	return out, nil
+}
+
+// writeDecisions writes one PlacementDecision slice per 100 selected clusters (one
+// empty slice when none is selected) and removes slices that are no longer needed.
+func (r *Reconciler) writeDecisions(ctx context.Context, placement *placementv1alpha1.Placement, selected []scheduling.Cluster) error {
+	slices := scheduling.Slices(selected, scheduling.MaxDecisionsPerSlice)
+	if len(slices) == 0 {
+		slices = [][]scheduling.Cluster{nil}
+	}
+	key := names.LabelValue(placement.Name)
+	for i, slice := range slices {
+		pd := &cpv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: names.DecisionSlice(placement.Name, i), Namespace: placement.Namespace}}
+		_, err := controllerutil.CreateOrPatch(ctx, r.Client, pd, func() error {
+			if err := controllerutil.SetControllerReference(placement, pd, r.Client.Scheme()); err != nil {
+				return err
+			}
+			if pd.Labels == nil {
+				pd.Labels = map[string]string{}
+			}
+			pd.Labels[cpv1alpha1.PlacementKeyLabel] = key
+			pd.Labels[cpv1alpha1.DecisionKeyLabel] = key
+			pd.Labels[cpv1alpha1.DecisionIndexLabel] = strconv.Itoa(i)
+			pd.Labels[placementv1alpha1.PlacementNameLabel] = key
+			pd.SchedulerName = Name
+			pd.Decisions = make([]cpv1alpha1.ClusterDecision, 0, len(slice))
+			for _, c := range slice {
+				pd.Decisions = append(pd.Decisions, cpv1alpha1.ClusterDecision{
+					ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Name: c.Name, Namespace: c.Namespace},
+					Reason:            "matches spec.clusterSelector",
+				})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("writing PlacementDecision %s: %w", pd.Name, err)
+		}
+	}
+	return r.deleteSlices(ctx, placement, len(slices))
+}
+
+// deleteSlices deletes the Placement's PlacementDecision slices from index from on.
+func (r *Reconciler) deleteSlices(ctx context.Context, placement *placementv1alpha1.Placement, from int) error {
+	list := &cpv1alpha1.PlacementDecisionList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(placement.Namespace),
+		client.MatchingLabels{cpv1alpha1.PlacementKeyLabel: names.LabelValue(placement.Name)}); err != nil {
+		return fmt.Errorf("listing PlacementDecisions: %w", err)
+	}
+	for i := range list.Items {
+		pd := &list.Items[i]
+		if !metav1.IsControlledBy(pd, placement) {
+			continue
+		}
+		if idx, err := strconv.Atoi(pd.Labels[cpv1alpha1.DecisionIndexLabel]); err == nil && idx < from {
+			continue
+		}
+		if err := r.Client.Delete(ctx, pd); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting PlacementDecision %s: %w", pd.Name, err)
+		}
+	}
+	return nil
+}
+
+// SetupWithManager registers the scheduler: it runs on Placement spec changes, on
+// changes of its PlacementDecisions and on any ClusterProfile change.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("scheduler").
+		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&cpv1alpha1.PlacementDecision{}).
+		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allPlacements)).
+		Complete(r)
+}
+
+// allPlacements maps a ClusterProfile change to every Placement, since any of them
+// may select the cluster.
+func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &placementv1alpha1.PlacementList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for a ClusterProfile change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+	}
+	return reqs
+}

@@ -1,0 +1,63 @@
+// Package status folds the status the agents report on Works into the status of
+// their Placement: per cluster, counted, and as the Applied condition.
+package status
+
+import (
+	"context"
+
+	"k8s.io/klog/v2"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
+)
+
+// Name is the status aggregator's field owner.
+const Name = "lodestar-status"
+
+// Reconciler aggregates Work status into Placement status.
+type Reconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch
+
+// Reconcile writes the Applied condition, appliedClusters and clusters of one Placement.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	placement := &placementv1alpha1.Placement{}
+	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
+
+	clusters, _, err := placementref.DecidedClusters(ctx, r.Client, placement)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	works, err := placementref.Works(ctx, r.Client, placement)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	agg := Aggregate(clusters, works)
+	return ctrl.Result{}, r.applyStatus(ctx, placement, agg)
+}
+
+// SetupWithManager registers the status aggregator: it runs when a Placement is
+// created or changed, and when its Works or PlacementDecisions change.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("status").
+		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
+		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel))).
+		Complete(r)
+}

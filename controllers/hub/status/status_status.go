@@ -1,0 +1,112 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// WorkAppliedCondition is the Work condition the agent sets when every manifest of
+// the Work has been applied.
+const WorkAppliedCondition = "Applied"
+
+// maxNamedFailures caps how many failing clusters the Applied message names.
+const maxNamedFailures = 5
+
+// Aggregation is the status aggregator's part of a Placement's status.
+type Aggregation struct {
+	Clusters  []placementv1alpha1.ClusterStatus
+	Applied   int32
+	Condition metav1.Condition
+}
+
+// Aggregate computes, from the clusters the Placement's decisions name and its
+// Works, the per-cluster state and the Applied condition. A Work counts as applied
+// only when the agent reported Applied for the Work's current generation.
+func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
+	agg := Aggregation{}
+	byCluster := map[string]placementv1alpha1.ClusterStatus{}
+	for _, w := range works {
+		cluster, ok := names.ClusterFromNamespace(w.Namespace)
+		if !ok {
+			continue
+		}
+		cs := placementv1alpha1.ClusterStatus{Name: cluster, Work: w.Name, Applied: metav1.ConditionUnknown}
+		cond := meta.FindStatusCondition(w.Status.Conditions, WorkAppliedCondition)
+		switch {
+		case !w.DeletionTimestamp.IsZero():
+			cs.Reason, cs.Message = "Removing", "the Work is being removed from the cluster"
+		case cond == nil || cond.ObservedGeneration != w.Generation:
+			cs.Reason, cs.Message = "Pending", fmt.Sprintf("waiting for the agent to report generation %d", w.Generation)
+		default:
+			cs.Applied, cs.Reason, cs.Message = cond.Status, cond.Reason, cond.Message
+		}
+		byCluster[cluster] = cs
+	}
+
+	var failed, pending []string
+	for _, c := range decided {
+		cs, ok := byCluster[c]
+		switch {
+		case !ok:
+			pending = append(pending, c)
+		case cs.Applied == metav1.ConditionTrue:
+			agg.Applied++
+		case cs.Applied == metav1.ConditionFalse:
+			failed = append(failed, c)
+		default:
+			pending = append(pending, c)
+		}
+	}
+	for _, cs := range byCluster {
+		agg.Clusters = append(agg.Clusters, cs)
+	}
+	sort.Slice(agg.Clusters, func(i, j int) bool { return agg.Clusters[i].Name < agg.Clusters[j].Name })
+
+	agg.Condition = metav1.Condition{Type: placementv1alpha1.AppliedCondition}
+	switch {
+	case len(decided) == 0:
+		agg.Condition.Status, agg.Condition.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters
+		agg.Condition.Message = "no cluster is selected"
+	case len(failed) > 0:
+		sort.Strings(failed)
+		agg.Condition.Status, agg.Condition.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonApplyFailed
+		agg.Condition.Message = fmt.Sprintf("%d of %d clusters failed to apply: %s", len(failed), len(decided), sample(failed))
+	case len(pending) > 0:
+		sort.Strings(pending)
+		agg.Condition.Status, agg.Condition.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonApplyPending
+		agg.Condition.Message = fmt.Sprintf("%d of %d clusters applied; waiting for %s", agg.Applied, len(decided), sample(pending))
+	default:
+		agg.Condition.Status, agg.Condition.Reason = metav1.ConditionTrue, placementv1alpha1.ReasonApplied
+		agg.Condition.Message = fmt.Sprintf("applied on all %d clusters", len(decided))
+	}
+	return agg
+}
+
+func sample(clusters []string) string {
+	if len(clusters) <= maxNamedFailures {
+		return strings.Join(clusters, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(clusters[:maxNamedFailures], ", "), len(clusters)-maxNamedFailures)
+}
+
+// applyStatus writes the aggregator's fields of the Placement's status.
+func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, agg Aggregation) error {
+	agg.Condition.ObservedGeneration = placement.Generation
+	conditions := append([]metav1.Condition(nil), placement.Status.Conditions...)
+	meta.SetStatusCondition(&conditions, agg.Condition)
+	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
+	patch.Status.Conditions = []metav1.Condition{*meta.FindStatusCondition(conditions, placementv1alpha1.AppliedCondition)}
+	patch.Status.AppliedClusters = agg.Applied
+	patch.Status.Clusters = agg.Clusters
+	return kube.ApplyStatus(ctx, r.Client, patch, Name)
+}

@@ -1,0 +1,71 @@
+// Package kube holds small helpers over controller-runtime clients that several
+// controllers share.
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// ApplyStatus writes the status fields set in obj with server-side apply under the
+// field owner owner. Only what obj sets is claimed: fields and list entries (such as
+// conditions keyed by type) that other owners set are left to them, and fields this
+// owner set before but leaves out now are removed. A deleted object is not an error.
+func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, owner string) error {
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return err
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fmt.Errorf("converting %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	metadata := map[string]any{"name": obj.GetName()}
+	if ns := obj.GetNamespace(); ns != "" {
+		metadata["namespace"] = ns
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvk.GroupVersion().String(),
+		"kind":       gvk.Kind,
+		"metadata":   metadata,
+		"status":     content["status"],
+	}}
+	err = c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(owner), client.ForceOwnership)
+	if apierrors.IsNotFound(err) {
+		return nil // The object is gone, and its status with it.
+	}
+	if err != nil {
+		return fmt.Errorf("applying status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// SetFinalizer adds (present) or removes the finalizer on obj with a merge patch
+// of metadata.finalizers, and does nothing when obj already agrees. A deleted
+// object is not an error.
+func SetFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string, present bool) error {
+	base, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%T is not a client.Object", obj)
+	}
+	var changed bool
+	if present {
+		changed = controllerutil.AddFinalizer(obj, finalizer)
+	} else {
+		changed = controllerutil.RemoveFinalizer(obj, finalizer)
+	}
+	if !changed {
+		return nil
+	}
+	if err := c.Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("setting finalizer %s: %w", finalizer, err)
+	}
+	return nil
+}

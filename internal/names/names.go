@@ -1,0 +1,64 @@
+// Package names derives the deterministic names and label values Lodestar gives the
+// objects it creates, so that every object points back to its source.
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// ClusterNamespacePrefix starts the name of each member cluster's namespace on the hub.
+const ClusterNamespacePrefix = "lodestar-cluster-"
+
+// ClusterNamespace is the hub namespace that holds the Works of a cluster.
+func ClusterNamespace(cluster string) string {
+	return ClusterNamespacePrefix + cluster
+}
+
+// ClusterFromNamespace returns the cluster whose hub namespace ns is, and false when
+// ns is not a cluster namespace.
+func ClusterFromNamespace(ns string) (string, bool) {
+	cluster, ok := strings.CutPrefix(ns, ClusterNamespacePrefix)
+	return cluster, ok && cluster != ""
+}
+
+// Work is the name of the Work that carries a Placement's objects to a cluster:
+// "<namespace>.<placement>", shortened with a hash when that is too long for a name.
+func Work(namespace, placement string) string {
+	return fit(namespace+"."+placement, validation.DNS1123SubdomainMaxLength)
+}
+
+// DecisionSlice is the name of slice i of a Placement's PlacementDecisions.
+func DecisionSlice(placement string, i int) string {
+	return fit(placement, validation.DNS1123SubdomainMaxLength-8) + "-" + strconv.Itoa(i)
+}
+
+// HashedLabelPrefix starts a label value that stands for a hashed name.
+const HashedLabelPrefix = "h-"
+
+// LabelValue returns s when it is a valid label value, or a stable hash of it.
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	return HashedLabelPrefix + Hash(s)[:40]
+}
+
+// Hash is the hex SHA-256 of s.
+func Hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// fit shortens s to max characters, keeping a prefix and a hash of the whole.
+func fit(s string, maxLen int) string {
+	if len(s) <= maxLen {
+		return s
+	}
+	h := Hash(s)[:16]
+	return strings.TrimRight(s[:maxLen-len(h)-1], ".-") + "-" + h
+}

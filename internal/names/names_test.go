@@ -1,0 +1,48 @@
+package names
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestWork(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(Work("team-a", "web")).To(Equal("team-a.web"))
+
+	long := Work("team-a", strings.Repeat("x", 253))
+	g.Expect(len(long)).To(BeNumerically("<=", validation.DNS1123SubdomainMaxLength))
+	g.Expect(validation.IsDNS1123Subdomain(long)).To(BeEmpty())
+	g.Expect(Work("team-a", strings.Repeat("x", 253))).To(Equal(long), "deterministic")
+	g.Expect(Work("team-a", strings.Repeat("x", 252)+"y")).NotTo(Equal(long))
+}
+
+func TestDecisionSlice(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(DecisionSlice("web", 0)).To(Equal("web-0"))
+	g.Expect(DecisionSlice("web", 12)).To(Equal("web-12"))
+	long := DecisionSlice(strings.Repeat("p", 253), 123)
+	g.Expect(validation.IsDNS1123Subdomain(long)).To(BeEmpty())
+}
+
+func TestLabelValue(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(LabelValue("web")).To(Equal("web"))
+	long := LabelValue(strings.Repeat("a", 100))
+	g.Expect(validation.IsValidLabelValue(long)).To(BeEmpty())
+	g.Expect(long).NotTo(Equal(LabelValue(strings.Repeat("a", 101))))
+}
+
+func TestClusterNamespace(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(ClusterNamespace("east")).To(Equal("lodestar-cluster-east"))
+	c, ok := ClusterFromNamespace("lodestar-cluster-east")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(c).To(Equal("east"))
+	_, ok = ClusterFromNamespace("team-a")
+	g.Expect(ok).To(BeFalse())
+	_, ok = ClusterFromNamespace("lodestar-cluster-")
+	g.Expect(ok).To(BeFalse())
+}

@@ -1,0 +1,88 @@
+package render
+
+import (
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func configMap(name string, data map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata": map[string]any{
+			"name":              name,
+			"namespace":         "team-a",
+			"uid":               "1234",
+			"resourceVersion":   "42",
+			"generation":        int64(3),
+			"creationTimestamp": "2026-01-01T00:00:00Z",
+			"managedFields":     []any{map[string]any{"manager": "kubectl"}},
+			"ownerReferences":   []any{map[string]any{"name": "owner"}},
+			"finalizers":        []any{"hub/finalizer"},
+			"labels":            map[string]any{"app": "web"},
+			"annotations": map[string]any{
+				LastAppliedAnnotation: "{}",
+				"keep":                "me",
+			},
+		},
+		"data":   data,
+		"status": map[string]any{"phase": "hub"},
+	}}
+}
+
+func TestObjectStripsHubFields(t *testing.T) {
+	g := NewWithT(t)
+	in := configMap("web", map[string]any{"k": "v"})
+	out := Object(in)
+
+	g.Expect(out.Object).NotTo(HaveKey("status"))
+	md := out.Object["metadata"].(map[string]any)
+	g.Expect(md).To(Equal(map[string]any{
+		"name":        "web",
+		"namespace":   "team-a",
+		"labels":      map[string]any{"app": "web"},
+		"annotations": map[string]any{"keep": "me"},
+	}))
+	g.Expect(out.Object["data"]).To(Equal(map[string]any{"k": "v"}))
+	// The input is left as it was.
+	g.Expect(in.GetUID()).To(BeEquivalentTo("1234"))
+	g.Expect(in.Object).To(HaveKey("status"))
+}
+
+func TestObjectDropsEmptyAnnotations(t *testing.T) {
+	g := NewWithT(t)
+	in := configMap("web", nil)
+	in.SetAnnotations(map[string]string{LastAppliedAnnotation: "{}"})
+	g.Expect(Object(in).GetAnnotations()).To(BeNil())
+}
+
+func TestManifestsOrderAndRevision(t *testing.T) {
+	g := NewWithT(t)
+	a, b := configMap("a", map[string]any{"k": "1"}), configMap("b", map[string]any{"k": "2"})
+
+	raws1, rev1, err := Manifests([]*unstructured.Unstructured{b, a})
+	g.Expect(err).NotTo(HaveOccurred())
+	raws2, rev2, err := Manifests([]*unstructured.Unstructured{a, b})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rev1).To(Equal(rev2), "order of input must not change the revision")
+	g.Expect(raws1).To(HaveLen(2))
+	g.Expect(raws1).To(Equal(raws2))
+
+	var first map[string]any
+	g.Expect(json.Unmarshal(raws1[0].Raw, &first)).To(Succeed())
+	g.Expect(first["metadata"].(map[string]any)["name"]).To(Equal("a"))
+
+	_, rev3, err := Manifests([]*unstructured.Unstructured{a, configMap("b", map[string]any{"k": "changed"})})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rev3).NotTo(Equal(rev1), "a change of content must change the revision")
+
+	// The hub-only fields do not affect the revision.
+	b2 := configMap("b", map[string]any{"k": "2"})
+	b2.SetResourceVersion("99")
+	_, rev4, err := Manifests([]*unstructured.Unstructured{a, b2})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rev4).To(Equal(rev1))
+}

@@ -1,0 +1,198 @@
+package integration
+
+import (
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+func manifest(t *testing.T, obj map[string]any) workv1alpha1.Manifest {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: b}}
+}
+
+func configMapManifest(t *testing.T, ns, name string, meta map[string]any) workv1alpha1.Manifest {
+	md := map[string]any{"namespace": ns}
+	if name != "" {
+		md["name"] = name
+	}
+	for k, v := range meta {
+		md[k] = v
+	}
+	return manifest(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": map[string]any{"from": "work"}})
+}
+
+// Each bad manifest fails only itself, with a reason naming it; the rest of the
+// Work applies. An object the Work did not create is neither changed nor deleted.
+func TestBadManifestsFailOnlyThemselves(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "agent-" + newNamespace(t)
+	member := members[member1].Client
+
+	// Someone else's object on the member, with the name of a manifest.
+	g.Expect(member.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: ns}, Data: map[string]string{"owner": "someone else"}}
+	g.Expect(member.Create(ctx, theirs)).To(Succeed())
+
+	w := &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Name: "hand-written", Namespace: names.ClusterNamespace(member1)},
+		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{
+			configMapManifest(t, ns, "good", nil),
+			configMapManifest(t, ns, "", nil),
+			configMapManifest(t, ns, "", map[string]any{"generateName": "gen-"}),
+			configMapManifest(t, ns, "good", nil),
+			manifest(t, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w", "namespace": ns}}),
+			configMapManifest(t, ns, "theirs", nil),
+			{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "` + ns + `"}, "data": {"k": 1}}`)}},
+		}}},
+	}
+	g.Expect(hubCP.Client.Create(ctx, w)).To(Succeed())
+
+	want := []struct {
+		status          metav1.ConditionStatus
+		reason, message string
+	}{
+		{metav1.ConditionTrue, work.ReasonApplied, ""},
+		{metav1.ConditionFalse, work.ReasonInvalidManifest, "metadata.name is required"},
+		{metav1.ConditionFalse, work.ReasonInvalidManifest, "generateName is not supported"},
+		{metav1.ConditionFalse, work.ReasonDuplicate, "the same object as manifest 0"},
+		{metav1.ConditionFalse, work.ReasonUnknownKind, "does not serve example.com/v1, Kind=Widget"},
+		{metav1.ConditionFalse, work.ReasonNotOwned, "was not created by this Work"},
+		{metav1.ConditionFalse, work.ReasonApplyFailed, "ConfigMap " + ns + "/x"},
+	}
+	g.Eventually(func(g Gomega) {
+		got := &workv1alpha1.Work{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
+		applied := meta.FindStatusCondition(got.Status.Conditions, work.ConditionApplied)
+		g.Expect(applied).NotTo(BeNil())
+		g.Expect(applied.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(applied.Message).To(ContainSubstring("6 of 7 manifests not applied"))
+		g.Expect(got.Status.ManifestConditions).To(HaveLen(len(want)))
+		for i, mc := range got.Status.ManifestConditions {
+			g.Expect(mc.Identifier.Ordinal).To(Equal(i))
+			c := meta.FindStatusCondition(mc.Conditions, work.ConditionApplied)
+			g.Expect(c).NotTo(BeNil(), "manifest %d", i)
+			g.Expect(c.Status).To(Equal(want[i].status), "manifest %d: %s", i, c.Message)
+			g.Expect(c.Reason).To(Equal(want[i].reason), "manifest %d: %s", i, c.Message)
+			g.Expect(c.Message).To(ContainSubstring(want[i].message), "manifest %d", i)
+			if want[i].status == metav1.ConditionFalse {
+				g.Expect(c.Message).To(HavePrefix("manifest %d", i), "a failure names its manifest")
+			}
+		}
+	}).Should(Succeed())
+
+	good := &corev1.ConfigMap{}
+	g.Expect(member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "good"}, good)).To(Succeed())
+	g.Expect(good.Data).To(Equal(map[string]string{"from": "work"}))
+	g.Expect(member.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
+	g.Expect(theirs.Data).To(Equal(map[string]string{"owner": "someone else"}), "an object the Work did not create is not changed")
+
+	// Deleting the Work removes exactly what it created.
+	g.Expect(hubCP.Client.Delete(ctx, w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Work is released once the member is clean")
+	}).Should(Succeed())
+	err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "good"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	err = member.Get(ctx, client.ObjectKey{Name: w.Name}, &lodestarworkv1alpha1.AppliedWork{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	g.Expect(member.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
+	g.Expect(theirs.Data).To(Equal(map[string]string{"owner": "someone else"}))
+}
+
+// Removing a manifest deletes its object, but not one that someone recreated
+// after the agent created it.
+func TestRemovedManifestDeletesOnlyWhatItCreated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "agent-" + newNamespace(t)
+	member := members[member2].Client
+	w := &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Name: "removal", Namespace: names.ClusterNamespace(member2)},
+		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{
+			configMapManifest(t, ns, "keep", nil),
+			configMapManifest(t, ns, "drop", nil),
+			configMapManifest(t, ns, "recreated", nil),
+		}}},
+	}
+	g.Expect(hubCP.Client.Create(ctx, w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		applied := &lodestarworkv1alpha1.AppliedWork{}
+		g.Expect(member.Get(ctx, client.ObjectKey{Name: w.Name}, applied)).To(Succeed())
+		g.Expect(applied.Status.AppliedResources).To(HaveLen(3))
+	}).Should(Succeed())
+
+	// Someone deletes and recreates one of the objects on the member.
+	recreated := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "recreated", Namespace: ns}}
+	g.Expect(member.Delete(ctx, recreated)).To(Succeed())
+	recreated = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "recreated", Namespace: ns}, Data: map[string]string{"mine": "now"}}
+	g.Expect(member.Create(ctx, recreated)).To(Succeed())
+
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
+	w.Spec.Workload.Manifests = w.Spec.Workload.Manifests[:1]
+	g.Expect(hubCP.Client.Update(ctx, w)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "drop"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		applied := &lodestarworkv1alpha1.AppliedWork{}
+		g.Expect(member.Get(ctx, client.ObjectKey{Name: w.Name}, applied)).To(Succeed())
+		g.Expect(applied.Status.AppliedResources).To(ConsistOf(HaveField("Name", "keep")))
+	}).Should(Succeed())
+	g.Expect(member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keep"}, &corev1.ConfigMap{})).To(Succeed())
+	got := &corev1.ConfigMap{}
+	g.Expect(member.Get(ctx, client.ObjectKeyFromObject(recreated), got)).To(Succeed())
+	g.Expect(got.Data).To(Equal(map[string]string{"mine": "now"}), "an object recreated by someone else is not deleted")
+
+	g.Expect(hubCP.Client.Delete(ctx, w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keep"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}).Should(Succeed())
+}
+
+// The agent's identity on the hub reaches its own namespace's Works and nothing else.
+func TestAgentIdentityIsLeastPrivilege(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	c, err := client.New(agentConfigs[member1], client.Options{Scheme: agent.NewScheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	cpScheme := runtime.NewScheme()
+	g.Expect(cpv1alpha1.AddToScheme(cpScheme)).To(Succeed())
+	cpClient, err := client.New(agentConfigs[member1], client.Options{Scheme: cpScheme})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(c.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(names.ClusterNamespace(member1)))).To(Succeed())
+
+	forbidden := map[string]error{
+		"Works of another cluster": c.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(names.ClusterNamespace(member2))),
+		"Works of every namespace": c.List(ctx, &workv1alpha1.WorkList{}),
+		"Secrets of its namespace": c.List(ctx, &corev1.SecretList{}, client.InNamespace(names.ClusterNamespace(member1))),
+		"creating a Work":          c.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: names.ClusterNamespace(member1)}}),
+		"deleting a Work":          c.Delete(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: names.ClusterNamespace(member1)}}),
+		"ClusterProfiles":          cpClient.List(ctx, &cpv1alpha1.ClusterProfileList{}),
+	}
+	for what, err := range forbidden {
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
+	}
+}

@@ -1,0 +1,74 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+)
+
+const (
+	timeout  = 60 * time.Second
+	interval = 100 * time.Millisecond
+)
+
+func init() {
+	SetDefaultEventuallyTimeout(timeout)
+	SetDefaultEventuallyPollingInterval(interval)
+	SetDefaultConsistentlyDuration(2 * time.Second)
+	SetDefaultConsistentlyPollingInterval(interval)
+}
+
+// newNamespace creates a namespace of its own for a test on the hub.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	g := NewWithT(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("test-%s", rand.String(6))}}
+	g.Expect(hubCP.Client.Create(t.Context(), ns)).To(Succeed())
+	return ns.Name
+}
+
+// setClusterLabels replaces the labels of a member's ClusterProfile (keeping the
+// cluster-manager label) and restores them when the test ends.
+func setClusterLabels(t *testing.T, cluster string, labels map[string]string) {
+	t.Helper()
+	g := NewWithT(t)
+	key := client.ObjectKey{Namespace: scheduler.DefaultClusterSetNamespace, Name: cluster}
+	profile := &cpv1alpha1.ClusterProfile{}
+	g.Expect(hubCP.Client.Get(t.Context(), key, profile)).To(Succeed())
+	original := profile.Labels
+	write := func(l map[string]string) error {
+		p := &cpv1alpha1.ClusterProfile{}
+		if err := hubCP.Client.Get(t.Context(), key, p); err != nil {
+			return err
+		}
+		p.Labels = map[string]string{cpv1alpha1.LabelClusterManagerKey: scheduler.ClusterManagerName}
+		for k, v := range l {
+			p.Labels[k] = v
+		}
+		return hubCP.Client.Update(t.Context(), p)
+	}
+	g.Expect(write(labels)).To(Succeed())
+	t.Cleanup(func() {
+		// t.Context() is already cancelled when cleanups run.
+		ctx := context.Background()
+		p := &cpv1alpha1.ClusterProfile{}
+		err := hubCP.Client.Get(ctx, key, p)
+		if err == nil {
+			p.Labels = original
+			err = hubCP.Client.Update(ctx, p)
+		}
+		if err != nil {
+			t.Errorf("restoring the labels of %s: %v", cluster, err)
+		}
+	})
+}

@@ -1,0 +1,137 @@
+// Package integration tests Lodestar end to end on real API servers: one hub and two
+// member clusters, each a kube-apiserver with its own etcd, with the hub manager and
+// one agent per member running as they run in production (the agents with their
+// own least-privilege identity on the hub).
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// The fleet every test in this package shares.
+var (
+	hubCP   *testenv.ControlPlane
+	members = map[string]*testenv.ControlPlane{}
+	// agentConfigs are the agents' own connections to the hub.
+	agentConfigs = map[string]*rest.Config{}
+)
+
+const (
+	member1 = "member-1"
+	member2 = "member-2"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	ctx, cancel := context.WithCancel(context.Background())
+	// Stop the controllers before their API servers.
+	defer stopFleet()
+	defer cancel()
+
+	if err := startFleet(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the fleet:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func startFleet(ctx context.Context) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	start := func(name string, f func() (*testenv.ControlPlane, error)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cp, err := f()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			if name == "hub" {
+				hubCP = cp
+			} else {
+				members[name] = cp
+			}
+		}()
+	}
+	start("hub", func() (*testenv.ControlPlane, error) { return testenv.StartHub(hub.NewScheme()) })
+	for _, name := range []string{member1, member2} {
+		start(name, func() (*testenv.ControlPlane, error) { return testenv.StartMember(name, agent.NewScheme()) })
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errs[0]
+	}
+
+	mgr, err := ctrl.NewManager(hubCP.Config, hub.ManagerOptions(ctrl.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	}))
+	if err != nil {
+		return err
+	}
+	if err := hub.Setup(mgr, hub.Options{}); err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "hub manager stopped:", err)
+		}
+	}()
+
+	for name, labels := range map[string]map[string]string{
+		member1: {"env": "prod", "region": "eu"},
+		member2: {"env": "staging", "region": "us"},
+	} {
+		cfg, err := testenv.Register(ctx, hubCP, testenv.Member{Name: name, Labels: labels})
+		if err != nil {
+			return err
+		}
+		agentConfigs[name] = cfg
+		a, err := agent.NewManager(agent.Options{
+			ClusterName: name,
+			Hub:         cfg,
+			Member:      members[name].Config,
+			Manager:     ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+		})
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := a.Start(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "agent stopped:", name, err)
+			}
+		}()
+	}
+	return nil
+}
+
+func stopFleet() {
+	for _, cp := range append([]*testenv.ControlPlane{hubCP}, members[member1], members[member2]) {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping a control plane:", err)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+// The API server rejects malformed Placements with the CRD's own messages.
+func TestPlacementSchemaValidation(t *testing.T) {
+	ns := newNamespace(t)
+	tests := []struct {
+		name    string
+		mutate  func(*placementv1alpha1.Placement)
+		message string
+	}{
+		{
+			name: "name and labelSelector together",
+			mutate: func(p *placementv1alpha1.Placement) {
+				p.Spec.ResourceSelectors[0].LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+			},
+			message: "name and labelSelector are mutually exclusive",
+		},
+		{
+			name:    "no resource selector",
+			mutate:  func(p *placementv1alpha1.Placement) { p.Spec.ResourceSelectors = nil },
+			message: "spec.resourceSelectors",
+		},
+		{
+			name:    "missing kind",
+			mutate:  func(p *placementv1alpha1.Placement) { p.Spec.ResourceSelectors[0].Kind = "" },
+			message: "spec.resourceSelectors[0].kind",
+		},
+		{
+			name:    "missing version",
+			mutate:  func(p *placementv1alpha1.Placement) { p.Spec.ResourceSelectors[0].Version = "" },
+			message: "spec.resourceSelectors[0].version",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := webPlacement(ns)
+			tt.mutate(p)
+			err := hubCP.Client.Create(t.Context(), p)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tt.message))
+		})
+	}
+}
+
+// A Placement whose selectors can never select anything gets a False condition
+// with a reason and a Warning event, and places nothing.
+func TestInvalidResourceSelector(t *testing.T) {
+	tests := []struct {
+		name     string
+		selector placementv1alpha1.ResourceSelector
+		message  string
+	}{
+		{"unknown kind", placementv1alpha1.ResourceSelector{Group: "example.com", Version: "v1", Kind: "Widget"}, "does not serve kind"},
+		{"cluster-scoped kind", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "Namespace"}, "cluster-scoped"},
+		{"bad label selector", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}},
+		}}, "labelSelector"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := newNamespace(t)
+			p := webPlacement(ns)
+			p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{tt.selector}
+			g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+
+			g.Eventually(func(g Gomega) {
+				got := &placementv1alpha1.Placement{}
+				g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
+				c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidResourceSelector))
+				g.Expect(c.Message).To(ContainSubstring(tt.message))
+
+				events := &eventsv1.EventList{}
+				g.Expect(hubCP.Client.List(t.Context(), events, client.InNamespace(ns))).To(Succeed())
+				g.Expect(events.Items).To(ContainElement(And(
+					HaveField("Reason", placementv1alpha1.ReasonInvalidResourceSelector),
+					HaveField("Type", "Warning"),
+					HaveField("Regarding.Name", p.Name),
+				)))
+			}).Should(Succeed())
+		})
+	}
+}
+
+// A Placement whose cluster selector matches nothing says so.
+func TestNoMatchingClusters(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	p := webPlacement(ns)
+	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "nowhere"}}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ScheduledCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNoMatchingClusters))
+		applied := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.AppliedCondition)
+		g.Expect(applied).NotTo(BeNil())
+		g.Expect(applied.Reason).To(Equal(placementv1alpha1.ReasonNoClusters))
+	}).Should(Succeed())
+}
