@@ -79,9 +79,10 @@ verify: generate manifests ## Fail when generated code or CRDs are stale, code i
 ##@ Build
 
 .PHONY: build
-build: ## Build the hub manager and the agent into bin/.
+build: ## Build the hub manager, the agent and the local fleet runner into bin/.
 	go build -o $(LOCALBIN)/lodestar-hub ./cmd/lodestar-hub
 	go build -o $(LOCALBIN)/lodestar-agent ./cmd/lodestar-agent
+	go build -o $(LOCALBIN)/lodestar-devfleet ./hack/devfleet
 
 .PHONY: test-binaries
 test-binaries: $(KUBE_STAMP) $(KWOK) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler and kwok (once per version).

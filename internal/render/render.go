@@ -42,7 +42,31 @@ func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 			delete(md, "annotations")
 		}
 	}
+	if out.GetAPIVersion() == "v1" && out.GetKind() == "Service" {
+		stripServiceAllocations(out)
+	}
 	return out
+}
+
+// stripServiceAllocations removes what the hub's API server allocated to a Service
+// (cluster IPs, node ports, the health-check node port): each member allocates its
+// own. A headless Service keeps clusterIP None.
+func stripServiceAllocations(svc *unstructured.Unstructured) {
+	spec, ok := svc.Object["spec"].(map[string]any)
+	if !ok {
+		return
+	}
+	if ip, _ := spec["clusterIP"].(string); ip != "None" {
+		delete(spec, "clusterIP")
+		delete(spec, "clusterIPs")
+	}
+	delete(spec, "healthCheckNodePort")
+	ports, _ := spec["ports"].([]any)
+	for _, p := range ports {
+		if port, ok := p.(map[string]any); ok {
+			delete(port, "nodePort")
+		}
+	}
 }
 
 // Manifests renders objs in a deterministic order (group, kind, namespace, name) and

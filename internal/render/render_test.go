@@ -86,3 +86,31 @@ func TestManifestsOrderAndRevision(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rev4).To(Equal(rev1))
 }
+
+func TestObjectStripsServiceAllocations(t *testing.T) {
+	svc := func(clusterIP string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Service",
+			"metadata": map[string]any{"name": "web", "namespace": "team-a"},
+			"spec": map[string]any{
+				"type":                "LoadBalancer",
+				"clusterIP":           clusterIP,
+				"clusterIPs":          []any{clusterIP},
+				"healthCheckNodePort": int64(31000),
+				"ports":               []any{map[string]any{"port": int64(80), "nodePort": int64(30080)}},
+				"selector":            map[string]any{"app": "web"},
+			},
+		}}
+	}
+	g := NewWithT(t)
+	out := Object(svc("10.0.0.12"))
+	g.Expect(out.Object["spec"]).To(Equal(map[string]any{
+		"type":     "LoadBalancer",
+		"ports":    []any{map[string]any{"port": int64(80)}},
+		"selector": map[string]any{"app": "web"},
+	}))
+
+	headless := Object(svc("None"))
+	g.Expect(headless.Object["spec"]).To(HaveKeyWithValue("clusterIP", "None"))
+	g.Expect(headless.Object["spec"]).To(HaveKeyWithValue("clusterIPs", []any{"None"}))
+}

@@ -84,7 +84,8 @@ func start(name string, scheme *runtime.Scheme, crds []*apiextensionsv1.CustomRe
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting the %s control plane: %w", name, err)
+		// Start may fail after the processes run (installing CRDs): stop them.
+		return nil, errors.Join(fmt.Errorf("starting the %s control plane: %w", name, err), env.Stop())
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -99,6 +100,14 @@ type Member struct {
 	Name string
 	// Labels are the ClusterProfile's labels.
 	Labels map[string]string
+}
+
+// DefaultMembers are the two members of the test fleet and the quick start.
+func DefaultMembers() []Member {
+	return []Member{
+		{Name: "member-1", Labels: map[string]string{"env": "production", "region": "eu-west"}},
+		{Name: "member-2", Labels: map[string]string{"env": "staging", "region": "us-east"}},
+	}
 }
 
 // Register does on the hub what registration will do: it creates the cluster-set

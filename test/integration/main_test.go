@@ -77,7 +77,8 @@ func startFleet(ctx context.Context) error {
 		}()
 	}
 	start("hub", func() (*testenv.ControlPlane, error) { return testenv.StartHub(hub.NewScheme()) })
-	for _, name := range []string{member1, member2} {
+	for _, m := range testenv.DefaultMembers() {
+		name := m.Name
 		start(name, func() (*testenv.ControlPlane, error) { return testenv.StartMember(name, agent.NewScheme()) })
 	}
 	wg.Wait()
@@ -101,11 +102,9 @@ func startFleet(ctx context.Context) error {
 		}
 	}()
 
-	for name, labels := range map[string]map[string]string{
-		member1: {"env": "prod", "region": "eu"},
-		member2: {"env": "staging", "region": "us"},
-	} {
-		cfg, err := testenv.Register(ctx, hubCP, testenv.Member{Name: name, Labels: labels})
+	for _, m := range testenv.DefaultMembers() {
+		name := m.Name
+		cfg, err := testenv.Register(ctx, hubCP, m)
 		if err != nil {
 			return err
 		}

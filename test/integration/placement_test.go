@@ -48,7 +48,7 @@ func webPlacement(ns string) *placementv1alpha1.Placement {
 				{Version: "v1", Kind: "ConfigMap", Name: "web-config"},
 				{Group: "apps", Version: "v1", Kind: "Deployment", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
 			},
-			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}},
 		},
 	}
 }
@@ -145,7 +145,7 @@ func TestPlacementLifecycle(t *testing.T) {
 
 	// Relabelling the clusters moves the workload.
 	setClusterLabels(t, member1, map[string]string{"env": "staging"})
-	setClusterLabels(t, member2, map[string]string{"env": "prod"})
+	setClusterLabels(t, member2, map[string]string{"env": "production"})
 	g.Eventually(func(g Gomega) {
 		expectPlacedOn(g, t, member2, ns, "bonjour")
 		expectAbsentFrom(g, t, member1, ns)

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Local Lodestar fleet: `make quickstart` runs `hack/quickstart.sh up`,
+# `make quickstart-down` runs `hack/quickstart.sh down`.
+#
+# Expects from the Makefile: QUICKSTART_DIR, KUBECTL, LODESTAR_BIN, KUBEBUILDER_ASSETS.
+set -euo pipefail
+
+dir=${QUICKSTART_DIR:?}
+pidfile="$dir/devfleet.pid"
+
+running() { [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+up() {
+  local kubectl=${KUBECTL:?} bin=${LODESTAR_BIN:?}
+  if running; then
+    say "A quick-start fleet is already running (pid $(cat "$pidfile")); reusing it"
+  else
+    [[ -d "$dir" ]] && rm -rf "$dir"
+    mkdir -p "$dir"
+    say "Starting a local hub and two member clusters (kube-apiserver + etcd each), the hub manager and two agents"
+    # A session of its own, so that quickstart-down can stop every process it starts.
+    setsid "$bin/lodestar-devfleet" --dir "$dir" --bin "$bin" >"$dir/devfleet.log" 2>&1 < /dev/null &
+    echo $! > "$pidfile"
+    for _ in $(seq 1 240); do
+      [[ -f "$dir/ready" ]] && break
+      if ! running; then
+        echo "The fleet did not start:"; cat "$dir/devfleet.log"; exit 1
+      fi
+      sleep 0.5
+    done
+    [[ -f "$dir/ready" ]] || { echo "The fleet did not become ready in 2 minutes:"; cat "$dir/devfleet.log"; exit 1; }
+  fi
+
+  local hub=(--kubeconfig "$dir/hub.kubeconfig")
+  say "Clusters registered on the hub"
+  "$kubectl" "${hub[@]}" get clusterprofiles -A -L env,region
+
+  say "Applying config/samples/ to the hub"
+  "$kubectl" "${hub[@]}" apply --server-side -f config/samples/demo-app.yaml
+  "$kubectl" "${hub[@]}" apply --server-side -f config/samples/placement.yaml
+
+  say "Waiting for the sample Placement to be applied on its clusters"
+  if ! "$kubectl" "${hub[@]}" -n demo wait placement/web --for=condition=Applied --timeout=120s; then
+    "$kubectl" "${hub[@]}" -n demo get placement web -o yaml
+    echo "The Placement was not applied; logs are in $dir/logs"; exit 1
+  fi
+
+  say "The Placement on the hub"
+  "$kubectl" "${hub[@]}" -n demo get placement web -o wide
+  echo
+  "$kubectl" "${hub[@]}" -n demo get placement web \
+    -o jsonpath='{range .status.conditions[*]}{.type}{"\t"}{.status}{"\t"}{.message}{"\n"}{end}' | column -t -s $'\t'
+  echo
+  say "Per cluster"
+  "$kubectl" "${hub[@]}" -n demo get placement web \
+    -o jsonpath='{range .status.clusters[*]}{.name}{"\tapplied="}{.applied}{"\t"}{.message}{"\n"}{end}' | column -t -s $'\t'
+  for m in member-1 member-2; do
+    echo
+    say "On $m"
+    "$kubectl" --kubeconfig "$dir/$m.kubeconfig" -n demo get deployments,services,configmaps -l app=web
+  done
+  cat <<MSG
+
+The fleet keeps running. Look further with:
+  export KUBECONFIG=$dir/hub.kubeconfig
+  $kubectl get placements,placementdecisions -A
+  $kubectl get works -A
+  $kubectl --kubeconfig $dir/member-1.kubeconfig get appliedworks
+Logs: $dir/logs. Stop everything with: make quickstart-down
+MSG
+}
+
+down() {
+  if running; then
+    local pid; pid=$(cat "$pidfile")
+    say "Stopping the quick-start fleet (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    # Whatever is left of its session (for example after a crash) goes too.
+    pkill -KILL -s "$pid" 2>/dev/null || true
+  else
+    say "No quick-start fleet is running"
+  fi
+  rm -rf "$dir"
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+esac

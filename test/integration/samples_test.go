@@ -1,0 +1,58 @@
+package integration
+
+import (
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// Every sample in config/samples applies, and the sample application lands on both
+// members, as `make quickstart` shows.
+func TestSamples(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	objs, err := testenv.ApplyDir(ctx, hubCP.Client, filepath.Join("..", "..", "config", "samples"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objs).NotTo(BeEmpty())
+
+	key := client.ObjectKey{Namespace: "demo", Name: "web"}
+	g.Eventually(func(g Gomega) {
+		p := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, p)).To(Succeed())
+		c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AppliedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(p.Status.AppliedClusters).To(BeEquivalentTo(2))
+		for _, cluster := range []string{member1, member2} {
+			mc := members[cluster].Client
+			g.Expect(mc.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, &appsv1.Deployment{})).To(Succeed())
+			g.Expect(mc.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web-config"}, &corev1.ConfigMap{})).To(Succeed())
+			svc := &corev1.Service{}
+			g.Expect(mc.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, svc)).To(Succeed())
+			g.Expect(svc.Spec.ClusterIP).NotTo(BeEmpty(), "each member allocates its own cluster IP")
+		}
+	}).Should(Succeed())
+
+	// The hub's cluster IP is not copied to the members.
+	hubSvc := &corev1.Service{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, hubSvc)).To(Succeed())
+	g.Expect(hubSvc.Spec.ClusterIP).NotTo(BeEmpty())
+
+	g.Expect(hubCP.Client.Delete(ctx, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, cluster := range []string{member1, member2} {
+			err := members[cluster].Client.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, &appsv1.Deployment{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		}
+	}).Should(Succeed())
+}
