@@ -112,7 +112,7 @@ func run(dir, binDir string) (err error) {
 		say("stopping")
 		return nil
 	case p := <-exited:
-		return fmt.Errorf("%s exited (%v); see its log in %s", filepath.Base(p.cmd.Path), p.err, logs)
+		return fmt.Errorf("%s exited, see its log in %s: %w", filepath.Base(p.cmd.Path), logs, p.err)
 	}
 }
 
