@@ -1,0 +1,165 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+var hubCP *testenv.ControlPlane
+
+// clusterSet is the cluster-set namespace of this package's tests, so that they
+// do not see ClusterProfiles of other packages.
+const clusterSet = "scheduler-test-set"
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if hubCP, err = testenv.StartHub(hub.NewScheme()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = hubCP.Stop() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	mgr, err := ctrl.NewManager(hubCP.Config, hub.ManagerOptions(ctrl.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	}))
+	if err == nil {
+		err = (&scheduler.Reconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), ClusterSetNamespaces: []string{clusterSet},
+		}).SetupWithManager(mgr)
+	}
+	if err == nil {
+		err = hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterSet}})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	return m.Run()
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test-" + rand.String(6)}}
+	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), ns)).To(Succeed())
+	return ns.Name
+}
+
+func placement(ns string, selector *metav1.LabelSelector) *placementv1alpha1.Placement {
+	return &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}},
+			ClusterSelector:   selector,
+		},
+	}
+}
+
+// slices returns the number of clusters in each PlacementDecision slice of p, by
+// the slice's index label.
+func slices(g Gomega, t *testing.T, p *placementv1alpha1.Placement) map[int]int {
+	list := &cpv1alpha1.PlacementDecisionList{}
+	g.Expect(hubCP.Client.List(t.Context(), list, client.InNamespace(p.Namespace),
+		client.MatchingLabels{cpv1alpha1.PlacementKeyLabel: p.Name})).To(Succeed())
+	out := map[int]int{}
+	for _, pd := range list.Items {
+		idx, err := strconv.Atoi(pd.Labels[cpv1alpha1.DecisionIndexLabel])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pd.Labels).To(HaveKeyWithValue(cpv1alpha1.DecisionKeyLabel, p.Name))
+		g.Expect(pd.SchedulerName).To(Equal(scheduler.Name))
+		g.Expect(metav1.IsControlledBy(&pd, p)).To(BeTrue())
+		out[idx] = len(pd.Decisions)
+	}
+	return out
+}
+
+// Decisions of more than 100 clusters are split into slices of at most 100, and
+// slices that are no longer needed are removed.
+func TestDecisionSlices(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	label := "slices-" + rand.String(4)
+	for i := range 250 {
+		tier := "bulk"
+		if i < 30 {
+			tier = "small"
+		}
+		cp := &cpv1alpha1.ClusterProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%03d", label, i), Namespace: clusterSet,
+				Labels: map[string]string{"test": label, "tier": tier}},
+			Spec: cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
+		}
+		g.Expect(hubCP.Client.Create(ctx, cp)).To(Succeed())
+	}
+	// A profile another cluster manager owns is never scheduled.
+	g.Expect(hubCP.Client.Create(ctx, &cpv1alpha1.ClusterProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: label + "-foreign", Namespace: clusterSet, Labels: map[string]string{"test": label}},
+		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: "someone-else"}},
+	})).To(Succeed())
+
+	ns := newNamespace(t)
+	p := placement(ns, &metav1.LabelSelector{MatchLabels: map[string]string{"test": label}})
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(slices(g, t, p)).To(Equal(map[int]int{0: 100, 1: 100, 2: 50}))
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(250))
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ScheduledCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(time.Minute).Should(Succeed())
+
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+	p.Spec.ClusterSelector.MatchLabels["tier"] = "small"
+	g.Expect(hubCP.Client.Update(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(slices(g, t, p)).To(Equal(map[int]int{0: 30}))
+	}).WithTimeout(time.Minute).Should(Succeed())
+}
+
+// An invalid cluster selector is a False condition with a reason and an event.
+func TestInvalidClusterSelector(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	p := placement(ns, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}})
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ScheduledCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidClusterSelector))
+		g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
+		events := &eventsv1.EventList{}
+		g.Expect(hubCP.Client.List(t.Context(), events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(HaveField("Reason", placementv1alpha1.ReasonInvalidClusterSelector)))
+	}).WithTimeout(time.Minute).Should(Succeed())
+}

@@ -1,0 +1,109 @@
+package status
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// work returns a Work of cluster at generation gen whose agent reported Applied
+// (status) for generation reported; status "" means no report yet.
+func work(cluster string, gen, reported int64, status metav1.ConditionStatus) workv1alpha1.Work {
+	w := workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "ns.p", Namespace: names.ClusterNamespace(cluster), Generation: gen}}
+	if status != "" {
+		w.Status.Conditions = []metav1.Condition{{Type: WorkAppliedCondition, Status: status, Reason: "R", Message: "m", ObservedGeneration: reported}}
+	}
+	return w
+}
+
+func TestAggregate(t *testing.T) {
+	tests := []struct {
+		name        string
+		decided     []string
+		works       []workv1alpha1.Work
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantApplied int32
+		wantMessage string
+		wantCluster map[string]metav1.ConditionStatus
+	}{
+		{
+			name: "no cluster", wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonNoClusters,
+		},
+		{
+			name: "all applied", decided: []string{"a", "b"},
+			works:      []workv1alpha1.Work{work("a", 2, 2, metav1.ConditionTrue), work("b", 1, 1, metav1.ConditionTrue)},
+			wantStatus: metav1.ConditionTrue, wantReason: placementv1alpha1.ReasonApplied, wantApplied: 2,
+			wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionTrue, "b": metav1.ConditionTrue},
+		},
+		{
+			name: "a stale report is pending", decided: []string{"a"},
+			works:      []workv1alpha1.Work{work("a", 3, 2, metav1.ConditionTrue)},
+			wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyPending, wantMessage: "0 of 1 clusters applied; waiting for a",
+			wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionUnknown},
+		},
+		{
+			name: "no Work yet is pending", decided: []string{"a", "b"},
+			works:      []workv1alpha1.Work{work("a", 1, 1, metav1.ConditionTrue)},
+			wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyPending, wantApplied: 1,
+			wantMessage: "1 of 2 clusters applied; waiting for b",
+			wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionTrue},
+		},
+		{
+			name: "a failure wins over pending", decided: []string{"a", "b", "c"},
+			works: []workv1alpha1.Work{
+				work("a", 1, 1, metav1.ConditionFalse), work("b", 1, 0, ""), work("c", 1, 1, metav1.ConditionTrue),
+			},
+			wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyFailed, wantApplied: 1,
+			wantMessage: "1 of 3 clusters failed to apply: a",
+			wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionFalse, "b": metav1.ConditionUnknown, "c": metav1.ConditionTrue},
+		},
+		{
+			name: "a Work of an unselected cluster is listed but not counted", decided: []string{"a"},
+			works:      []workv1alpha1.Work{work("a", 1, 1, metav1.ConditionTrue), work("old", 1, 1, metav1.ConditionTrue)},
+			wantStatus: metav1.ConditionTrue, wantReason: placementv1alpha1.ReasonApplied, wantApplied: 1,
+			wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionTrue, "old": metav1.ConditionTrue},
+		},
+		{
+			name: "many failures are capped in the message", decided: []string{"a", "b", "c", "d", "e", "f", "g"},
+			works: []workv1alpha1.Work{
+				work("a", 1, 1, metav1.ConditionFalse), work("b", 1, 1, metav1.ConditionFalse), work("c", 1, 1, metav1.ConditionFalse),
+				work("d", 1, 1, metav1.ConditionFalse), work("e", 1, 1, metav1.ConditionFalse), work("f", 1, 1, metav1.ConditionFalse),
+				work("g", 1, 1, metav1.ConditionFalse),
+			},
+			wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyFailed,
+			wantMessage: "7 of 7 clusters failed to apply: a, b, c, d, e and 2 more",
+			wantCluster: map[string]metav1.ConditionStatus{
+				"a": metav1.ConditionFalse, "b": metav1.ConditionFalse, "c": metav1.ConditionFalse, "d": metav1.ConditionFalse,
+				"e": metav1.ConditionFalse, "f": metav1.ConditionFalse, "g": metav1.ConditionFalse,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			agg := Aggregate(tt.decided, tt.works)
+			g.Expect(agg.Condition.Type).To(Equal(placementv1alpha1.AppliedCondition))
+			g.Expect(agg.Condition.Status).To(Equal(tt.wantStatus))
+			g.Expect(agg.Condition.Reason).To(Equal(tt.wantReason))
+			g.Expect(agg.Condition.Message).To(ContainSubstring(tt.wantMessage))
+			g.Expect(agg.Applied).To(Equal(tt.wantApplied))
+			got := map[string]metav1.ConditionStatus{}
+			for i, cs := range agg.Clusters {
+				got[cs.Name] = cs.Applied
+				if i > 0 {
+					g.Expect(agg.Clusters[i-1].Name < cs.Name).To(BeTrue(), "clusters are sorted")
+				}
+			}
+			if tt.wantCluster == nil {
+				tt.wantCluster = map[string]metav1.ConditionStatus{}
+			}
+			g.Expect(got).To(Equal(tt.wantCluster))
+		})
+	}
+}
