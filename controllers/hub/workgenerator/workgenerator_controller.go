@@ -256,7 +256,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("workgenerator").
 		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
-		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel))).
+		// Status reports do not concern the generator; edits and deletions of its Works do.
+		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Build(r)
 	r.controller = c
 	return err
