@@ -66,6 +66,9 @@ func TestInvalidResourceSelector(t *testing.T) {
 	}{
 		{"unknown kind", placementv1alpha1.ResourceSelector{Group: "example.com", Version: "v1", Kind: "Widget"}, "does not serve kind"},
 		{"cluster-scoped kind", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "Namespace"}, "cluster-scoped"},
+		{"Secrets by labels", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "Secret", LabelSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{"app": "web"},
+		}}, "Secrets are placed only when selected by name"},
 		{"bad label selector", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}},
 		}}, "labelSelector"},

@@ -163,6 +163,9 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 			return nil, &invalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is cluster-scoped; a Placement places only namespaced kinds", i, gvk)}
 		}
+		if gvk.GroupKind() == (schema.GroupKind{Kind: "Secret"}) && sel.Name == "" {
+			return nil, &invalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: Secrets are placed only when selected by name", i)}
+		}
 		selector := labels.Everything()
 		if sel.LabelSelector != nil {
 			if selector, err = metav1.LabelSelectorAsSelector(sel.LabelSelector); err != nil {
