@@ -8,11 +8,11 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/internal/kube"
 )
 
 func main() {
@@ -50,16 +50,8 @@ func main() {
 		log.Error(err, "Creating the agent")
 		os.Exit(1)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "Adding the health check")
-		os.Exit(1)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		log.Error(err, "Adding the readiness check")
-		os.Exit(1)
-	}
 	log.Info("Starting")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := kube.Run(mgr); err != nil {
 		log.Error(err, "Running the agent")
 		os.Exit(1)
 	}

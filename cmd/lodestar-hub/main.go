@@ -8,12 +8,12 @@ import (
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/kube"
 )
 
 func main() {
@@ -48,16 +48,8 @@ func main() {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "Adding the health check")
-		os.Exit(1)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		log.Error(err, "Adding the readiness check")
-		os.Exit(1)
-	}
 	log.Info("Starting")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := kube.Run(mgr); err != nil {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
 	}

@@ -5,13 +5,19 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 )
 
 // ApplyStatus writes the status fields set in obj with server-side apply under the
@@ -68,4 +74,25 @@ func SetFinalizer(ctx context.Context, c client.Client, obj client.Object, final
 		return fmt.Errorf("setting finalizer %s: %w", finalizer, err)
 	}
 	return nil
+}
+
+// Condition returns c as it should be written over existing: with the transition
+// time of the existing condition of its type when the status did not change, and
+// now otherwise.
+func Condition(existing []metav1.Condition, c metav1.Condition) metav1.Condition {
+	conditions := slices.Clone(existing)
+	meta.SetStatusCondition(&conditions, c)
+	return *meta.FindStatusCondition(conditions, c.Type)
+}
+
+// Run adds the health and readiness checks to mgr and runs it until a termination
+// signal; it returns the error that stopped it.
+func Run(mgr manager.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return mgr.Start(signals.SetupSignalHandler())
 }

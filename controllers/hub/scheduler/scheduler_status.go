@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -34,11 +33,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		return nil
 	}
 	s.condition.ObservedGeneration = placement.Generation
-	conditions := append([]metav1.Condition(nil), placement.Status.Conditions...)
-	meta.SetStatusCondition(&conditions, *s.condition)
 
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
-	patch.Status.Conditions = []metav1.Condition{*meta.FindStatusCondition(conditions, placementv1alpha1.ScheduledCondition)}
+	patch.Status.Conditions = []metav1.Condition{kube.Condition(placement.Status.Conditions, *s.condition)}
 	patch.Status.ObservedGeneration = placement.Generation
 	patch.Status.SelectedClusters = int32(s.selected) //nolint:gosec // bounded by the number of ClusterProfiles
 	return kube.ApplyStatus(ctx, r.Client, patch, Name)

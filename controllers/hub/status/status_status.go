@@ -102,10 +102,8 @@ func sample(clusters []string) string {
 // applyStatus writes the aggregator's fields of the Placement's status.
 func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, agg Aggregation) error {
 	agg.Condition.ObservedGeneration = placement.Generation
-	conditions := append([]metav1.Condition(nil), placement.Status.Conditions...)
-	meta.SetStatusCondition(&conditions, agg.Condition)
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
-	patch.Status.Conditions = []metav1.Condition{*meta.FindStatusCondition(conditions, placementv1alpha1.AppliedCondition)}
+	patch.Status.Conditions = []metav1.Condition{kube.Condition(placement.Status.Conditions, agg.Condition)}
 	patch.Status.AppliedClusters = agg.Applied
 	patch.Status.Clusters = agg.Clusters
 	return kube.ApplyStatus(ctx, r.Client, patch, Name)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -32,9 +31,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		return nil
 	}
 	s.condition.ObservedGeneration = placement.Generation
-	conditions := append([]metav1.Condition(nil), placement.Status.Conditions...)
-	meta.SetStatusCondition(&conditions, *s.condition)
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
-	patch.Status.Conditions = []metav1.Condition{*meta.FindStatusCondition(conditions, placementv1alpha1.WorkSynchronizedCondition)}
+	patch.Status.Conditions = []metav1.Condition{kube.Condition(placement.Status.Conditions, *s.condition)}
 	return kube.ApplyStatus(ctx, r.Client, patch, Name)
 }
