@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
 
 // PlacementSpec says which objects of the Placement's namespace go to which clusters.
@@ -19,6 +21,19 @@ type PlacementSpec struct {
 	// An empty selector selects every cluster; when omitted, no cluster is selected.
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// applyStrategy says how the agents apply the placed objects: ServerSideApply by
+	// default, CreateOnly or ReportOnly, and whether they take over objects that
+	// exist on a member but were not placed by this Placement (Never by default).
+	// +optional
+	ApplyStrategy *lodestarworkv1alpha1.ApplyStrategy `json:"applyStrategy,omitempty"`
+
+	// statusFeedback names status values of the placed objects that the agents
+	// report back, per kind.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	StatusFeedback []lodestarworkv1alpha1.FeedbackRule `json:"statusFeedback,omitempty"`
 }
 
 // ResourceSelector selects objects of one kind in the Placement's namespace, by name

@@ -21,6 +21,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	workv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -113,6 +114,18 @@ func (in *PlacementSpec) DeepCopyInto(out *PlacementSpec) {
 		in, out := &in.ClusterSelector, &out.ClusterSelector
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
+	}
+	if in.ApplyStrategy != nil {
+		in, out := &in.ApplyStrategy, &out.ApplyStrategy
+		*out = new(workv1alpha1.ApplyStrategy)
+		**out = **in
+	}
+	if in.StatusFeedback != nil {
+		in, out := &in.StatusFeedback, &out.StatusFeedback
+		*out = make([]workv1alpha1.FeedbackRule, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
 	}
 }
 

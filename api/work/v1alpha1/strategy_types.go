@@ -1,0 +1,119 @@
+package v1alpha1
+
+// Annotations on a hub Work that carry how the agent applies it. The work generator
+// writes them from the Placement; a hand-written Work may carry them too. Absent
+// annotations mean the defaults.
+const (
+	// ApplyStrategyAnnotation holds the JSON of an ApplyStrategy.
+	ApplyStrategyAnnotation = "work.lodestar.dev/apply-strategy"
+	// StatusFeedbackAnnotation holds the JSON of a list of FeedbackRules.
+	StatusFeedbackAnnotation = "work.lodestar.dev/status-feedback"
+)
+
+// ApplyStrategyType says how the agent writes a Work's objects to the member.
+// +kubebuilder:validation:Enum=ServerSideApply;CreateOnly;ReportOnly
+type ApplyStrategyType string
+
+const (
+	// ApplyServerSide applies every manifest with server-side apply and keeps the
+	// member's objects in line with it.
+	ApplyServerSide ApplyStrategyType = "ServerSideApply"
+	// ApplyCreateOnly creates an object that is absent and never updates it.
+	ApplyCreateOnly ApplyStrategyType = "CreateOnly"
+	// ApplyReportOnly never writes: it reports whether the member's objects match.
+	ApplyReportOnly ApplyStrategyType = "ReportOnly"
+)
+
+// TakeoverPolicy says what the agent does with an object that exists on the member
+// but was not created by the Work. An object another Work placed is never taken
+// over, whatever the policy.
+// +kubebuilder:validation:Enum=Never;IfNoDiff;Always
+type TakeoverPolicy string
+
+const (
+	// TakeoverNever leaves the object untouched and reports a conflict.
+	TakeoverNever TakeoverPolicy = "Never"
+	// TakeoverIfNoDiff takes the object over only when applying the manifest would
+	// change nothing; otherwise it reports the differing fields.
+	TakeoverIfNoDiff TakeoverPolicy = "IfNoDiff"
+	// TakeoverAlways takes the object over and applies the manifest.
+	TakeoverAlways TakeoverPolicy = "Always"
+)
+
+// ApplyStrategy says how the agent applies a Work.
+type ApplyStrategy struct {
+	// type is how objects are written: ServerSideApply (the default), CreateOnly or
+	// ReportOnly.
+	// +optional
+	// +kubebuilder:default=ServerSideApply
+	Type ApplyStrategyType `json:"type,omitempty"`
+
+	// takeover is what happens to an object that exists on the member but was not
+	// created by this Work: Never (the default), IfNoDiff or Always.
+	// +optional
+	// +kubebuilder:default=Never
+	Takeover TakeoverPolicy `json:"takeover,omitempty"`
+}
+
+// Defaulted returns s with its defaults filled in.
+func (s ApplyStrategy) Defaulted() ApplyStrategy {
+	if s.Type == "" {
+		s.Type = ApplyServerSide
+	}
+	if s.Takeover == "" {
+		s.Takeover = TakeoverNever
+	}
+	return s
+}
+
+// FeedbackRule says which status values of the placed objects of one kind the
+// agent reports back on the Work. Values are never collected from Secrets.
+// +kubebuilder:validation:XValidation:rule="has(self.fields) != (has(self.wholeStatus) && self.wholeStatus)",message="exactly one of fields and wholeStatus must be set"
+// +kubebuilder:validation:XValidation:rule="!(self.kind == 'Secret' && (!has(self.group) || self.group == ''))",message="status feedback is never collected from Secrets"
+type FeedbackRule struct {
+	// group is the API group of the kind; empty for the core group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+
+	// kind is the kind whose objects the rule reads.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// fields are the named values to report.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	Fields []FeedbackField `json:"fields,omitempty"`
+
+	// wholeStatus reports the object's whole status, under the name "status".
+	// +optional
+	WholeStatus bool `json:"wholeStatus,omitempty"`
+}
+
+// FeedbackField is one named value, read by a JSONPath or computed by a CEL
+// expression over the object (bound to `self`).
+// +kubebuilder:validation:XValidation:rule="has(self.jsonPath) != has(self.cel)",message="exactly one of jsonPath and cel must be set"
+type FeedbackField struct {
+	// name names the value in the feedback.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9_]*$`
+	Name string `json:"name"`
+
+	// jsonPath reads the value, for example .status.readyReplicas.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	JSONPath string `json:"jsonPath,omitempty"`
+
+	// cel computes the value from the object, bound to self, for example
+	// self.status.readyReplicas * 100 / self.spec.replicas.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	CEL string `json:"cel,omitempty"`
+}
