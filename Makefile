@@ -6,6 +6,7 @@
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 .DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
 
 # Pinned versions.
 KUBE_VERSION             ?= v1.36.3
@@ -98,7 +99,7 @@ QUICKSTART_DIR := $(CURDIR)/.lodestar/quickstart
 
 .PHONY: quickstart
 quickstart: test-binaries build ## Start a local hub and two members, place the sample app, print its status.
-	@KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" KUBECTL="$(KUBECTL)" LODESTAR_BIN="$(LOCALBIN)" \
+	@KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" KUBECTL="$(KUBECTL)" LODESTAR_BIN="$(LOCALBIN)" \
 		QUICKSTART_DIR="$(QUICKSTART_DIR)" hack/quickstart.sh up
 
 .PHONY: quickstart-down
@@ -120,9 +121,16 @@ $(KUBE_STAMP):
 		k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler ./etcd
 	touch $@
 
+# kwok needs stages (what happens to fake nodes and pods): the "fast" set that the
+# kwok module itself publishes, assembled from the module at the pinned version.
+KWOK_STAGES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+               pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+
 $(KWOK):
 	@echo ">> building kwok $(KWOK_VERSION)"
 	GOBIN=$(dir $@) go install -trimpath -ldflags='-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	dir=$$(go mod download -json sigs.k8s.io/kwok@$(KWOK_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+		for f in $(KWOK_STAGES); do echo "---"; cat "$$dir/kustomize/stage/$$f"; done > $(dir $@)stages.yaml
 
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

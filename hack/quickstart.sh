@@ -2,7 +2,7 @@
 # Local Lodestar fleet: `make quickstart` runs `hack/quickstart.sh up`,
 # `make quickstart-down` runs `hack/quickstart.sh down`.
 #
-# Expects from the Makefile: QUICKSTART_DIR, KUBECTL, LODESTAR_BIN, KUBEBUILDER_ASSETS.
+# Expects from the Makefile: QUICKSTART_DIR, KUBECTL, LODESTAR_BIN, KUBEBUILDER_ASSETS, LODESTAR_KWOK.
 set -euo pipefail
 
 dir=${QUICKSTART_DIR:?}
@@ -40,10 +40,10 @@ up() {
   "$kubectl" "${hub[@]}" apply --server-side -f config/samples/demo-app.yaml
   "$kubectl" "${hub[@]}" apply --server-side -f config/samples/placement.yaml
 
-  say "Waiting for the sample Placement to be applied on its clusters"
-  if ! "$kubectl" "${hub[@]}" -n demo wait placement/web --for=condition=Applied --timeout=120s; then
+  say "Waiting for the sample app to be available on its clusters"
+  if ! "$kubectl" "${hub[@]}" -n demo wait placement/web --for=condition=Available --timeout=180s; then
     "$kubectl" "${hub[@]}" -n demo get placement web -o yaml
-    echo "The Placement was not applied; logs are in $dir/logs"; exit 1
+    echo "The Placement did not become available; logs are in $dir/logs"; exit 1
   fi
 
   say "The Placement on the hub"
@@ -54,11 +54,11 @@ up() {
   echo
   say "Per cluster"
   "$kubectl" "${hub[@]}" -n demo get placement web \
-    -o jsonpath='{range .status.clusters[*]}{.name}{"\tapplied="}{.applied}{"\t"}{.message}{"\n"}{end}' | column -t -s $'\t'
+    -o jsonpath='{range .status.clusters[*]}{.name}{"\tapplied="}{.applied}{"\tavailable="}{.available}{"\t"}{.message}{"\n"}{end}' | column -t -s $'\t'
   for m in member-1 member-2; do
     echo
     say "On $m"
-    "$kubectl" --kubeconfig "$dir/$m.kubeconfig" -n demo get deployments,services,configmaps -l app=web
+    "$kubectl" --kubeconfig "$dir/$m.kubeconfig" -n demo get deployments,pods,services,configmaps -l app=web -o wide
   done
   cat <<MSG
 

@@ -16,11 +16,12 @@ import (
 )
 
 func main() {
-	var metricsAddr, probeAddr, hubKubeconfig, clusterName string
+	var metricsAddr, probeAddr, hubKubeconfig, clusterName, configPath string
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
 	flag.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the agent's identity on the hub (required).")
 	flag.StringVar(&clusterName, "cluster-name", "", "Name of this member cluster's ClusterProfile on the hub (required).")
+	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules); optional.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -36,11 +37,19 @@ func main() {
 		log.Error(err, "Reading the hub kubeconfig", "path", hubKubeconfig)
 		os.Exit(1)
 	}
+	var config agent.Config
+	if configPath != "" {
+		if config, err = agent.LoadConfig(configPath); err != nil {
+			log.Error(err, "Reading the configuration")
+			os.Exit(1)
+		}
+	}
 	// The member connection comes from --kubeconfig, or in-cluster.
 	mgr, err := agent.NewManager(agent.Options{
 		ClusterName: clusterName,
 		Hub:         hubConfig,
 		Member:      ctrl.GetConfigOrDie(),
+		Config:      config,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 			HealthProbeBindAddress: probeAddr,

@@ -5,6 +5,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -14,10 +15,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+	"sigs.k8s.io/yaml"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -31,6 +35,31 @@ type Options struct {
 	Member *rest.Config
 	// Manager are further manager options (metrics, health probes).
 	Manager ctrl.Options
+	// Config is the member admin's configuration of the agent.
+	Config Config
+}
+
+// Config is the agent's configuration file, owned by the member's admin.
+type Config struct {
+	// ReadinessRules are CEL rules that say when objects of a kind are available;
+	// a rule for a built-in kind replaces the built-in check.
+	ReadinessRules []health.Rule `json:"readinessRules,omitempty"`
+}
+
+// LoadConfig reads a configuration file; unknown fields are an error.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return c, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if _, err := health.NewChecker(c.ReadinessRules); err != nil {
+		return c, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return c, nil
 }
 
 // NewScheme returns a scheme with every type the agent uses.
@@ -67,15 +96,35 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the hub manager: %w", err)
 	}
-	member, err := client.New(opts.Member, client.Options{Scheme: scheme})
+	checker, err := health.NewChecker(opts.Config.ReadinessRules)
+	if err != nil {
+		return nil, err
+	}
+	httpClient, err := rest.HTTPClientFor(opts.Member)
 	if err != nil {
 		return nil, fmt.Errorf("creating the member client: %w", err)
 	}
+	mapper, err := apiutil.NewDynamicRESTMapper(opts.Member, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("creating the member client: %w", err)
+	}
+	member, err := client.New(opts.Member, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient})
+	if err != nil {
+		return nil, fmt.Errorf("creating the member client: %w", err)
+	}
+	memberCache, err := cache.New(opts.Member, cache.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient})
+	if err != nil {
+		return nil, fmt.Errorf("creating the member cache: %w", err)
+	}
+	if err := mgr.Add(memberCache); err != nil {
+		return nil, err
+	}
 	if err := (&work.Reconciler{
-		Hub:      mgr.GetClient(),
-		Member:   member,
-		Recorder: mgr.GetEventRecorder(work.FieldManager),
-	}).SetupWithManager(mgr); err != nil {
+		Hub:         mgr.GetClient(),
+		Member:      member,
+		MemberCache: memberCache,
+		Readiness:   checker,
+	}).SetupWithManager(mgr, names.ClusterNamespace(opts.ClusterName)); err != nil {
 		return nil, fmt.Errorf("setting up the work controller: %w", err)
 	}
 	return mgr, nil

@@ -74,8 +74,8 @@ func run(dir, binDir string) (err error) {
 	procs = append(procs, hubProc)
 
 	for _, m := range testenv.DefaultMembers() {
-		say("starting member " + m.Name + " and joining it to the hub")
-		cp, err := testenv.StartMember(m.Name, agent.NewScheme())
+		say("starting member " + m.Name + " (API server, etcd, controller manager, scheduler, a kwok fake node) and joining it to the hub")
+		cp, err := testenv.StartFullMember(m.Name, agent.NewScheme())
 		if err != nil {
 			return err
 		}

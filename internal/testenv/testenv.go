@@ -45,13 +45,18 @@ type ControlPlane struct {
 	Config *rest.Config
 	Client client.Client
 	env    *envtest.Environment
+	// procs are further processes (controller manager, scheduler, kwok) and dirs
+	// their working directories.
+	procs []process
+	dirs  []string
 }
 
-// Stop stops the API server and etcd.
+// Stop stops the processes of the control plane, the API server and etcd last.
 func (cp *ControlPlane) Stop() error {
 	if cp == nil || cp.env == nil {
 		return nil
 	}
+	cp.stopProcesses()
 	return cp.env.Stop()
 }
 

@@ -32,6 +32,9 @@ var (
 const (
 	member1 = "member-1"
 	member2 = "member-2"
+	// fullMember runs workloads: it has kube-controller-manager, kube-scheduler and
+	// a kwok fake node, so its Deployments become Available.
+	fullMember = member1
 )
 
 func TestMain(m *testing.M) {
@@ -79,7 +82,11 @@ func startFleet(ctx context.Context) error {
 	start("hub", func() (*testenv.ControlPlane, error) { return testenv.StartHub(hub.NewScheme()) })
 	for _, m := range testenv.DefaultMembers() {
 		name := m.Name
-		start(name, func() (*testenv.ControlPlane, error) { return testenv.StartMember(name, agent.NewScheme()) })
+		startMember := testenv.StartMember
+		if name == fullMember {
+			startMember = testenv.StartFullMember
+		}
+		start(name, func() (*testenv.ControlPlane, error) { return startMember(name, agent.NewScheme()) })
 	}
 	wg.Wait()
 	if len(errs) > 0 {

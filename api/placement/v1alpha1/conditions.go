@@ -14,6 +14,11 @@ const (
 	// AppliedCondition is True when every selected cluster reports its Work applied
 	// at the Work's current generation. Written by the status aggregator.
 	AppliedCondition = "Applied"
+
+	// AvailableCondition is True when every selected cluster reports every placed
+	// object available at the Work's current generation. Written by the status
+	// aggregator.
+	AvailableCondition = "Available"
 )
 
 // Condition reasons of a Placement.
@@ -30,6 +35,9 @@ const (
 	// ReasonInvalidResourceSelector: a resource selector names an unknown or
 	// cluster-scoped kind, or has an invalid label selector.
 	ReasonInvalidResourceSelector = "InvalidResourceSelector"
+	// ReasonInvalidStatusFeedback: a status feedback rule's CEL or JSONPath does not
+	// compile, or it names Secrets.
+	ReasonInvalidStatusFeedback = "InvalidStatusFeedback"
 	// ReasonRenderFailed: the selected objects could not be rendered into a Work.
 	ReasonRenderFailed = "RenderFailed"
 	// ReasonWorkFailed: a Work could not be written (for example, the cluster's
@@ -48,6 +56,12 @@ const (
 	ReasonApplyPending = "ApplyPending"
 	// ReasonNoClusters: no cluster is selected, so there is nothing to apply.
 	ReasonNoClusters = "NoClusters"
+
+	// ReasonAvailable: every selected cluster reports every placed object available.
+	ReasonAvailable = "Available"
+	// ReasonNotAvailable: at least one selected cluster reports an object that is not
+	// available, or has not reported yet.
+	ReasonNotAvailable = "NotAvailable"
 )
 
 // Labels and annotations that Lodestar puts on the objects it creates.

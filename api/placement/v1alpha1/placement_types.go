@@ -71,7 +71,7 @@ type ResourceSelector struct {
 // its own fields and conditions and writes only those (server-side apply).
 type PlacementStatus struct {
 	// conditions are Scheduled (written by the scheduler), WorkSynchronized (the work
-	// generator) and Applied (the status aggregator).
+	// generator), Applied and Available (the status aggregator).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -90,6 +90,11 @@ type PlacementStatus struct {
 	// has been applied at the current revision.
 	// +optional
 	AppliedClusters int32 `json:"appliedClusters,omitempty"`
+
+	// availableClusters is the number of selected clusters on which every placed
+	// object is available at the current revision.
+	// +optional
+	AvailableClusters int32 `json:"availableClusters,omitempty"`
 
 	// clusters is the per-cluster state of the placed objects, one entry per cluster
 	// that has a Work for this Placement.
@@ -111,6 +116,11 @@ type ClusterStatus struct {
 	// Work's current generation: True, False or Unknown (not reported yet).
 	// +required
 	Applied metav1.ConditionStatus `json:"applied"`
+
+	// available says whether every object of the Work is available on the cluster
+	// at the Work's current generation: True, False or Unknown.
+	// +optional
+	Available metav1.ConditionStatus `json:"available,omitempty"`
 
 	// reason is the reason of the Work's Applied condition.
 	// +optional
@@ -135,8 +145,9 @@ type ClusterStatus struct {
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.selectedClusters`
 // +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.appliedClusters`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableClusters`
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,priority=1
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Placement struct {
 	metav1.TypeMeta `json:",inline"`

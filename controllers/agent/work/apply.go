@@ -2,9 +2,11 @@ package work
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,16 +20,26 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/diff"
+	"github.com/lodestar-dev/lodestar/internal/feedback"
+	"github.com/lodestar-dev/lodestar/internal/health"
 )
 
 // Reasons of a manifest's Applied condition.
 const (
 	ReasonApplied         = "Applied"
+	ReasonCreateOnlyKept  = "ExistsNotUpdated"
+	ReasonInSync          = "InSync"
+	ReasonOutOfSync       = "OutOfSync"
+	ReasonNotFound        = "NotFound"
 	ReasonDecodeFailed    = "DecodeFailed"
 	ReasonInvalidManifest = "InvalidManifest"
 	ReasonDuplicate       = "DuplicateManifest"
 	ReasonUnknownKind     = "UnknownKind"
+	ReasonWaitingForCRD   = "WaitingForCRD"
 	ReasonNotOwned        = "NotOwnedByWork"
+	ReasonTakeoverDiff    = "TakeoverDiff"
+	ReasonOtherWork       = "PlacedByAnotherWork"
 	ReasonApplyFailed     = "ApplyFailed"
 )
 
@@ -36,19 +48,84 @@ const (
 // may live in them.
 const CreatedNamespaceLabel = "work.lodestar.dev/created-for-manifests"
 
+// maxDiffPaths caps how many differing fields a message names.
+const maxDiffPaths = 10
+
 // result is what applying one manifest came to.
 type result struct {
 	id        workv1alpha1.ResourceIdentifier
 	key       string // group/kind/namespace/name; empty when the manifest is not valid
 	record    *lodestarworkv1alpha1.AppliedResource
 	condition metav1.Condition
-	transient error // set when a retry may succeed
+	// live is the object on the member after this step, when there is one.
+	live *unstructured.Unstructured
+	// transient is set when a retry with backoff may succeed.
+	transient error
+	// waiting is set when the manifest waits for something that arrives soon
+	// (a CRD of the same Work).
+	waiting bool
 }
+
+// plan is how one Work is applied, from its annotations.
+type plan struct {
+	strategy lodestarworkv1alpha1.ApplyStrategy
+	feedback *feedback.Rules
+	// feedbackErr is set when the feedback rules are invalid.
+	feedbackErr error
+	// crds are the kinds defined by CRDs in the same Work.
+	crds map[schema.GroupKind]string
+}
+
+// planFor reads the Work's apply strategy and feedback rules. An invalid strategy
+// is an error: not knowing how to write, the agent writes nothing.
+func planFor(work *workv1alpha1.Work) (plan, error) {
+	p := plan{crds: map[schema.GroupKind]string{}}
+	if s, ok := work.Annotations[lodestarworkv1alpha1.ApplyStrategyAnnotation]; ok {
+		if err := json.Unmarshal([]byte(s), &p.strategy); err != nil {
+			return p, fmt.Errorf("annotation %s is not an apply strategy: %w", lodestarworkv1alpha1.ApplyStrategyAnnotation, err)
+		}
+	}
+	p.strategy = p.strategy.Defaulted()
+	switch p.strategy.Type {
+	case lodestarworkv1alpha1.ApplyServerSide, lodestarworkv1alpha1.ApplyCreateOnly, lodestarworkv1alpha1.ApplyReportOnly:
+	default:
+		return p, fmt.Errorf("unknown apply strategy type %q", p.strategy.Type)
+	}
+	switch p.strategy.Takeover {
+	case lodestarworkv1alpha1.TakeoverNever, lodestarworkv1alpha1.TakeoverIfNoDiff, lodestarworkv1alpha1.TakeoverAlways:
+	default:
+		return p, fmt.Errorf("unknown takeover policy %q", p.strategy.Takeover)
+	}
+	if s, ok := work.Annotations[lodestarworkv1alpha1.StatusFeedbackAnnotation]; ok {
+		var rules []lodestarworkv1alpha1.FeedbackRule
+		if err := json.Unmarshal([]byte(s), &rules); err != nil {
+			p.feedbackErr = fmt.Errorf("annotation %s is not a list of feedback rules: %w", lodestarworkv1alpha1.StatusFeedbackAnnotation, err)
+		} else {
+			p.feedback, p.feedbackErr = feedback.Compile(rules)
+		}
+	}
+	for _, m := range work.Spec.Workload.Manifests {
+		u := &unstructured.Unstructured{}
+		if u.UnmarshalJSON(m.Raw) != nil || u.GroupVersionKind().GroupKind() != crdKind {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
+		p.crds[schema.GroupKind{Group: group, Kind: kind}] = u.GetName()
+	}
+	return p, nil
+}
+
+var (
+	crdKind       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+	namespaceKind = schema.GroupKind{Kind: "Namespace"}
+	secretKind    = schema.GroupKind{Kind: "Secret"}
+)
 
 // applyAll applies every manifest of the Work: Namespaces first, then
 // CustomResourceDefinitions, then the rest in the Work's order. A manifest that
 // fails fails only itself.
-func (r *Reconciler) applyAll(ctx context.Context, work *workv1alpha1.Work, applied *lodestarworkv1alpha1.AppliedWork) []result {
+func (r *Reconciler) applyAll(ctx context.Context, work *workv1alpha1.Work, applied *lodestarworkv1alpha1.AppliedWork, p plan) []result {
 	order := make([]int, len(work.Spec.Workload.Manifests))
 	prio := make([]int, len(order))
 	for i, m := range work.Spec.Workload.Manifests {
@@ -60,7 +137,7 @@ func (r *Reconciler) applyAll(ctx context.Context, work *workv1alpha1.Work, appl
 	results := make([]result, len(order))
 	seen := map[string]int{}
 	for _, i := range order {
-		results[i] = r.applyOne(ctx, i, work.Spec.Workload.Manifests[i].Raw, applied, seen)
+		results[i] = r.applyOne(ctx, i, work.Spec.Workload.Manifests[i].Raw, applied, p, seen)
 	}
 	return results
 }
@@ -72,18 +149,22 @@ func applyPriority(raw []byte) int {
 		return 2
 	}
 	switch u.GroupVersionKind().GroupKind() {
-	case schema.GroupKind{Kind: "Namespace"}:
+	case namespaceKind:
 		return 0
-	case schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:
+	case crdKind:
 		return 1
 	}
 	return 2
 }
 
-func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, applied *lodestarworkv1alpha1.AppliedWork, seen map[string]int) result {
+func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, applied *lodestarworkv1alpha1.AppliedWork, p plan, seen map[string]int) result {
 	res := result{id: workv1alpha1.ResourceIdentifier{Ordinal: ordinal}}
 	fail := func(reason, format string, args ...any) result {
 		res.condition = appliedCondition(metav1.ConditionFalse, reason, fmt.Sprintf("manifest %d (%s): ", ordinal, describe(res.id))+fmt.Sprintf(format, args...))
+		return res
+	}
+	succeed := func(reason, format string, args ...any) result {
+		res.condition = appliedCondition(metav1.ConditionTrue, reason, fmt.Sprintf(format, args...))
 		return res
 	}
 
@@ -105,10 +186,15 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 
 	mapping, err := r.Member.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		res.transient = err
 		if meta.IsNoMatchError(err) {
-			return fail(ReasonUnknownKind, "the member does not serve %s", gvk)
+			if crd, ok := p.crds[gvk.GroupKind()]; ok {
+				res.waiting = true
+				return fail(ReasonWaitingForCRD, "waiting for CustomResourceDefinition %s of this Work to be established", crd)
+			}
+			res.transient = err
+			return fail(ReasonUnknownKind, "the member does not serve %s; retrying with backoff", gvk)
 		}
+		res.transient = err
 		return fail(ReasonApplyFailed, "mapping %s: %v", gvk, err)
 	}
 	res.id.Resource = mapping.Resource.Resource
@@ -120,6 +206,11 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 		obj.SetNamespace("")
 		res.id.Namespace = ""
 	}
+	if r.Watch != nil {
+		if err := r.Watch(gvk); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Watching placed objects on the member", "kind", gvk)
+		}
+	}
 
 	res.key = objectKey(gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName())
 	if first, dup := seen[res.key]; dup {
@@ -127,57 +218,179 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 		return fail(ReasonDuplicate, "the same object as manifest %d", first)
 	}
 	seen[res.key] = ordinal
-
-	if ns := obj.GetNamespace(); ns != "" {
-		if err := r.ensureNamespace(ctx, ns); err != nil {
-			res.transient = err
-			return fail(ReasonApplyFailed, "creating namespace %s: %v", ns, err)
-		}
-	}
+	strip(obj)
+	isSecret := gvk.GroupKind() == secretKind
+	strategy := p.strategy
 
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(gvk)
 	err = r.Member.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
+	if err != nil && !apierrors.IsNotFound(err) {
 		res.transient = err
-		return fail(ReasonApplyFailed, "reading the object on the member: %v", err)
-	case !ownedBy(existing, applied):
-		return fail(ReasonNotOwned, "the object exists on the member and was not created by this Work; it is left untouched")
+		return fail(ReasonApplyFailed, "reading the object on the member: %s", errorMessage(err, isSecret))
+	}
+	if apierrors.IsNotFound(err) {
+		existing = nil
 	}
 
-	prepare(obj, applied)
-	if err := r.Member.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		res.transient = err
-		return fail(ReasonApplyFailed, "%v", err)
+	switch owner := ownership(existing, applied); {
+	case owner == ownerNone && strategy.Type == lodestarworkv1alpha1.ApplyReportOnly:
+		return fail(ReasonNotFound, "ReportOnly: the object does not exist on the member")
+	case owner == ownerNone:
+		if ns := obj.GetNamespace(); ns != "" {
+			if err := r.ensureNamespace(ctx, ns); err != nil {
+				res.transient = err
+				return fail(ReasonApplyFailed, "creating namespace %s: %v", ns, err)
+			}
+		}
+		if res.live, res.transient = r.apply(ctx, obj, applied); res.transient != nil {
+			return fail(ReasonApplyFailed, "%s", errorMessage(res.transient, isSecret))
+		}
+		res.record = record(res.live, res.id)
+		return succeed(ReasonApplied, "created with server-side apply")
+	case owner == ownerOtherWork:
+		return fail(ReasonOtherWork, "the object is already placed by Work %s; it is left to that Work", otherWork(existing))
+	case strategy.Type == lodestarworkv1alpha1.ApplyReportOnly:
+		return r.report(ctx, &res, obj, existing, isSecret)
+	case owner == ownerThisWork && strategy.Type == lodestarworkv1alpha1.ApplyCreateOnly:
+		res.live, res.record = existing, record(existing, res.id)
+		return succeed(ReasonCreateOnlyKept, "CreateOnly: the object exists and is not updated")
+	case owner == ownerThisWork:
+		if res.live, res.transient = r.apply(ctx, obj, applied); res.transient != nil {
+			return fail(ReasonApplyFailed, "%s", errorMessage(res.transient, isSecret))
+		}
+		res.record = record(res.live, res.id)
+		return succeed(ReasonApplied, "applied with server-side apply")
 	}
-	res.record = &lodestarworkv1alpha1.AppliedResource{
-		Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: mapping.Resource.Resource,
-		Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(),
+
+	// The object exists and nobody placed it: the takeover policy decides.
+	switch strategy.Takeover {
+	case lodestarworkv1alpha1.TakeoverNever:
+		return fail(ReasonNotOwned, "the object exists on the member and was not created by this Work; it is left untouched (takeover: Never)")
+	case lodestarworkv1alpha1.TakeoverIfNoDiff:
+		paths, err := r.dryRunDiff(ctx, obj, existing)
+		if err != nil {
+			res.transient = err
+			return fail(ReasonApplyFailed, "comparing with the member's object: %s", errorMessage(err, isSecret))
+		}
+		if len(paths) > 0 {
+			return fail(ReasonTakeoverDiff, "the object exists on the member and differs from the manifest at %s; it is left untouched (takeover: IfNoDiff)", strings.Join(paths, ", "))
+		}
 	}
-	res.condition = appliedCondition(metav1.ConditionTrue, ReasonApplied, "applied with server-side apply")
-	return res
+	if strategy.Type == lodestarworkv1alpha1.ApplyCreateOnly {
+		res.live, res.transient = r.adopt(ctx, existing, applied)
+	} else {
+		res.live, res.transient = r.apply(ctx, obj, applied)
+	}
+	if res.transient != nil {
+		return fail(ReasonApplyFailed, "taking over: %s", errorMessage(res.transient, isSecret))
+	}
+	res.record = record(res.live, res.id)
+	return succeed(ReasonApplied, "taken over (takeover: %s)", strategy.Takeover)
 }
 
-// prepare removes what must not be sent with an apply and makes the AppliedWork an
-// owner of the object, which marks it as created by this Work.
-func prepare(obj *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) {
+// report compares the member's object with the manifest and writes nothing.
+func (r *Reconciler) report(ctx context.Context, res *result, obj, existing *unstructured.Unstructured, isSecret bool) result {
+	res.live = existing
+	paths, err := r.dryRunDiff(ctx, obj, existing)
+	switch {
+	case err != nil:
+		res.transient = err
+		res.condition = appliedCondition(metav1.ConditionFalse, ReasonApplyFailed,
+			fmt.Sprintf("manifest %d (%s): comparing with the member's object: %s", res.id.Ordinal, describe(res.id), errorMessage(err, isSecret)))
+	case len(paths) > 0:
+		res.condition = appliedCondition(metav1.ConditionFalse, ReasonOutOfSync,
+			fmt.Sprintf("manifest %d (%s): ReportOnly: the member's object differs at %s", res.id.Ordinal, describe(res.id), strings.Join(paths, ", ")))
+	default:
+		res.condition = appliedCondition(metav1.ConditionTrue, ReasonInSync, "ReportOnly: the member's object matches the manifest")
+	}
+	return *res
+}
+
+// apply applies obj with the AppliedWork as an owner and returns the result.
+func (r *Reconciler) apply(ctx context.Context, obj *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) (*unstructured.Unstructured, error) {
+	out := obj.DeepCopy()
+	out.SetOwnerReferences(append(out.GetOwnerReferences(), ownerReference(applied)))
+	if err := r.Member.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// adopt makes the AppliedWork an owner of existing without changing anything else.
+func (r *Reconciler) adopt(ctx context.Context, existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) (*unstructured.Unstructured, error) {
+	out := &unstructured.Unstructured{}
+	out.SetGroupVersionKind(existing.GroupVersionKind())
+	out.SetNamespace(existing.GetNamespace())
+	out.SetName(existing.GetName())
+	out.SetOwnerReferences([]metav1.OwnerReference{ownerReference(applied)})
+	if err := r.Member.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// dryRunDiff returns the fields that applying obj would change on existing.
+func (r *Reconciler) dryRunDiff(ctx context.Context, obj, existing *unstructured.Unstructured) ([]string, error) {
+	out := obj.DeepCopy()
+	if err := r.Member.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
+		return nil, err
+	}
+	return diff.Paths(existing.Object, out.Object, maxDiffPaths), nil
+}
+
+// strip removes what must not be sent with an apply.
+func strip(obj *unstructured.Unstructured) {
 	delete(obj.Object, "status")
 	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"} {
 		unstructured.RemoveNestedField(obj.Object, "metadata", f)
 	}
-	refs := obj.GetOwnerReferences()
-	refs = append(refs, metav1.OwnerReference{
+}
+
+func ownerReference(applied *lodestarworkv1alpha1.AppliedWork) metav1.OwnerReference {
+	return metav1.OwnerReference{
 		APIVersion: lodestarworkv1alpha1.GroupVersion.String(),
 		Kind:       "AppliedWork",
 		Name:       applied.Name,
 		UID:        applied.UID,
-		// Not a controller: another Work may place the same object later.
+		// Not a controller, and no blocking: the agent deletes what it created itself.
 		Controller:         ptr.To(false),
 		BlockOwnerDeletion: ptr.To(false),
-	})
-	obj.SetOwnerReferences(refs)
+	}
+}
+
+type owner int
+
+const (
+	ownerNone owner = iota // the object does not exist
+	ownerThisWork
+	ownerOtherWork
+	ownerForeign // exists, placed by nobody
+)
+
+// ownership tells who placed existing: an AppliedWork owner reference marks an
+// object a Work created.
+func ownership(existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) owner {
+	if existing == nil {
+		return ownerNone
+	}
+	if ownedBy(existing, applied) {
+		return ownerThisWork
+	}
+	if otherWork(existing) != "" {
+		return ownerOtherWork
+	}
+	return ownerForeign
+}
+
+// otherWork names the Work of another AppliedWork that owns obj, if any.
+func otherWork(obj *unstructured.Unstructured) string {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == "AppliedWork" && ref.APIVersion == lodestarworkv1alpha1.GroupVersion.String() {
+			return ref.Name
+		}
+	}
+	return ""
 }
 
 // ownedBy tells whether obj carries the AppliedWork as an owner.
@@ -188,6 +401,35 @@ func ownedBy(obj client.Object, applied *lodestarworkv1alpha1.AppliedWork) bool 
 		}
 	}
 	return false
+}
+
+func record(live *unstructured.Unstructured, id workv1alpha1.ResourceIdentifier) *lodestarworkv1alpha1.AppliedResource {
+	return &lodestarworkv1alpha1.AppliedResource{
+		Group: id.Group, Version: id.Version, Kind: id.Kind, Resource: id.Resource,
+		Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID(),
+	}
+}
+
+// errorMessage describes err; for a Secret, only the reason and the field paths
+// of the member's answer, never values.
+func errorMessage(err error, isSecret bool) string {
+	if !isSecret {
+		return err.Error()
+	}
+	msg := "the member refused the Secret: " + string(apierrors.ReasonForError(err))
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		var fields []string
+		for _, c := range status.Status().Details.Causes {
+			if c.Field != "" {
+				fields = append(fields, c.Field)
+			}
+		}
+		if len(fields) > 0 {
+			msg += " (fields " + strings.Join(fields, ", ") + ")"
+		}
+	}
+	return msg
 }
 
 // ensureNamespace creates namespace ns when it does not exist.
@@ -232,4 +474,23 @@ func describe(id workv1alpha1.ResourceIdentifier) string {
 
 func appliedCondition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
 	return metav1.Condition{Type: ConditionApplied, Status: status, Reason: reason, Message: message}
+}
+
+// readiness is the Available, Progressing and Degraded conditions of a manifest.
+func readiness(checker *health.Checker, res result) []metav1.Condition {
+	if res.live == nil || res.condition.Status != metav1.ConditionTrue && res.condition.Reason != ReasonOutOfSync {
+		return []metav1.Condition{{Type: ConditionAvailable, Status: metav1.ConditionFalse, Reason: "NotApplied", Message: "the object is not applied"}}
+	}
+	h := checker.Evaluate(res.live)
+	status := func(b bool) metav1.ConditionStatus {
+		if b {
+			return metav1.ConditionTrue
+		}
+		return metav1.ConditionFalse
+	}
+	return []metav1.Condition{
+		{Type: ConditionAvailable, Status: status(h.Available), Reason: h.Reason, Message: h.Message},
+		{Type: ConditionProgressing, Status: status(h.Progressing), Reason: h.Reason, Message: h.Message},
+		{Type: ConditionDegraded, Status: status(h.Degraded), Reason: h.Reason, Message: h.Message},
+	}
 }

@@ -8,19 +8,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 )
 
@@ -34,9 +44,23 @@ type Reconciler struct {
 	Hub client.Client
 	// Member writes the member cluster.
 	Member client.Client
-	// Recorder records events on the hub.
-	Recorder events.EventRecorder
+	// MemberCache, when set, is used to watch the placed objects on the member, so
+	// that a change of their status is reported promptly.
+	MemberCache cache.Cache
+	// Readiness decides whether placed objects are available.
+	Readiness *health.Checker
+	// Watch, set by SetupWithManager, starts watching a kind on the member.
+	Watch func(schema.GroupVersionKind) error
 }
+
+// Requeue intervals: while something is on its way (a CRD being established, an
+// object not yet available), and otherwise as a resync.
+const (
+	requeueWaiting  = 2 * time.Second
+	requeuePending  = 30 * time.Second
+	requeueResync   = 10 * time.Minute
+	requeueJitterBy = 0.2
+)
 
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works/status,verbs=get;update;patch
@@ -57,13 +81,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 
+	p, err := planFor(work)
+	if err != nil {
+		// Not knowing how to write, write nothing; a new Work generation is needed.
+		return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.applyWorkStatus(ctx, work, invalidStrategyStatus(work, err)))
+	}
 	applied, err := r.appliedWork(ctx, work)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
-	results := r.applyAll(ctx, work, applied)
-	st := newWorkStatus(work, results)
+	results := r.applyAll(ctx, work, applied, p)
+	st := newWorkStatus(work, results, p, r.Readiness)
 	defer func() {
 		if err := r.applyWorkStatus(ctx, work, st); err != nil {
 			retErr = errors.Join(retErr, err)
@@ -76,7 +105,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.writeRecords(ctx, applied, kept); err != nil {
 		return ctrl.Result{}, errors.Join(cleanupErr, err)
 	}
-	return ctrl.Result{}, errors.Join(cleanupErr, transientErrors(results))
+	if err := errors.Join(cleanupErr, transientErrors(results)); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeueAfter(results, st, p)}, nil
+}
+
+// requeueAfter says when to look at the Work again without an event: soon while a
+// CRD of the Work is being established, regularly while objects are not available
+// or only reported on (whose changes no watch reports), and otherwise as a resync.
+func requeueAfter(results []result, st workv1alpha1.WorkStatus, p plan) time.Duration {
+	d := requeueResync
+	for _, res := range results {
+		if res.waiting {
+			d = requeueWaiting
+		}
+	}
+	if d == requeueResync && (!meta.IsStatusConditionTrue(st.Conditions, ConditionAvailable) || p.strategy.Type == lodestarworkv1alpha1.ApplyReportOnly) {
+		d = requeuePending
+	}
+	return wait.Jitter(d, requeueJitterBy)
 }
 
 // reconcileDelete removes everything the agent created for the Work, then the
@@ -148,10 +196,40 @@ func (r *Reconciler) writeRecords(ctx context.Context, applied *lodestarworkv1al
 func appliedWorkName(work *workv1alpha1.Work) string { return work.Name }
 
 // SetupWithManager registers the controller on the hub manager, whose cache holds
-// only the cluster's own namespace.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+// only the cluster's own namespace. The Work's annotations (apply strategy, feedback
+// rules) are part of what it applies. When MemberCache is set, each kind the agent
+// places is watched on the member (metadata only), and a change of an object the
+// agent created brings its Work back.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) error {
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("work").
-		For(&workv1alpha1.Work{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Complete(r)
+		For(&workv1alpha1.Work{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Build(r)
+	if err != nil || r.MemberCache == nil {
+		return err
+	}
+	var watched sync.Map
+	toWork := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		var reqs []reconcile.Request
+		for _, ref := range obj.GetOwnerReferences() {
+			if ref.Kind == "AppliedWork" && ref.APIVersion == lodestarworkv1alpha1.GroupVersion.String() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: workNamespace, Name: ref.Name}})
+			}
+		}
+		return reqs
+	})
+	r.Watch = func(gvk schema.GroupVersionKind) error {
+		if _, loaded := watched.LoadOrStore(gvk, struct{}{}); loaded {
+			return nil
+		}
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		if err := c.Watch(source.Kind[client.Object](r.MemberCache, obj, toWork)); err != nil {
+			watched.Delete(gvk)
+			return err
+		}
+		return nil
+	}
+	return nil
 }

@@ -2,62 +2,253 @@ package work
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
+	"github.com/lodestar-dev/lodestar/internal/feedback"
+	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 )
 
-// ConditionApplied is the Work and manifest condition that says whether applying
-// succeeded.
-const ConditionApplied = "Applied"
-
-// Reasons of the Work's Applied condition.
+// Condition types the agent sets, per manifest and for the Work.
 const (
-	ReasonAllApplied     = "AllManifestsApplied"
-	ReasonSomeNotApplied = "ManifestsNotApplied"
+	ConditionApplied     = "Applied"
+	ConditionAvailable   = "Available"
+	ConditionProgressing = "Progressing"
+	ConditionDegraded    = "Degraded"
+	// ConditionStatusTrimmed (Work only) is True when the status was cut to fit.
+	ConditionStatusTrimmed = "StatusTrimmed"
+	// ConditionStatusFeedback (Work only) is False when the feedback rules are invalid;
+	// per manifest, the condition of type feedback.ConditionType carries the values.
+	ConditionStatusFeedback = "StatusFeedback"
+)
+
+// Reasons of the Work's conditions.
+const (
+	ReasonAllApplied       = "AllManifestsApplied"
+	ReasonSomeNotApplied   = "ManifestsNotApplied"
+	ReasonInvalidStrategy  = "InvalidApplyStrategy"
+	ReasonAllAvailable     = "AllManifestsAvailable"
+	ReasonSomeNotAvailable = "ManifestsNotAvailable"
+	ReasonInvalidFeedback  = "InvalidFeedbackRules"
+)
+
+// Size budgets of a Work's status. The Work, manifests included, must fit in one
+// etcd object; the status is kept well below that whatever the number of manifests.
+const (
+	// MaxStatusBytes bounds the encoded size of a Work's status.
+	MaxStatusBytes = 256 << 10
+	// maxFeedbackBytes bounds the feedback message of one manifest.
+	maxFeedbackBytes = 4 << 10
+	// maxFeedbackTotal bounds the feedback of all manifests of a Work.
+	maxFeedbackTotal = 64 << 10
+	// maxMessage bounds a condition message.
+	maxMessage = 1024
 )
 
 // newWorkStatus computes the Work's status from the results of applying its
 // manifests, keeping the transition times of conditions that did not change.
-func newWorkStatus(work *workv1alpha1.Work, results []result) workv1alpha1.WorkStatus {
+func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *health.Checker) workv1alpha1.WorkStatus {
+	gen := work.Generation
 	previous := map[int][]metav1.Condition{}
 	for _, mc := range work.Status.ManifestConditions {
 		previous[mc.Identifier.Ordinal] = mc.Conditions
 	}
 	st := workv1alpha1.WorkStatus{ManifestConditions: make([]workv1alpha1.ManifestCondition, 0, len(results))}
-	failed := 0
+	var notApplied, notAvailable, progressing, degraded []string
+	feedbackLeft := maxFeedbackTotal
 	for _, res := range results {
-		conds := append([]metav1.Condition(nil), previous[res.id.Ordinal]...)
-		c := res.condition
-		c.ObservedGeneration = work.Generation
-		meta.SetStatusCondition(&conds, c)
-		st.ManifestConditions = append(st.ManifestConditions, workv1alpha1.ManifestCondition{Identifier: res.id, Conditions: conds})
-		if c.Status != metav1.ConditionTrue {
-			failed++
+		conds := []metav1.Condition{res.condition}
+		conds = append(conds, readiness(checker, res)...)
+		if res.live != nil {
+			if values, errs, ok := p.feedback.Values(res.live); ok {
+				msg, trimmed := feedback.Encode(values, errs, min(maxFeedbackBytes, feedbackLeft))
+				feedbackLeft -= len(msg)
+				reason := feedback.ReasonReported
+				if trimmed {
+					reason = feedback.ReasonTrimmed
+				}
+				conds = append(conds, metav1.Condition{Type: feedback.ConditionType, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+			}
+		}
+		merged := make([]metav1.Condition, 0, len(conds))
+		for _, c := range conds {
+			c.ObservedGeneration = gen
+			if c.Type != feedback.ConditionType {
+				c.Message = truncate(c.Message, maxMessage)
+			}
+			merged = append(merged, kube.Condition(previous[res.id.Ordinal], c))
+		}
+		st.ManifestConditions = append(st.ManifestConditions, workv1alpha1.ManifestCondition{Identifier: res.id, Conditions: merged})
+
+		name := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
+		if res.condition.Status != metav1.ConditionTrue {
+			notApplied = append(notApplied, res.condition.Message)
+		}
+		for _, c := range merged {
+			switch {
+			case c.Type == ConditionAvailable && c.Status != metav1.ConditionTrue:
+				notAvailable = append(notAvailable, name+": "+c.Message)
+			case c.Type == ConditionProgressing && c.Status == metav1.ConditionTrue:
+				progressing = append(progressing, name+": "+c.Message)
+			case c.Type == ConditionDegraded && c.Status == metav1.ConditionTrue:
+				degraded = append(degraded, name+": "+c.Message)
+			}
 		}
 	}
-	c := metav1.Condition{Type: ConditionApplied, Status: metav1.ConditionTrue, Reason: ReasonAllApplied,
-		Message: fmt.Sprintf("all %d manifests applied", len(results)), ObservedGeneration: work.Generation}
-	if failed > 0 {
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonSomeNotApplied
-		c.Message = fmt.Sprintf("%d of %d manifests not applied: %s", failed, len(results), firstFailure(results))
+
+	n := len(results)
+	workConds := []metav1.Condition{
+		summary(ConditionApplied, len(notApplied) == 0, ReasonAllApplied, ReasonSomeNotApplied,
+			fmt.Sprintf("all %d manifests applied", n), fmt.Sprintf("%d of %d manifests not applied", len(notApplied), n), notApplied),
+		summary(ConditionAvailable, len(notAvailable) == 0, ReasonAllAvailable, ReasonSomeNotAvailable,
+			fmt.Sprintf("all %d manifests available", n), fmt.Sprintf("%d of %d manifests not available", len(notAvailable), n), notAvailable),
+		summary(ConditionProgressing, len(progressing) > 0, "ManifestsProgressing", "NoneProgressing",
+			fmt.Sprintf("%d of %d manifests progressing", len(progressing), n), "no manifest is progressing", progressing),
+		summary(ConditionDegraded, len(degraded) > 0, "ManifestsDegraded", "NoneDegraded",
+			fmt.Sprintf("%d of %d manifests degraded", len(degraded), n), "no manifest is degraded", degraded),
 	}
-	st.Conditions = append([]metav1.Condition(nil), work.Status.Conditions...)
-	meta.SetStatusCondition(&st.Conditions, c)
+	if p.feedbackErr != nil {
+		workConds = append(workConds, metav1.Condition{Type: ConditionStatusFeedback, Status: metav1.ConditionFalse, Reason: ReasonInvalidFeedback, Message: p.feedbackErr.Error()})
+	}
+	st.Conditions = workConditions(work, workConds, ConditionStatusFeedback)
+	if trimmed, steps := trimStatus(&st, MaxStatusBytes); trimmed {
+		st.Conditions = workConditions(work, append(workConds, metav1.Condition{
+			Type: ConditionStatusTrimmed, Status: metav1.ConditionTrue, Reason: "StatusTooLarge",
+			Message: fmt.Sprintf("the status was cut to fit %d bytes: %s", MaxStatusBytes, steps),
+		}), ConditionStatusFeedback, ConditionStatusTrimmed)
+	}
 	return st
 }
 
-func firstFailure(results []result) string {
-	for _, res := range results {
-		if res.condition.Status != metav1.ConditionTrue {
-			return res.condition.Message
+// invalidStrategyStatus is the status of a Work whose apply strategy cannot be read:
+// nothing was applied.
+func invalidStrategyStatus(work *workv1alpha1.Work, err error) workv1alpha1.WorkStatus {
+	return workv1alpha1.WorkStatus{
+		Conditions: workConditions(work, []metav1.Condition{{
+			Type: ConditionApplied, Status: metav1.ConditionFalse, Reason: ReasonInvalidStrategy,
+			Message: truncate(err.Error(), maxMessage) + "; nothing was applied",
+		}}),
+		ManifestConditions: work.Status.ManifestConditions,
+	}
+}
+
+// workConditions merges conds into the Work's current conditions at its
+// generation; conditions of the optional types are dropped when conds lacks them.
+func workConditions(work *workv1alpha1.Work, conds []metav1.Condition, optional ...string) []metav1.Condition {
+	out := append([]metav1.Condition(nil), work.Status.Conditions...)
+	for _, t := range optional {
+		meta.RemoveStatusCondition(&out, t)
+	}
+	for _, c := range conds {
+		c.ObservedGeneration = work.Generation
+		c.Message = truncate(c.Message, maxMessage)
+		meta.SetStatusCondition(&out, c)
+	}
+	return out
+}
+
+func summary(t string, holds bool, trueReason, falseReason, trueMsg, falseMsg string, details []string) metav1.Condition {
+	c := metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: falseReason, Message: falseMsg}
+	if holds {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, trueReason, trueMsg
+	}
+	if len(details) > 0 {
+		c.Message += ": " + details[0]
+		if len(details) > 1 {
+			c.Message += fmt.Sprintf(" (and %d more)", len(details)-1)
 		}
 	}
-	return ""
+	return c
+}
+
+// trimStatus cuts st until it encodes in at most budget bytes, in steps that lose
+// the least first: feedback values, then long messages, then the details of
+// manifests that are applied and available. It returns whether it cut and what.
+func trimStatus(st *workv1alpha1.WorkStatus, budget int) (bool, string) {
+	size := func() int { b, _ := json.Marshal(st); return len(b) }
+	if size() <= budget {
+		return false, ""
+	}
+	steps := []struct {
+		what string
+		cut  func(*metav1.Condition) bool // returns true to drop the condition
+	}{
+		{"feedback values dropped", func(c *metav1.Condition) bool {
+			if c.Type == feedback.ConditionType {
+				c.Reason, c.Message = feedback.ReasonTrimmed, `{"values":{},"trimmed":["*"]}`
+			}
+			return false
+		}},
+		{"messages shortened", func(c *metav1.Condition) bool {
+			if c.Type != feedback.ConditionType {
+				c.Message = truncate(c.Message, 64)
+			}
+			return false
+		}},
+		{"conditions of healthy manifests dropped", nil},
+	}
+	var done []string
+	for _, step := range steps {
+		done = append(done, step.what)
+		for i := range st.ManifestConditions {
+			mc := &st.ManifestConditions[i]
+			if step.cut == nil {
+				if healthy(mc.Conditions) {
+					mc.Conditions = []metav1.Condition{}
+				}
+				continue
+			}
+			kept := mc.Conditions[:0]
+			for j := range mc.Conditions {
+				if !step.cut(&mc.Conditions[j]) {
+					kept = append(kept, mc.Conditions[j])
+				}
+			}
+			mc.Conditions = kept
+		}
+		if size() <= budget {
+			return true, joinSteps(done)
+		}
+	}
+	// Still too large: keep only the manifests that are not healthy, as many as fit.
+	var kept []workv1alpha1.ManifestCondition
+	for _, mc := range st.ManifestConditions {
+		if len(mc.Conditions) > 0 {
+			kept = append(kept, mc)
+		}
+	}
+	st.ManifestConditions = kept
+	for size() > budget && len(st.ManifestConditions) > 0 {
+		st.ManifestConditions = st.ManifestConditions[:len(st.ManifestConditions)/2]
+	}
+	return true, joinSteps(append(done, "manifest details beyond the budget dropped"))
+}
+
+func healthy(conds []metav1.Condition) bool {
+	return meta.IsStatusConditionTrue(conds, ConditionApplied) && meta.IsStatusConditionTrue(conds, ConditionAvailable)
+}
+
+func joinSteps(steps []string) string {
+	out := ""
+	for i, s := range steps {
+		if i > 0 {
+			out += ", "
+		}
+		out += s
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }
 
 // applyWorkStatus writes the Work's status on the hub; the agent is its only writer.

@@ -15,18 +15,22 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
-// WorkAppliedCondition is the Work condition the agent sets when every manifest of
-// the Work has been applied.
-const WorkAppliedCondition = "Applied"
+// Work conditions the agent sets: every manifest applied, every manifest available.
+const (
+	WorkAppliedCondition   = "Applied"
+	WorkAvailableCondition = "Available"
+)
 
 // maxNamedFailures caps how many failing clusters the Applied message names.
 const maxNamedFailures = 5
 
 // Aggregation is the status aggregator's part of a Placement's status.
 type Aggregation struct {
-	Clusters  []placementv1alpha1.ClusterStatus
-	Applied   int32
-	Condition metav1.Condition
+	Clusters           []placementv1alpha1.ClusterStatus
+	Applied            int32
+	Available          int32
+	Condition          metav1.Condition
+	AvailableCondition metav1.Condition
 }
 
 // Aggregate computes, from the clusters the Placement's decisions name and its
@@ -40,8 +44,11 @@ func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
 		if !ok {
 			continue
 		}
-		cs := placementv1alpha1.ClusterStatus{Name: cluster, Work: w.Name, Applied: metav1.ConditionUnknown}
+		cs := placementv1alpha1.ClusterStatus{Name: cluster, Work: w.Name, Applied: metav1.ConditionUnknown, Available: metav1.ConditionUnknown}
 		cond := meta.FindStatusCondition(w.Status.Conditions, WorkAppliedCondition)
+		if avail := meta.FindStatusCondition(w.Status.Conditions, WorkAvailableCondition); avail != nil && avail.ObservedGeneration == w.Generation && w.DeletionTimestamp.IsZero() {
+			cs.Available = avail.Status
+		}
 		switch {
 		case !w.DeletionTimestamp.IsZero():
 			cs.Reason, cs.Message = "Removing", "the Work is being removed from the cluster"
@@ -53,9 +60,14 @@ func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
 		byCluster[cluster] = cs
 	}
 
-	var failed, pending []string
+	var failed, pending, unavailable []string
 	for _, c := range decided {
 		cs, ok := byCluster[c]
+		if ok && cs.Available == metav1.ConditionTrue {
+			agg.Available++
+		} else {
+			unavailable = append(unavailable, c)
+		}
 		switch {
 		case !ok:
 			pending = append(pending, c)
@@ -89,6 +101,19 @@ func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
 		agg.Condition.Status, agg.Condition.Reason = metav1.ConditionTrue, placementv1alpha1.ReasonApplied
 		agg.Condition.Message = fmt.Sprintf("applied on all %d clusters", len(decided))
 	}
+	agg.AvailableCondition = metav1.Condition{Type: placementv1alpha1.AvailableCondition}
+	switch {
+	case len(decided) == 0:
+		agg.AvailableCondition.Status, agg.AvailableCondition.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters
+		agg.AvailableCondition.Message = "no cluster is selected"
+	case len(unavailable) > 0:
+		sort.Strings(unavailable)
+		agg.AvailableCondition.Status, agg.AvailableCondition.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonNotAvailable
+		agg.AvailableCondition.Message = fmt.Sprintf("%d of %d clusters available; not yet: %s", agg.Available, len(decided), sample(unavailable))
+	default:
+		agg.AvailableCondition.Status, agg.AvailableCondition.Reason = metav1.ConditionTrue, placementv1alpha1.ReasonAvailable
+		agg.AvailableCondition.Message = fmt.Sprintf("available on all %d clusters", len(decided))
+	}
 	return agg
 }
 
@@ -102,9 +127,14 @@ func sample(clusters []string) string {
 // applyStatus writes the aggregator's fields of the Placement's status.
 func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, agg Aggregation) error {
 	agg.Condition.ObservedGeneration = placement.Generation
+	agg.AvailableCondition.ObservedGeneration = placement.Generation
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
-	patch.Status.Conditions = []metav1.Condition{kube.Condition(placement.Status.Conditions, agg.Condition)}
+	patch.Status.Conditions = []metav1.Condition{
+		kube.Condition(placement.Status.Conditions, agg.Condition),
+		kube.Condition(placement.Status.Conditions, agg.AvailableCondition),
+	}
 	patch.Status.AppliedClusters = agg.Applied
+	patch.Status.AvailableClusters = agg.Available
 	patch.Status.Clusters = agg.Clusters
 	return kube.ApplyStatus(ctx, r.Client, patch, Name)
 }

@@ -4,6 +4,7 @@ package workgenerator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -33,6 +34,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
+	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/render"
@@ -93,6 +95,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, err
 	}
+	annotations, err := applyAnnotations(placement)
+	if err != nil {
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidStatusFeedback, "%v", err)
+		r.Recorder.Eventf(placement, nil, "Warning", placementv1alpha1.ReasonInvalidStatusFeedback, "Render", "%v", err)
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
 	manifests, revision, err := render.Manifests(objs)
 	if err != nil {
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonRenderFailed, "rendering the selected objects: %v", err)
@@ -111,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 
 	for _, cluster := range clusters {
-		if err := r.writeWork(ctx, placement, cluster, manifests, revision); err != nil {
+		if err := r.writeWork(ctx, placement, cluster, manifests, revision, annotations); err != nil {
 			st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWorkFailed, "writing the Work for cluster %s: %v", cluster, err)
 			return ctrl.Result{}, err
 		}
@@ -122,6 +130,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
 		"%d objects at revision %s in the Works of %d clusters", len(objs), revision, len(clusters))
 	return ctrl.Result{}, nil
+}
+
+// applyAnnotations returns the Work annotations that carry the Placement's apply
+// strategy and status feedback rules to the agents. Feedback rules whose CEL or
+// JSONPath do not compile are an error.
+func applyAnnotations(placement *placementv1alpha1.Placement) (map[string]string, error) {
+	out := map[string]string{}
+	if s := placement.Spec.ApplyStrategy; s != nil {
+		b, err := json.Marshal(s.Defaulted())
+		if err != nil {
+			return nil, err
+		}
+		out[lodestarworkv1alpha1.ApplyStrategyAnnotation] = string(b)
+	}
+	if rules := placement.Spec.StatusFeedback; len(rules) > 0 {
+		if _, err := feedback.Compile(rules); err != nil {
+			return nil, fmt.Errorf("spec.%w", err)
+		}
+		b, err := json.Marshal(rules)
+		if err != nil {
+			return nil, err
+		}
+		out[lodestarworkv1alpha1.StatusFeedbackAnnotation] = string(b)
+	}
+	return out, nil
 }
 
 // reconcileDelete deletes every Work of the Placement and releases the Placement
@@ -202,7 +235,7 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 }
 
 // writeWork creates or updates the Work that carries the manifests to cluster.
-func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1.Placement, cluster string, manifests []runtime.RawExtension, revision string) error {
+func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1.Placement, cluster string, manifests []runtime.RawExtension, revision string, annotations map[string]string) error {
 	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
 		Name:      names.Work(placement.Namespace, placement.Name),
 		Namespace: names.ClusterNamespace(cluster),
@@ -219,6 +252,13 @@ func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1
 			work.Annotations = map[string]string{}
 		}
 		work.Annotations[placementv1alpha1.RevisionAnnotation] = revision
+		for _, k := range []string{lodestarworkv1alpha1.ApplyStrategyAnnotation, lodestarworkv1alpha1.StatusFeedbackAnnotation} {
+			if v, ok := annotations[k]; ok {
+				work.Annotations[k] = v
+			} else {
+				delete(work.Annotations, k)
+			}
+		}
 		controllerutil.AddFinalizer(work, lodestarworkv1alpha1.WorkFinalizer)
 		work.Spec.Workload.Manifests = make([]workv1alpha1.Manifest, 0, len(manifests))
 		for _, m := range manifests {

@@ -1,0 +1,161 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// KwokEnv names the kwok binary that full members use for fake nodes.
+const KwokEnv = "LODESTAR_KWOK"
+
+// FakeNodeName is the fake node of a full member.
+const FakeNodeName = "kwok-node-1"
+
+// StartFullMember starts a member that runs workloads: besides kube-apiserver and
+// etcd, kube-controller-manager and kube-scheduler, and kwok with one fake node, so
+// that a Deployment really gets (fake) running pods and becomes Available.
+func StartFullMember(name string, scheme *runtime.Scheme) (_ *ControlPlane, err error) {
+	kwok := os.Getenv(KwokEnv)
+	if kwok == "" {
+		return nil, fmt.Errorf("%s is not set: run through `make test`, which builds kwok into bin/", KwokEnv)
+	}
+	cp, err := StartMember(name, scheme)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, cp.Stop())
+		}
+	}()
+	dir, err := os.MkdirTemp("", "lodestar-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	cp.dirs = append(cp.dirs, dir)
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	if err := WriteKubeconfig(cp.Config, name, kubeconfig); err != nil {
+		return nil, err
+	}
+	assets := os.Getenv(AssetsEnv)
+	for _, p := range []struct {
+		bin  string
+		args []string
+	}{
+		{filepath.Join(assets, "kube-controller-manager"), []string{
+			"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+			"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
+			"--controllers=*,-serviceaccount-token,-nodeipam", "--node-monitor-grace-period=60s",
+		}},
+		{filepath.Join(assets, "kube-scheduler"), []string{
+			"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+			"--leader-elect=false", "--secure-port=0",
+		}},
+		{kwok, []string{
+			"--kubeconfig=" + kubeconfig, "--manage-all-nodes=true", "--cidr=10.244.0.0/16", "--node-ip=127.0.0.1",
+			// The stages `make` assembles beside the binary from the kwok module.
+			"--config=" + filepath.Join(filepath.Dir(kwok), "stages.yaml"),
+		}},
+	} {
+		if err := cp.spawn(p.bin, filepath.Join(dir, filepath.Base(p.bin)+".log"), p.args...); err != nil {
+			return nil, err
+		}
+	}
+	if err := addFakeNode(context.Background(), cp.Client); err != nil {
+		return nil, fmt.Errorf("adding the fake node to %s (logs in %s): %w", name, dir, err)
+	}
+	return cp, nil
+}
+
+// addFakeNode creates a node that kwok runs and waits until it is Ready.
+func addFakeNode(ctx context.Context, c client.Client) error {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        FakeNodeName,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels:      map[string]string{"kubernetes.io/hostname": FakeNodeName, "kubernetes.io/os": "linux", "type": "kwok"},
+		},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"),
+			},
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"),
+			},
+		},
+	}
+	if err := c.Create(ctx, node); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return false, nil //nolint:nilerr // Keep polling through transient errors.
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// spawn starts a process that belongs to the control plane and stops with it.
+func (cp *ControlPlane) spawn(bin, logPath string, args ...string) error {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("starting %s: %w", bin, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(done)
+	}()
+	cp.procs = append(cp.procs, process{cmd: cmd, done: done})
+	return nil
+}
+
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// stopProcesses stops the extra processes: SIGTERM, then SIGKILL after a grace period.
+func (cp *ControlPlane) stopProcesses() {
+	for _, p := range cp.procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range cp.procs {
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	cp.procs = nil
+	for _, d := range cp.dirs {
+		_ = os.RemoveAll(d)
+	}
+	cp.dirs = nil
+}
