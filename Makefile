@@ -73,7 +73,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 verify: generate manifests ## Fail when generated code or CRDs are stale, code is unformatted, or lint fails.
 	@test -z "$$(gofmt -s -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -s -l $$(git ls-files '*.go'); exit 1; }
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { echo "untracked generated files: run 'make generate manifests' and commit"; git status --porcelain -- api config; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- api config)" || { echo "untracked generated files: run 'make generate manifests' and commit"; git ls-files --others --exclude-standard -- api config; exit 1; }
 	go mod tidy -diff
 	$(MAKE) vet lint
 

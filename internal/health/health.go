@@ -72,13 +72,13 @@ func (c *Checker) Evaluate(obj *unstructured.Unstructured) Result {
 }
 
 var builtin = map[schema.GroupKind]func(*unstructured.Unstructured) Result{
-	{Group: "apps", Kind: "Deployment"}:                                deployment,
-	{Group: "apps", Kind: "StatefulSet"}:                               statefulSet,
-	{Group: "apps", Kind: "DaemonSet"}:                                 daemonSet,
-	{Group: "apps", Kind: "ReplicaSet"}:                                replicaSet,
-	{Group: "batch", Kind: "Job"}:                                      job,
-	{Kind: "Service"}:                                                  service,
-	{Kind: "PersistentVolumeClaim"}:                                    pvc,
+	{Group: "apps", Kind: "Deployment"}:                               deployment,
+	{Group: "apps", Kind: "StatefulSet"}:                              statefulSet,
+	{Group: "apps", Kind: "DaemonSet"}:                                daemonSet,
+	{Group: "apps", Kind: "ReplicaSet"}:                               replicaSet,
+	{Group: "batch", Kind: "Job"}:                                     job,
+	{Kind: "Service"}:                                                 service,
+	{Kind: "PersistentVolumeClaim"}:                                   pvc,
 	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: crd,
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
@@ -42,10 +43,39 @@ func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 			delete(md, "annotations")
 		}
 	}
-	if out.GetAPIVersion() == "v1" && out.GetKind() == "Service" {
+	switch out.GroupVersionKind().GroupKind() {
+	case schema.GroupKind{Kind: "Service"}:
 		stripServiceAllocations(out)
+	case schema.GroupKind{Group: "batch", Kind: "Job"}:
+		stripJobSelector(out)
 	}
 	return out
+}
+
+// jobLabels are the labels the API server adds to a Job's pod template, bound to
+// the Job's UID on the hub.
+var jobLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"}
+
+// stripJobSelector removes the selector and pod-template labels the hub's API
+// server generated for a Job (unless the user chose the selector): each member
+// generates its own, for its own copy's UID.
+func stripJobSelector(job *unstructured.Unstructured) {
+	if manual, _, _ := unstructured.NestedBool(job.Object, "spec", "manualSelector"); manual {
+		return
+	}
+	unstructured.RemoveNestedField(job.Object, "spec", "selector")
+	labels, found, _ := unstructured.NestedStringMap(job.Object, "spec", "template", "metadata", "labels")
+	if !found {
+		return
+	}
+	for _, l := range jobLabels {
+		delete(labels, l)
+	}
+	if len(labels) == 0 {
+		unstructured.RemoveNestedField(job.Object, "spec", "template", "metadata", "labels")
+		return
+	}
+	_ = unstructured.SetNestedStringMap(job.Object, labels, "spec", "template", "metadata", "labels")
 }
 
 // stripServiceAllocations removes what the hub's API server allocated to a Service

@@ -114,3 +114,31 @@ func TestObjectStripsServiceAllocations(t *testing.T) {
 	g.Expect(headless.Object["spec"]).To(HaveKeyWithValue("clusterIP", "None"))
 	g.Expect(headless.Object["spec"]).To(HaveKeyWithValue("clusterIPs", []any{"None"}))
 }
+
+func TestObjectStripsGeneratedJobSelector(t *testing.T) {
+	job := func(manual bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "batch/v1", "kind": "Job",
+			"metadata": map[string]any{"name": "migrate", "namespace": "team-a"},
+			"spec": map[string]any{
+				"selector": map[string]any{"matchLabels": map[string]any{"batch.kubernetes.io/controller-uid": "hub-uid"}},
+				"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{
+					"controller-uid": "hub-uid", "batch.kubernetes.io/controller-uid": "hub-uid",
+					"job-name": "migrate", "batch.kubernetes.io/job-name": "migrate", "app": "web",
+				}}},
+			},
+		}}
+		if manual {
+			u.Object["spec"].(map[string]any)["manualSelector"] = true
+		}
+		return u
+	}
+	g := NewWithT(t)
+	out := Object(job(false))
+	g.Expect(out.Object["spec"]).NotTo(HaveKey("selector"))
+	labels, _, _ := unstructured.NestedStringMap(out.Object, "spec", "template", "metadata", "labels")
+	g.Expect(labels).To(Equal(map[string]string{"app": "web"}))
+
+	manual := Object(job(true))
+	g.Expect(manual.Object["spec"]).To(HaveKey("selector"), "a selector the user chose stays")
+}

@@ -49,23 +49,18 @@ func TestBadManifestsFailOnlyThemselves(t *testing.T) {
 	member := members[member1].Client
 
 	// Someone else's object on the member, with the name of a manifest.
-	g.Expect(member.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: ns}, Data: map[string]string{"owner": "someone else"}}
-	g.Expect(member.Create(ctx, theirs)).To(Succeed())
+	createOnMember(t, member1, ns, "theirs", map[string]string{"owner": "someone else"})
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: ns}}
 
-	w := &workv1alpha1.Work{
-		ObjectMeta: metav1.ObjectMeta{Name: "hand-written", Namespace: names.ClusterNamespace(member1)},
-		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{
-			configMapManifest(t, ns, "good", nil),
-			configMapManifest(t, ns, "", nil),
-			configMapManifest(t, ns, "", map[string]any{"generateName": "gen-"}),
-			configMapManifest(t, ns, "good", nil),
-			manifest(t, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w", "namespace": ns}}),
-			configMapManifest(t, ns, "theirs", nil),
-			{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "` + ns + `"}, "data": {"k": 1}}`)}},
-		}}},
-	}
-	g.Expect(hubCP.Client.Create(ctx, w)).To(Succeed())
+	w := newWork(t, member1, "hand-written", nil,
+		configMapManifest(t, ns, "good", nil),
+		configMapManifest(t, ns, "", nil),
+		configMapManifest(t, ns, "", map[string]any{"generateName": "gen-"}),
+		configMapManifest(t, ns, "good", nil),
+		manifest(t, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w", "namespace": ns}}),
+		configMapManifest(t, ns, "theirs", nil),
+		workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "` + ns + `"}, "data": {"k": 1}}`)}},
+	)
 
 	want := []struct {
 		status          metav1.ConditionStatus
@@ -127,15 +122,11 @@ func TestRemovedManifestDeletesOnlyWhatItCreated(t *testing.T) {
 	ctx := t.Context()
 	ns := "agent-" + newNamespace(t)
 	member := members[member2].Client
-	w := &workv1alpha1.Work{
-		ObjectMeta: metav1.ObjectMeta{Name: "removal", Namespace: names.ClusterNamespace(member2)},
-		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{
-			configMapManifest(t, ns, "keep", nil),
-			configMapManifest(t, ns, "drop", nil),
-			configMapManifest(t, ns, "recreated", nil),
-		}}},
-	}
-	g.Expect(hubCP.Client.Create(ctx, w)).To(Succeed())
+	w := newWork(t, member2, "removal", nil,
+		configMapManifest(t, ns, "keep", nil),
+		configMapManifest(t, ns, "drop", nil),
+		configMapManifest(t, ns, "recreated", nil),
+	)
 	g.Eventually(func(g Gomega) {
 		applied := &lodestarworkv1alpha1.AppliedWork{}
 		g.Expect(member.Get(ctx, client.ObjectKey{Name: w.Name}, applied)).To(Succeed())

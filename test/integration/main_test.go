@@ -18,6 +18,7 @@ import (
 
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -36,6 +37,17 @@ const (
 	// a kwok fake node, so its Deployments become Available.
 	fullMember = member1
 )
+
+// agentConfig is the member admins' configuration of the agents: a readiness rule
+// for a custom kind.
+var agentConfig = agent.Config{ReadinessRules: []health.Rule{{
+	Group:     gadgetGroup,
+	Kind:      "Gadget",
+	Available: "has(self.status) && self.status.phase == 'Ready'",
+	Degraded:  "has(self.status) && self.status.phase == 'Broken'",
+}}}
+
+const gadgetGroup = "example.lodestar.dev"
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -121,6 +133,7 @@ func startFleet(ctx context.Context) error {
 			Hub:         cfg,
 			Member:      members[name].Config,
 			Manager:     ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+			Config:      agentConfig,
 		})
 		if err != nil {
 			return err

@@ -5,14 +5,18 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -39,8 +43,23 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	ns := newNamespace(t)
 	_, deploy, _ := webObjects(ns)
 	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "migrate", Namespace: ns, Labels: map[string]string{"app": "web"}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "migrate", Image: "busybox:1.36"}},
+		}}},
+	}
+	g.Expect(hubCP.Client.Create(ctx, job)).To(Succeed())
 	p := webPlacement(ns)
-	p.Spec.ResourceSelectors = p.Spec.ResourceSelectors[1:]
+	p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{
+		p.Spec.ResourceSelectors[1],
+		{Group: "batch", Version: "v1", Kind: "Job", Name: "migrate"},
+	}
+	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
+		{Name: "readyReplicas", JSONPath: ".status.readyReplicas"},
+		{Name: "percentReady", CEL: "self.status.readyReplicas * 100 / self.spec.replicas"},
+	}}}
 	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": fullMember}}
 	setClusterLabels(t, fullMember, map[string]string{"kubernetes.io/metadata.name": fullMember, "env": "production"})
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
@@ -49,7 +68,10 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		w := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, workKey, w)).To(Succeed())
+		// Manifests are ordered by group and kind: the Deployment, then the Job.
 		g.Expect(manifestCondition(g, w, 0, work.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(manifestCondition(g, w, 1, work.ConditionAvailable).Reason).To(Equal("JobComplete"))
+		g.Expect(manifestCondition(g, w, 0, feedback.ConditionType).Message).To(MatchJSON(`{"values":{"readyReplicas":2,"percentReady":100}}`))
 		g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, work.ConditionAvailable)).To(BeTrue())
 		g.Expect(meta.IsStatusConditionFalse(w.Status.Conditions, work.ConditionProgressing)).To(BeTrue())
 		g.Expect(meta.IsStatusConditionFalse(w.Status.Conditions, work.ConditionDegraded)).To(BeTrue())
@@ -67,4 +89,40 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	pods := &corev1.PodList{}
 	g.Expect(members[fullMember].Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
 	g.Expect(pods.Items).To(HaveEach(HaveField("Spec.NodeName", "kwok-node-1")))
+}
+
+// Feedback rules are checked on the hub: the API server refuses rules for Secrets,
+// and rules whose expressions do not compile make WorkSynchronized False.
+func TestStatusFeedbackValidation(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	p := webPlacement(ns)
+	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "Secret", WholeStatus: true}}
+	err := hubCP.Client.Create(t.Context(), p)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("never collected from Secrets"))
+
+	p = webPlacement(ns)
+	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", WholeStatus: true, Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", JSONPath: ".a"}}}}
+	err = hubCP.Client.Create(t.Context(), p)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("exactly one of fields and wholeStatus"))
+
+	p = webPlacement(ns)
+	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", JSONPath: ".a", CEL: "1"}}}}
+	err = hubCP.Client.Create(t.Context(), p)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("exactly one of jsonPath and cel"))
+
+	p = webPlacement(ns)
+	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", CEL: "self.data.("}}}}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidStatusFeedback))
+		g.Expect(c.Message).To(ContainSubstring("statusFeedback[0].fields[0].cel"))
+	}).Should(Succeed())
 }

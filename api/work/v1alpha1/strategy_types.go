@@ -69,7 +69,7 @@ func (s ApplyStrategy) Defaulted() ApplyStrategy {
 // FeedbackRule says which status values of the placed objects of one kind the
 // agent reports back on the Work. Values are never collected from Secrets.
 // +kubebuilder:validation:XValidation:rule="has(self.fields) != (has(self.wholeStatus) && self.wholeStatus)",message="exactly one of fields and wholeStatus must be set"
-// +kubebuilder:validation:XValidation:rule="!(self.kind == 'Secret' && (!has(self.group) || self.group == ''))",message="status feedback is never collected from Secrets"
+// +kubebuilder:validation:XValidation:rule="!(self.kind == 'Secret' && (!has(self.group) || size(self.group) == 0))",message="status feedback is never collected from Secrets"
 type FeedbackRule struct {
 	// group is the API group of the kind; empty for the core group.
 	// +optional

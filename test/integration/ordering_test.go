@@ -1,0 +1,152 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/internal/feedback"
+)
+
+// gadgetCRD is a CRD of a kind the agents' configuration has a readiness rule for,
+// with a plural unique to the test.
+func gadgetCRD(t *testing.T, plural string) workv1alpha1.Manifest {
+	return manifest(t, map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + "." + gadgetGroup},
+		"spec": map[string]any{
+			"group": gadgetGroup, "scope": "Namespaced",
+			"names": map[string]any{"plural": plural, "singular": strings.TrimSuffix(plural, "s"), "kind": "Gadget", "listKind": "GadgetList"},
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+			}},
+		},
+	})
+}
+
+// A CRD and its custom resource in one Work, the resource listed first: the CRD is
+// applied first, the resource waits for it to be established without failing the
+// rest of the Work, and then applies. Its readiness follows the CEL rule of the
+// agent's configuration.
+func TestCRDAndCustomResourceInOneWork(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "crd-" + newNamespace(t)
+	plural := "gadgets" + rand.String(4)
+	gadget := manifest(t, map[string]any{
+		"apiVersion": gadgetGroup + "/v1", "kind": "Gadget",
+		"metadata": map[string]any{"name": "g1", "namespace": ns},
+		"spec":     map[string]any{"size": int64(3)},
+	})
+	w := newWork(t, member2, "crd-and-cr", nil, gadget, gadgetCRD(t, plural), cmManifest(t, ns, "plain", nil))
+
+	eventuallyManifest(t, w, 1, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, w, 2, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonApplied)
+	g.Eventually(func(g Gomega) {
+		got := &workv1alpha1.Work{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
+		g.Expect(manifestCondition(g, got, 1, work.ConditionAvailable).Reason).To(Equal("Established"))
+		c := manifestCondition(g, got, 0, work.ConditionAvailable)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal("RuleNotAvailable"))
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, work.ConditionAvailable)).To(BeTrue())
+	}).Should(Succeed())
+
+	// The gadget's own controller (here: the test) reports it ready on the member; the
+	// agent sees the change through its watch and reports it available.
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(gadgetGroup + "/v1")
+	u.SetKind("Gadget")
+	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g1"}, u)).To(Succeed())
+	g.Expect(unstructured.SetNestedField(u.Object, "Ready", "status", "phase")).To(Succeed())
+	g.Expect(members[member2].Client.Update(ctx, u)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &workv1alpha1.Work{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
+		g.Expect(manifestCondition(g, got, 0, work.ConditionAvailable).Reason).To(Equal("RuleAvailable"))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, work.ConditionAvailable)).To(BeTrue())
+	}).Should(Succeed())
+
+	g.Expect(unstructured.SetNestedField(u.Object, "Broken", "status", "phase")).To(Succeed())
+	g.Expect(members[member2].Client.Update(ctx, u)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &workv1alpha1.Work{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
+		g.Expect(manifestCondition(g, got, 0, work.ConditionDegraded).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, work.ConditionDegraded)).To(BeTrue())
+	}).Should(Succeed())
+}
+
+// A custom resource whose CRD never arrives fails only itself, says why, and is
+// retried.
+func TestCustomResourceWithoutCRD(t *testing.T) {
+	ns := "nocrd-" + newNamespace(t)
+	w := newWork(t, member2, "no-crd", nil,
+		manifest(t, map[string]any{"apiVersion": "nowhere.example.com/v1", "kind": "Ghost", "metadata": map[string]any{"name": "g", "namespace": ns}}),
+		cmManifest(t, ns, "plain", nil))
+	msg := eventuallyManifest(t, w, 0, metav1.ConditionFalse, work.ReasonUnknownKind)
+	NewWithT(t).Expect(msg).To(ContainSubstring("does not serve nowhere.example.com/v1, Kind=Ghost"))
+	eventuallyManifest(t, w, 1, metav1.ConditionTrue, work.ReasonApplied)
+}
+
+// A Work with so many manifests that its full status would be too large: the
+// status is trimmed, says so, and is still written.
+func TestLargeWorkStatusIsTrimmed(t *testing.T) {
+	g := NewWithT(t)
+	ns := "large-" + newNamespace(t)
+	var manifests []workv1alpha1.Manifest
+	for i := range 600 {
+		manifests = append(manifests, cmManifest(t, ns, fmt.Sprintf("cm-%03d", i), map[string]any{"i": fmt.Sprint(i)}))
+	}
+	w := newWork(t, member2, "large", nil, manifests...)
+	g.Eventually(func(g Gomega) {
+		got := &workv1alpha1.Work{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, work.ConditionApplied)).To(BeTrue())
+		trimmed := meta.FindStatusCondition(got.Status.Conditions, work.ConditionStatusTrimmed)
+		g.Expect(trimmed).NotTo(BeNil())
+		g.Expect(trimmed.Status).To(Equal(metav1.ConditionTrue))
+		b, err := json.Marshal(got.Status)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(len(b)).To(BeNumerically("<=", work.MaxStatusBytes+4096))
+	}).Should(Succeed())
+}
+
+// Feedback rules on a Work: values come back in the StatusFeedback condition.
+func TestStatusFeedbackOnWork(t *testing.T) {
+	g := NewWithT(t)
+	ns := "feedback-" + newNamespace(t)
+	rules, err := json.Marshal([]lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{
+		{Name: "greeting", JSONPath: ".data.greeting"},
+		{Name: "keys", CEL: "size(self.data)"},
+	}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	w := &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Name: "feedback", Namespace: "lodestar-cluster-" + member2,
+			Annotations: map[string]string{lodestarworkv1alpha1.StatusFeedbackAnnotation: string(rules)}},
+		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{
+			cmManifest(t, ns, "c", map[string]any{"greeting": "hi", "other": "x"}),
+		}}},
+	}
+	g.Expect(hubCP.Client.Create(t.Context(), w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &workv1alpha1.Work{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), got)).To(Succeed())
+		c := manifestCondition(g, got, 0, feedback.ConditionType)
+		g.Expect(c.Reason).To(Equal(feedback.ReasonReported))
+		g.Expect(c.Message).To(MatchJSON(`{"values":{"greeting":"hi","keys":2}}`))
+	}).Should(Succeed())
+}

@@ -1,0 +1,241 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// newWork returns a hand-written Work for cluster with the given strategy and
+// manifests; it is deleted when the test ends.
+func newWork(t *testing.T, cluster, name string, strategy *lodestarworkv1alpha1.ApplyStrategy, manifests ...workv1alpha1.Manifest) *workv1alpha1.Work {
+	t.Helper()
+	w := &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: names.ClusterNamespace(cluster), Annotations: map[string]string{}},
+		Spec:       workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: manifests}},
+	}
+	if strategy != nil {
+		b, err := json.Marshal(strategy)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		w.Annotations[lodestarworkv1alpha1.ApplyStrategyAnnotation] = string(b)
+	}
+	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), w)).To(Succeed())
+	t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), w) })
+	return w
+}
+
+// eventuallyManifest waits until manifest i of the Work reports the Applied
+// status and reason (any reason when empty) at the Work's generation, and returns
+// its message.
+func eventuallyManifest(t *testing.T, w *workv1alpha1.Work, i int, status metav1.ConditionStatus, reason string) string {
+	t.Helper()
+	var msg string
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := &workv1alpha1.Work{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), got)).To(Succeed())
+		c := manifestCondition(g, got, i, work.ConditionApplied)
+		g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
+		if reason != "" {
+			g.Expect(c.Reason).To(Equal(reason), c.Message)
+		}
+		g.Expect(c.Status).To(Equal(status), c.Message)
+		msg = c.Message
+	}).Should(Succeed())
+	return msg
+}
+
+func memberConfigMap(t *testing.T, cluster, ns, name string) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	NewWithT(t).Expect(members[cluster].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, cm)).To(Succeed())
+	return cm
+}
+
+// createOnMember creates a namespace and a ConfigMap on a member, as someone other
+// than Lodestar would.
+func createOnMember(t *testing.T, cluster, ns, name string, data map[string]string) {
+	t.Helper()
+	g := NewWithT(t)
+	c := members[cluster].Client
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: data})).To(Succeed())
+}
+
+func cmManifest(t *testing.T, ns, name string, data map[string]any) workv1alpha1.Manifest {
+	return manifest(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns}, "data": data})
+}
+
+// CreateOnly, chosen on the Placement: the object is created, and later edits on
+// the hub do not reach the member.
+func TestCreateOnlyFromPlacement(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	cm, _, _ := webObjects(ns)
+	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
+	p := webPlacement(ns)
+	p.Spec.ResourceSelectors = p.Spec.ResourceSelectors[:1]
+	p.Spec.ApplyStrategy = &lodestarworkv1alpha1.ApplyStrategy{Type: lodestarworkv1alpha1.ApplyCreateOnly}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(member1), Name: names.Work(ns, p.Name)}}
+	// Created (Applied), or already seen again after creation (ExistsNotUpdated).
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, "")
+	g.Expect(memberConfigMap(t, member1, ns, "web-config").Data).To(HaveKeyWithValue("greeting", "hello"))
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
+	g.Expect(w.Annotations).To(HaveKeyWithValue(lodestarworkv1alpha1.ApplyStrategyAnnotation, `{"type":"CreateOnly","takeover":"Never"}`))
+
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm.Data["greeting"] = "changed on the hub"
+	g.Expect(hubCP.Client.Update(ctx, cm)).To(Succeed())
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonCreateOnlyKept)
+	g.Expect(memberConfigMap(t, member1, ns, "web-config").Data).To(HaveKeyWithValue("greeting", "hello"))
+}
+
+// ReportOnly never writes: it reports a match, a difference (by field path only)
+// or an absence.
+func TestReportOnly(t *testing.T) {
+	g := NewWithT(t)
+	ns := "report-" + newNamespace(t)
+	createOnMember(t, member2, ns, "same", map[string]string{"k": "v"})
+	createOnMember(t, member2, ns, "differs", map[string]string{"k": "hunter2"})
+	w := newWork(t, member2, "report-only", &lodestarworkv1alpha1.ApplyStrategy{Type: lodestarworkv1alpha1.ApplyReportOnly},
+		cmManifest(t, ns, "same", map[string]any{"k": "v"}),
+		cmManifest(t, ns, "differs", map[string]any{"k": "desired", "extra": "x"}),
+		cmManifest(t, ns, "absent", map[string]any{"k": "v"}),
+	)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonInSync)
+	msg := eventuallyManifest(t, w, 1, metav1.ConditionFalse, work.ReasonOutOfSync)
+	g.Expect(msg).To(ContainSubstring("data.extra, data.k"))
+	g.Expect(msg).NotTo(ContainSubstring("hunter2"), "values never appear, only paths")
+	g.Expect(msg).NotTo(ContainSubstring("desired"))
+	eventuallyManifest(t, w, 2, metav1.ConditionFalse, work.ReasonNotFound)
+
+	g.Consistently(func(g Gomega) {
+		err := members[member2].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "absent"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}).Should(Succeed())
+	differs := memberConfigMap(t, member2, ns, "differs")
+	g.Expect(differs.Data).To(Equal(map[string]string{"k": "hunter2"}))
+	g.Expect(differs.OwnerReferences).To(BeEmpty())
+	g.Expect(differs.ManagedFields).NotTo(ContainElement(HaveField("Manager", work.FieldManager)))
+}
+
+// Takeover of objects that exist on the member but no Work created.
+func TestTakeover(t *testing.T) {
+	g := NewWithT(t)
+	ns := "takeover-" + newNamespace(t)
+	createOnMember(t, member2, ns, "never", map[string]string{"k": "theirs"})
+	createOnMember(t, member2, ns, "same", map[string]string{"k": "v"})
+	createOnMember(t, member2, ns, "differs", map[string]string{"k": "theirs"})
+	createOnMember(t, member2, ns, "always", map[string]string{"k": "theirs"})
+
+	never := newWork(t, member2, "takeover-never", nil, cmManifest(t, ns, "never", map[string]any{"k": "ours"}))
+	ifNoDiff := newWork(t, member2, "takeover-ifnodiff", &lodestarworkv1alpha1.ApplyStrategy{Takeover: lodestarworkv1alpha1.TakeoverIfNoDiff},
+		cmManifest(t, ns, "same", map[string]any{"k": "v"}),
+		cmManifest(t, ns, "differs", map[string]any{"k": "ours"}),
+	)
+	always := newWork(t, member2, "takeover-always", &lodestarworkv1alpha1.ApplyStrategy{Takeover: lodestarworkv1alpha1.TakeoverAlways},
+		cmManifest(t, ns, "always", map[string]any{"k": "ours"}))
+
+	eventuallyManifest(t, never, 0, metav1.ConditionFalse, work.ReasonNotOwned)
+	eventuallyManifest(t, ifNoDiff, 0, metav1.ConditionTrue, work.ReasonApplied)
+	g.Expect(eventuallyManifest(t, ifNoDiff, 1, metav1.ConditionFalse, work.ReasonTakeoverDiff)).To(ContainSubstring("data.k"))
+	eventuallyManifest(t, always, 0, metav1.ConditionTrue, work.ReasonApplied)
+
+	g.Expect(memberConfigMap(t, member2, ns, "never").Data).To(HaveKeyWithValue("k", "theirs"))
+	g.Expect(memberConfigMap(t, member2, ns, "same").OwnerReferences).To(ConsistOf(HaveField("Name", "takeover-ifnodiff")))
+	g.Expect(memberConfigMap(t, member2, ns, "differs").Data).To(HaveKeyWithValue("k", "theirs"))
+	g.Expect(memberConfigMap(t, member2, ns, "differs").OwnerReferences).To(BeEmpty())
+	g.Expect(memberConfigMap(t, member2, ns, "always").Data).To(HaveKeyWithValue("k", "ours"))
+
+	// What was taken over is now the Work's: deleting the Work removes it; what was
+	// left alone stays.
+	g.Expect(hubCP.Client.Delete(t.Context(), always)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := members[member2].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "always"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}).Should(Succeed())
+	g.Expect(hubCP.Client.Delete(t.Context(), never)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(never), &workv1alpha1.Work{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}).Should(Succeed())
+	g.Expect(memberConfigMap(t, member2, ns, "never").Data).To(HaveKeyWithValue("k", "theirs"))
+}
+
+// Two Placements that place the same object: the second is told so, and neither
+// fights the other.
+func TestTwoPlacementsOfOneObject(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	cm, _, _ := webObjects(ns)
+	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
+	first := webPlacement(ns)
+	first.Spec.ResourceSelectors = first.Spec.ResourceSelectors[:1]
+	g.Expect(hubCP.Client.Create(ctx, first)).To(Succeed())
+	firstWork := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(member1), Name: names.Work(ns, first.Name)}}
+	eventuallyManifest(t, firstWork, 0, metav1.ConditionTrue, work.ReasonApplied)
+
+	second := webPlacement(ns)
+	second.Name = "web-again"
+	second.Spec.ResourceSelectors = second.Spec.ResourceSelectors[:1]
+	second.Spec.ApplyStrategy = &lodestarworkv1alpha1.ApplyStrategy{Takeover: lodestarworkv1alpha1.TakeoverAlways}
+	g.Expect(hubCP.Client.Create(ctx, second)).To(Succeed())
+	secondWork := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(member1), Name: names.Work(ns, second.Name)}}
+	msg := eventuallyManifest(t, secondWork, 0, metav1.ConditionFalse, work.ReasonOtherWork)
+	g.Expect(msg).To(ContainSubstring(firstWork.Name))
+
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(second), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.AppliedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonApplyFailed))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		got := &workv1alpha1.Work{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(firstWork), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, work.ConditionApplied)).To(BeTrue())
+		g.Expect(memberConfigMap(t, member1, ns, "web-config").OwnerReferences).To(ConsistOf(HaveField("Name", firstWork.Name)))
+	}).Should(Succeed())
+}
+
+// A Work whose apply strategy cannot be read applies nothing and says why.
+func TestInvalidStrategyAppliesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ns := "badstrategy-" + newNamespace(t)
+	w := &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad-strategy", Namespace: names.ClusterNamespace(member2),
+			Annotations: map[string]string{lodestarworkv1alpha1.ApplyStrategyAnnotation: `{"type":"Yolo"}`}},
+		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{cmManifest(t, ns, "x", nil)}}},
+	}
+	g.Expect(hubCP.Client.Create(t.Context(), w)).To(Succeed())
+	t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), w) })
+	g.Eventually(func(g Gomega) {
+		got := &workv1alpha1.Work{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, work.ConditionApplied)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(work.ReasonInvalidStrategy))
+		g.Expect(c.Message).To(ContainSubstring(`"Yolo"`))
+	}).Should(Succeed())
+	err := members[member2].Client.Get(t.Context(), client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing was written")
+}
