@@ -239,3 +239,30 @@ func TestInvalidStrategyAppliesNothing(t *testing.T) {
 	err := members[member2].Client.Get(t.Context(), client.ObjectKey{Name: ns}, &corev1.Namespace{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing was written")
 }
+
+// Secret data never appears in a Work's status: a difference is named by path,
+// and a refusal by the member names fields, not values.
+func TestSecretDataNeverInStatus(t *testing.T) {
+	g := NewWithT(t)
+	ns := "secret-" + newNamespace(t)
+	secret := func(name, typ string, data map[string]any) workv1alpha1.Manifest {
+		return manifest(t, map[string]any{"apiVersion": "v1", "kind": "Secret", "type": typ,
+			"metadata": map[string]any{"name": name, "namespace": ns}, "stringData": data})
+	}
+	w := newWork(t, member2, "secrets", nil,
+		secret("ok", "Opaque", map[string]any{"password": "s3cr3t-value"}),
+		// A TLS Secret without its key is refused by the member's API server.
+		secret("bad-tls", "kubernetes.io/tls", map[string]any{"tls.crt": "s3cr3t-cert"}),
+	)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonApplied)
+	msg := eventuallyManifest(t, w, 1, metav1.ConditionFalse, work.ReasonApplyFailed)
+	g.Expect(msg).To(ContainSubstring("the member refused the Secret: Invalid"))
+	g.Expect(msg).To(ContainSubstring("tls.key"))
+
+	got := &workv1alpha1.Work{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), got)).To(Succeed())
+	status, err := json.Marshal(got.Status)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(status)).NotTo(ContainSubstring("s3cr3t"))
+	g.Expect(string(status)).NotTo(ContainSubstring("czNjcjN0"), "nor base64 of it")
+}
