@@ -96,3 +96,26 @@ func Run(mgr manager.Manager) error {
 	}
 	return mgr.Start(signals.SetupSignalHandler())
 }
+
+// Decision is the one condition a reconcile decides on, kept until the reconcile's
+// single status write. It is empty while nothing was decided (for example when the
+// reconcile ended on a transient error), and then nothing is written.
+type Decision struct {
+	condition *metav1.Condition
+}
+
+// Set decides the condition of type t.
+func (d *Decision) Set(t string, status metav1.ConditionStatus, reason, format string, args ...any) {
+	d.condition = &metav1.Condition{Type: t, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// For returns the decided condition at generation gen, to be written over
+// existing, and false when nothing was decided.
+func (d *Decision) For(existing []metav1.Condition, gen int64) (metav1.Condition, bool) {
+	if d.condition == nil {
+		return metav1.Condition{}, false
+	}
+	c := *d.condition
+	c.ObservedGeneration = gen
+	return Condition(existing, c), true
+}

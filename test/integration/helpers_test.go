@@ -8,11 +8,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 )
 
@@ -71,4 +73,14 @@ func setClusterLabels(t *testing.T, cluster string, labels map[string]string) {
 			t.Errorf("restoring the labels of %s: %v", cluster, err)
 		}
 	})
+}
+
+// placementCondition returns the Placement's condition of type t, failing g when
+// it is absent.
+func placementCondition(g Gomega, t *testing.T, key client.ObjectKey, ct string) *metav1.Condition {
+	p := &placementv1alpha1.Placement{}
+	g.Expect(hubCP.Client.Get(t.Context(), key, p)).To(Succeed())
+	c := meta.FindStatusCondition(p.Status.Conditions, ct)
+	g.Expect(c).NotTo(BeNil(), "no %s condition", ct)
+	return c
 }

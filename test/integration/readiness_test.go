@@ -118,10 +118,7 @@ func TestStatusFeedbackValidation(t *testing.T) {
 	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", CEL: "self.data.("}}}}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := &placementv1alpha1.Placement{}
-		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition)
-		g.Expect(c).NotTo(BeNil())
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidStatusFeedback))
 		g.Expect(c.Message).To(ContainSubstring("statusFeedback[0].fields[0].cel"))
 	}).Should(Succeed())

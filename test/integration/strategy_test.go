@@ -203,10 +203,7 @@ func TestTwoPlacementsOfOneObject(t *testing.T) {
 	g.Expect(msg).To(ContainSubstring(firstWork.Name))
 
 	g.Eventually(func(g Gomega) {
-		got := &placementv1alpha1.Placement{}
-		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(second), got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.AppliedCondition)
-		g.Expect(c).NotTo(BeNil())
+		c := placementCondition(g, t, client.ObjectKeyFromObject(second), placementv1alpha1.AppliedCondition)
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonApplyFailed))
 	}).Should(Succeed())
 	g.Consistently(func(g Gomega) {

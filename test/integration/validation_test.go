@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,10 +81,7 @@ func TestInvalidResourceSelector(t *testing.T) {
 			g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 
 			g.Eventually(func(g Gomega) {
-				got := &placementv1alpha1.Placement{}
-				g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
-				c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition)
-				g.Expect(c).NotTo(BeNil())
+				c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
 				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 				g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidResourceSelector))
 				g.Expect(c.Message).To(ContainSubstring(tt.message))
@@ -110,14 +106,10 @@ func TestNoMatchingClusters(t *testing.T) {
 	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "nowhere"}}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := &placementv1alpha1.Placement{}
-		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ScheduledCondition)
-		g.Expect(c).NotTo(BeNil())
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.ScheduledCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNoMatchingClusters))
-		applied := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.AppliedCondition)
-		g.Expect(applied).NotTo(BeNil())
+		applied := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.AppliedCondition)
 		g.Expect(applied.Reason).To(Equal(placementv1alpha1.ReasonNoClusters))
 	}).Should(Succeed())
 }

@@ -2,7 +2,6 @@ package workgenerator
 
 import (
 	"context"
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -12,26 +11,21 @@ import (
 
 // status is the work generator's WorkSynchronized condition, as one reconcile found it.
 type status struct {
-	condition *metav1.Condition
+	synchronized kube.Decision
 }
 
 func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...any) {
-	s.condition = &metav1.Condition{
-		Type:    placementv1alpha1.WorkSynchronizedCondition,
-		Status:  st,
-		Reason:  reason,
-		Message: fmt.Sprintf(format, args...),
-	}
+	s.synchronized.Set(placementv1alpha1.WorkSynchronizedCondition, st, reason, format, args...)
 }
 
 // applyStatus writes the WorkSynchronized condition; it writes nothing when the
 // reconcile ended on a transient error before it knew the state.
 func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, s *status) error {
-	if s.condition == nil || placement.Name == "" {
+	c, ok := s.synchronized.For(placement.Status.Conditions, placement.Generation)
+	if !ok {
 		return nil
 	}
-	s.condition.ObservedGeneration = placement.Generation
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
-	patch.Status.Conditions = []metav1.Condition{kube.Condition(placement.Status.Conditions, *s.condition)}
+	patch.Status.Conditions = []metav1.Condition{c}
 	return kube.ApplyStatus(ctx, r.Client, patch, Name)
 }
