@@ -1,15 +1,43 @@
-// Package scheduling chooses member clusters for a Placement. It works on plain
+// Package scheduling chooses member clusters for a Placement: filters (names,
+// labels, health, taints and tolerations, a CEL expression, free capacity), then,
+// when a Placement asks for a number of clusters, a ranking by weighted
+// preferences with topology spread and a deterministic tiebreak. It works on plain
 // values so that every rule is a unit-testable function.
 package scheduling
 
 import (
+	"fmt"
+	"hash/fnv"
+	"math"
 	"sort"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
 // MaxDecisionsPerSlice is the most clusters one PlacementDecision may name.
 const MaxDecisionsPerSlice = 100
+
+// Reasons a cluster is not chosen.
+const (
+	ReasonNotInClusterNames    = "NotInClusterNames"
+	ReasonLabelsMismatch       = "LabelsMismatch"
+	ReasonUnhealthy            = "Unhealthy"
+	ReasonTainted              = "Tainted"
+	ReasonTolerationExpired    = "TolerationExpired"
+	ReasonExpressionFalse      = "ExpressionFalse"
+	ReasonExpressionError      = "ExpressionError"
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+	ReasonMissingTopologyKey   = "MissingTopologyKey"
+	ReasonTopologySkew         = "TopologySkew"
+	ReasonNotPicked            = "NotPicked"
+	// ReasonKeptUnhealthy is not an exclusion: it names chosen clusters that are
+	// unhealthy and kept because they were chosen before.
+	ReasonKeptUnhealthy = "KeptWhileUnhealthy"
+)
 
 // Cluster is what the scheduler knows of a member cluster.
 type Cluster struct {
@@ -19,24 +47,422 @@ type Cluster struct {
 	Namespace string
 	// Labels are its ClusterProfile's labels.
 	Labels map[string]string
+	// Properties are its ClusterProfile's status.properties, by name.
+	Properties map[string]string
+	// Version is its Kubernetes version.
+	Version string
+	// Conditions are its ClusterProfile's conditions, type to status.
+	Conditions map[string]string
+	// Taints are its taints; TaintsErr says why they could not be read.
+	Taints    []placementv1alpha1.Taint
+	TaintsErr error
 }
 
-// Select returns the clusters whose labels match selector, ordered by namespace and
-// name so that the same inputs always give the same decisions.
-func Select(clusters []Cluster, selector labels.Selector) []Cluster {
-	var out []Cluster
-	for _, c := range clusters {
-		if selector.Matches(labels.Set(c.Labels)) {
-			out = append(out, c)
+// Unhealthy conditions: a cluster with one of these False is not chosen anew.
+var unhealthyWhenFalse = []string{"ControlPlaneHealthy", "AgentReachable"}
+
+// Healthy tells whether the cluster may be chosen for new placements.
+func (c Cluster) Healthy() bool {
+	for _, t := range unhealthyWhenFalse {
+		if c.Conditions[t] == "False" {
+			return false
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
+	return true
+}
+
+// Policy is a Placement's scheduling rules, checked and compiled.
+type Policy struct {
+	// Selector matches cluster labels; Nothing() when the Placement sets neither a
+	// selector nor names.
+	Selector labels.Selector
+	// Names, when not nil, are the only clusters allowed.
+	Names map[string]bool
+	// Expression, when set, must yield true.
+	Expression *Expression
+	// CPU and Memory, when set, are the free capacity required.
+	CPU, Memory *resource.Quantity
+	// Tolerations are the Placement's tolerations.
+	Tolerations []placementv1alpha1.Toleration
+	// N, when set, is the number of clusters to pick.
+	N *int
+	// Preferences rank eligible clusters when N is set.
+	Preferences []Preference
+	// SpreadKey and MaxSkew spread the picked clusters; SpreadKey is a label key or
+	// "property:<name>".
+	SpreadKey string
+	MaxSkew   int
+	// Seed makes the tiebreak deterministic per Placement.
+	Seed string
+}
+
+// Preference is a compiled preference.
+type Preference struct {
+	Weight int
+	// Expression or Property (with Descending) scores a cluster.
+	Expression *Expression
+	Property   string
+	Descending bool
+}
+
+// Result is what the scheduler decided.
+type Result struct {
+	// Selected are the chosen clusters, ordered by namespace and name.
+	Selected []Cluster
+	// Eligible is how many clusters passed every filter.
+	Eligible int
+	// Excluded names, by reason, the clusters not chosen (and KeptWhileUnhealthy).
+	Excluded map[string][]string
+	// Unsatisfied is set when fewer clusters than N could be picked.
+	Unsatisfied bool
+	// RecheckAfter, when not zero, is when a toleration expires and the decision
+	// must be made again.
+	RecheckAfter time.Duration
+}
+
+func (r *Result) exclude(reason, name string) {
+	if r.Excluded == nil {
+		r.Excluded = map[string][]string{}
+	}
+	r.Excluded[reason] = append(r.Excluded[reason], name)
+}
+
+type candidate struct {
+	Cluster
+	current     bool
+	preferAvoid bool // tainted PreferNoSchedule
+	score       float64
+	tiebreak    uint64
+}
+
+// Schedule chooses clusters. current names the clusters chosen before: they stay
+// while they remain eligible (and, for NoSchedule taints and lost health, even
+// then), so decisions do not churn.
+func Schedule(clusters []Cluster, current map[string]bool, p Policy, now time.Time) Result {
+	var res Result
+	var eligible []candidate
+	for _, c := range clusters {
+		cand, reason, recheck := filter(c, current[c.Name], p, now)
+		if recheck > 0 && (res.RecheckAfter == 0 || recheck < res.RecheckAfter) {
+			res.RecheckAfter = recheck
 		}
-		return out[i].Name < out[j].Name
+		if reason != "" {
+			res.exclude(reason, c.Name)
+			continue
+		}
+		if current[c.Name] && !c.Healthy() {
+			res.exclude(ReasonKeptUnhealthy, c.Name)
+		}
+		eligible = append(eligible, cand)
+	}
+	res.Eligible = len(eligible)
+
+	if p.N == nil {
+		for _, c := range eligible {
+			res.Selected = append(res.Selected, c.Cluster)
+		}
+	} else {
+		res.Selected, res.Unsatisfied = pick(eligible, p, &res)
+	}
+	sortClusters(res.Selected)
+	for reason := range res.Excluded {
+		sort.Strings(res.Excluded[reason])
+	}
+	return res
+}
+
+// filter returns the cluster as a candidate, or the reason it is not one, and when
+// a toleration of it expires.
+func filter(c Cluster, current bool, p Policy, now time.Time) (candidate, string, time.Duration) {
+	cand := candidate{Cluster: c, current: current}
+	if p.Names != nil && !p.Names[c.Name] {
+		return cand, ReasonNotInClusterNames, 0
+	}
+	if !p.Selector.Matches(labels.Set(c.Labels)) {
+		return cand, ReasonLabelsMismatch, 0
+	}
+	if !c.Healthy() && !current {
+		return cand, ReasonUnhealthy, 0
+	}
+	reason, avoid, recheck := checkTaints(c, current, p.Tolerations, now)
+	if reason != "" {
+		return cand, reason, recheck
+	}
+	cand.preferAvoid = avoid
+	if p.Expression != nil {
+		ok, err := p.Expression.Bool(c)
+		switch {
+		case err != nil:
+			return cand, ReasonExpressionError, recheck
+		case !ok:
+			return cand, ReasonExpressionFalse, recheck
+		}
+	}
+	if !hasCapacity(c, placementv1alpha1.PropertyCPUFree, p.CPU) || !hasCapacity(c, placementv1alpha1.PropertyMemoryFree, p.Memory) {
+		return cand, ReasonInsufficientCapacity, recheck
+	}
+	return cand, "", recheck
+}
+
+// checkTaints applies the cluster's taints to the Placement's tolerations.
+func checkTaints(c Cluster, current bool, tolerations []placementv1alpha1.Toleration, now time.Time) (string, bool, time.Duration) {
+	taints := c.Taints
+	if c.TaintsErr != nil {
+		// Taints that cannot be read keep the cluster from new placements.
+		taints = []placementv1alpha1.Taint{{Key: "placement.lodestar.dev/invalid-taints", Effect: placementv1alpha1.TaintNoSchedule}}
+	}
+	var avoid bool
+	var recheck time.Duration
+	for _, t := range taints {
+		tol, ok := tolerated(t, tolerations)
+		switch t.Effect {
+		case placementv1alpha1.TaintPreferNoSchedule:
+			avoid = avoid || !ok
+		case placementv1alpha1.TaintNoSchedule:
+			if !ok && !current {
+				return ReasonTainted, false, 0
+			}
+		case placementv1alpha1.TaintNoExecute:
+			if !ok {
+				return ReasonTainted, false, 0
+			}
+			if tol.TolerationSeconds == nil {
+				continue
+			}
+			added, err := time.Parse(time.RFC3339, t.TimeAdded)
+			if err != nil {
+				added = now
+			}
+			left := added.Add(time.Duration(*tol.TolerationSeconds) * time.Second).Sub(now)
+			if left <= 0 {
+				return ReasonTolerationExpired, false, 0
+			}
+			if !current {
+				// Not chosen anew only to be evicted soon.
+				return ReasonTainted, false, 0
+			}
+			if recheck == 0 || left < recheck {
+				recheck = left
+			}
+		}
+	}
+	return "", avoid, recheck
+}
+
+// tolerated returns the toleration that tolerates t, if any.
+func tolerated(t placementv1alpha1.Taint, tolerations []placementv1alpha1.Toleration) (placementv1alpha1.Toleration, bool) {
+	for _, tol := range tolerations {
+		if tol.Effect != "" && tol.Effect != t.Effect {
+			continue
+		}
+		switch tol.Operator {
+		case placementv1alpha1.TolerationExists:
+			if tol.Key == "" || tol.Key == t.Key {
+				return tol, true
+			}
+		default:
+			if tol.Key == t.Key && tol.Value == t.Value {
+				return tol, true
+			}
+		}
+	}
+	return placementv1alpha1.Toleration{}, false
+}
+
+func hasCapacity(c Cluster, property string, want *resource.Quantity) bool {
+	if want == nil {
+		return true
+	}
+	q, ok := quantity(c, property)
+	return ok && q.Cmp(*want) >= 0
+}
+
+func quantity(c Cluster, property string) (resource.Quantity, bool) {
+	v, ok := c.Properties[property]
+	if !ok {
+		return resource.Quantity{}, false
+	}
+	q, err := resource.ParseQuantity(v)
+	return q, err == nil
+}
+
+// pick chooses N of the eligible clusters: those chosen before first (while
+// eligible), then by preference, honouring the topology spread.
+func pick(eligible []candidate, p Policy, res *Result) ([]Cluster, bool) {
+	n := *p.N
+	score(eligible, p)
+	for i := range eligible {
+		eligible[i].tiebreak = tiebreak(p.Seed, eligible[i].Name)
+	}
+	sort.SliceStable(eligible, func(i, j int) bool {
+		a, b := eligible[i], eligible[j]
+		if a.current != b.current {
+			return a.current
+		}
+		if a.preferAvoid != b.preferAvoid {
+			return !a.preferAvoid
+		}
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		return a.tiebreak < b.tiebreak
 	})
-	return out
+
+	var picked []Cluster
+	domains := map[string]int{}
+	var unpicked []candidate
+	if p.SpreadKey != "" {
+		var withKey []candidate
+		for _, c := range eligible {
+			d, ok := domain(c.Cluster, p.SpreadKey)
+			if !ok {
+				res.exclude(ReasonMissingTopologyKey, c.Name)
+				continue
+			}
+			domains[d] += 0
+			withKey = append(withKey, c)
+		}
+		eligible = withKey
+	}
+	for _, c := range eligible {
+		if len(picked) >= n {
+			unpicked = append(unpicked, c)
+			continue
+		}
+		if p.SpreadKey != "" && !c.current {
+			d, _ := domain(c.Cluster, p.SpreadKey)
+			if domains[d]+1-minCount(domains) > p.MaxSkew {
+				unpicked = append(unpicked, c)
+				continue
+			}
+			domains[d]++
+		} else if p.SpreadKey != "" {
+			d, _ := domain(c.Cluster, p.SpreadKey)
+			domains[d]++
+		}
+		picked = append(picked, c.Cluster)
+	}
+	// A second pass: the skew bound may have loosened as other domains filled.
+	if p.SpreadKey != "" && len(picked) < n {
+		var still []candidate
+		for progress := true; progress && len(picked) < n; {
+			progress = false
+			still = still[:0]
+			for _, c := range unpicked {
+				d, _ := domain(c.Cluster, p.SpreadKey)
+				if len(picked) < n && domains[d]+1-minCount(domains) <= p.MaxSkew {
+					domains[d]++
+					picked = append(picked, c.Cluster)
+					progress = true
+					continue
+				}
+				still = append(still, c)
+			}
+			unpicked = append([]candidate(nil), still...)
+		}
+	}
+	for _, c := range unpicked {
+		reason := ReasonNotPicked
+		if len(picked) < n {
+			reason = ReasonTopologySkew
+		}
+		res.exclude(reason, c.Name)
+	}
+	return picked, len(picked) < n
+}
+
+func minCount(domains map[string]int) int {
+	m := math.MaxInt
+	for _, n := range domains {
+		m = min(m, n)
+	}
+	if m == math.MaxInt {
+		return 0
+	}
+	return m
+}
+
+// domain returns the cluster's value of the topology key.
+func domain(c Cluster, key string) (string, bool) {
+	if name, ok := cutPrefix(key, "property:"); ok {
+		v, found := c.Properties[name]
+		return v, found
+	}
+	v, ok := c.Labels[key]
+	return v, ok
+}
+
+func cutPrefix(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):], true
+	}
+	return "", false
+}
+
+// score sets each candidate's score: the weighted sum of its preferences, each
+// scaled to 0..1 across the candidates.
+func score(cands []candidate, p Policy) {
+	prefs := p.Preferences
+	if p.CPU != nil {
+		prefs = append(prefs, Preference{Weight: 10, Property: placementv1alpha1.PropertyCPUFree, Descending: true})
+	}
+	if p.Memory != nil {
+		prefs = append(prefs, Preference{Weight: 10, Property: placementv1alpha1.PropertyMemoryFree, Descending: true})
+	}
+	for _, pref := range prefs {
+		raw := make([]float64, len(cands))
+		valid := make([]bool, len(cands))
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for i, c := range cands {
+			v, ok := pref.value(c.Cluster)
+			if !ok {
+				continue
+			}
+			raw[i], valid[i] = v, true
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+		for i := range cands {
+			if !valid[i] {
+				continue // A cluster without the value scores nothing for it.
+			}
+			norm := 1.0
+			if hi > lo {
+				norm = (raw[i] - lo) / (hi - lo)
+			}
+			cands[i].score += float64(pref.Weight) * norm
+		}
+	}
+}
+
+func (pref Preference) value(c Cluster) (float64, bool) {
+	if pref.Expression != nil {
+		v, err := pref.Expression.Number(c)
+		return v, err == nil
+	}
+	q, ok := quantity(c, pref.Property)
+	if !ok {
+		return 0, false
+	}
+	v := q.AsApproximateFloat64()
+	if !pref.Descending {
+		v = -v
+	}
+	return v, true
+}
+
+func tiebreak(seed, name string) uint64 {
+	h := fnv.New64a()
+	_, _ = fmt.Fprintf(h, "%s/%s", seed, name)
+	return h.Sum64()
+}
+
+func sortClusters(cs []Cluster) {
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].Namespace != cs[j].Namespace {
+			return cs[i].Namespace < cs[j].Namespace
+		}
+		return cs[i].Name < cs[j].Name
+	})
 }
 
 // Slices splits clusters into consecutive slices of at most size clusters. It

@@ -1,39 +1,262 @@
 package scheduling
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
-func TestSelect(t *testing.T) {
+var now = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+func cluster(name string, labels map[string]string, props map[string]string) Cluster {
+	return Cluster{Name: name, Namespace: "set", Labels: labels, Properties: props, Version: "v1.36.3", Conditions: map[string]string{}}
+}
+
+func names(cs []Cluster) []string {
+	out := []string{}
+	for _, c := range cs {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+func mustPolicy(t *testing.T, spec placementv1alpha1.PlacementSpec) Policy {
+	t.Helper()
+	p, err := PolicyFor(spec, "ns/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func everything() *metav1.LabelSelector { return &metav1.LabelSelector{} }
+
+func TestFilters(t *testing.T) {
+	tainted := cluster("tainted", map[string]string{"env": "prod"}, nil)
+	tainted.Taints = []placementv1alpha1.Taint{{Key: "maintenance", Effect: placementv1alpha1.TaintNoSchedule}}
+	broken := cluster("broken-taints", map[string]string{"env": "prod"}, nil)
+	broken.TaintsErr = fmt.Errorf("bad")
+	sick := cluster("sick", map[string]string{"env": "prod"}, nil)
+	sick.Conditions["ControlPlaneHealthy"] = "False"
+	unreachable := cluster("unreachable", map[string]string{"env": "prod"}, nil)
+	unreachable.Conditions["AgentReachable"] = "False"
 	clusters := []Cluster{
-		{Name: "b", Namespace: "set-1", Labels: map[string]string{"env": "prod"}},
-		{Name: "a", Namespace: "set-2", Labels: map[string]string{"env": "prod"}},
-		{Name: "a", Namespace: "set-1", Labels: map[string]string{"env": "prod", "region": "eu"}},
-		{Name: "c", Namespace: "set-1", Labels: map[string]string{"env": "dev"}},
+		cluster("a", map[string]string{"env": "prod"}, map[string]string{placementv1alpha1.PropertyCPUFree: "8", placementv1alpha1.PropertyMemoryFree: "32Gi", placementv1alpha1.PropertyNodeCount: "5"}),
+		cluster("b", map[string]string{"env": "prod"}, map[string]string{placementv1alpha1.PropertyCPUFree: "2", placementv1alpha1.PropertyMemoryFree: "64Gi", placementv1alpha1.PropertyNodeCount: "2"}),
+		cluster("c", map[string]string{"env": "dev"}, nil),
+		tainted, broken, sick, unreachable,
 	}
 	tests := []struct {
 		name     string
-		selector labels.Selector
+		spec     placementv1alpha1.PlacementSpec
 		want     []string
+		excluded map[string][]string
 	}{
-		{"everything", labels.Everything(), []string{"set-1/a", "set-1/b", "set-1/c", "set-2/a"}},
-		{"nothing", labels.Nothing(), nil},
-		{"by label", labels.SelectorFromSet(labels.Set{"env": "prod"}), []string{"set-1/a", "set-1/b", "set-2/a"}},
-		{"by two labels", labels.SelectorFromSet(labels.Set{"env": "prod", "region": "eu"}), []string{"set-1/a"}},
-		{"no match", labels.SelectorFromSet(labels.Set{"env": "qa"}), nil},
+		{"nothing selected without selector or names", placementv1alpha1.PlacementSpec{}, []string{},
+			map[string][]string{ReasonLabelsMismatch: {"a", "b", "broken-taints", "c", "sick", "tainted", "unreachable"}}},
+		{"labels, health and taints", placementv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+			[]string{"a", "b"},
+			map[string][]string{ReasonLabelsMismatch: {"c"}, ReasonTainted: {"broken-taints", "tainted"}, ReasonUnhealthy: {"sick", "unreachable"}}},
+		{"names", placementv1alpha1.PlacementSpec{ClusterNames: []string{"a", "c", "missing"}}, []string{"a", "c"}, nil},
+		{"names and labels", placementv1alpha1.PlacementSpec{ClusterNames: []string{"a", "c"}, ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+			[]string{"a"}, nil},
+		{"expression over properties", placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
+			ClusterExpression: "'nodes.lodestar.dev' in cluster.properties && int(cluster.properties['nodes.lodestar.dev']) >= 3"},
+			[]string{"a"}, nil},
+		{"expression with quantities", placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
+			ClusterExpression: "has(cluster.properties.x) || quantity(cluster.properties['memory.free.lodestar.dev']).isGreaterThan(quantity('40Gi'))"},
+			[]string{"b"}, map[string][]string{ReasonExpressionError: {"c"}}},
+		{"expression over labels, name and version", placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
+			ClusterExpression: "cluster.labels.env == 'dev' && cluster.name.startsWith('c') && cluster.version.startsWith('v1.36')"},
+			[]string{"c"}, nil},
+		{"capacity", placementv1alpha1.PlacementSpec{ClusterSelector: everything(), RequiredCapacity: &placementv1alpha1.Capacity{CPU: "4", Memory: "16Gi"}},
+			[]string{"a"}, map[string][]string{ReasonInsufficientCapacity: {"b", "c"}}},
+		{"tolerations", placementv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+			Tolerations: []placementv1alpha1.Toleration{{Key: "maintenance", Operator: placementv1alpha1.TolerationExists}}},
+			[]string{"a", "b", "tainted"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			var got []string
-			for _, c := range Select(clusters, tt.selector) {
-				got = append(got, c.Namespace+"/"+c.Name)
+			res := Schedule(clusters, nil, mustPolicy(t, tt.spec), now)
+			g.Expect(names(res.Selected)).To(Equal(tt.want))
+			g.Expect(res.Eligible).To(Equal(len(tt.want)))
+			for reason, want := range tt.excluded {
+				g.Expect(res.Excluded[reason]).To(Equal(want), reason)
 			}
-			g.Expect(got).To(Equal(tt.want))
 		})
+	}
+}
+
+func TestStickinessWhenUnhealthyOrCordoned(t *testing.T) {
+	g := NewWithT(t)
+	a := cluster("a", nil, nil)
+	a.Conditions["ControlPlaneHealthy"] = "False"
+	b := cluster("b", nil, nil)
+	b.Taints = []placementv1alpha1.Taint{{Key: "cordon", Effect: placementv1alpha1.TaintNoSchedule}}
+	c := cluster("c", nil, nil)
+	c.Taints = []placementv1alpha1.Taint{{Key: "drain", Effect: placementv1alpha1.TaintNoExecute}}
+	res := Schedule([]Cluster{a, b, c}, map[string]bool{"a": true, "b": true, "c": true}, mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterSelector: everything()}), now)
+	g.Expect(names(res.Selected)).To(Equal([]string{"a", "b"}), "NoSchedule and lost health keep what is there; NoExecute does not")
+	g.Expect(res.Excluded[ReasonKeptUnhealthy]).To(Equal([]string{"a"}))
+	g.Expect(res.Excluded[ReasonTainted]).To(Equal([]string{"c"}))
+}
+
+func TestNoExecuteTolerationSeconds(t *testing.T) {
+	g := NewWithT(t)
+	c := cluster("c", nil, nil)
+	c.Taints = []placementv1alpha1.Taint{{Key: "drain", Effect: placementv1alpha1.TaintNoExecute, TimeAdded: now.Add(-30 * time.Second).Format(time.RFC3339)}}
+	spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), Tolerations: []placementv1alpha1.Toleration{
+		{Key: "drain", Operator: placementv1alpha1.TolerationExists, Effect: placementv1alpha1.TaintNoExecute, TolerationSeconds: ptr.To[int64](60)},
+	}}
+	res := Schedule([]Cluster{c}, map[string]bool{"c": true}, mustPolicy(t, spec), now)
+	g.Expect(names(res.Selected)).To(Equal([]string{"c"}))
+	g.Expect(res.RecheckAfter).To(Equal(30 * time.Second))
+
+	res = Schedule([]Cluster{c}, nil, mustPolicy(t, spec), now)
+	g.Expect(res.Selected).To(BeEmpty(), "not chosen anew only to be evicted")
+
+	res = Schedule([]Cluster{c}, map[string]bool{"c": true}, mustPolicy(t, spec), now.Add(31*time.Second))
+	g.Expect(res.Selected).To(BeEmpty())
+	g.Expect(res.Excluded[ReasonTolerationExpired]).To(Equal([]string{"c"}))
+}
+
+func TestPickN(t *testing.T) {
+	var clusters []Cluster
+	for i := range 10 {
+		clusters = append(clusters, cluster(fmt.Sprintf("c%d", i), map[string]string{"zone": []string{"a", "b"}[i%2]},
+			map[string]string{placementv1alpha1.PropertyCPUFree: fmt.Sprint(i), "latency": fmt.Sprint(100 - i)}))
+	}
+	n := func(k int32) *int32 { return &k }
+
+	t.Run("by property", func(t *testing.T) {
+		g := NewWithT(t)
+		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(3),
+			Preferences: []placementv1alpha1.Preference{{Weight: 1, PropertySort: &placementv1alpha1.PropertySort{Name: placementv1alpha1.PropertyCPUFree}}}}
+		res := Schedule(clusters, nil, mustPolicy(t, spec), now)
+		g.Expect(names(res.Selected)).To(Equal([]string{"c7", "c8", "c9"}))
+		g.Expect(res.Excluded[ReasonNotPicked]).To(HaveLen(7))
+		g.Expect(res.Unsatisfied).To(BeFalse())
+	})
+	t.Run("ascending and by expression", func(t *testing.T) {
+		g := NewWithT(t)
+		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(2), Preferences: []placementv1alpha1.Preference{
+			{Weight: 10, PropertySort: &placementv1alpha1.PropertySort{Name: "latency", Order: placementv1alpha1.Descending}},
+			{Weight: 100, Expression: "cluster.labels.zone == 'b'"},
+		}}
+		res := Schedule(clusters, nil, mustPolicy(t, spec), now)
+		g.Expect(names(res.Selected)).To(Equal([]string{"c1", "c3"}), "zone b first, then the highest latency")
+	})
+	t.Run("capacity preference", func(t *testing.T) {
+		g := NewWithT(t)
+		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(2), RequiredCapacity: &placementv1alpha1.Capacity{CPU: "1"}}
+		res := Schedule(clusters, nil, mustPolicy(t, spec), now)
+		g.Expect(names(res.Selected)).To(Equal([]string{"c8", "c9"}), "more free capacity is preferred")
+	})
+	t.Run("deterministic tiebreak", func(t *testing.T) {
+		g := NewWithT(t)
+		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(4)}
+		first := Schedule(clusters, nil, mustPolicy(t, spec), now)
+		for range 5 {
+			g.Expect(Schedule(clusters, nil, mustPolicy(t, spec), now).Selected).To(Equal(first.Selected))
+		}
+		other, err := PolicyFor(spec, "ns/other")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(names(Schedule(clusters, nil, other, now).Selected)).NotTo(Equal(names(first.Selected)), "another Placement spreads elsewhere")
+	})
+	t.Run("sticky", func(t *testing.T) {
+		g := NewWithT(t)
+		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(3),
+			Preferences: []placementv1alpha1.Preference{{Weight: 1, PropertySort: &placementv1alpha1.PropertySort{Name: placementv1alpha1.PropertyCPUFree}}}}
+		res := Schedule(clusters, map[string]bool{"c0": true, "c1": true}, mustPolicy(t, spec), now)
+		g.Expect(names(res.Selected)).To(Equal([]string{"c0", "c1", "c9"}), "chosen clusters stay while eligible")
+	})
+	t.Run("unsatisfiable", func(t *testing.T) {
+		g := NewWithT(t)
+		spec := placementv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}, NumberOfClusters: n(8)}
+		res := Schedule(clusters, nil, mustPolicy(t, spec), now)
+		g.Expect(res.Selected).To(HaveLen(5))
+		g.Expect(res.Unsatisfied).To(BeTrue())
+	})
+	t.Run("prefer no schedule", func(t *testing.T) {
+		g := NewWithT(t)
+		avoid := append([]Cluster(nil), clusters...)
+		for i := range avoid {
+			if i != 4 {
+				avoid[i].Taints = []placementv1alpha1.Taint{{Key: "spot", Effect: placementv1alpha1.TaintPreferNoSchedule}}
+			}
+		}
+		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(1)}
+		g.Expect(names(Schedule(avoid, nil, mustPolicy(t, spec), now).Selected)).To(Equal([]string{"c4"}))
+	})
+}
+
+func TestTopologySpread(t *testing.T) {
+	g := NewWithT(t)
+	var clusters []Cluster
+	zones := []string{"a", "a", "a", "a", "a", "a", "b", "b", "c"}
+	for i, z := range zones {
+		clusters = append(clusters, cluster(fmt.Sprintf("c%d", i), map[string]string{"zone": z}, map[string]string{"region": z + "-r"}))
+	}
+	clusters = append(clusters, cluster("nozone", nil, nil))
+	count := func(cs []Cluster, key string) map[string]int {
+		out := map[string]int{}
+		for _, c := range cs {
+			d, _ := domain(c, key)
+			out[d]++
+		}
+		return out
+	}
+	spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: ptr.To[int32](6),
+		TopologySpread: &placementv1alpha1.TopologySpread{TopologyKey: "zone", MaxSkew: 1}}
+	res := Schedule(clusters, nil, mustPolicy(t, spec), now)
+	g.Expect(count(res.Selected, "zone")).To(Equal(map[string]int{"a": 2, "b": 2, "c": 1}), "zone c has one cluster only, which bounds the others")
+	g.Expect(res.Unsatisfied).To(BeTrue())
+	g.Expect(res.Excluded[ReasonMissingTopologyKey]).To(Equal([]string{"nozone"}))
+	g.Expect(res.Excluded[ReasonTopologySkew]).To(HaveLen(4))
+
+	spec.TopologySpread.MaxSkew = 3
+	spec.TopologySpread.TopologyKey = "property:region"
+	res = Schedule(clusters, nil, mustPolicy(t, spec), now)
+	g.Expect(res.Selected).To(HaveLen(6))
+	g.Expect(count(res.Selected, "property:region")).To(Equal(map[string]int{"a-r": 3, "b-r": 2, "c-r": 1}))
+}
+
+func TestPolicyErrors(t *testing.T) {
+	for name, spec := range map[string]placementv1alpha1.PlacementSpec{
+		ReasonInvalidClusterSelector:   {ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}},
+		ReasonInvalidClusterExpression: {ClusterExpression: "cluster.("},
+		ReasonInvalidPreference:        {Preferences: []placementv1alpha1.Preference{{Weight: 1, Expression: "))"}}},
+		ReasonInvalidCapacity:          {RequiredCapacity: &placementv1alpha1.Capacity{CPU: "lots"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := PolicyFor(spec, "s")
+			var invalid *InvalidPolicyError
+			g.Expect(err).To(BeAssignableToTypeOf(invalid))
+			g.Expect(err.(*InvalidPolicyError).Reason).To(Equal(name))
+		})
+	}
+}
+
+func TestParseTaints(t *testing.T) {
+	g := NewWithT(t)
+	taints, err := ParseTaints(`[{"key":"lodestar.dev/cordon","effect":"NoSchedule"},{"key":"drain","value":"yes","effect":"NoExecute","timeAdded":"2026-11-01T12:00:00Z"}]`)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(taints).To(HaveLen(2))
+	none, err := ParseTaints("")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(none).To(BeEmpty())
+	for _, bad := range []string{`{`, `[{"key":"a b","effect":"NoSchedule"}]`, `[{"key":"a","effect":"Sometimes"}]`,
+		`[{"key":"a","value":"-x-","effect":"NoSchedule"}]`, `[{"key":"a","effect":"NoExecute","timeAdded":"yesterday"}]`} {
+		_, err := ParseTaints(bad)
+		g.Expect(err).To(HaveOccurred(), bad)
 	}
 }
 

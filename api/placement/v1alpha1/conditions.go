@@ -29,6 +29,9 @@ const (
 	ReasonNoMatchingClusters = "NoMatchingClusters"
 	// ReasonInvalidClusterSelector: the cluster selector cannot be parsed.
 	ReasonInvalidClusterSelector = "InvalidClusterSelector"
+	// ReasonNotEnoughClusters: fewer clusters than numberOfClusters can be chosen;
+	// the ones that can are.
+	ReasonNotEnoughClusters = "NotEnoughClusters"
 
 	// ReasonWorkSynchronized: every selected cluster has its current Work.
 	ReasonWorkSynchronized = "WorkSynchronized"

@@ -7,6 +7,9 @@ import (
 )
 
 // PlacementSpec says which objects of the Placement's namespace go to which clusters.
+// +kubebuilder:validation:XValidation:rule="!has(self.preferences) || has(self.numberOfClusters)",message="preferences need numberOfClusters"
+// +kubebuilder:validation:XValidation:rule="!has(self.topologySpread) || has(self.numberOfClusters)",message="topologySpread needs numberOfClusters"
+// +kubebuilder:validation:XValidation:rule="!has(self.numberOfClusters) || !has(self.clusterNames) || self.numberOfClusters <= size(self.clusterNames)",message="numberOfClusters cannot exceed the number of clusterNames"
 type PlacementSpec struct {
 	// resourceSelectors selects the objects of the Placement's own namespace that are
 	// placed. An object is placed when any selector matches it. Only namespaced kinds
@@ -17,10 +20,66 @@ type PlacementSpec struct {
 	// +kubebuilder:validation:MaxItems=100
 	ResourceSelectors []ResourceSelector `json:"resourceSelectors"`
 
-	// clusterSelector selects the member clusters by the labels of their ClusterProfile.
-	// An empty selector selects every cluster; when omitted, no cluster is selected.
+	// schedulerName names the scheduler that writes this Placement's
+	// PlacementDecisions: lodestar (the default) or another; Lodestar consumes the
+	// decisions whoever writes them.
+	// +optional
+	// +kubebuilder:default=lodestar
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="schedulerName is immutable"
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// clusterSelector selects clusters by the labels of their ClusterProfile. An
+	// empty selector matches every cluster. When neither clusterSelector nor
+	// clusterNames is set, no cluster is selected.
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// clusterNames selects clusters by name. With clusterSelector, a cluster must
+	// match both.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
+	ClusterNames []string `json:"clusterNames,omitempty"`
+
+	// clusterExpression is a CEL expression over `cluster` that a cluster must make
+	// true: cluster.name, cluster.namespace (its cluster set), cluster.labels,
+	// cluster.properties (name to value; compare numbers with int() or double(),
+	// quantities with quantity()), cluster.version (Kubernetes version) and
+	// cluster.conditions (type to status).
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	ClusterExpression string `json:"clusterExpression,omitempty"`
+
+	// requiredCapacity is the free capacity a cluster must have.
+	// +optional
+	RequiredCapacity *Capacity `json:"requiredCapacity,omitempty"`
+
+	// tolerations let the Placement use tainted clusters.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []Toleration `json:"tolerations,omitempty"`
+
+	// numberOfClusters, when set, picks that many of the eligible clusters, ranked by
+	// preferences (and by free capacity with requiredCapacity), with a deterministic
+	// tiebreak; clusters already picked stay while they remain eligible. Unset means
+	// every eligible cluster.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	NumberOfClusters *int32 `json:"numberOfClusters,omitempty"`
+
+	// preferences rank the eligible clusters when numberOfClusters is set.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Preferences []Preference `json:"preferences,omitempty"`
+
+	// topologySpread spreads the picked clusters over a label's or property's values.
+	// +optional
+	TopologySpread *TopologySpread `json:"topologySpread,omitempty"`
 
 	// applyStrategy says how the agents apply the placed objects: ServerSideApply by
 	// default, CreateOnly or ReportOnly, and whether they take over objects that
@@ -95,6 +154,10 @@ type PlacementStatus struct {
 	// object is available at the current revision.
 	// +optional
 	AvailableClusters int32 `json:"availableClusters,omitempty"`
+
+	// scheduling says how many clusters were eligible and why others were not chosen.
+	// +optional
+	Scheduling *SchedulingStatus `json:"scheduling,omitempty"`
 
 	// clusters is the per-cluster state of the placed objects, one entry per cluster
 	// that has a Work for this Placement.

@@ -6,8 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
@@ -53,6 +58,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile writes the PlacementDecisions and the Scheduled condition of one Placement.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
@@ -67,6 +73,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, r.deleteSlices(ctx, placement, 0)
 	}
 
+	if name := placement.Spec.SchedulerName; name != "" && name != placementv1alpha1.DefaultSchedulerName {
+		// Another scheduler writes the decisions; the rest of Lodestar consumes them.
+		log.V(4).Info("Left to another scheduler", "schedulerName", name)
+		return ctrl.Result{}, nil
+	}
+
 	st := &status{}
 	defer func() {
 		if err := r.applyStatus(ctx, placement, st); err != nil {
@@ -74,37 +86,102 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	selector, err := metav1.LabelSelectorAsSelector(placement.Spec.ClusterSelector)
+	policy, err := scheduling.PolicyFor(placement.Spec, placement.Namespace+"/"+placement.Name)
 	if err != nil {
-		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidClusterSelector, "spec.clusterSelector is invalid: %v", err)
-		r.Recorder.Eventf(placement, nil, "Warning", placementv1alpha1.ReasonInvalidClusterSelector, "Schedule", "spec.clusterSelector is invalid: %v", err)
+		reason := placementv1alpha1.ReasonInvalidClusterSelector
+		var invalid *scheduling.InvalidPolicyError
+		if errors.As(err, &invalid) {
+			reason = invalid.Reason
+		}
+		st.set(metav1.ConditionFalse, reason, "%v", err)
+		r.Recorder.Eventf(placement, nil, "Warning", reason, "Schedule", "%v", err)
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	clusters, err := r.clusters(ctx)
+	sets, err := r.clusterSets(ctx, placement.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	selected := scheduling.Select(clusters, selector)
-	if err := r.writeDecisions(ctx, placement, selected); err != nil {
+	clusters, err := r.clusters(ctx, sets)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	st.selected = len(selected)
-	if len(selected) == 0 {
-		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters, "none of %d clusters matches spec.clusterSelector", len(clusters))
-		if !meta.IsStatusConditionPresentAndEqual(placement.Status.Conditions, placementv1alpha1.ScheduledCondition, metav1.ConditionFalse) {
-			r.Recorder.Eventf(placement, nil, "Warning", placementv1alpha1.ReasonNoMatchingClusters, "Schedule", "None of %d clusters matches spec.clusterSelector", len(clusters))
-		}
-		return ctrl.Result{}, nil
+	current, err := r.currentDecisions(ctx, placement)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%d of %d clusters selected", len(selected), len(clusters))
-	return ctrl.Result{}, nil
+	res := scheduling.Schedule(clusters, current, policy, time.Now())
+	if err := r.writeDecisions(ctx, placement, res.Selected); err != nil {
+		return ctrl.Result{}, err
+	}
+	st.result = res
+
+	result := ctrl.Result{}
+	if res.RecheckAfter > 0 {
+		result.RequeueAfter = res.RecheckAfter + time.Second
+	}
+	switch {
+	case len(res.Selected) == 0:
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters, "none of %d clusters in cluster sets %s can be chosen%s", len(clusters), strings.Join(sets, ", "), summary(res))
+		r.warnOnce(placement, placementv1alpha1.ReasonNoMatchingClusters, st)
+	case res.Unsatisfied:
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNotEnoughClusters, "%d of the %d clusters asked for could be chosen%s", len(res.Selected), *placement.Spec.NumberOfClusters, summary(res))
+		r.warnOnce(placement, placementv1alpha1.ReasonNotEnoughClusters, st)
+	default:
+		st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%d of %d clusters chosen", len(res.Selected), len(clusters))
+	}
+	return result, nil
 }
 
-// clusters lists the ClusterProfiles Lodestar manages in the cluster-set namespaces.
-func (r *Reconciler) clusters(ctx context.Context) ([]scheduling.Cluster, error) {
+// warnOnce records a Warning event when the Scheduled condition changes to the
+// reason, not at every reconcile.
+func (r *Reconciler) warnOnce(placement *placementv1alpha1.Placement, reason string, st *status) {
+	if c := meta.FindStatusCondition(placement.Status.Conditions, placementv1alpha1.ScheduledCondition); c != nil && c.Reason == reason {
+		return
+	}
+	c, _ := st.scheduled.For(nil, placement.Generation)
+	r.Recorder.Eventf(placement, nil, "Warning", reason, "Schedule", "%s", c.Message)
+}
+
+// summary says, for a condition message, why clusters were not chosen.
+func summary(res scheduling.Result) string {
+	if len(res.Excluded) == 0 {
+		return ""
+	}
+	reasons := make([]string, 0, len(res.Excluded))
+	for reason, names := range res.Excluded {
+		if reason == scheduling.ReasonKeptUnhealthy {
+			continue
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %d", reason, len(names)))
+	}
+	sort.Strings(reasons)
+	return " (" + strings.Join(reasons, ", ") + ")"
+}
+
+// clusterSets returns the cluster sets a namespace may use: those its
+// ClusterSetsAnnotation names, or the default ones.
+func (r *Reconciler) clusterSets(ctx context.Context, namespace string) ([]string, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	var sets []string
+	for _, s := range strings.Split(ns.Annotations[placementv1alpha1.ClusterSetsAnnotation], ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			sets = append(sets, s)
+		}
+	}
+	if len(sets) == 0 {
+		return r.ClusterSetNamespaces, nil
+	}
+	return sets, nil
+}
+
+// clusters lists the ClusterProfiles Lodestar manages in the cluster sets.
+func (r *Reconciler) clusters(ctx context.Context, sets []string) ([]scheduling.Cluster, error) {
 	var out []scheduling.Cluster
-	for _, ns := range r.ClusterSetNamespaces {
+	for _, ns := range sets {
 		profiles := &cpv1alpha1.ClusterProfileList{}
 		if err := r.Client.List(ctx, profiles, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("listing ClusterProfiles in %s: %w", ns, err)
@@ -113,8 +190,37 @@ func (r *Reconciler) clusters(ctx context.Context) ([]scheduling.Cluster, error)
 			if p.Spec.ClusterManager.Name != ClusterManagerName || !p.DeletionTimestamp.IsZero() {
 				continue
 			}
-			out = append(out, scheduling.Cluster{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels})
+			out = append(out, clusterOf(&p))
 		}
+	}
+	return out, nil
+}
+
+// clusterOf is what the scheduler reads of a ClusterProfile.
+func clusterOf(p *cpv1alpha1.ClusterProfile) scheduling.Cluster {
+	c := scheduling.Cluster{
+		Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Version: p.Status.Version.Kubernetes,
+		Properties: map[string]string{}, Conditions: map[string]string{},
+	}
+	for _, prop := range p.Status.Properties {
+		c.Properties[prop.Name] = prop.Value
+	}
+	for _, cond := range p.Status.Conditions {
+		c.Conditions[cond.Type] = string(cond.Status)
+	}
+	c.Taints, c.TaintsErr = scheduling.ParseTaints(p.Annotations[placementv1alpha1.TaintsAnnotation])
+	return c
+}
+
+// currentDecisions returns the clusters the Placement's decisions name now.
+func (r *Reconciler) currentDecisions(ctx context.Context, placement *placementv1alpha1.Placement) (map[string]bool, error) {
+	clusters, _, err := placementref.DecidedClusters(ctx, r.Client, placement)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(clusters))
+	for _, c := range clusters {
+		out[c] = true
 	}
 	return out, nil
 }
@@ -187,7 +293,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&cpv1alpha1.PlacementDecision{}).
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allPlacements)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.placementsIn),
+			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		Complete(r)
+}
+
+// placementsIn maps a namespace change (its cluster-set binding) to its Placements.
+func (r *Reconciler) placementsIn(ctx context.Context, ns client.Object) []reconcile.Request {
+	list := &placementv1alpha1.PlacementList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for a namespace change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+	}
+	return reqs
 }
 
 // allPlacements maps a ClusterProfile change to every Placement, since any of them

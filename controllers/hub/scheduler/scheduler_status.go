@@ -2,18 +2,20 @@ package scheduler
 
 import (
 	"context"
+	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
 // status is what one reconcile found; the scheduler owns the Scheduled condition,
 // selectedClusters and observedGeneration of a Placement.
 type status struct {
 	scheduled kube.Decision
-	selected  int
+	result    scheduling.Result
 }
 
 func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...any) {
@@ -30,6 +32,28 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
 	patch.Status.Conditions = []metav1.Condition{c}
 	patch.Status.ObservedGeneration = placement.Generation
-	patch.Status.SelectedClusters = int32(s.selected) //nolint:gosec // bounded by the number of ClusterProfiles
+	patch.Status.SelectedClusters = int32(len(s.result.Selected)) //nolint:gosec // bounded by the number of ClusterProfiles
+	patch.Status.Scheduling = schedulingStatus(s.result)
 	return kube.ApplyStatus(ctx, r.Client, patch, Name)
+}
+
+// maxNamed caps the clusters named per exclusion reason.
+const maxNamed = 5
+
+// schedulingStatus explains a result: how many clusters were eligible and, by
+// reason, how many were not chosen, with a few names.
+func schedulingStatus(res scheduling.Result) *placementv1alpha1.SchedulingStatus {
+	st := &placementv1alpha1.SchedulingStatus{Eligible: int32(res.Eligible)} //nolint:gosec // bounded by the number of ClusterProfiles
+	reasons := make([]string, 0, len(res.Excluded))
+	for reason := range res.Excluded {
+		reasons = append(reasons, reason)
+	}
+	sort.Strings(reasons)
+	for _, reason := range reasons {
+		names := res.Excluded[reason]
+		st.Excluded = append(st.Excluded, placementv1alpha1.Exclusion{
+			Reason: reason, Count: int32(len(names)), Clusters: names[:min(len(names), maxNamed)], //nolint:gosec // as above
+		})
+	}
+	return st
 }

@@ -1,0 +1,142 @@
+package scheduling
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+// Reasons a Placement's rules are invalid, for its Scheduled condition.
+const (
+	ReasonInvalidClusterSelector   = "InvalidClusterSelector"
+	ReasonInvalidClusterExpression = "InvalidClusterExpression"
+	ReasonInvalidPreference        = "InvalidPreference"
+	ReasonInvalidCapacity          = "InvalidCapacity"
+)
+
+// InvalidPolicyError is a Placement whose rules can never be applied.
+type InvalidPolicyError struct {
+	Reason string
+	Err    error
+}
+
+func (e *InvalidPolicyError) Error() string { return e.Err.Error() }
+func (e *InvalidPolicyError) Unwrap() error { return e.Err }
+
+func invalid(reason, format string, args ...any) error {
+	return &InvalidPolicyError{Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+// PolicyFor checks and compiles a Placement's scheduling rules. seed makes the
+// tiebreak deterministic for this Placement.
+func PolicyFor(spec placementv1alpha1.PlacementSpec, seed string) (Policy, error) {
+	p := Policy{Seed: seed, Tolerations: spec.Tolerations}
+	switch {
+	case spec.ClusterSelector != nil:
+		sel, err := metav1.LabelSelectorAsSelector(spec.ClusterSelector)
+		if err != nil {
+			return p, invalid(ReasonInvalidClusterSelector, "spec.clusterSelector is invalid: %v", err)
+		}
+		p.Selector = sel
+	case len(spec.ClusterNames) > 0:
+		p.Selector = labels.Everything()
+	default:
+		p.Selector = labels.Nothing()
+	}
+	if len(spec.ClusterNames) > 0 {
+		p.Names = map[string]bool{}
+		for _, n := range spec.ClusterNames {
+			p.Names[n] = true
+		}
+	}
+	if spec.ClusterExpression != "" {
+		e, err := CompileExpression(spec.ClusterExpression)
+		if err != nil {
+			return p, invalid(ReasonInvalidClusterExpression, "spec.clusterExpression does not compile: %v", err)
+		}
+		p.Expression = e
+	}
+	if c := spec.RequiredCapacity; c != nil {
+		var err error
+		if p.CPU, err = parseQuantity("spec.requiredCapacity.cpu", c.CPU); err != nil {
+			return p, err
+		}
+		if p.Memory, err = parseQuantity("spec.requiredCapacity.memory", c.Memory); err != nil {
+			return p, err
+		}
+	}
+	if spec.NumberOfClusters != nil {
+		n := int(*spec.NumberOfClusters)
+		p.N = &n
+	}
+	for i, pref := range spec.Preferences {
+		cp := Preference{Weight: int(pref.Weight)}
+		switch {
+		case pref.Expression != "":
+			e, err := CompileExpression(pref.Expression)
+			if err != nil {
+				return p, invalid(ReasonInvalidPreference, "spec.preferences[%d].expression does not compile: %v", i, err)
+			}
+			cp.Expression = e
+		case pref.PropertySort != nil:
+			cp.Property = pref.PropertySort.Name
+			cp.Descending = pref.PropertySort.Order != placementv1alpha1.Ascending
+		default:
+			return p, invalid(ReasonInvalidPreference, "spec.preferences[%d] needs expression or propertySort", i)
+		}
+		p.Preferences = append(p.Preferences, cp)
+	}
+	if s := spec.TopologySpread; s != nil {
+		p.SpreadKey, p.MaxSkew = s.TopologyKey, max(int(s.MaxSkew), 1)
+	}
+	return p, nil
+}
+
+func parseQuantity(field, s string) (*resource.Quantity, error) {
+	if s == "" {
+		return nil, nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return nil, invalid(ReasonInvalidCapacity, "%s: %v", field, err)
+	}
+	return &q, nil
+}
+
+// ParseTaints reads and checks the taints annotation of a ClusterProfile.
+func ParseTaints(annotation string) ([]placementv1alpha1.Taint, error) {
+	if strings.TrimSpace(annotation) == "" {
+		return nil, nil
+	}
+	var taints []placementv1alpha1.Taint
+	if err := json.Unmarshal([]byte(annotation), &taints); err != nil {
+		return nil, fmt.Errorf("annotation %s is not a JSON list of taints: %w", placementv1alpha1.TaintsAnnotation, err)
+	}
+	for i, t := range taints {
+		if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+			return nil, fmt.Errorf("taint %d: key %q: %s", i, t.Key, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+			return nil, fmt.Errorf("taint %d: value %q: %s", i, t.Value, strings.Join(errs, "; "))
+		}
+		switch t.Effect {
+		case placementv1alpha1.TaintNoSchedule, placementv1alpha1.TaintPreferNoSchedule, placementv1alpha1.TaintNoExecute:
+		default:
+			return nil, fmt.Errorf("taint %d: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", i, t.Effect)
+		}
+		if t.TimeAdded != "" {
+			if _, err := time.Parse(time.RFC3339, t.TimeAdded); err != nil {
+				return nil, fmt.Errorf("taint %d: timeAdded %q is not RFC 3339", i, t.TimeAdded)
+			}
+		}
+	}
+	return taints, nil
+}
