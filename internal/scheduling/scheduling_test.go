@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -239,8 +240,8 @@ func TestPolicyErrors(t *testing.T) {
 			g := NewWithT(t)
 			_, err := PolicyFor(spec, "s")
 			var invalid *InvalidPolicyError
-			g.Expect(err).To(BeAssignableToTypeOf(invalid))
-			g.Expect(err.(*InvalidPolicyError).Reason).To(Equal(name))
+			g.Expect(errors.As(err, &invalid)).To(BeTrue(), "%v", err)
+			g.Expect(invalid.Reason).To(Equal(name))
 		})
 	}
 }

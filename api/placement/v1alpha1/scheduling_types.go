@@ -30,11 +30,11 @@ const (
 type TaintEffect string
 
 const (
-	// TaintNoSchedule: the cluster is not chosen anew; existing decisions stay.
+	// TaintNoSchedule means the cluster is not chosen anew; existing decisions stay.
 	TaintNoSchedule TaintEffect = "NoSchedule"
-	// TaintPreferNoSchedule: the cluster is chosen only when others do not suffice.
+	// TaintPreferNoSchedule means the cluster is chosen only when others do not suffice.
 	TaintPreferNoSchedule TaintEffect = "PreferNoSchedule"
-	// TaintNoExecute: the cluster is not chosen, and existing decisions leave it
+	// TaintNoExecute means the cluster is not chosen, and existing decisions leave it
 	// (after the toleration's tolerationSeconds, when one tolerates it for a while).
 	TaintNoExecute TaintEffect = "NoExecute"
 )
