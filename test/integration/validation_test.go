@@ -4,9 +4,11 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -112,4 +114,33 @@ func TestNoMatchingClusters(t *testing.T) {
 		applied := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.AppliedCondition)
 		g.Expect(applied.Reason).To(Equal(placementv1alpha1.ReasonNoClusters))
 	}).Should(Succeed())
+}
+
+// Decisions written by another scheduler are consumed like Lodestar's own.
+func TestExternalSchedulerDecisions(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	cm, _, _ := webObjects(ns)
+	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
+	p := webPlacement(ns)
+	p.Spec.SchedulerName = "acme-scheduler"
+	p.Spec.ResourceSelectors = p.Spec.ResourceSelectors[:1]
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+
+	pd := &cpv1alpha1.PlacementDecision{
+		ObjectMeta:    metav1.ObjectMeta{Name: "acme-web", Namespace: ns, Labels: map[string]string{cpv1alpha1.PlacementKeyLabel: p.Name}},
+		Decisions:     []cpv1alpha1.ClusterDecision{{ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Name: member2}, Reason: "acme says so"}},
+		SchedulerName: "acme-scheduler",
+	}
+	g.Expect(hubCP.Client.Create(ctx, pd)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		expectCM := &corev1.ConfigMap{}
+		g.Expect(members[member2].Client.Get(ctx, client.ObjectKeyFromObject(cm), expectCM)).To(Succeed())
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.AppliedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+	got := &placementv1alpha1.Placement{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+	g.Expect(got.Status.Conditions).NotTo(ContainElement(HaveField("Type", placementv1alpha1.ScheduledCondition)), "Lodestar's scheduler stays out")
 }

@@ -1,0 +1,423 @@
+package scheduler_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+)
+
+// fleet is a cluster set of its own and a tenant namespace bound to it.
+type fleet struct {
+	set, tenant string
+}
+
+func newFleet(t *testing.T) fleet {
+	t.Helper()
+	g := NewWithT(t)
+	f := fleet{set: "set-" + rand.String(6), tenant: "tenant-" + rand.String(6)}
+	g.Expect(hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.set}})).To(Succeed())
+	g.Expect(hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: f.tenant, Annotations: map[string]string{placementv1alpha1.ClusterSetsAnnotation: f.set},
+	}})).To(Succeed())
+	return f
+}
+
+type profile struct {
+	labels     map[string]string
+	properties map[string]string
+	conditions map[string]metav1.ConditionStatus
+	taints     []placementv1alpha1.Taint
+}
+
+func (f fleet) add(t *testing.T, name string, p profile) {
+	t.Helper()
+	g := NewWithT(t)
+	cp := &cpv1alpha1.ClusterProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.set, Labels: p.labels, Annotations: map[string]string{}},
+		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
+	}
+	if p.taints != nil {
+		b, err := json.Marshal(p.taints)
+		g.Expect(err).NotTo(HaveOccurred())
+		cp.Annotations[placementv1alpha1.TaintsAnnotation] = string(b)
+	}
+	g.Expect(hubCP.Client.Create(t.Context(), cp)).To(Succeed())
+	if p.properties == nil && p.conditions == nil {
+		return
+	}
+	for k, v := range p.properties {
+		cp.Status.Properties = append(cp.Status.Properties, cpv1alpha1.Property{Name: k, Value: v, LastObservedTime: metav1.Now()})
+	}
+	for k, v := range p.conditions {
+		cp.Status.Conditions = append(cp.Status.Conditions, metav1.Condition{Type: k, Status: v, Reason: "Test", LastTransitionTime: metav1.Now()})
+	}
+	if cp.Status.Conditions == nil {
+		cp.Status.Conditions = []metav1.Condition{}
+	}
+	g.Expect(hubCP.Client.Status().Update(t.Context(), cp)).To(Succeed())
+}
+
+func (f fleet) placement(t *testing.T, mutate func(*placementv1alpha1.PlacementSpec)) *placementv1alpha1.Placement {
+	t.Helper()
+	p := placement(f.tenant, &metav1.LabelSelector{})
+	p.Name = "p-" + rand.String(5)
+	mutate(&p.Spec)
+	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	return p
+}
+
+// decided returns the clusters p's decisions name.
+func decided(g Gomega, t *testing.T, p *placementv1alpha1.Placement) []string {
+	list := &cpv1alpha1.PlacementDecisionList{}
+	g.Expect(hubCP.Client.List(t.Context(), list, client.InNamespace(p.Namespace), client.MatchingLabels{cpv1alpha1.PlacementKeyLabel: p.Name})).To(Succeed())
+	out := []string{}
+	for _, pd := range list.Items {
+		for _, d := range pd.Decisions {
+			out = append(out, d.ClusterProfileRef.Name)
+		}
+	}
+	return out
+}
+
+func scheduled(g Gomega, t *testing.T, p *placementv1alpha1.Placement) (*metav1.Condition, *placementv1alpha1.Placement) {
+	got := &placementv1alpha1.Placement{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
+	c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ScheduledCondition)
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
+	return c, got
+}
+
+func TestPropertiesNamesAndCapacity(t *testing.T) {
+	f := newFleet(t)
+	f.add(t, "big", profile{labels: map[string]string{"env": "prod"}, properties: map[string]string{
+		placementv1alpha1.PropertyNodeCount: "10", placementv1alpha1.PropertyCPUFree: "64", placementv1alpha1.PropertyMemoryFree: "256Gi"}})
+	f.add(t, "small", profile{labels: map[string]string{"env": "prod"}, properties: map[string]string{
+		placementv1alpha1.PropertyNodeCount: "2", placementv1alpha1.PropertyCPUFree: "2", placementv1alpha1.PropertyMemoryFree: "4Gi"}})
+	f.add(t, "dev", profile{labels: map[string]string{"env": "dev"}})
+
+	byExpression := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
+		s.ClusterExpression = "cluster.labels.env == 'prod' && int(cluster.properties['nodes.lodestar.dev']) >= 3"
+	})
+	byNames := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
+		s.ClusterSelector = nil
+		s.ClusterNames = []string{"small", "dev", "elsewhere"}
+	})
+	byCapacity := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
+		s.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "4", Memory: "8Gi"}
+	})
+	for p, want := range map[*placementv1alpha1.Placement][]string{byExpression: {"big"}, byNames: {"dev", "small"}, byCapacity: {"big"}} {
+		NewWithT(t).Eventually(func(g Gomega) {
+			g.Expect(decided(g, t, p)).To(ConsistOf(want))
+		}).Should(Succeed(), p.Name)
+	}
+	NewWithT(t).Eventually(func(g Gomega) {
+		_, got := scheduled(g, t, byCapacity)
+		g.Expect(got.Status.Scheduling.Eligible).To(BeEquivalentTo(1))
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(And(
+			HaveField("Reason", scheduling.ReasonInsufficientCapacity), HaveField("Count", BeEquivalentTo(2)),
+			HaveField("Clusters", ConsistOf("dev", "small")))))
+	}).Should(Succeed())
+}
+
+func TestHealthAndTaints(t *testing.T) {
+	f := newFleet(t)
+	f.add(t, "healthy", profile{})
+	f.add(t, "sick", profile{conditions: map[string]metav1.ConditionStatus{cpv1alpha1.ClusterConditionControlPlaneHealthy: metav1.ConditionFalse}})
+	f.add(t, "cordoned", profile{taints: []placementv1alpha1.Taint{{Key: "lodestar.dev/cordon", Effect: placementv1alpha1.TaintNoSchedule}}})
+	f.add(t, "gpu", profile{taints: []placementv1alpha1.Taint{{Key: "gpu", Value: "true", Effect: placementv1alpha1.TaintNoSchedule}}})
+
+	plain := f.placement(t, func(*placementv1alpha1.PlacementSpec) {})
+	tolerant := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
+		s.Tolerations = []placementv1alpha1.Toleration{{Key: "gpu", Value: "true"}}
+	})
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(decided(g, t, plain)).To(ConsistOf("healthy"))
+		g.Expect(decided(g, t, tolerant)).To(ConsistOf("healthy", "gpu"))
+		_, got := scheduled(g, t, plain)
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElements(
+			And(HaveField("Reason", scheduling.ReasonUnhealthy), HaveField("Clusters", ConsistOf("sick"))),
+			And(HaveField("Reason", scheduling.ReasonTainted), HaveField("Clusters", ConsistOf("cordoned", "gpu"))),
+		))
+	}).Should(Succeed())
+
+	// Draining (NoExecute) moves the tolerant Placement off gpu; after a cordon
+	// (NoSchedule) it would have stayed.
+	cp := &cpv1alpha1.ClusterProfile{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: f.set, Name: "gpu"}, cp)).To(Succeed())
+	b, _ := json.Marshal([]placementv1alpha1.Taint{
+		{Key: "gpu", Value: "true", Effect: placementv1alpha1.TaintNoSchedule},
+		{Key: "lodestar.dev/drain", Effect: placementv1alpha1.TaintNoExecute, TimeAdded: time.Now().UTC().Format(time.RFC3339)},
+	})
+	cp.Annotations[placementv1alpha1.TaintsAnnotation] = string(b)
+	g.Expect(hubCP.Client.Update(t.Context(), cp)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(decided(g, t, tolerant)).To(ConsistOf("healthy"))
+	}).Should(Succeed())
+}
+
+// A NoExecute taint tolerated for a while: the Placement stays until the time is up.
+func TestNoExecuteTolerationExpires(t *testing.T) {
+	f := newFleet(t)
+	f.add(t, "a", profile{})
+	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
+		s.Tolerations = []placementv1alpha1.Toleration{{Key: "drain", Operator: placementv1alpha1.TolerationExists,
+			Effect: placementv1alpha1.TaintNoExecute, TolerationSeconds: ptr.To[int64](3)}}
+	})
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) { g.Expect(decided(g, t, p)).To(ConsistOf("a")) }).Should(Succeed())
+	cp := &cpv1alpha1.ClusterProfile{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: f.set, Name: "a"}, cp)).To(Succeed())
+	b, _ := json.Marshal([]placementv1alpha1.Taint{{Key: "drain", Effect: placementv1alpha1.TaintNoExecute, TimeAdded: time.Now().UTC().Format(time.RFC3339)}})
+	cp.Annotations = map[string]string{placementv1alpha1.TaintsAnnotation: string(b)}
+	g.Expect(hubCP.Client.Update(t.Context(), cp)).To(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(decided(g, t, p)).To(ConsistOf("a")) }).WithTimeout(time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(decided(g, t, p)).To(BeEmpty())
+		_, got := scheduled(g, t, p)
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(HaveField("Reason", scheduling.ReasonTolerationExpired)))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}
+
+// Placements see only the cluster sets bound to their namespace.
+func TestClusterSets(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(t)
+	f.add(t, "mine", profile{})
+	other := newFleet(t)
+	other.add(t, "theirs", profile{})
+	p := f.placement(t, func(*placementv1alpha1.PlacementSpec) {})
+	g.Eventually(func(g Gomega) { g.Expect(decided(g, t, p)).To(ConsistOf("mine")) }).Should(Succeed())
+
+	// The platform admin binds the other set too.
+	ns := &corev1.Namespace{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Name: f.tenant}, ns)).To(Succeed())
+	ns.Annotations[placementv1alpha1.ClusterSetsAnnotation] = f.set + ", " + other.set
+	g.Expect(hubCP.Client.Update(t.Context(), ns)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(decided(g, t, p)).To(ConsistOf("mine", "theirs")) }).Should(Succeed())
+}
+
+// Fewer eligible clusters than asked for: the ones there are are chosen, and the
+// Placement says so with a reason and a Warning event.
+func TestNotEnoughClusters(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(t)
+	f.add(t, "a", profile{})
+	f.add(t, "b", profile{labels: map[string]string{"tier": "gold"}})
+	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.NumberOfClusters = ptr.To[int32](3) })
+	g.Eventually(func(g Gomega) {
+		c, got := scheduled(g, t, p)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNotEnoughClusters))
+		g.Expect(c.Message).To(ContainSubstring("2 of the 3 clusters"))
+		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(2))
+		g.Expect(decided(g, t, p)).To(ConsistOf("a", "b"))
+		events := &eventsv1.EventList{}
+		g.Expect(hubCP.Client.List(t.Context(), events, client.InNamespace(f.tenant))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(HaveField("Reason", placementv1alpha1.ReasonNotEnoughClusters)))
+	}).Should(Succeed())
+}
+
+// Malformed CEL is a False condition with a reason and an event.
+func TestInvalidExpression(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(t)
+	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.ClusterExpression = "cluster.labels[" })
+	g.Eventually(func(g Gomega) {
+		c, _ := scheduled(g, t, p)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(scheduling.ReasonInvalidClusterExpression))
+		events := &eventsv1.EventList{}
+		g.Expect(hubCP.Client.List(t.Context(), events, client.InNamespace(f.tenant))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(HaveField("Reason", scheduling.ReasonInvalidClusterExpression)))
+	}).Should(Succeed())
+}
+
+// A Placement for another scheduler gets no decisions and no status from ours.
+func TestExternalScheduler(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(t)
+	f.add(t, "a", profile{})
+	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.SchedulerName = "acme" })
+	mine := f.placement(t, func(*placementv1alpha1.PlacementSpec) {})
+	g.Eventually(func(g Gomega) { g.Expect(decided(g, t, mine)).NotTo(BeEmpty()) }).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(decided(g, t, p)).To(BeEmpty())
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
+		g.Expect(meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ScheduledCondition)).To(BeNil())
+	}).Should(Succeed())
+}
+
+// The API server refuses contradictory or malformed scheduling fields.
+func TestSchedulingValidation(t *testing.T) {
+	f := newFleet(t)
+	tests := map[string]struct {
+		mutate  func(*placementv1alpha1.PlacementSpec)
+		message string
+	}{
+		"preferences without a number": {func(s *placementv1alpha1.PlacementSpec) {
+			s.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1"}}
+		}, "preferences need numberOfClusters"},
+		"spread without a number": {func(s *placementv1alpha1.PlacementSpec) {
+			s.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone"}
+		}, "topologySpread needs numberOfClusters"},
+		"more than named": {func(s *placementv1alpha1.PlacementSpec) {
+			s.ClusterNames, s.NumberOfClusters = []string{"a"}, ptr.To[int32](2)
+		}, "numberOfClusters cannot exceed"},
+		"bad quantity": {func(s *placementv1alpha1.PlacementSpec) {
+			s.RequiredCapacity = &placementv1alpha1.Capacity{Memory: "lots"}
+		}, "memory must be a quantity"},
+		"exists with a value": {func(s *placementv1alpha1.PlacementSpec) {
+			s.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Operator: placementv1alpha1.TolerationExists, Value: "v"}}
+		}, "operator Exists takes no value"},
+		"seconds without NoExecute": {func(s *placementv1alpha1.PlacementSpec) {
+			s.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Value: "v", TolerationSeconds: ptr.To[int64](5)}}
+		}, "tolerationSeconds applies to effect NoExecute only"},
+		"preference with both": {func(s *placementv1alpha1.PlacementSpec) {
+			s.NumberOfClusters = ptr.To[int32](1)
+			s.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1", PropertySort: &placementv1alpha1.PropertySort{Name: "x"}}}
+		}, "exactly one of expression and propertySort"},
+		"weight out of range": {func(s *placementv1alpha1.PlacementSpec) {
+			s.NumberOfClusters = ptr.To[int32](1)
+			s.Preferences = []placementv1alpha1.Preference{{Weight: 101, Expression: "1"}}
+		}, "spec.preferences[0].weight"},
+		"zero skew": {func(s *placementv1alpha1.PlacementSpec) {
+			s.NumberOfClusters = ptr.To[int32](1)
+			s.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone", MaxSkew: -1}
+		}, "spec.topologySpread.maxSkew"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := placement(f.tenant, &metav1.LabelSelector{})
+			tt.mutate(&p.Spec)
+			err := hubCP.Client.Create(t.Context(), p)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tt.message))
+		})
+	}
+	t.Run("schedulerName is immutable", func(t *testing.T) {
+		g := NewWithT(t)
+		p := placement(f.tenant, &metav1.LabelSelector{})
+		p.Name = "immutable"
+		g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+		g.Expect(p.Spec.SchedulerName).To(Equal(placementv1alpha1.DefaultSchedulerName), "defaulted")
+		p.Spec.SchedulerName = "acme"
+		err := hubCP.Client.Update(t.Context(), p)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("schedulerName is immutable"))
+	})
+}
+
+// 500 clusters over five zones: a Placement picks 100 spread evenly, in slices of at
+// most 100, and its choice does not churn when unrelated clusters come, go or change.
+func TestFiveHundredClusters(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(t)
+	zones := []string{"z1", "z2", "z3", "z4", "z5"}
+	for i := range 500 {
+		f.add(t, fmt.Sprintf("c%03d", i), profile{labels: map[string]string{"zone": zones[i%5], "fleet": "main"}})
+	}
+	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
+		s.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "main"}}
+		s.NumberOfClusters = ptr.To[int32](100)
+		s.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone", MaxSkew: 1}
+	})
+	var first []string
+	g.Eventually(func(g Gomega) {
+		first = decided(g, t, p)
+		g.Expect(first).To(HaveLen(100))
+		c, got := scheduled(g, t, p)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(got.Status.Scheduling.Eligible).To(BeEquivalentTo(500))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	perZone := map[string]int{}
+	for _, c := range first {
+		var i int
+		_, _ = fmt.Sscanf(c, "c%03d", &i)
+		perZone[zones[i%5]]++
+	}
+	g.Expect(perZone).To(Equal(map[string]int{"z1": 20, "z2": 20, "z3": 20, "z4": 20, "z5": 20}))
+	g.Expect(slices(g, t, p)).To(Equal(map[int]int{0: 100}))
+
+	chosen := map[string]bool{}
+	for _, c := range first {
+		chosen[c] = true
+	}
+	// Unrelated churn: new clusters, removed and relabelled clusters that were not chosen.
+	for i := range 20 {
+		f.add(t, fmt.Sprintf("new%02d", i), profile{labels: map[string]string{"zone": zones[i%5], "fleet": "main"}})
+	}
+	removed, relabelled := 0, 0
+	for i := range 500 {
+		name := fmt.Sprintf("c%03d", i)
+		if chosen[name] {
+			continue
+		}
+		cp := &cpv1alpha1.ClusterProfile{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: f.set, Name: name}, cp)).To(Succeed())
+		switch {
+		case removed < 20:
+			g.Expect(hubCP.Client.Delete(t.Context(), cp)).To(Succeed())
+			removed++
+		case relabelled < 20:
+			cp.Labels["team"] = "other"
+			g.Expect(hubCP.Client.Update(t.Context(), cp)).To(Succeed())
+			relabelled++
+		}
+	}
+	g.Eventually(func(g Gomega) {
+		_, got := scheduled(g, t, p)
+		g.Expect(got.Status.Scheduling.Eligible).To(BeEquivalentTo(500))
+	}).WithTimeout(time.Minute).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(decided(g, t, p)).To(ConsistOf(first))
+	}).Should(Succeed())
+
+	// Losing a chosen cluster replaces it in the same zone; the others stay.
+	lost := first[0]
+	g.Expect(hubCP.Client.Delete(t.Context(), &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: f.set, Name: lost}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		now := decided(g, t, p)
+		g.Expect(now).To(HaveLen(100))
+		g.Expect(now).NotTo(ContainElement(lost))
+		kept := 0
+		for _, c := range now {
+			if chosen[c] {
+				kept++
+			}
+		}
+		g.Expect(kept).To(Equal(99))
+	}).WithTimeout(time.Minute).Should(Succeed())
+}
+
+// setVersion sets the Kubernetes version a cluster's profile reports.
+func (f fleet) setVersion(t *testing.T, name, version string) {
+	t.Helper()
+	g := NewWithT(t)
+	cp := &cpv1alpha1.ClusterProfile{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: f.set, Name: name}, cp)).To(Succeed())
+	cp.Status.Version.Kubernetes = version
+	if cp.Status.Conditions == nil {
+		cp.Status.Conditions = []metav1.Condition{}
+	}
+	g.Expect(hubCP.Client.Status().Update(t.Context(), cp)).To(Succeed())
+}
