@@ -93,6 +93,13 @@ test: test-binaries ## Run every test (unit and on real API servers).
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" \
 		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) -count=1 ./...
 
+##@ Benchmarks
+
+.PHONY: bench
+bench: test-binaries build ## Run the benchmarks; write bench/results/ and the README's table.
+	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" \
+		go run ./test/bench --out bench/results --bin $(LOCALBIN) --readme README.md
+
 ##@ Local fleet
 
 QUICKSTART_DIR := $(CURDIR)/.lodestar/quickstart

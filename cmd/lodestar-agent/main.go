@@ -17,11 +17,15 @@ import (
 
 func main() {
 	var metricsAddr, probeAddr, hubKubeconfig, clusterName, configPath string
+	var qps float64
+	var burst int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
 	flag.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the agent's identity on the hub (required).")
 	flag.StringVar(&clusterName, "cluster-name", "", "Name of this member cluster's ClusterProfile on the hub (required).")
 	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules); optional.")
+	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the hub and the member API servers (client-side limit each).")
+	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries above --kube-api-qps.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -37,6 +41,9 @@ func main() {
 		log.Error(err, "Reading the hub kubeconfig", "path", hubKubeconfig)
 		os.Exit(1)
 	}
+	memberConfig := ctrl.GetConfigOrDie()
+	hubConfig.QPS, hubConfig.Burst = float32(qps), burst
+	memberConfig.QPS, memberConfig.Burst = float32(qps), burst
 	var config agent.Config
 	if configPath != "" {
 		if config, err = agent.LoadConfig(configPath); err != nil {
@@ -48,7 +55,7 @@ func main() {
 	mgr, err := agent.NewManager(agent.Options{
 		ClusterName: clusterName,
 		Hub:         hubConfig,
-		Member:      ctrl.GetConfigOrDie(),
+		Member:      memberConfig,
 		Config:      config,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: metricsAddr},

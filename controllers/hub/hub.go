@@ -17,10 +17,15 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
 )
 
+// DefaultWorkers is how many Placements each hub controller reconciles at once.
+const DefaultWorkers = 4
+
 // Options configure the hub controllers.
 type Options struct {
 	// ClusterSetNamespaces are the namespaces whose ClusterProfiles are scheduled.
 	ClusterSetNamespaces []string
+	// Workers is how many Placements each controller reconciles at once.
+	Workers int
 }
 
 // NewScheme returns a scheme with every type the hub controllers use.
@@ -50,10 +55,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if len(opts.ClusterSetNamespaces) == 0 {
 		opts.ClusterSetNamespaces = []string{scheduler.DefaultClusterSetNamespace}
 	}
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
+	}
 	if err := (&scheduler.Reconciler{
 		Client:               mgr.GetClient(),
 		Recorder:             mgr.GetEventRecorder(scheduler.Name),
 		ClusterSetNamespaces: opts.ClusterSetNamespaces,
+		Workers:              opts.Workers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
@@ -62,10 +71,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Cache:    mgr.GetCache(),
 		Mapper:   mgr.GetRESTMapper(),
 		Recorder: mgr.GetEventRecorder(workgenerator.Name),
+		Workers:  opts.Workers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the work generator: %w", err)
 	}
-	if err := (&status.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&status.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)
 	}
 	return nil

@@ -195,6 +195,13 @@ func (r *Reconciler) writeRecords(ctx context.Context, applied *lodestarworkv1al
 // serves one hub namespace, so the Work's name is unique.
 func appliedWorkName(work *workv1alpha1.Work) string { return work.Name }
 
+// Changed passes the Work events the agent acts on: changes of the spec (and
+// deletion), labels and annotations (apply strategy, feedback rules); not its own
+// status writes.
+func Changed() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+}
+
 // SetupWithManager registers the controller on the hub manager, whose cache holds
 // only the cluster's own namespace. The Work's annotations (apply strategy, feedback
 // rules) are part of what it applies. When MemberCache is set, each kind the agent
@@ -203,8 +210,7 @@ func appliedWorkName(work *workv1alpha1.Work) string { return work.Name }
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("work").
-		For(&workv1alpha1.Work{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&workv1alpha1.Work{}, builder.WithPredicates(Changed())).
 		Build(r)
 	if err != nil || r.MemberCache == nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -253,6 +254,9 @@ func truncate(s string, n int) string {
 
 // applyWorkStatus writes the Work's status on the hub; the agent is its only writer.
 func (r *Reconciler) applyWorkStatus(ctx context.Context, work *workv1alpha1.Work, st workv1alpha1.WorkStatus) error {
+	if equality.Semantic.DeepEqual(work.Status, st) {
+		return nil // Nothing would change: no write to the hub.
+	}
 	patch := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: work.Name, Namespace: work.Namespace}, Status: st}
 	return kube.ApplyStatus(ctx, r.Hub, patch, FieldManager)
 }

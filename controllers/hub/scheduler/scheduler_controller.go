@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -28,6 +30,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
+	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
@@ -43,6 +46,9 @@ const (
 
 	// DefaultClusterSetNamespace holds the ClusterProfiles of the default cluster set.
 	DefaultClusterSetNamespace = "lodestar-fleet"
+
+	// clusterChangeWindow gathers ClusterProfile changes before rescheduling.
+	clusterChangeWindow = 500 * time.Millisecond
 )
 
 // Reconciler schedules Placements.
@@ -51,6 +57,12 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// ClusterSetNamespaces are the namespaces whose ClusterProfiles are scheduled.
 	ClusterSetNamespaces []string
+
+	// explained remembers when each Placement's scheduling explanation was last
+	// written (client.ObjectKey to time.Time).
+	explained sync.Map
+	// Workers is how many Placements are reconciled at once.
+	Workers int
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
@@ -70,6 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	ctx = ctrl.LoggerInto(ctx, log)
 
 	if !placement.DeletionTimestamp.IsZero() {
+		r.explained.Delete(req.NamespacedName)
 		return ctrl.Result{}, r.deleteSlices(ctx, placement, 0)
 	}
 
@@ -128,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNotEnoughClusters, "%d of the %d clusters asked for could be chosen%s", len(res.Selected), *placement.Spec.NumberOfClusters, summary(res))
 		r.warnOnce(placement, placementv1alpha1.ReasonNotEnoughClusters, st)
 	default:
-		st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%d of %d clusters chosen", len(res.Selected), len(clusters))
+		st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%d clusters chosen", len(res.Selected))
 	}
 	return result, nil
 }
@@ -290,9 +303,12 @@ func (r *Reconciler) deleteSlices(ctx context.Context, placement *placementv1alp
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&cpv1alpha1.PlacementDecision{}).
-		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allPlacements)).
+		// A ClusterProfile change may concern every Placement: changes arriving
+		// together (registrations, heartbeats) lead to one rescheduling each.
+		Watches(&cpv1alpha1.ClusterProfile{}, kube.CoalescingHandler(r.allPlacements, clusterChangeWindow)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.placementsIn),
 			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		Complete(r)

@@ -3,8 +3,11 @@ package scheduler
 import (
 	"context"
 	"sort"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/kube"
@@ -34,11 +37,33 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	patch.Status.ObservedGeneration = placement.Generation
 	patch.Status.SelectedClusters = int32(len(s.result.Selected)) //nolint:gosec // bounded by the number of ClusterProfiles
 	patch.Status.Scheduling = schedulingStatus(s.result)
-	return kube.ApplyStatus(ctx, r.Client, patch, Name)
+	key := client.ObjectKeyFromObject(placement)
+	if kube.SameCondition(placement.Status.Conditions, c) && placement.Status.ObservedGeneration == patch.Status.ObservedGeneration &&
+		placement.Status.SelectedClusters == patch.Status.SelectedClusters {
+		// The decision did not change. The explanation (eligible and excluded
+		// counts) changes with every cluster that joins or leaves the fleet; writing
+		// it at each would write every Placement at each registration, so it is
+		// refreshed at most once per explainEvery.
+		if equality.Semantic.DeepEqual(placement.Status.Scheduling, patch.Status.Scheduling) {
+			return nil
+		}
+		if last, ok := r.explained.Load(key); ok && time.Since(last.(time.Time)) < explainEvery {
+			return nil
+		}
+	}
+	if err := kube.ApplyStatus(ctx, r.Client, patch, Name); err != nil {
+		return err
+	}
+	r.explained.Store(key, time.Now())
+	return nil
 }
 
 // maxNamed caps the clusters named per exclusion reason.
 const maxNamed = 5
+
+// explainEvery is how often, at most, an unchanged decision's explanation is
+// rewritten.
+const explainEvery = time.Minute
 
 // schedulingStatus explains a result: how many clusters were eligible and, by
 // reason, how many were not chosen, with a few names.

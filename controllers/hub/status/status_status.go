@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -136,5 +137,10 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	patch.Status.AppliedClusters = agg.Applied
 	patch.Status.AvailableClusters = agg.Available
 	patch.Status.Clusters = agg.Clusters
+	st := placement.Status
+	if kube.SameCondition(st.Conditions, agg.Condition) && kube.SameCondition(st.Conditions, agg.AvailableCondition) &&
+		st.AppliedClusters == agg.Applied && st.AvailableClusters == agg.Available && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
+		return nil // Nothing would change.
+	}
 	return kube.ApplyStatus(ctx, r.Client, patch, Name)
 }

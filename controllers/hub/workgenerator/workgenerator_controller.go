@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,12 +45,17 @@ import (
 // Name is the work generator's field owner and event source.
 const Name = "lodestar-workgenerator"
 
+// workWriters is how many Works of one Placement are written at once.
+const workWriters = 16
+
 // Reconciler generates Works.
 type Reconciler struct {
 	Client   client.Client
 	Cache    cache.Cache
 	Mapper   meta.RESTMapper
 	Recorder events.EventRecorder
+	// Workers is how many Placements are reconciled at once.
+	Workers int
 
 	controller controller.Controller
 	watched    sync.Map // schema.GroupVersionKind → struct{}
@@ -118,11 +125,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
+	// Works are written concurrently: a Placement may fan out to thousands.
+	var eg errgroup.Group
+	eg.SetLimit(workWriters)
 	for _, cluster := range clusters {
-		if err := r.writeWork(ctx, placement, cluster, manifests, revision, annotations); err != nil {
-			st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWorkFailed, "writing the Work for cluster %s: %v", cluster, err)
-			return ctrl.Result{}, err
-		}
+		eg.Go(func() error {
+			if err := r.writeWork(ctx, placement, cluster, manifests, revision, annotations); err != nil {
+				return fmt.Errorf("writing the Work for cluster %s: %w", cluster, err)
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWorkFailed, "%v", err)
+		return ctrl.Result{}, err
 	}
 	if err := r.deleteWorks(ctx, placement, clusters); err != nil {
 		return ctrl.Result{}, err
@@ -297,6 +313,7 @@ func (r *Reconciler) deleteWorks(ctx context.Context, placement *placementv1alph
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("workgenerator").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
 		// Status reports do not concern the generator; edits and deletions of its Works do.

@@ -22,7 +22,7 @@ func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...a
 // reconcile ended on a transient error before it knew the state.
 func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, s *status) error {
 	c, ok := s.synchronized.For(placement.Status.Conditions, placement.Generation)
-	if !ok {
+	if !ok || kube.SameCondition(placement.Status.Conditions, c) {
 		return nil
 	}
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}

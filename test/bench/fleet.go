@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// fleet is a hub API server, the hub manager as its own process (as in
+// production), and simulated members.
+type fleet struct {
+	dir      string
+	bin      string
+	hub      *testenv.ControlPlane
+	admin    client.Client // unthrottled
+	adminCfg *rest.Config
+	manager  *exec.Cmd
+	sim      *simulator
+	simStop  context.CancelFunc
+	clusters int
+}
+
+func unthrottled(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = -1, 0
+	return c
+}
+
+func startFleet(dir, bin string) (*fleet, error) {
+	hubCP, err := testenv.StartHub(hub.NewScheme())
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{dir: dir, bin: bin, hub: hubCP, adminCfg: unthrottled(hubCP.Config)}
+	if f.admin, err = client.New(f.adminCfg, client.Options{Scheme: hub.NewScheme()}); err != nil {
+		return nil, errors.Join(err, hubCP.Stop())
+	}
+	if err := testenv.WriteKubeconfig(hubCP.Config, "hub", filepath.Join(dir, "hub.kubeconfig")); err != nil {
+		return nil, errors.Join(err, hubCP.Stop())
+	}
+	if err := f.admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scheduler.DefaultClusterSetNamespace}}); err != nil {
+		return nil, errors.Join(err, hubCP.Stop())
+	}
+	return f, nil
+}
+
+// startManager starts the hub manager process with the given client QPS and burst.
+func (f *fleet) startManager(qps, burst int) error {
+	logFile, err := os.Create(filepath.Join(f.dir, fmt.Sprintf("lodestar-hub-%d.log", time.Now().UnixNano())))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(f.bin, "lodestar-hub"), "--kubeconfig", filepath.Join(f.dir, "hub.kubeconfig"),
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	f.manager = cmd
+	return nil
+}
+
+func (f *fleet) stopManager() {
+	if f.manager == nil {
+		return
+	}
+	_ = f.manager.Process.Signal(syscall.SIGTERM)
+	_ = f.manager.Wait()
+	f.manager = nil
+}
+
+// managerRSS is the resident memory of the hub manager process, in MiB.
+func (f *fleet) managerRSS() float64 { return rssMiB(f.manager.Process.Pid) }
+
+func rssMiB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// startSimulator runs simulated agents in this process.
+func (f *fleet) startSimulator() error {
+	mgr, err := ctrl.NewManager(f.adminCfg, ctrl.Options{
+		Scheme:                 agent.NewScheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return err
+	}
+	if f.sim, err = newSimulator(mgr, 16); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.simStop = cancel
+	go func() { _ = mgr.Start(ctx) }()
+	return nil
+}
+
+// register adds clusters n..to-1 to the fleet, each with labels(i), simulated.
+func (f *fleet) register(ctx context.Context, to int, labels func(i int) map[string]string) error {
+	from := f.clusters
+	err := parallel(to-from, 32, func(k int) error {
+		i := from + k
+		name := fmt.Sprintf("sim-%05d", i)
+		if err := f.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.ClusterNamespace(name)}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		l := labels(i)
+		l[cpv1alpha1.LabelClusterManagerKey] = scheduler.ClusterManagerName
+		cp := &cpv1alpha1.ClusterProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: scheduler.DefaultClusterSetNamespace, Labels: l},
+			Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
+		}
+		if err := f.admin.Create(ctx, cp); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		f.sim.add(name)
+		return nil
+	})
+	f.clusters = to
+	return err
+}
+
+func (f *fleet) stop() {
+	f.stopManager()
+	if f.simStop != nil {
+		f.simStop()
+	}
+	_ = f.hub.Stop()
+}
+
+// parallel runs fn(0..n-1) on workers goroutines and returns the first error.
+func parallel(n, workers int, fn func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  = make(chan int)
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}

@@ -1,0 +1,184 @@
+// Command bench runs Lodestar's benchmarks (`make bench`) against a real hub API
+// server and writes bench/results/<scenario>.json and a Markdown table, which it
+// also puts into README.md between the bench markers. Each result says whether its
+// members were real or simulated.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// Metric is one figure of a result.
+type Metric struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+// Result is one scenario's outcome.
+type Result struct {
+	Scenario    string   `json:"scenario"`
+	Description string   `json:"description"`
+	Members     string   `json:"members"`
+	Machine     string   `json:"machine"`
+	Date        string   `json:"date"`
+	Metrics     []Metric `json:"metrics"`
+	// FractionOfBw is the scenario's throughput (Works per second) as a fraction of
+	// the API server's raw create rate of Work-sized objects; 0 when not a
+	// throughput scenario.
+	FractionOfBw float64 `json:"fractionOfBw,omitempty"`
+}
+
+func (r *Result) add(name string, value float64, unit string) {
+	r.Metrics = append(r.Metrics, Metric{Name: name, Value: value, Unit: unit})
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores (%s), %s/%s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH)
+}
+
+func main() {
+	out := flag.String("out", "bench/results", "Directory for the JSON results and the table.")
+	bin := flag.String("bin", "bin", "Directory holding lodestar-hub and lodestar-agent.")
+	readme := flag.String("readme", "README.md", "README whose benchmark table is replaced; empty to leave it.")
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr)))
+	if err := run(*out, *bin, *readme); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) {
+	fmt.Printf("%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func run(out, bin, readme string) error {
+	ctx := context.Background()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "lodestar-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	started := time.Now()
+
+	var results []*Result
+	record := func(r *Result) error {
+		r.Machine, r.Date = machine(), started.UTC().Format("2006-01-02")
+		results = append(results, r)
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(out, r.Scenario+".json"), append(b, '\n'), 0o644)
+	}
+
+	say("starting the hub API server")
+	f, err := startFleet(dir, bin)
+	if err != nil {
+		return err
+	}
+	defer f.stop()
+
+	bw, err := f.baseline(ctx, record)
+	if err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	if err := f.simulatedScenarios(ctx, bw, record); err != nil {
+		return err
+	}
+	if err := f.realMembers(ctx, record); err != nil {
+		return fmt.Errorf("P4: %w", err)
+	}
+
+	table := markdown(results, time.Since(started))
+	if err := os.WriteFile(filepath.Join(out, "README.md"), []byte(table), 0o644); err != nil {
+		return err
+	}
+	fmt.Println(table)
+	if readme != "" {
+		return replaceBetweenMarkers(readme, table)
+	}
+	return nil
+}
+
+const (
+	beginMarker = "<!-- bench:begin -->"
+	endMarker   = "<!-- bench:end -->"
+)
+
+func replaceBetweenMarkers(path, table string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %s ... %s section", path, beginMarker, endMarker)
+	}
+	s = s[:i+len(beginMarker)] + "\n" + table + s[j:]
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+func markdown(results []*Result, took time.Duration) string {
+	var b strings.Builder
+	if len(results) > 0 {
+		fmt.Fprintf(&b, "Measured %s on %s by `make bench` (%s in all).\n\n", results[0].Date, results[0].Machine, took.Round(time.Second))
+	}
+	b.WriteString("| scenario | members | figures | Works/s as a fraction of B_w |\n|---|---|---|---|\n")
+	for _, r := range results {
+		var figs []string
+		for _, m := range r.Metrics {
+			figs = append(figs, fmt.Sprintf("%s %s %s", m.Name, format(m.Value), m.Unit))
+		}
+		frac := ""
+		if r.FractionOfBw > 0 {
+			frac = fmt.Sprintf("%.2f", r.FractionOfBw)
+		}
+		members := "simulated"
+		if strings.HasPrefix(r.Members, "real") {
+			members = "real"
+		} else if r.Members == "" {
+			members = "none"
+		}
+		fmt.Fprintf(&b, "| **%s** %s | %s | %s | %s |\n", r.Scenario, r.Description, members, strings.Join(figs, "; "), frac)
+	}
+	b.WriteString("\nSimulated members run the real agent code (`work.Reconciler`), many agents in one process, each applying to an in-memory member whose Deployments become available at once; real members are kube-apiserver, etcd, kube-controller-manager, kube-scheduler and a kwok node each, with the `lodestar-agent` binary.\n")
+	return b.String()
+}
+
+func format(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// baseline measures B_w: how many Work-sized objects per second this API server
+// accepts from an unthrottled client, and how many updates of them.
+func (f *fleet) baseline(ctx context.Context, record func(*Result) error) (float64, error) {
+	const n, workers = 3000, 32
+	say("baseline: creating %d Work-sized objects", n)
+	ns := "bench-baseline"
+	if err := f.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := parallel(n, workers, func(i int) error {
+		return f.admin.Create(ctx, workObject(ns, fmt.Sprintf("w-%05d", i)))
+	}); err != nil {
+		return 0, err
+	}
+	bw := float64(n) / time.Since(start).Seconds()
+	start = time.Now()
+	if err := parallel(n, workers, func(i int) error {
+		w := workObject(ns, fmt.Sprintf("w-%05d", i))
+		if err := f.admin.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+			return err
+		}
+		w.Annotations = map[string]string{"bench": "updated"}
+		return f.admin.Update(ctx, w)
+	}); err != nil {
+		return 0, err
+	}
+	updates := float64(n) / time.Since(start).Seconds()
+	if err := f.admin.DeleteAllOf(ctx, workObject(ns, "x"), client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	r := &Result{Scenario: "baseline", Description: fmt.Sprintf("raw API server rate for %d Work-sized objects (1 KB ConfigMap + Deployment), %d unthrottled writers", n, workers)}
+	r.add("B_w creates", bw, "objects/s")
+	r.add("updates (get + update)", updates, "objects/s")
+	say("baseline: B_w %.0f creates/s, %.0f updates/s", bw, updates)
+	return bw, record(r)
+}
+
+func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(*Result) error) error {
+	if err := f.startSimulator(); err != nil {
+		return err
+	}
+	say("registering 1000 simulated clusters")
+	group := func(i int) map[string]string { return map[string]string{"fleet": "sim", "group": fmt.Sprint(i % 10)} }
+	start := time.Now()
+	if err := f.register(ctx, 1000, group); err != nil {
+		return err
+	}
+	say("registered in %s", time.Since(start).Round(time.Millisecond))
+
+	// P1, with the client rate controller-runtime defaults to (20 QPS, burst 30),
+	// then with the manager's own defaults.
+	p1 := func(name, desc string, reps, qps, burst int, restart bool) error {
+		if restart {
+			f.stopManager()
+			args := []int{qps, burst}
+			if err := f.startManager(args[0], args[1]); err != nil {
+				return err
+			}
+		}
+		var ds []time.Duration
+		for i := range reps {
+			ns := fmt.Sprintf("bench-%s-%02d", strings.ToLower(name), i)
+			if err := f.app(ctx, ns); err != nil {
+				return err
+			}
+			d, err := f.place(ctx, placementFor(ns, "web", map[string]string{"group": "0"}), 100, 2*time.Minute, true)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+		p50, p90, maxS := percentiles(ds)
+		r := &Result{Scenario: name, Description: desc, Members: simulated}
+		r.add("p50", p50, "s")
+		r.add("p90", p90, "s")
+		r.add("max", maxS, "s")
+		r.FractionOfBw = 100 / p50 / bw
+		say("%s: p50 %.2fs p90 %.2fs max %.2fs", name, p50, p90, maxS)
+		return record(r)
+	}
+	if err := p1("P1-qps20", "latency, 1 of 1000 clusters' Placement to 100 (ConfigMap 1 KB + Deployment), create to Available on all 100; hub manager at controller-runtime's default client rate (20 QPS, burst 30); 5 runs", 5, 20, 30, true); err != nil {
+		return err
+	}
+	if err := p1("P1", "latency as above with the hub manager's defaults (200 QPS, burst 400); 20 runs", 20, 200, 400, true); err != nil {
+		return err
+	}
+	rss1000 := f.managerRSS()
+
+	say("P1 with 1000 Placements present: creating them")
+	bg := "bench-background"
+	if err := f.app(ctx, bg); err != nil {
+		return err
+	}
+	start = time.Now()
+	if err := parallel(1000, 32, func(i int) error {
+		p := placementFor(bg, fmt.Sprintf("bg-%04d", i), nil)
+		p.Spec.ClusterSelector = nil
+		p.Spec.ClusterNames = []string{fmt.Sprintf("sim-%05d", i)}
+		return f.admin.Create(ctx, p)
+	}); err != nil {
+		return err
+	}
+	if _, err := waitFor(ctx, 5*time.Minute, time.Second, func() (bool, error) {
+		list := &placementv1alpha1.PlacementList{}
+		if err := f.admin.List(ctx, list, client.InNamespace(bg)); err != nil {
+			return false, err
+		}
+		n := 0
+		for _, p := range list.Items {
+			if p.Status.AvailableClusters == 1 {
+				n++
+			}
+		}
+		return n == 1000, nil
+	}); err != nil {
+		return fmt.Errorf("1000 background Placements: %w", err)
+	}
+	say("1000 Placements available in %s", time.Since(start).Round(time.Millisecond))
+	if err := p1("P1-busy", "latency as above with 1000 other Placements (1000 Works) present; 20 runs", 20, 0, 0, false); err != nil {
+		return err
+	}
+
+	// P2: fan-out to 1000, then 5000 clusters.
+	p2 := &Result{Scenario: "P2", Description: "fan-out, one Placement to every cluster, create to Available everywhere", Members: simulated}
+	if err := f.app(ctx, "bench-p2"); err != nil {
+		return err
+	}
+	d, err := f.place(ctx, placementFor("bench-p2", "to-1000", map[string]string{"fleet": "sim"}), 1000, 5*time.Minute, true)
+	if err != nil {
+		return err
+	}
+	p2.add("1000 clusters", d.Seconds(), "s")
+	p2.add("1000 clusters", 1000/d.Seconds(), "Works/s")
+	say("P2: 1000 clusters in %.2fs", d.Seconds())
+	say("registering 4000 more simulated clusters")
+	if err := f.register(ctx, 5000, func(i int) map[string]string { return map[string]string{"fleet": "sim", "group": fmt.Sprint(i % 10)} }); err != nil {
+		return err
+	}
+	rss5000 := f.managerRSS()
+	d, err = f.place(ctx, placementFor("bench-p2", "to-5000", map[string]string{"fleet": "sim"}), 5000, 10*time.Minute, false)
+	if err != nil {
+		return err
+	}
+	p2.add("5000 clusters", d.Seconds(), "s")
+	p2.add("5000 clusters", 5000/d.Seconds(), "Works/s")
+	p2.FractionOfBw = 5000 / d.Seconds() / bw
+	say("P2: 5000 clusters in %.2fs", d.Seconds())
+	if err := record(p2); err != nil {
+		return err
+	}
+
+	// P3: restart with more than 10 000 Works.
+	if err := f.app(ctx, "bench-p3"); err != nil {
+		return err
+	}
+	if _, err := f.place(ctx, placementFor("bench-p3", "to-5000", map[string]string{"fleet": "sim"}), 5000, 10*time.Minute, false); err != nil {
+		return err
+	}
+	works := 1000 + 5000 + 5000
+	placements := []client.ObjectKey{{Namespace: "bench-p2", Name: "to-5000"}, {Namespace: "bench-p3", Name: "to-5000"}}
+	messages := map[client.ObjectKey]string{}
+	for _, key := range placements {
+		p := &placementv1alpha1.Placement{}
+		if err := f.admin.Get(ctx, key, p); err != nil {
+			return err
+		}
+		messages[key] = meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition).Message
+	}
+	say("P3: restarting the hub manager with %d Works; the placed ConfigMaps change meanwhile", works)
+	f.stopManager()
+	for _, key := range placements {
+		cm := &corev1.ConfigMap{}
+		if err := f.admin.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: "web-config"}, cm); err != nil {
+			return err
+		}
+		cm.Data["payload"] = strings.Repeat("y", 1024)
+		if err := f.admin.Update(ctx, cm); err != nil {
+			return err
+		}
+	}
+	start = time.Now()
+	if err := f.startManager(200, 400); err != nil {
+		return err
+	}
+	if _, err := waitFor(ctx, 10*time.Minute, time.Second, func() (bool, error) {
+		for key, old := range messages {
+			p := &placementv1alpha1.Placement{}
+			if err := f.admin.Get(ctx, key, p); err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition)
+			if c == nil || c.Message == old || p.Status.AppliedClusters != 5000 || !meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AppliedCondition) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("P3: %w", err)
+	}
+	d = time.Since(start)
+	p3 := &Result{Scenario: "P3", Description: fmt.Sprintf("hub manager restart with %d Works; a change made while it was down, until applied on all 10 000 affected clusters' Works", works), Members: simulated}
+	p3.add("to reflected everywhere", d.Seconds(), "s")
+	p3.add("manager RSS after", f.managerRSS(), "MiB")
+	p3.FractionOfBw = 10000 / d.Seconds() / bw
+	say("P3: %.2fs", d.Seconds())
+	if err := record(p3); err != nil {
+		return err
+	}
+
+	fp := &Result{Scenario: "footprint-hub", Description: "hub manager resident memory", Members: simulated}
+	fp.add("at 1000 clusters", rss1000, "MiB")
+	fp.add("at 5000 clusters", rss5000, "MiB")
+	fp.add("per registered cluster", (rss5000-rss1000)/4000*1024, "KiB")
+	return record(fp)
+}
+
+// realMembers runs P4 and the agent footprint on two real members.
+func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) error {
+	f.stopManager()
+	if err := f.startManager(200, 400); err != nil {
+		return err
+	}
+	say("P4: starting two real members")
+	var agents []*exec.Cmd
+	defer func() {
+		for _, a := range agents {
+			_ = a.Process.Kill()
+			_, _ = a.Process.Wait()
+		}
+	}()
+	memberClients := map[string]client.Client{}
+	for _, m := range testenv.DefaultMembers() {
+		cp, err := testenv.StartFullMember(m.Name, agent.NewScheme())
+		if err != nil {
+			return err
+		}
+		defer func() { _ = cp.Stop() }()
+		memberClients[m.Name] = cp.Client
+		m.Labels["real"] = "yes"
+		hubCfg, err := testenv.Register(ctx, f.hub, m)
+		if err != nil {
+			return err
+		}
+		hubKC, memberKC := filepath.Join(f.dir, m.Name+"-hub.kubeconfig"), filepath.Join(f.dir, m.Name+".kubeconfig")
+		if err := testenv.WriteKubeconfig(hubCfg, "hub", hubKC); err != nil {
+			return err
+		}
+		if err := testenv.WriteKubeconfig(cp.Config, m.Name, memberKC); err != nil {
+			return err
+		}
+		logFile, err := os.Create(filepath.Join(f.dir, "agent-"+m.Name+".log"))
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(filepath.Join(f.bin, "lodestar-agent"), "--cluster-name", m.Name, "--hub-kubeconfig", hubKC,
+			"--kubeconfig", memberKC, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		agents = append(agents, cmd)
+	}
+
+	var applied, available []time.Duration
+	for i := range 10 {
+		ns := fmt.Sprintf("bench-p4-%02d", i)
+		if err := f.app(ctx, ns); err != nil {
+			return err
+		}
+		p := placementFor(ns, "web", map[string]string{"real": "yes"})
+		start := time.Now()
+		if err := f.admin.Create(ctx, p); err != nil {
+			return err
+		}
+		var firstApplied atomic.Int64
+		d, err := waitFor(ctx, 2*time.Minute, 10*time.Millisecond, func() (bool, error) {
+			if firstApplied.Load() == 0 {
+				all := true
+				for _, c := range memberClients {
+					if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{}); err != nil {
+						all = false
+					}
+				}
+				if all {
+					firstApplied.Store(int64(time.Since(start)))
+				}
+			}
+			ok, err := f.available(ctx, client.ObjectKeyFromObject(p), 2)
+			return ok && firstApplied.Load() > 0, err
+		})
+		if err != nil {
+			return err
+		}
+		applied = append(applied, time.Duration(firstApplied.Load()))
+		available = append(available, d)
+	}
+	r := &Result{Scenario: "P4", Description: "two real members: Placement create on the hub to the objects on both members, and to Available (Deployment running on kwok nodes) reported on the hub; 10 runs",
+		Members: "real: kube-apiserver, etcd, kube-controller-manager, kube-scheduler and a kwok node each, lodestar-agent processes"}
+	p50, p90, _ := percentiles(applied)
+	r.add("applied p50", p50, "s")
+	r.add("applied p90", p90, "s")
+	p50, p90, _ = percentiles(available)
+	r.add("Available p50", p50, "s")
+	r.add("Available p90", p90, "s")
+	if err := record(r); err != nil {
+		return err
+	}
+
+	say("footprint: 100 Works on member-1")
+	bg := "bench-agent-footprint"
+	if err := f.app(ctx, bg); err != nil {
+		return err
+	}
+	if err := parallel(100, 16, func(i int) error {
+		name := fmt.Sprintf("fp-%03d", i)
+		if err := f.admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: bg}, Data: map[string]string{"k": "v"}}); err != nil {
+			return err
+		}
+		p := placementFor(bg, name, nil)
+		p.Spec.ClusterSelector, p.Spec.ClusterNames = nil, []string{"member-1"}
+		p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: name}}
+		return f.admin.Create(ctx, p)
+	}); err != nil {
+		return err
+	}
+	if _, err := waitFor(ctx, 5*time.Minute, time.Second, func() (bool, error) {
+		list := &placementv1alpha1.PlacementList{}
+		if err := f.admin.List(ctx, list, client.InNamespace(bg)); err != nil {
+			return false, err
+		}
+		n := 0
+		for _, p := range list.Items {
+			if p.Status.AppliedClusters == 1 {
+				n++
+			}
+		}
+		return n == 100, nil
+	}); err != nil {
+		return err
+	}
+	fa := &Result{Scenario: "footprint-agent", Description: "lodestar-agent resident memory with 100 Works applied (real member)", Members: r.Members}
+	fa.add("agent RSS", rssMiB(agents[0].Process.Pid), "MiB")
+	return record(fa)
+}

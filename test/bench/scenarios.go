@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+const simulated = "simulated: the real agent code (work.Reconciler), many agents in one process, each applying to an in-memory member"
+
+// waitFor polls cond until it holds, and returns how long that took.
+func waitFor(ctx context.Context, timeout, every time.Duration, cond func() (bool, error)) (time.Duration, error) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return time.Since(start), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("not done after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+// app creates a namespace with the benchmark's application: a 1 KB ConfigMap and
+// a Deployment.
+func (f *fleet) app(ctx context.Context, ns string) error {
+	labels := map[string]string{"app": "web"}
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-config", Namespace: ns, Labels: labels},
+			Data: map[string]string{"payload": strings.Repeat("x", 1024)}},
+		&appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: labels},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}}},
+		},
+	} {
+		if err := f.admin.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func placementFor(ns, name string, selector map[string]string) *placementv1alpha1.Placement {
+	return &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{
+				{Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+				{Group: "apps", Version: "v1", Kind: "Deployment", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+			},
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: selector},
+		},
+	}
+}
+
+// available tells whether the Placement reports its objects available on want clusters.
+func (f *fleet) available(ctx context.Context, key client.ObjectKey, want int) (bool, error) {
+	p := &placementv1alpha1.Placement{}
+	if err := f.admin.Get(ctx, key, p); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return int(p.Status.AvailableClusters) == want && int(p.Status.SelectedClusters) == want &&
+		meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AvailableCondition), nil
+}
+
+// place creates a Placement and measures the time until it reports its objects
+// available on want clusters; with remove, it then deletes it and waits until the
+// members are clean.
+func (f *fleet) place(ctx context.Context, p *placementv1alpha1.Placement, want int, timeout time.Duration, remove bool) (time.Duration, error) {
+	start := time.Now()
+	if err := f.admin.Create(ctx, p); err != nil {
+		return 0, err
+	}
+	if _, err := waitFor(ctx, timeout, 20*time.Millisecond, func() (bool, error) { return f.available(ctx, client.ObjectKeyFromObject(p), want) }); err != nil {
+		return 0, fmt.Errorf("placing %s on %d clusters: %w", client.ObjectKeyFromObject(p), want, err)
+	}
+	d := time.Since(start)
+	if remove {
+		if err := f.admin.Delete(ctx, p); err != nil {
+			return 0, err
+		}
+		if _, err := waitFor(ctx, timeout, 50*time.Millisecond, func() (bool, error) {
+			err := f.admin.Get(ctx, client.ObjectKeyFromObject(p), &placementv1alpha1.Placement{})
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}); err != nil {
+			return 0, fmt.Errorf("removing %s: %w", client.ObjectKeyFromObject(p), err)
+		}
+	}
+	return d, nil
+}
+
+// percentiles returns p50, p90 and max in seconds.
+func percentiles(ds []time.Duration) (p50, p90, maxS float64) {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) float64 {
+		i := int(q*float64(len(s))+0.5) - 1
+		return s[min(max(i, 0), len(s)-1)].Seconds()
+	}
+	return at(0.5), at(0.9), s[len(s)-1].Seconds()
+}
+
+// workObject is a Work the size of the benchmark's Works: a 1 KB ConfigMap and a
+// Deployment.
+func workObject(ns, name string) *workv1alpha1.Work {
+	cm := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web-config","namespace":"app"},"data":{"payload":%q}}`, strings.Repeat("x", 1024))
+	deploy := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"app","labels":{"app":"web"}},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx:1.27"}]}}}}`
+	return &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{
+			{RawExtension: runtime.RawExtension{Raw: []byte(cm)}}, {RawExtension: runtime.RawExtension{Raw: []byte(deploy)}},
+		}}},
+	}
+}
