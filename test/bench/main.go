@@ -10,9 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -75,7 +77,9 @@ func say(format string, args ...any) {
 }
 
 func run(out, bin, readme string) error {
-	ctx := context.Background()
+	// Interrupted, the benchmark still stops every process it started.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}

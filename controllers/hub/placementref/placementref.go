@@ -39,7 +39,7 @@ func FromLabels(c client.Reader, nameLabel, nsLabel string) handler.MapFunc {
 		}
 		// Possibly a hashed name: find the Placement whose name hashes to it.
 		list := &placementv1alpha1.PlacementList{}
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for a labelled object", "object", klog.KObj(obj))
 			return reqs
 		}
@@ -81,10 +81,11 @@ func WorkLabels(placement *placementv1alpha1.Placement) map[string]string {
 	}
 }
 
-// Works lists the Placement's Works in every cluster namespace.
-func Works(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement) ([]workv1alpha1.Work, error) {
+// Works lists the Placement's Works in every cluster namespace; opts may add
+// client.UnsafeDisableDeepCopy for callers that only read.
+func Works(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, opts ...client.ListOption) ([]workv1alpha1.Work, error) {
 	list := &workv1alpha1.WorkList{}
-	if err := c.List(ctx, list, client.MatchingLabels(WorkLabels(placement))); err != nil {
+	if err := c.List(ctx, list, append(opts, client.MatchingLabels(WorkLabels(placement)))...); err != nil {
 		return nil, fmt.Errorf("listing Works: %w", err)
 	}
 	return list.Items, nil

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +63,12 @@ type Reconciler struct {
 	// explained remembers when each Placement's scheduling explanation was last
 	// written (client.ObjectKey to time.Time).
 	explained sync.Map
+
+	// profileChanges counts ClusterProfile events; snapshots of a cluster set are
+	// reused by every Placement's reconcile until it changes.
+	profileChanges atomic.Uint64
+	snapshotsMu    sync.Mutex
+	snapshots      map[string]snapshot
 	// Workers is how many Placements are reconciled at once.
 	Workers int
 }
@@ -191,28 +199,61 @@ func (r *Reconciler) clusterSets(ctx context.Context, namespace string) ([]strin
 	return sets, nil
 }
 
-// clusters lists the ClusterProfiles Lodestar manages in the cluster sets.
+// snapshot is what the scheduler read of one cluster set, and when.
+type snapshot struct {
+	changes  uint64
+	clusters []scheduling.Cluster
+}
+
+// clusters returns the clusters Lodestar manages in the cluster sets. A set's
+// clusters are read once per change of any ClusterProfile and shared, read-only,
+// by the reconciles of every Placement.
 func (r *Reconciler) clusters(ctx context.Context, sets []string) ([]scheduling.Cluster, error) {
 	var out []scheduling.Cluster
 	for _, ns := range sets {
-		profiles := &cpv1alpha1.ClusterProfileList{}
-		if err := r.Client.List(ctx, profiles, client.InNamespace(ns)); err != nil {
-			return nil, fmt.Errorf("listing ClusterProfiles in %s: %w", ns, err)
+		cs, err := r.clusterSet(ctx, ns)
+		if err != nil {
+			return nil, err
 		}
-		for _, p := range profiles.Items {
-			if p.Spec.ClusterManager.Name != ClusterManagerName || !p.DeletionTimestamp.IsZero() {
-				continue
-			}
-			out = append(out, clusterOf(&p))
-		}
+		out = append(out, cs...)
 	}
 	return out, nil
 }
 
-// clusterOf is what the scheduler reads of a ClusterProfile.
+func (r *Reconciler) clusterSet(ctx context.Context, ns string) ([]scheduling.Cluster, error) {
+	changes := r.profileChanges.Load()
+	r.snapshotsMu.Lock()
+	snap, ok := r.snapshots[ns]
+	r.snapshotsMu.Unlock()
+	if ok && snap.changes == changes {
+		return snap.clusters, nil
+	}
+	profiles := &cpv1alpha1.ClusterProfileList{}
+	if err := r.Client.List(ctx, profiles, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterProfiles in %s: %w", ns, err)
+	}
+	clusters := make([]scheduling.Cluster, 0, len(profiles.Items))
+	for i := range profiles.Items {
+		p := &profiles.Items[i]
+		if p.Spec.ClusterManager.Name != ClusterManagerName || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		clusters = append(clusters, clusterOf(p))
+	}
+	r.snapshotsMu.Lock()
+	if r.snapshots == nil {
+		r.snapshots = map[string]snapshot{}
+	}
+	r.snapshots[ns] = snapshot{changes: changes, clusters: clusters}
+	r.snapshotsMu.Unlock()
+	return clusters, nil
+}
+
+// clusterOf is what the scheduler reads of a ClusterProfile; it copies what it
+// keeps, as the profile may be the cache's own.
 func clusterOf(p *cpv1alpha1.ClusterProfile) scheduling.Cluster {
 	c := scheduling.Cluster{
-		Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Version: p.Status.Version.Kubernetes,
+		Name: p.Name, Namespace: p.Namespace, Labels: maps.Clone(p.Labels), Version: p.Status.Version.Kubernetes,
 		Properties: map[string]string{}, Conditions: map[string]string{},
 	}
 	for _, prop := range p.Status.Properties {
@@ -317,7 +358,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // placementsIn maps a namespace change (its cluster-set binding) to its Placements.
 func (r *Reconciler) placementsIn(ctx context.Context, ns client.Object) []reconcile.Request {
 	list := &placementv1alpha1.PlacementList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for a namespace change")
 		return nil
 	}
@@ -329,10 +370,11 @@ func (r *Reconciler) placementsIn(ctx context.Context, ns client.Object) []recon
 }
 
 // allPlacements maps a ClusterProfile change to every Placement, since any of them
-// may select the cluster.
+// may select the cluster; it also retires the snapshots of cluster sets.
 func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []reconcile.Request {
+	r.profileChanges.Add(1)
 	list := &placementv1alpha1.PlacementList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for a ClusterProfile change")
 		return nil
 	}

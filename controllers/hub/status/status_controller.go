@@ -52,7 +52,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	works, err := placementref.Works(ctx, r.Client, placement)
+	works, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -344,7 +344,7 @@ func (r *Reconciler) ensureWatch(gvk schema.GroupVersionKind) error {
 func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		list := &placementv1alpha1.PlacementList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for an object change", "object", klog.KObj(obj))
 			return nil
 		}
