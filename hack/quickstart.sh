@@ -18,7 +18,7 @@ up() {
   else
     [[ -d "$dir" ]] && rm -rf "$dir"
     mkdir -p "$dir"
-    say "Starting a local hub and two member clusters (kube-apiserver + etcd each), the hub manager and two agents"
+    say "Starting a local hub (kube-apiserver, etcd), two members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, a kwok node each), the hub manager and two agents"
     # A session of its own, so that quickstart-down can stop every process it starts.
     setsid "$bin/lodestar-devfleet" --dir "$dir" --bin "$bin" >"$dir/devfleet.log" 2>&1 < /dev/null &
     echo $! > "$pidfile"
