@@ -53,6 +53,18 @@ func webPlacement(ns string) *placementv1alpha1.Placement {
 	}
 }
 
+// configMapPlacement creates a namespace of its own with the web ConfigMap on the
+// hub, and returns a Placement (not created) that places only the ConfigMap.
+func configMapPlacement(t *testing.T) (string, *corev1.ConfigMap, *placementv1alpha1.Placement) {
+	t.Helper()
+	ns := newNamespace(t)
+	cm, _, _ := webObjects(ns)
+	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), cm)).To(Succeed())
+	p := webPlacement(ns)
+	p.Spec.ResourceSelectors = p.Spec.ResourceSelectors[:1]
+	return ns, cm, p
+}
+
 // expectPlacedOn asserts that the web objects are on the member with the given
 // greeting, and that only the selected objects are.
 func expectPlacedOn(g Gomega, t *testing.T, cluster, ns, greeting string) {

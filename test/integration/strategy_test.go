@@ -85,11 +85,7 @@ func cmManifest(t *testing.T, ns, name string, data map[string]any) workv1alpha1
 func TestCreateOnlyFromPlacement(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns := newNamespace(t)
-	cm, _, _ := webObjects(ns)
-	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
-	p := webPlacement(ns)
-	p.Spec.ResourceSelectors = p.Spec.ResourceSelectors[:1]
+	ns, cm, p := configMapPlacement(t)
 	p.Spec.ApplyStrategy = &lodestarworkv1alpha1.ApplyStrategy{Type: lodestarworkv1alpha1.ApplyCreateOnly}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 
@@ -184,11 +180,7 @@ func TestTakeover(t *testing.T) {
 func TestTwoPlacementsOfOneObject(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns := newNamespace(t)
-	cm, _, _ := webObjects(ns)
-	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
-	first := webPlacement(ns)
-	first.Spec.ResourceSelectors = first.Spec.ResourceSelectors[:1]
+	ns, _, first := configMapPlacement(t)
 	g.Expect(hubCP.Client.Create(ctx, first)).To(Succeed())
 	firstWork := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(member1), Name: names.Work(ns, first.Name)}}
 	eventuallyManifest(t, firstWork, 0, metav1.ConditionTrue, work.ReasonApplied)

@@ -120,12 +120,8 @@ func TestNoMatchingClusters(t *testing.T) {
 func TestExternalSchedulerDecisions(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns := newNamespace(t)
-	cm, _, _ := webObjects(ns)
-	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
-	p := webPlacement(ns)
+	ns, cm, p := configMapPlacement(t)
 	p.Spec.SchedulerName = "acme-scheduler"
-	p.Spec.ResourceSelectors = p.Spec.ResourceSelectors[:1]
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 
 	pd := &cpv1alpha1.PlacementDecision{
