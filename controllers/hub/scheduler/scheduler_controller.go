@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -369,9 +370,10 @@ func (r *Reconciler) placementsIn(ctx context.Context, ns client.Object) []recon
 	return reqs
 }
 
-// allPlacements maps a ClusterProfile change to every Placement, since any of them
-// may select the cluster; it also retires the snapshots of cluster sets.
-func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []reconcile.Request {
+// allPlacements maps a ClusterProfile change to the Placements it may concern:
+// every one, except those that name their clusters and not this one (their
+// decisions cannot change). It also retires the snapshots of cluster sets.
+func (r *Reconciler) allPlacements(ctx context.Context, profile client.Object) []reconcile.Request {
 	r.profileChanges.Add(1)
 	list := &placementv1alpha1.PlacementList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
@@ -379,8 +381,12 @@ func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []recon
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, p := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+	for i := range list.Items {
+		p := &list.Items[i]
+		if len(p.Spec.ClusterNames) > 0 && !slices.Contains(p.Spec.ClusterNames, profile.GetName()) {
+			continue
+		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})
 	}
 	return reqs
 }
