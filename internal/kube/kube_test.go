@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -22,17 +21,10 @@ import (
 var hubCP *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	if hubCP, err = testenv.StartHub(hub.NewScheme()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = hubCP.Stop() }()
-	return m.Run()
+	os.Exit(testenv.RunWithHub(m, hub.NewScheme(), func(cp *testenv.ControlPlane) (func(), error) {
+		hubCP = cp
+		return nil, nil
+	}))
 }
 
 func newPlacement(t *testing.T) *placementv1alpha1.Placement {

@@ -201,3 +201,24 @@ func WriteKubeconfig(cfg *rest.Config, name, path string) error {
 	kc.CurrentContext = name
 	return clientcmd.WriteToFile(*kc, path)
 }
+
+// RunWithHub is a TestMain body for a package whose tests share one hub: it starts
+// the hub, runs setup, the tests, then what setup returned to stop (controllers
+// before their API server), and stops the hub.
+func RunWithHub(m interface{ Run() int }, scheme *runtime.Scheme, setup func(*ControlPlane) (stop func(), err error)) int {
+	cp, err := StartHub(scheme)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = cp.Stop() }()
+	stop, err := setup(cp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if stop != nil {
+		defer stop()
+	}
+	return m.Run()
+}

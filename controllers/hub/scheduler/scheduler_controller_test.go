@@ -32,20 +32,14 @@ var hubCP *testenv.ControlPlane
 const clusterSet = "scheduler-test-set"
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(testenv.RunWithHub(m, hub.NewScheme(), startScheduler))
 }
 
-func run(m *testing.M) int {
-	var err error
-	if hubCP, err = testenv.StartHub(hub.NewScheme()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = hubCP.Stop() }()
+// startScheduler runs only the scheduler on the hub, for the cluster set of these tests.
+func startScheduler(cp *testenv.ControlPlane) (func(), error) {
+	hubCP = cp
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	mgr, err := ctrl.NewManager(hubCP.Config, hub.ManagerOptions(ctrl.Options{
+	mgr, err := ctrl.NewManager(cp.Config, hub.ManagerOptions(ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	}))
 	if err == nil {
@@ -54,14 +48,14 @@ func run(m *testing.M) int {
 		}).SetupWithManager(mgr)
 	}
 	if err == nil {
-		err = hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterSet}})
+		err = cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterSet}})
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		cancel()
+		return nil, err
 	}
 	go func() { _ = mgr.Start(ctx) }()
-	return m.Run()
+	return cancel, nil
 }
 
 func newNamespace(t *testing.T) string {

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -85,40 +86,38 @@ func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
 	}
 	sort.Slice(agg.Clusters, func(i, j int) bool { return agg.Clusters[i].Name < agg.Clusters[j].Name })
 
-	agg.Condition = metav1.Condition{Type: placementv1alpha1.AppliedCondition}
+	applied, available := placementv1alpha1.AppliedCondition, placementv1alpha1.AvailableCondition
 	switch {
 	case len(decided) == 0:
-		agg.Condition.Status, agg.Condition.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters
-		agg.Condition.Message = "no cluster is selected"
+		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters, "no cluster is selected")
 	case len(failed) > 0:
-		sort.Strings(failed)
-		agg.Condition.Status, agg.Condition.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonApplyFailed
-		agg.Condition.Message = fmt.Sprintf("%d of %d clusters failed to apply: %s", len(failed), len(decided), sample(failed))
+		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonApplyFailed,
+			"%d of %d clusters failed to apply: %s", len(failed), len(decided), sample(failed))
 	case len(pending) > 0:
-		sort.Strings(pending)
-		agg.Condition.Status, agg.Condition.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonApplyPending
-		agg.Condition.Message = fmt.Sprintf("%d of %d clusters applied; waiting for %s", agg.Applied, len(decided), sample(pending))
+		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonApplyPending,
+			"%d of %d clusters applied; waiting for %s", agg.Applied, len(decided), sample(pending))
 	default:
-		agg.Condition.Status, agg.Condition.Reason = metav1.ConditionTrue, placementv1alpha1.ReasonApplied
-		agg.Condition.Message = fmt.Sprintf("applied on all %d clusters", len(decided))
+		agg.Condition = condition(applied, metav1.ConditionTrue, placementv1alpha1.ReasonApplied, "applied on all %d clusters", len(decided))
 	}
-	agg.AvailableCondition = metav1.Condition{Type: placementv1alpha1.AvailableCondition}
 	switch {
 	case len(decided) == 0:
-		agg.AvailableCondition.Status, agg.AvailableCondition.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters
-		agg.AvailableCondition.Message = "no cluster is selected"
+		agg.AvailableCondition = condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters, "no cluster is selected")
 	case len(unavailable) > 0:
-		sort.Strings(unavailable)
-		agg.AvailableCondition.Status, agg.AvailableCondition.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonNotAvailable
-		agg.AvailableCondition.Message = fmt.Sprintf("%d of %d clusters available; not yet: %s", agg.Available, len(decided), sample(unavailable))
+		agg.AvailableCondition = condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNotAvailable,
+			"%d of %d clusters available; not yet: %s", agg.Available, len(decided), sample(unavailable))
 	default:
-		agg.AvailableCondition.Status, agg.AvailableCondition.Reason = metav1.ConditionTrue, placementv1alpha1.ReasonAvailable
-		agg.AvailableCondition.Message = fmt.Sprintf("available on all %d clusters", len(decided))
+		agg.AvailableCondition = condition(available, metav1.ConditionTrue, placementv1alpha1.ReasonAvailable, "available on all %d clusters", len(decided))
 	}
 	return agg
 }
 
+func condition(t string, status metav1.ConditionStatus, reason, format string, args ...any) metav1.Condition {
+	return metav1.Condition{Type: t, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// sample names up to maxNamedFailures of the clusters, sorted.
 func sample(clusters []string) string {
+	clusters = slices.Sorted(slices.Values(clusters))
 	if len(clusters) <= maxNamedFailures {
 		return strings.Join(clusters, ", ")
 	}
