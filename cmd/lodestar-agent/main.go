@@ -16,11 +16,12 @@ import (
 )
 
 func main() {
-	var metricsAddr, probeAddr, hubKubeconfig, clusterName, configPath string
+	var metricsAddr, probeAddr, pprofAddr, hubKubeconfig, clusterName, configPath string
 	var qps float64
 	var burst int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoint (net/http/pprof); empty disables it.")
 	flag.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the agent's identity on the hub (required).")
 	flag.StringVar(&clusterName, "cluster-name", "", "Name of this member cluster's ClusterProfile on the hub (required).")
 	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules); optional.")
@@ -60,6 +61,7 @@ func main() {
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 			HealthProbeBindAddress: probeAddr,
+			PprofBindAddress:       pprofAddr,
 		},
 	})
 	if err != nil {

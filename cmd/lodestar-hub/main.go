@@ -18,14 +18,15 @@ import (
 
 func main() {
 	var (
-		metricsAddr, probeAddr, clusterSets string
-		leaderElect                         bool
-		leaderElectionNamespace             string
-		qps                                 float64
-		burst, workers                      int
+		metricsAddr, probeAddr, pprofAddr, clusterSets string
+		leaderElect                                    bool
+		leaderElectionNamespace                        string
+		qps                                            float64
+		burst, workers                                 int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoint (net/http/pprof); empty disables it.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that several replicas can run.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
 	flag.StringVar(&clusterSets, "clusterset-namespaces", scheduler.DefaultClusterSetNamespace, "Comma-separated namespaces whose ClusterProfiles are scheduled.")
@@ -43,6 +44,7 @@ func main() {
 	mgr, err := ctrl.NewManager(cfg, hub.ManagerOptions(ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
+		PprofBindAddress:        pprofAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "lodestar-hub.placement.lodestar.dev",
 		LeaderElectionNamespace: leaderElectionNamespace,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,24 @@ type fleet struct {
 	sim      *simulator
 	simStop  context.CancelFunc
 	clusters int
+	// only, when not empty, names the scenario groups to run (p1, p1-busy, p2,
+	// p3, p4); earlier groups still set up what later ones need.
+	only []string
+	// pprof is the address of the hub manager's profiling endpoint; empty for none.
+	pprof string
+}
+
+// want tells whether any of the scenario groups is to run.
+func (f *fleet) want(groups ...string) bool {
+	if len(f.only) == 0 {
+		return true
+	}
+	for _, g := range groups {
+		if slices.Contains(f.only, g) {
+			return true
+		}
+	}
+	return false
 }
 
 func unthrottled(cfg *rest.Config) *rest.Config {
@@ -75,7 +94,7 @@ func (f *fleet) startManager(qps, burst int) error {
 	}
 	cmd := exec.Command(filepath.Join(f.bin, "lodestar-hub"), "--kubeconfig", filepath.Join(f.dir, "hub.kubeconfig"),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst))
+		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst), "--pprof-bind-address", f.pprof)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return err

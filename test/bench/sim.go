@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +23,6 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -31,16 +33,25 @@ import (
 // and for each cluster an in-memory member (controller-runtime's fake client)
 // whose Deployments become available as soon as they are applied.
 type simulator struct {
-	mu      sync.RWMutex
-	members map[string]*work.Reconciler // by cluster namespace on the hub
-	hub     client.Client
-	scheme  *runtime.Scheme
-	mapper  meta.RESTMapper
-	checker *health.Checker
+	mu         sync.RWMutex
+	members    map[string]*work.Reconciler // by cluster namespace on the hub
+	hub        client.Client
+	scheme     *runtime.Scheme
+	mapper     meta.RESTMapper
+	converters []managedfields.TypeConverter
+	checker    *health.Checker
 }
 
 func newSimulator(mgr ctrl.Manager, workers int) (*simulator, error) {
-	s := &simulator{members: map[string]*work.Reconciler{}, hub: mgr.GetClient(), scheme: agent.NewScheme()}
+	// The in-memory members know only the kinds the benchmark places: the fake
+	// client's object tracker rebuilds a REST mapper from its scheme on every
+	// write, so a small scheme keeps the simulator from competing with the hub
+	// for CPU. The type converters are built once and shared.
+	s := &simulator{members: map[string]*work.Reconciler{}, hub: mgr.GetClient(), scheme: runtime.NewScheme()}
+	if err := errors.Join(corev1.AddToScheme(s.scheme), appsv1.AddToScheme(s.scheme), lodestarworkv1alpha1.AddToScheme(s.scheme)); err != nil {
+		return nil, err
+	}
+	s.converters = []managedfields.TypeConverter{applyconfigurations.NewTypeConverter(s.scheme), managedfields.NewDeducedTypeConverter()}
 	m := meta.NewDefaultRESTMapper(nil)
 	for _, k := range []struct {
 		gvk   schema.GroupVersionKind
@@ -68,7 +79,7 @@ func newSimulator(mgr ctrl.Manager, workers int) (*simulator, error) {
 
 // add simulates a member cluster.
 func (s *simulator) add(cluster string) {
-	member := fake.NewClientBuilder().WithScheme(s.scheme).WithRESTMapper(s.mapper).
+	member := fake.NewClientBuilder().WithScheme(s.scheme).WithRESTMapper(s.mapper).WithTypeConverters(s.converters...).
 		WithStatusSubresource(&appsv1.Deployment{}, &lodestarworkv1alpha1.AppliedWork{}).Build()
 	s.mu.Lock()
 	s.members[names.ClusterNamespace(cluster)] = &work.Reconciler{Hub: s.hub, Member: &readyMember{Client: member}, Readiness: s.checker}
