@@ -160,12 +160,22 @@ type PlacementStatus struct {
 	Scheduling *SchedulingStatus `json:"scheduling,omitempty"`
 
 	// clusters is the per-cluster state of the placed objects, one entry per cluster
-	// that has a Work for this Placement.
+	// that has a Work for this Placement, sorted by name. At most 100 clusters are
+	// listed, those whose objects are not applied and available first, so that the
+	// status stays small however many clusters a Placement reaches; the
+	// PlacementDecisions name every selected cluster, and each cluster's Work carries
+	// its full state.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=10000
+	// +kubebuilder:validation:MaxItems=100
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
+
+	// unlistedClusters is how many clusters with a Work for this Placement are not
+	// in clusters; all of them have their objects applied and available whenever
+	// fewer than 100 clusters have problems.
+	// +optional
+	UnlistedClusters int32 `json:"unlistedClusters,omitempty"`
 }
 
 // ClusterStatus is the state of a Placement's objects on one member cluster.

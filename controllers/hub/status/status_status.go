@@ -26,9 +26,14 @@ const (
 // maxNamedFailures caps how many failing clusters the Applied message names.
 const maxNamedFailures = 5
 
+// MaxListedClusters caps status.clusters: a Placement's status stays small (and
+// cheap to write) however many clusters it reaches.
+const MaxListedClusters = 100
+
 // Aggregation is the status aggregator's part of a Placement's status.
 type Aggregation struct {
 	Clusters           []placementv1alpha1.ClusterStatus
+	Unlisted           int32
 	Applied            int32
 	Available          int32
 	Condition          metav1.Condition
@@ -81,10 +86,7 @@ func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
 			pending = append(pending, c)
 		}
 	}
-	for _, cs := range byCluster {
-		agg.Clusters = append(agg.Clusters, cs)
-	}
-	sort.Slice(agg.Clusters, func(i, j int) bool { return agg.Clusters[i].Name < agg.Clusters[j].Name })
+	agg.Clusters, agg.Unlisted = listed(byCluster)
 
 	applied, available := placementv1alpha1.AppliedCondition, placementv1alpha1.AvailableCondition
 	switch {
@@ -109,6 +111,31 @@ func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
 		agg.AvailableCondition = condition(available, metav1.ConditionTrue, placementv1alpha1.ReasonAvailable, "available on all %d clusters", len(decided))
 	}
 	return agg
+}
+
+// listed returns the clusters to list in the status, sorted by name: all of them
+// up to MaxListedClusters, else those whose objects are not both applied and
+// available first, and how many are left out.
+func listed(byCluster map[string]placementv1alpha1.ClusterStatus) ([]placementv1alpha1.ClusterStatus, int32) {
+	all := make([]placementv1alpha1.ClusterStatus, 0, len(byCluster))
+	for _, cs := range byCluster {
+		all = append(all, cs)
+	}
+	healthy := func(cs placementv1alpha1.ClusterStatus) bool {
+		return cs.Applied == metav1.ConditionTrue && cs.Available == metav1.ConditionTrue
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if len(all) > MaxListedClusters && healthy(all[i]) != healthy(all[j]) {
+			return !healthy(all[i])
+		}
+		return all[i].Name < all[j].Name
+	})
+	if len(all) <= MaxListedClusters {
+		return all, 0
+	}
+	out := all[:MaxListedClusters]
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, int32(len(all) - MaxListedClusters)
 }
 
 func condition(t string, status metav1.ConditionStatus, reason, format string, args ...any) metav1.Condition {
@@ -136,9 +163,10 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	patch.Status.AppliedClusters = agg.Applied
 	patch.Status.AvailableClusters = agg.Available
 	patch.Status.Clusters = agg.Clusters
+	patch.Status.UnlistedClusters = agg.Unlisted
 	st := placement.Status
 	if kube.SameCondition(st.Conditions, agg.Condition) && kube.SameCondition(st.Conditions, agg.AvailableCondition) &&
-		st.AppliedClusters == agg.Applied && st.AvailableClusters == agg.Available && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
+		st.AppliedClusters == agg.Applied && st.AvailableClusters == agg.Available && st.UnlistedClusters == agg.Unlisted && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
 		return nil // Nothing would change.
 	}
 	return kube.ApplyStatus(ctx, r.Client, patch, Name)

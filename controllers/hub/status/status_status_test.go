@@ -1,6 +1,7 @@
 package status
 
 import (
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -106,4 +107,34 @@ func TestAggregate(t *testing.T) {
 			g.Expect(got).To(Equal(tt.wantCluster))
 		})
 	}
+}
+
+func TestAggregateListsProblemsFirstWhenCapped(t *testing.T) {
+	g := NewWithT(t)
+	var decided []string
+	var works []workv1alpha1.Work
+	for i := range MaxListedClusters + 50 {
+		c := fmt.Sprintf("c-%03d", i)
+		decided = append(decided, c)
+		w := work(c, 1, 1, metav1.ConditionTrue)
+		w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: WorkAvailableCondition, Status: metav1.ConditionTrue, Reason: "R", ObservedGeneration: 1})
+		works = append(works, w)
+	}
+	// The last clusters by name have problems: one failed, one not available yet.
+	works[len(works)-1] = work(decided[len(decided)-1], 1, 1, metav1.ConditionFalse)
+	works[len(works)-2] = work(decided[len(decided)-2], 1, 1, metav1.ConditionTrue)
+
+	agg := Aggregate(decided, works)
+	g.Expect(agg.Clusters).To(HaveLen(MaxListedClusters))
+	g.Expect(agg.Unlisted).To(BeEquivalentTo(50))
+	g.Expect(agg.Clusters).To(ContainElements(HaveField("Name", "c-149"), HaveField("Name", "c-148")))
+	g.Expect(agg.Clusters[0].Name).To(Equal("c-000"), "the healthy clusters listed are the first by name")
+	g.Expect(agg.Clusters[MaxListedClusters-1].Name).To(Equal("c-149"), "the list is sorted by name")
+	g.Expect(agg.Applied).To(BeEquivalentTo(149))
+	g.Expect(agg.Available).To(BeEquivalentTo(148))
+
+	// Below the cap every cluster is listed.
+	agg = Aggregate(decided[:10], works[:10])
+	g.Expect(agg.Clusters).To(HaveLen(10))
+	g.Expect(agg.Unlisted).To(BeZero())
 }
