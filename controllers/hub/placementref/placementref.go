@@ -81,11 +81,30 @@ func WorkLabels(placement *placementv1alpha1.Placement) map[string]string {
 	}
 }
 
-// Works lists the Placement's Works in every cluster namespace; opts may add
-// client.UnsafeDisableDeepCopy for callers that only read.
+// WorkIndex indexes Works in the cache by their Placement's labels, so that
+// listing one Placement's Works does not scan every Work of the fleet.
+const WorkIndex = "lodestar.placement"
+
+// IndexWorks registers WorkIndex; the hub's manager needs it before Works runs.
+func IndexWorks(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &workv1alpha1.Work{}, WorkIndex, func(o client.Object) []string {
+		l := o.GetLabels()
+		if l[placementv1alpha1.PlacementNameLabel] == "" {
+			return nil
+		}
+		return []string{workIndexKey(l)}
+	})
+}
+
+func workIndexKey(labels map[string]string) string {
+	return labels[placementv1alpha1.PlacementNamespaceLabel] + "/" + labels[placementv1alpha1.PlacementNameLabel]
+}
+
+// Works lists the Placement's Works in every cluster namespace from the cache's
+// WorkIndex; opts may add client.UnsafeDisableDeepCopy for callers that only read.
 func Works(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, opts ...client.ListOption) ([]workv1alpha1.Work, error) {
 	list := &workv1alpha1.WorkList{}
-	if err := c.List(ctx, list, append(opts, client.MatchingLabels(WorkLabels(placement)))...); err != nil {
+	if err := c.List(ctx, list, append(opts, client.MatchingFields{WorkIndex: workIndexKey(WorkLabels(placement))})...); err != nil {
 		return nil, fmt.Errorf("listing Works: %w", err)
 	}
 	return list.Items, nil

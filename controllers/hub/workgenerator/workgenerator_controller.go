@@ -179,7 +179,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 	if err := r.deleteWorks(ctx, placement, nil); err != nil {
 		return err
 	}
-	remaining, err := placementref.Works(ctx, r.Client, placement)
+	remaining, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,8 @@ func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1
 
 // deleteWorks deletes the Placement's Works on clusters other than keep.
 func (r *Reconciler) deleteWorks(ctx context.Context, placement *placementv1alpha1.Placement, keep []string) error {
-	works, err := placementref.Works(ctx, r.Client, placement)
+	// Read-only view of the cache: each deletion gets an object of its own.
+	works, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return err
 	}
@@ -300,7 +301,7 @@ func (r *Reconciler) deleteWorks(ctx context.Context, placement *placementv1alph
 		if keepNS[w.Namespace] || !w.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.Client.Delete(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace}}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting Work %s: %w", klog.KObj(w), err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleted Work of a cluster the Placement no longer selects", "work", klog.KObj(w))
