@@ -55,7 +55,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the SIG-Multicluster one
 	@# about.k8s.io is a protected group: the API server requires an API-review annotation.
 	sed -i '/controller-gen.kubebuilder.io\/version/a\    api-approved.kubernetes.io: "$(ABOUT_API_APPROVAL)"' config/crd/bases/about.k8s.io_clusterproperties.yaml
 	$(CONTROLLER_GEN) rbac:roleName=lodestar-hub-manager paths="./controllers/hub/..." output:rbac:artifacts:config=config/rbac/hub
-	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent paths="./controllers/agent/..." output:rbac:artifacts:config=config/rbac/agent
+	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent paths="{./controllers/agent/work/...,./controllers/agent/registration/...}" output:rbac:artifacts:config=config/rbac/agent
+	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent-clusterprofile paths="./controllers/agent/profile/..." output:rbac:artifacts:config=config/rbac/agent-clusterprofile
 
 .PHONY: fmt
 fmt: ## Run gofmt.
@@ -80,9 +81,10 @@ verify: generate manifests ## Fail when generated code or CRDs are stale, code i
 ##@ Build
 
 .PHONY: build
-build: ## Build the hub manager, the agent and the local fleet runner into bin/.
+build: ## Build the hub manager, the agent, the kubectl plugin and the local fleet runner into bin/.
 	go build -o $(LOCALBIN)/lodestar-hub ./cmd/lodestar-hub
 	go build -o $(LOCALBIN)/lodestar-agent ./cmd/lodestar-agent
+	go build -o $(LOCALBIN)/kubectl-lodestar ./cmd/kubectl-lodestar
 	go build -o $(LOCALBIN)/lodestar-devfleet ./hack/devfleet
 
 .PHONY: test-binaries

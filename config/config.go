@@ -9,12 +9,14 @@ import (
 	"path"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml rbac/hub/role.yaml rbac/agent/role.yaml
+//go:embed crd/bases/*.yaml admission/*.yaml rbac/hub/role.yaml rbac/agent/role.yaml rbac/agent-clusterprofile/role.yaml
 var files embed.FS
 
 // CRDs returns the CRDs whose API group is one of groups.
@@ -56,6 +58,13 @@ func MemberCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // as generated from the agent's RBAC markers.
 func AgentHubRules() ([]rbacv1.PolicyRule, error) { return rules("rbac/agent/role.yaml") }
 
+// AgentClusterProfileRules are the rules the agent needs in its cluster set's
+// namespace on the hub, for its own ClusterProfile (the join adds resourceNames),
+// as generated from the RBAC markers of the agent's profile reporter.
+func AgentClusterProfileRules() ([]rbacv1.PolicyRule, error) {
+	return rules("rbac/agent-clusterprofile/role.yaml")
+}
+
 // HubManagerRules are the rules the hub manager needs, as generated from the hub
 // controllers' RBAC markers.
 func HubManagerRules() ([]rbacv1.PolicyRule, error) { return rules("rbac/hub/role.yaml") }
@@ -70,4 +79,42 @@ func rules(name string) ([]rbacv1.PolicyRule, error) {
 		return nil, fmt.Errorf("decoding %s: %w", name, err)
 	}
 	return role.Rules, nil
+}
+
+// HubAdmissionPolicies are the ValidatingAdmissionPolicies (and their bindings) a
+// hub installs, from config/admission.
+func HubAdmissionPolicies() ([]client.Object, error) {
+	entries, err := fs.ReadDir(files, "admission")
+	if err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	for _, e := range entries {
+		b, err := files.ReadFile(path.Join("admission", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range strings.Split(string(b), "\n---\n") {
+			head := struct {
+				Kind string `json:"kind"`
+			}{}
+			if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+				return nil, fmt.Errorf("decoding %s: %w", e.Name(), err)
+			}
+			var obj client.Object
+			switch head.Kind {
+			case "ValidatingAdmissionPolicy":
+				obj = &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			case "ValidatingAdmissionPolicyBinding":
+				obj = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			default:
+				return nil, fmt.Errorf("%s: unexpected kind %q", e.Name(), head.Kind)
+			}
+			if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+				return nil, fmt.Errorf("decoding %s: %w", e.Name(), err)
+			}
+			out = append(out, obj)
+		}
+	}
+	return out, nil
 }

@@ -5,18 +5,22 @@ package main
 import (
 	"flag"
 	"os"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 )
 
 func main() {
-	var metricsAddr, probeAddr, pprofAddr, hubKubeconfig, clusterName, configPath string
+	var metricsAddr, probeAddr, pprofAddr, hubKubeconfig, clusterName, clusterSet, tokenFile, configPath string
+	var tokenTTL time.Duration
 	var qps float64
 	var burst int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
@@ -24,6 +28,9 @@ func main() {
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoint (net/http/pprof); empty disables it.")
 	flag.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the agent's identity on the hub (required).")
 	flag.StringVar(&clusterName, "cluster-name", "", "Name of this member cluster's ClusterProfile on the hub (required).")
+	flag.StringVar(&clusterSet, "cluster-set", placementv1alpha1.DefaultClusterSet, "Cluster-set namespace of the cluster's ClusterProfile on the hub.")
+	flag.StringVar(&tokenFile, "hub-token-file", "", "A writable file where the agent keeps its renewed hub token across restarts; empty keeps it in memory only.")
+	flag.DurationVar(&tokenTTL, "hub-token-ttl", fleet.DefaultTokenTTL, "Lifetime of the hub tokens the agent renews itself (at least 10m).")
 	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules); optional.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the hub and the member API servers (client-side limit each).")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries above --kube-api-qps.")
@@ -55,6 +62,9 @@ func main() {
 	// The member connection comes from --kubeconfig, or in-cluster.
 	mgr, err := agent.NewManager(agent.Options{
 		ClusterName: clusterName,
+		ClusterSet:  clusterSet,
+		TokenFile:   tokenFile,
+		TokenTTL:    tokenTTL,
 		Hub:         hubConfig,
 		Member:      memberConfig,
 		Config:      config,

@@ -6,12 +6,14 @@ import (
 	"flag"
 	"os"
 	"strings"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 )
@@ -23,6 +25,7 @@ func main() {
 		leaderElectionNamespace                        string
 		qps                                            float64
 		burst, workers                                 int
+		leaseGrace                                     time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
@@ -33,6 +36,7 @@ func main() {
 	flag.Float64Var(&qps, "kube-api-qps", 200, "Queries per second to the hub API server (client-side limit); negative disables the limit.")
 	flag.IntVar(&burst, "kube-api-burst", 400, "Burst of queries to the hub API server above --kube-api-qps.")
 	flag.IntVar(&workers, "workers", hub.DefaultWorkers, "How many Placements each controller reconciles at once.")
+	flag.DurationVar(&leaseGrace, "agent-lease-grace-period", clusterhealth.DefaultGracePeriod, "How long after its Lease expires an agent still counts as reachable.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -53,7 +57,7 @@ func main() {
 		log.Error(err, "Creating the manager")
 		os.Exit(1)
 	}
-	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ","), Workers: workers}); err != nil {
+	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ","), Workers: workers, LeaseGracePeriod: leaseGrace}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +23,10 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 	"sigs.k8s.io/yaml"
 
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
+	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -37,6 +44,20 @@ type Options struct {
 	Manager ctrl.Options
 	// Config is the member admin's configuration of the agent.
 	Config Config
+	// ClusterSet is the cluster-set namespace of the cluster's ClusterProfile.
+	ClusterSet string
+	// TokenFile keeps the agent's renewed hub token across restarts; empty keeps it
+	// in memory only.
+	TokenFile string
+	// TokenTTL is the lifetime of renewed hub tokens.
+	TokenTTL time.Duration
+	// TokenRenewAt is the fraction of a token's lifetime after which it is renewed
+	// (default 0.8).
+	TokenRenewAt float64
+	// LeaseDuration is the duration of the agent's Lease on the hub.
+	LeaseDuration time.Duration
+	// PropertiesPeriod is how often the ClusterProfile's properties are refreshed.
+	PropertiesPeriod time.Duration
 }
 
 // Config is the agent's configuration file, owned by the member's admin.
@@ -66,7 +87,7 @@ func LoadConfig(path string) (Config, error) {
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, workv1alpha1.AddToScheme, lodestarworkv1alpha1.AddToScheme, aboutv1alpha1.AddToScheme,
+		clientgoscheme.AddToScheme, workv1alpha1.AddToScheme, lodestarworkv1alpha1.AddToScheme, aboutv1alpha1.AddToScheme, cpv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err) // Registering static types cannot fail.
@@ -92,9 +113,21 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	// Several agents may share a process (tests, simulated members in benchmarks);
 	// each has a single controller, so its name needs no process-wide uniqueness.
 	mopts.Controller.SkipNameValidation = ptr.To(true)
-	mgr, err := ctrl.NewManager(opts.Hub, mopts)
+	// The Lease and the ClusterProfile are read and written one object at a time:
+	// the agent may not list or watch them.
+	mopts.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{&coordinationv1.Lease{}, &cpv1alpha1.ClusterProfile{}}}
+	ns := names.ClusterNamespace(opts.ClusterName)
+	creds := &registration.Credentials{Namespace: ns, File: opts.TokenFile, TTL: opts.TokenTTL, RenewAt: opts.TokenRenewAt}
+	hubConfig, err := creds.Wrap(opts.Hub)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(hubConfig, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the hub manager: %w", err)
+	}
+	if err := mgr.Add(creds); err != nil {
+		return nil, err
 	}
 	checker, err := health.NewChecker(opts.Config.ReadinessRules)
 	if err != nil {
@@ -117,6 +150,25 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the member cache: %w", err)
 	}
 	if err := mgr.Add(memberCache); err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(opts.Member, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("creating the member client: %w", err)
+	}
+	clusterSet := opts.ClusterSet
+	if clusterSet == "" {
+		clusterSet = placementv1alpha1.DefaultClusterSet
+	}
+	if err := mgr.Add(&profile.Reporter{
+		Hub: mgr.GetClient(), Member: member, MemberCache: memberCache, Discovery: dc,
+		ClusterSet: clusterSet, Cluster: opts.ClusterName, Period: opts.PropertiesPeriod,
+	}); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(&registration.Heartbeat{
+		Hub: mgr.GetClient(), Member: dc.RESTClient(), Namespace: ns, Cluster: opts.ClusterName, Duration: opts.LeaseDuration,
+	}); err != nil {
 		return nil, err
 	}
 	if err := (&work.Reconciler{

@@ -2,16 +2,24 @@
 package hub
 
 import (
+	"context"
 	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
+	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/controllers/hub/status"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
@@ -26,6 +34,9 @@ type Options struct {
 	ClusterSetNamespaces []string
 	// Workers is how many Placements each controller reconciles at once.
 	Workers int
+	// LeaseGracePeriod is how long after its Lease expires an agent still counts
+	// as reachable.
+	LeaseGracePeriod time.Duration
 }
 
 // NewScheme returns a scheme with every type the hub controllers use.
@@ -47,16 +58,27 @@ func NewScheme() *runtime.Scheme {
 func ManagerOptions(base ctrl.Options) ctrl.Options {
 	base.Scheme = NewScheme()
 	base.Client.Cache = &client.CacheOptions{Unstructured: true}
+	// Of all Leases, only the agents' heartbeats are watched.
+	if base.Cache.ByObject == nil {
+		base.Cache.ByObject = map[client.Object]cache.ByObject{}
+	}
+	base.Cache.ByObject[&coordinationv1.Lease{}] = cache.ByObject{
+		Label: labels.SelectorFromSet(labels.Set{placementv1alpha1.AgentLeaseLabel: "true"}),
+	}
 	return base
 }
 
-// Setup adds the scheduler, the work generator and the status aggregator to mgr.
+// Setup adds the scheduler, the work generator, the cluster health controller and
+// the status aggregator to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if len(opts.ClusterSetNamespaces) == 0 {
 		opts.ClusterSetNamespaces = []string{scheduler.DefaultClusterSetNamespace}
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
+	}
+	if err := placementref.IndexWorks(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexing Works: %w", err)
 	}
 	if err := (&scheduler.Reconciler{
 		Client:               mgr.GetClient(),
@@ -74,6 +96,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Workers:  opts.Workers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the work generator: %w", err)
+	}
+	if err := (&clusterhealth.Reconciler{Client: mgr.GetClient(), GracePeriod: opts.LeaseGracePeriod, Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the cluster health controller: %w", err)
 	}
 	if err := (&status.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)

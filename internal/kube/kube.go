@@ -13,6 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -155,4 +158,17 @@ func CoalescingHandler(mapFn handler.MapFunc, delay time.Duration) handler.Event
 			add(ctx, e.Object, q)
 		},
 	}
+}
+
+// Kubeconfig returns a kubeconfig for cfg (server, CA, token or client
+// certificate), with one context named name.
+func Kubeconfig(cfg *rest.Config, name string) ([]byte, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
+		Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
+	}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	return clientcmd.Write(*kc)
 }

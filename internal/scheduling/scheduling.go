@@ -59,7 +59,7 @@ type Cluster struct {
 }
 
 // Unhealthy conditions: a cluster with one of these False is not chosen anew.
-var unhealthyWhenFalse = []string{"ControlPlaneHealthy", "AgentReachable"}
+var unhealthyWhenFalse = []string{placementv1alpha1.ControlPlaneHealthyCondition, placementv1alpha1.AgentReachableCondition}
 
 // Healthy tells whether the cluster may be chosen for new placements.
 func (c Cluster) Healthy() bool {

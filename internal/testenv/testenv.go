@@ -9,27 +9,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
-	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lodestar-dev/lodestar/config"
-	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
-	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/kube"
 )
 
 // AssetsEnv names the directory of the kube-apiserver, etcd and kubectl binaries.
@@ -37,7 +28,7 @@ const AssetsEnv = "KUBEBUILDER_ASSETS"
 
 // AgentServiceAccount is the name of each agent's ServiceAccount in its cluster's
 // namespace on the hub.
-const AgentServiceAccount = "lodestar-agent"
+const AgentServiceAccount = fleet.AgentServiceAccount
 
 // ControlPlane is one running kube-apiserver with its etcd.
 type ControlPlane struct {
@@ -66,7 +57,20 @@ func StartHub(scheme *runtime.Scheme) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	return start("hub", scheme, crds)
+	cp, err := start("hub", scheme, crds)
+	if err != nil {
+		return nil, err
+	}
+	policies, err := config.HubAdmissionPolicies()
+	if err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	for _, p := range policies {
+		if err := cp.Client.Create(context.Background(), p); err != nil {
+			return nil, errors.Join(fmt.Errorf("installing %T %s: %w", p, p.GetName(), err), cp.Stop())
+		}
+	}
+	return cp, nil
 }
 
 // StartMember starts a member control plane with the member CRDs.
@@ -115,72 +119,12 @@ func DefaultMembers() []Member {
 	}
 }
 
-// Register does on the hub what registration will do: it creates the cluster-set
-// namespace, the member's ClusterProfile and namespace, and the agent's own
-// identity (a ServiceAccount bound only to the rules the agent's RBAC markers ask
-// for, in its own namespace), and returns a connection as that identity.
+// Register joins the member as `kubectl lodestar join` does (fleet.Join): its
+// ClusterProfile in the default cluster set, its namespace, the agent's own
+// identity bound only to the rules the agent's RBAC markers ask for, and returns a
+// connection to the hub as that identity (a 48 h token).
 func Register(ctx context.Context, hub *ControlPlane, m Member) (*rest.Config, error) {
-	c := hub.Client
-	ns := names.ClusterNamespace(m.Name)
-	for _, n := range []string{scheduler.DefaultClusterSetNamespace, ns} {
-		if err := ensure(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
-			return nil, err
-		}
-	}
-	profile := &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: scheduler.DefaultClusterSetNamespace}}
-	if _, err := controllerutil.CreateOrPatch(ctx, c, profile, func() error {
-		profile.Labels = m.Labels
-		if profile.Labels == nil {
-			profile.Labels = map[string]string{}
-		}
-		profile.Labels[cpv1alpha1.LabelClusterManagerKey] = scheduler.ClusterManagerName
-		profile.Spec.ClusterManager.Name = scheduler.ClusterManagerName
-		profile.Spec.DisplayName = m.Name
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("writing ClusterProfile %s: %w", m.Name, err)
-	}
-
-	rules, err := config.AgentHubRules()
-	if err != nil {
-		return nil, err
-	}
-	meta := metav1.ObjectMeta{Name: AgentServiceAccount, Namespace: ns}
-	role := &rbacv1.Role{ObjectMeta: meta}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error { role.Rules = rules; return nil }); err != nil {
-		return nil, fmt.Errorf("writing the agent's Role: %w", err)
-	}
-	for _, obj := range []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: meta},
-		&rbacv1.RoleBinding{
-			ObjectMeta: meta,
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentServiceAccount},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: AgentServiceAccount, Namespace: ns}},
-		},
-	} {
-		if err := ensure(ctx, c, obj); err != nil {
-			return nil, err
-		}
-	}
-	return serviceAccountConfig(ctx, hub.Config, ns, AgentServiceAccount)
-}
-
-// serviceAccountConfig returns a connection to the API server of admin as the
-// ServiceAccount, with a token from the TokenRequest API.
-func serviceAccountConfig(ctx context.Context, admin *rest.Config, ns, name string) (*rest.Config, error) {
-	cs, err := kubernetes.NewForConfig(admin)
-	if err != nil {
-		return nil, err
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](48 * 3600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("requesting a token for %s/%s: %w", ns, name, err)
-	}
-	cfg := rest.AnonymousClientConfig(admin)
-	cfg.BearerToken = tr.Status.Token
-	return cfg, nil
+	return fleet.Join(ctx, hub.Config, hub.Client, fleet.JoinOptions{Name: m.Name, Labels: m.Labels, TokenTTL: 48 * time.Hour})
 }
 
 func ensure(ctx context.Context, c client.Client, obj client.Object) error {
@@ -192,14 +136,11 @@ func ensure(ctx context.Context, c client.Client, obj client.Object) error {
 
 // WriteKubeconfig writes a kubeconfig file for cfg, with context name name.
 func WriteKubeconfig(cfg *rest.Config, name, path string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
-		Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
+	b, err := kube.Kubeconfig(cfg, name)
+	if err != nil {
+		return err
 	}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	kc.CurrentContext = name
-	return clientcmd.WriteToFile(*kc, path)
+	return os.WriteFile(path, b, 0o600)
 }
 
 // RunWithHub is a TestMain body for a package whose tests share one hub: it starts

@@ -5,15 +5,19 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
@@ -162,28 +166,60 @@ func TestRemovedManifestDeletesOnlyWhatItCreated(t *testing.T) {
 	}).Should(Succeed())
 }
 
-// The agent's identity on the hub reaches its own namespace's Works and nothing else.
+// The agent's identity on the hub reaches its own namespace's Works (read, status,
+// its finalizer), its Lease and its own ClusterProfile's status, and nothing else.
 func TestAgentIdentityIsLeastPrivilege(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	c, err := client.New(agentConfigs[member1], client.Options{Scheme: agent.NewScheme()})
 	g.Expect(err).NotTo(HaveOccurred())
-	cpScheme := runtime.NewScheme()
-	g.Expect(cpv1alpha1.AddToScheme(cpScheme)).To(Succeed())
-	cpClient, err := client.New(agentConfigs[member1], client.Options{Scheme: cpScheme})
+	cs, err := kubernetes.NewForConfig(agentConfigs[member1])
 	g.Expect(err).NotTo(HaveOccurred())
+	own, other := names.ClusterNamespace(member1), names.ClusterNamespace(member2)
 
-	g.Expect(c.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(names.ClusterNamespace(member1)))).To(Succeed())
+	// A Work in its namespace, written by an admin (the agent applies it).
+	ns := newNamespace(t)
+	w := newWork(t, member1, "least-privilege", nil, cmManifest(t, ns, "lp", map[string]any{"k": "v"}))
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, "Applied")
+
+	g.Expect(c.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(own))).To(Succeed())
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: member1}, &cpv1alpha1.ClusterProfile{})).To(Succeed())
+
+	edit := func(mutate func(*workv1alpha1.Work)) error {
+		got := &workv1alpha1.Work{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+			return err
+		}
+		mutate(got)
+		return c.Update(ctx, got)
+	}
+	otherProfile := &cpv1alpha1.ClusterProfile{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: member2}, otherProfile)).To(Succeed())
+	_, tokenErr := cs.CoreV1().ServiceAccounts(own).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 
 	forbidden := map[string]error{
-		"Works of another cluster": c.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(names.ClusterNamespace(member2))),
+		"Works of another cluster": c.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(other)),
 		"Works of every namespace": c.List(ctx, &workv1alpha1.WorkList{}),
-		"Secrets of its namespace": c.List(ctx, &corev1.SecretList{}, client.InNamespace(names.ClusterNamespace(member1))),
-		"creating a Work":          c.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: names.ClusterNamespace(member1)}}),
-		"deleting a Work":          c.Delete(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: names.ClusterNamespace(member1)}}),
-		"ClusterProfiles":          cpClient.List(ctx, &cpv1alpha1.ClusterProfileList{}),
+		"Secrets of its namespace": c.List(ctx, &corev1.SecretList{}, client.InNamespace(own)),
+		"creating a Work":          c.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: own}}),
+		"deleting a Work":          c.Delete(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: own}}),
+		"a Work's spec": edit(func(w *workv1alpha1.Work) {
+			w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, w.Spec.Workload.Manifests[0])
+		}),
+		"a Work's labels":                    edit(func(w *workv1alpha1.Work) { w.Labels = map[string]string{"x": "y"} }),
+		"another finalizer":                  edit(func(w *workv1alpha1.Work) { w.Finalizers = append(w.Finalizers, "example.com/keep") }),
+		"listing ClusterProfiles":            c.List(ctx, &cpv1alpha1.ClusterProfileList{}, client.InNamespace(placementv1alpha1.DefaultClusterSet)),
+		"another ClusterProfile":             c.Get(ctx, client.ObjectKeyFromObject(otherProfile), &cpv1alpha1.ClusterProfile{}),
+		"another ClusterProfile's status":    c.Status().Update(ctx, otherProfile),
+		"another cluster's Lease":            c.Get(ctx, client.ObjectKey{Namespace: other, Name: placementv1alpha1.AgentLeaseName}, &coordinationv1.Lease{}),
+		"another Lease of its namespace":     c.Get(ctx, client.ObjectKey{Namespace: own, Name: "someone-else"}, &coordinationv1.Lease{}),
+		"a token for another ServiceAccount": tokenErr,
 	}
 	for what, err := range forbidden {
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
 	}
+
+	// Its own finalizer it may remove and add back.
+	g.Expect(edit(func(w *workv1alpha1.Work) { w.Finalizers = nil })).To(Succeed())
+	g.Expect(edit(func(w *workv1alpha1.Work) { w.Finalizers = []string{lodestarworkv1alpha1.WorkFinalizer} })).To(Succeed())
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -112,7 +113,9 @@ func startFleet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := hub.Setup(mgr, hub.Options{}); err != nil {
+	// A short grace period, so that tests see a stopped agent's cluster become
+	// unreachable in seconds.
+	if err := hub.Setup(mgr, hub.Options{LeaseGracePeriod: 2 * time.Second}); err != nil {
 		return err
 	}
 	go func() {

@@ -3,6 +3,23 @@ package v1alpha1
 // DefaultSchedulerName is the name of Lodestar's own scheduler.
 const DefaultSchedulerName = "lodestar"
 
+// ClusterManagerName is the spec.clusterManager.name (and the
+// x-k8s.io/cluster-manager label) of the ClusterProfiles Lodestar manages; others
+// are not scheduled.
+const ClusterManagerName = "lodestar"
+
+// DefaultClusterSet is the namespace of the default cluster set's ClusterProfiles.
+const DefaultClusterSet = "lodestar-fleet"
+
+// AgentIdentityAnnotation on a ClusterProfile names the hub user of the cluster's
+// agent, as registered by `kubectl lodestar join`.
+const AgentIdentityAnnotation = "placement.lodestar.dev/agent-identity"
+
+// ClusterIDAnnotation on a ClusterProfile records the member's cluster ID (the UID
+// of its kube-system namespace, the About API's id.k8s.io) given at join, so that
+// another cluster cannot join under the same name.
+const ClusterIDAnnotation = "placement.lodestar.dev/cluster-id"
+
 // ClusterSetsAnnotation on a tenant namespace names the cluster sets (namespaces
 // holding ClusterProfiles, comma-separated) whose clusters the namespace's
 // Placements may use. Only a platform admin sets it: tenants cannot update their
@@ -197,3 +214,33 @@ type Exclusion struct {
 	// +kubebuilder:validation:MaxItems=5
 	Clusters []string `json:"clusters,omitempty"`
 }
+
+// The agent's heartbeat: a Lease named AgentLeaseName in its cluster's namespace
+// on the hub, labelled AgentLeaseLabel, whose annotations carry the member API
+// server's readiness as the agent sees it.
+const (
+	AgentLeaseName               = "lodestar-agent"
+	AgentLeaseLabel              = "placement.lodestar.dev/agent-lease"
+	MemberReadyAnnotation        = "placement.lodestar.dev/member-ready"
+	MemberReadyMessageAnnotation = "placement.lodestar.dev/member-ready-message"
+)
+
+// ClusterProfile conditions the cluster health controller sets.
+const (
+	// AgentReachableCondition is True while the agent renews its Lease, False once
+	// the Lease has expired for longer than the grace period, Unknown before the
+	// agent first connects. The scheduler does not choose a cluster anew while it
+	// is False.
+	AgentReachableCondition = "AgentReachable"
+	// ControlPlaneHealthyCondition is the standard condition: the member API
+	// server's readiness as the agent reports it; Unknown while the agent is
+	// unreachable.
+	ControlPlaneHealthyCondition = "ControlPlaneHealthy"
+
+	ReasonLeaseRenewed     = "LeaseRenewed"
+	ReasonLeaseExpired     = "LeaseExpired"
+	ReasonAgentNotSeen     = "AgentNotConnected"
+	ReasonMemberReady      = "MemberReady"
+	ReasonMemberNotReady   = "MemberNotReady"
+	ReasonAgentUnreachable = "AgentUnreachable"
+)

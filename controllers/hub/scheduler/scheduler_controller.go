@@ -45,10 +45,10 @@ const (
 
 	// ClusterManagerName is the spec.clusterManager.name of the ClusterProfiles
 	// Lodestar manages; others are not scheduled.
-	ClusterManagerName = "lodestar"
+	ClusterManagerName = placementv1alpha1.ClusterManagerName
 
 	// DefaultClusterSetNamespace holds the ClusterProfiles of the default cluster set.
-	DefaultClusterSetNamespace = "lodestar-fleet"
+	DefaultClusterSetNamespace = placementv1alpha1.DefaultClusterSet
 
 	// clusterChangeWindow gathers ClusterProfile changes before rescheduling.
 	clusterChangeWindow = 500 * time.Millisecond

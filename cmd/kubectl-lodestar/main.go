@@ -1,0 +1,186 @@
+// Command kubectl-lodestar is the kubectl plugin for operating a Lodestar fleet from
+// the hub: `kubectl lodestar join|cordon|uncordon <cluster>`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/kube"
+)
+
+const usage = `kubectl lodestar operates a Lodestar fleet from its hub.
+
+Usage:
+  kubectl lodestar join <cluster> [flags]      register a member cluster; writes the agent's hub kubeconfig
+  kubectl lodestar cordon <cluster> [flags]    no Placement chooses the cluster anew (taint NoSchedule)
+  kubectl lodestar uncordon <cluster> [flags]  undo cordon
+
+Every command takes --kubeconfig (the hub; default $KUBECONFIG or ~/.kube/config),
+--context and --cluster-set (default lodestar-fleet). "kubectl lodestar <command> -h"
+lists the rest.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// run executes one command; it is what the tests call.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet("kubectl lodestar "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "Kubeconfig of the hub (default: $KUBECONFIG or ~/.kube/config).")
+	kubeContext := fs.String("context", "", "Context of the kubeconfig to use.")
+	clusterSet := fs.String("cluster-set", "", "Cluster-set namespace of the cluster's ClusterProfile (default lodestar-fleet).")
+
+	var join func(name string, cfg *rest.Config, c client.Client) error
+	switch cmd {
+	case "join":
+		var labels labelFlag
+		fs.Var(&labels, "label", "A label of the ClusterProfile, key=value; repeat for more.")
+		memberKubeconfig := fs.String("member-kubeconfig", "", "Kubeconfig of the member, read once for its cluster ID (kube-system UID) so that no other cluster can take the name.")
+		clusterID := fs.String("cluster-id", "", "The member's cluster ID (kube-system UID), instead of --member-kubeconfig.")
+		ttl := fs.Duration("token-ttl", fleet.DefaultTokenTTL, "Lifetime of the agent's first hub token (at least 10m); the agent renews its own.")
+		server := fs.String("hub-server", "", "The hub's address as the member reaches it (default: the kubeconfig's server).")
+		output := fs.String("output", "", "Write the agent's hub kubeconfig to this file (mode 0600) instead of standard output.")
+		join = func(name string, cfg *rest.Config, c client.Client) error {
+			id := *clusterID
+			if *memberKubeconfig != "" {
+				memberCfg, err := clientcmd.BuildConfigFromFlags("", *memberKubeconfig)
+				if err != nil {
+					return fmt.Errorf("reading --member-kubeconfig: %w", err)
+				}
+				cs, err := kubernetes.NewForConfig(memberCfg)
+				if err != nil {
+					return err
+				}
+				ns, err := cs.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+				if err != nil {
+					return fmt.Errorf("reading the member's kube-system namespace for its cluster ID: %w", err)
+				}
+				id = string(ns.UID)
+			}
+			if *ttl < 10*time.Minute {
+				return fmt.Errorf("--token-ttl %s: the API server issues tokens of at least 10m", *ttl)
+			}
+			agentCfg, err := fleet.Join(ctx, cfg, c, fleet.JoinOptions{Name: name, ClusterSet: *clusterSet, Labels: labels.m, ClusterID: id, TokenTTL: *ttl})
+			if err != nil {
+				return err
+			}
+			if *server != "" {
+				agentCfg.Host = *server
+			}
+			b, err := kube.Kubeconfig(agentCfg, "lodestar-hub")
+			if err != nil {
+				return err
+			}
+			if *output == "" {
+				_, err = stdout.Write(b)
+				return err
+			}
+			if err := os.WriteFile(*output, b, 0o600); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "Cluster %s joined. On the member, run:\n  lodestar-agent --cluster-name %s --cluster-set %s --hub-kubeconfig %s --hub-token-file <writable file>\n",
+				name, name, orDefault(*clusterSet, placementv1alpha1.DefaultClusterSet), *output)
+			return nil
+		}
+	case "cordon", "uncordon":
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+
+	// Flags may come before or after the cluster name.
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(positional) != 1 {
+		return fmt.Errorf("%s takes one cluster name, got %d arguments", cmd, len(positional))
+	}
+	name := positional[0]
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = *kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: *kubeContext}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("reading the hub kubeconfig: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
+	if err != nil {
+		return err
+	}
+	switch cmd {
+	case "join":
+		return join(name, cfg, c)
+	case "cordon":
+		if err := fleet.Cordon(ctx, c, *clusterSet, name); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "cluster %s cordoned: no Placement chooses it anew; what it runs stays\n", name)
+	case "uncordon":
+		if err := fleet.Uncordon(ctx, c, *clusterSet, name); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "cluster %s uncordoned\n", name)
+	}
+	return nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// labelFlag collects repeated key=value flags.
+type labelFlag struct{ m map[string]string }
+
+func (l *labelFlag) String() string { return fmt.Sprint(l.m) }
+
+func (l *labelFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not key=value", v)
+	}
+	if l.m == nil {
+		l.m = map[string]string{}
+	}
+	l.m[k] = val
+	return nil
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/clientcmd"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+var (
+	hubCP         *testenv.ControlPlane
+	hubKubeconfig string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.RunWithHub(m, hub.NewScheme(), func(cp *testenv.ControlPlane) (func(), error) {
+		hubCP = cp
+		dir, err := os.MkdirTemp("", "kubectl-lodestar-")
+		if err != nil {
+			return nil, err
+		}
+		hubKubeconfig = filepath.Join(dir, "hub.kubeconfig")
+		return func() { _ = os.RemoveAll(dir) }, testenv.WriteKubeconfig(cp.Config, "hub", hubKubeconfig)
+	}))
+}
+
+// kubectlLodestar runs the plugin with the hub's kubeconfig and returns its output.
+func kubectlLodestar(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), append(args, "--kubeconfig", hubKubeconfig), &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
+}
+
+func TestJoinWritesTheAgentKubeconfig(t *testing.T) {
+	g := NewWithT(t)
+	out := filepath.Join(t.TempDir(), "agent.kubeconfig")
+	_, stderr, err := kubectlLodestar(t, "join", "edge-1", "--label", "env=edge", "--label", "site=42", "--output", out)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("lodestar-agent --cluster-name edge-1"))
+	stat, err := os.Stat(out)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stat.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+
+	profile := &cpv1alpha1.ClusterProfile{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-1"}, profile)).To(Succeed())
+	g.Expect(profile.Labels).To(HaveKeyWithValue("env", "edge"))
+	g.Expect(profile.Labels).To(HaveKeyWithValue("site", "42"))
+
+	// The kubeconfig is the agent's identity: its own namespace, nothing else.
+	cfg, err := clientcmd.BuildConfigFromFlags("", out)
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	err = c.Get(t.Context(), client.ObjectKey{Namespace: names.ClusterNamespace("edge-1"), Name: placementv1alpha1.AgentLeaseName}, &coordinationv1.Lease{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "got %v", err)
+	err = c.List(t.Context(), &cpv1alpha1.ClusterProfileList{})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+
+	// Printed to standard output without --output; joining again is fine.
+	stdout, _, err := kubectlLodestar(t, "join", "--label", "env=edge", "edge-1")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = clientcmd.Load([]byte(stdout))
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
+func TestJoinRefusesATakenName(t *testing.T) {
+	g := NewWithT(t)
+	_, _, err := kubectlLodestar(t, "join", "edge-2", "--cluster-id", "aaa")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, _, err = kubectlLodestar(t, "join", "edge-2", "--cluster-id", "bbb")
+	g.Expect(fleet.IsConflict(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`cluster "edge-2" is registered for the member with cluster ID aaa`))
+}
+
+func TestCordonAndUncordon(t *testing.T) {
+	g := NewWithT(t)
+	_, _, err := kubectlLodestar(t, "join", "edge-3")
+	g.Expect(err).NotTo(HaveOccurred())
+	taints := func() []placementv1alpha1.Taint {
+		p := &cpv1alpha1.ClusterProfile{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-3"}, p)).To(Succeed())
+		ts, err := scheduling.ParseTaints(p.Annotations[placementv1alpha1.TaintsAnnotation])
+		g.Expect(err).NotTo(HaveOccurred())
+		return ts
+	}
+	stdout, _, err := kubectlLodestar(t, "cordon", "edge-3")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stdout).To(ContainSubstring("cordoned"))
+	g.Expect(taints()).To(ConsistOf(placementv1alpha1.Taint{Key: fleet.CordonTaintKey, Effect: placementv1alpha1.TaintNoSchedule}))
+	_, _, err = kubectlLodestar(t, "uncordon", "edge-3")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(taints()).To(BeEmpty())
+
+	_, _, err = kubectlLodestar(t, "cordon", "no-such-cluster")
+	g.Expect(err).To(MatchError(ContainSubstring("not found")))
+}
+
+func TestUsageErrors(t *testing.T) {
+	g := NewWithT(t)
+	_, _, err := kubectlLodestar(t, "frobnicate", "x")
+	g.Expect(err).To(MatchError(`unknown command "frobnicate"`))
+	_, _, err = kubectlLodestar(t, "cordon")
+	g.Expect(err).To(MatchError(ContainSubstring("takes one cluster name")))
+	_, _, err = kubectlLodestar(t, "join", "x", "--token-ttl", "1m")
+	g.Expect(err).To(MatchError(ContainSubstring("at least 10m")))
+	var stdout bytes.Buffer
+	g.Expect(run(context.Background(), nil, &stdout, &stdout)).To(Succeed())
+	g.Expect(stdout.String()).To(ContainSubstring("kubectl lodestar join"))
+}

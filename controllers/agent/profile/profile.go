@@ -1,0 +1,258 @@
+// Package profile reports the member cluster into its ClusterProfile's status on
+// the hub: the About API's ClusterProperty objects as they are, the Kubernetes
+// version, and capacity properties.
+package profile
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+	toolscache "k8s.io/client-go/tools/cache"
+	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles/status,verbs=get;patch;update
+
+// Well-known About API property names (KEP-2149) the agent sets on the member
+// when the member's admin has not.
+const (
+	PropertyClusterID  = "id.k8s.io"
+	PropertyClusterSet = "clusterset.k8s.io"
+)
+
+// FieldManager is the agent's field manager for the ClusterProfile status.
+const FieldManager = "lodestar-agent"
+
+// maxValueLength is the longest property value a ClusterProfile holds.
+const maxValueLength = 1024
+
+// DefaultPeriod is how often the properties are observed.
+const DefaultPeriod = time.Minute
+
+// refreshEvery is how often unchanged properties are written anyway, to move
+// their lastObservedTime.
+const refreshEvery = 10 * time.Minute
+
+// Reporter writes the ClusterProfile's status.version and status.properties.
+type Reporter struct {
+	// Hub is the agent's client of the hub.
+	Hub client.Client
+	// Member reads the member (uncached); MemberCache brings ClusterProperty
+	// changes promptly.
+	Member      client.Client
+	MemberCache cache.Cache
+	Discovery   discovery.ServerVersionInterface
+	// ClusterSet and Cluster name the ClusterProfile.
+	ClusterSet, Cluster string
+	// Period is how often the properties are observed.
+	Period time.Duration
+
+	mu          sync.Mutex
+	last        map[string]string
+	lastVersion string
+	lastWrite   time.Time
+}
+
+// Start reports until ctx ends: every Period, and soon after a ClusterProperty
+// changes.
+func (r *Reporter) Start(ctx context.Context) error {
+	if r.Period == 0 {
+		r.Period = DefaultPeriod
+	}
+	log := ctrl.LoggerFrom(ctx).WithName("profile")
+	poke := make(chan struct{}, 1)
+	if r.MemberCache != nil {
+		inf, err := r.MemberCache.GetInformer(ctx, &aboutv1alpha1.ClusterProperty{})
+		if err != nil {
+			return fmt.Errorf("watching ClusterProperties: %w", err)
+		}
+		notify := func(any) {
+			select {
+			case poke <- struct{}{}:
+			default:
+			}
+		}
+		if _, err := inf.AddEventHandler(eventHandler(notify)); err != nil {
+			return err
+		}
+	}
+	for {
+		if err := r.Report(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Reporting the cluster's properties to its ClusterProfile")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-poke:
+		case <-time.After(r.Period):
+		}
+	}
+}
+
+// NeedLeaderElection is false: the agent runs one replica per member.
+func (r *Reporter) NeedLeaderElection() bool { return false }
+
+// Report observes the member once and writes what changed.
+func (r *Reporter) Report(ctx context.Context) error {
+	props, err := r.observe(ctx)
+	if err != nil {
+		return err
+	}
+	version, err := r.Discovery.ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reading the member's version: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if maps.Equal(props, r.last) && version.GitVersion == r.lastVersion && time.Since(r.lastWrite) < refreshEvery {
+		return nil
+	}
+	now := metav1.Now()
+	list := make([]any, 0, len(props))
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		list = append(list, map[string]any{"name": name, "value": props[name], "lastObservedTime": now.UTC().Format(time.RFC3339)})
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": cpv1alpha1.GroupVersion.String(),
+		"kind":       "ClusterProfile",
+		"metadata":   map[string]any{"name": r.Cluster, "namespace": r.ClusterSet},
+		"status": map[string]any{
+			"version":    map[string]any{"kubernetes": version.GitVersion},
+			"properties": list,
+		},
+	}}
+	if err := r.Hub.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("writing ClusterProfile %s/%s status: %w", r.ClusterSet, r.Cluster, err)
+	}
+	r.last, r.lastVersion, r.lastWrite = props, version.GitVersion, time.Now()
+	return nil
+}
+
+// observe returns the properties to report: the member's ClusterProperties (after
+// setting id.k8s.io and clusterset.k8s.io when absent) and the capacity properties.
+func (r *Reporter) observe(ctx context.Context) (map[string]string, error) {
+	if err := r.ensureWellKnown(ctx); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	list := &aboutv1alpha1.ClusterPropertyList{}
+	if err := r.Member.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing ClusterProperties: %w", err)
+	}
+	for _, p := range list.Items {
+		if len(p.Spec.Value) > maxValueLength {
+			ctrl.LoggerFrom(ctx).Info("Not reporting a ClusterProperty longer than a ClusterProfile property may be", "property", p.Name, "length", len(p.Spec.Value), "max", maxValueLength)
+			continue
+		}
+		out[p.Name] = p.Spec.Value
+	}
+	capacity, err := r.capacity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, capacity)
+	return out, nil
+}
+
+// ensureWellKnown creates id.k8s.io (the kube-system namespace UID) and
+// clusterset.k8s.io (the cluster set) on the member when absent; the member's
+// admin may set either, and then the agent leaves them.
+func (r *Reporter) ensureWellKnown(ctx context.Context) error {
+	ks := &corev1.Namespace{}
+	if err := r.Member.Get(ctx, client.ObjectKey{Name: "kube-system"}, ks); err != nil {
+		return fmt.Errorf("reading the kube-system namespace for the cluster ID: %w", err)
+	}
+	for name, value := range map[string]string{PropertyClusterID: string(ks.UID), PropertyClusterSet: r.ClusterSet} {
+		p := &aboutv1alpha1.ClusterProperty{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: aboutv1alpha1.ClusterPropertySpec{Value: value}}
+		if err := r.Member.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ClusterProperty %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// capacity returns the node count and the allocatable and free CPU and memory of
+// the member's ready, schedulable nodes; free is allocatable less the requests of
+// the pods on those nodes that have not finished.
+func (r *Reporter) capacity(ctx context.Context) (map[string]string, error) {
+	nodes := &corev1.NodeList{}
+	if err := r.Member.List(ctx, nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	usable := map[string]bool{}
+	cpu, mem := resource.Quantity{}, resource.Quantity{}
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable || !nodeReady(&n) {
+			continue
+		}
+		usable[n.Name] = true
+		cpu.Add(n.Status.Allocatable[corev1.ResourceCPU])
+		mem.Add(n.Status.Allocatable[corev1.ResourceMemory])
+	}
+	freeCPU, freeMem := cpu.DeepCopy(), mem.DeepCopy()
+	pods := &corev1.PodList{}
+	for {
+		if err := r.Member.List(ctx, pods, client.Limit(500), client.Continue(pods.Continue)); err != nil {
+			return nil, fmt.Errorf("listing pods: %w", err)
+		}
+		for _, p := range pods.Items {
+			if !usable[p.Spec.NodeName] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			for _, c := range p.Spec.Containers {
+				freeCPU.Sub(c.Resources.Requests[corev1.ResourceCPU])
+				freeMem.Sub(c.Resources.Requests[corev1.ResourceMemory])
+			}
+		}
+		if pods.Continue == "" {
+			break
+		}
+	}
+	if freeCPU.Sign() < 0 {
+		freeCPU = resource.Quantity{}
+	}
+	if freeMem.Sign() < 0 {
+		freeMem = resource.Quantity{}
+	}
+	return map[string]string{
+		placementv1alpha1.PropertyNodeCount:         fmt.Sprint(len(usable)),
+		placementv1alpha1.PropertyCPUAllocatable:    cpu.String(),
+		placementv1alpha1.PropertyCPUFree:           freeCPU.String(),
+		placementv1alpha1.PropertyMemoryAllocatable: mem.String(),
+		placementv1alpha1.PropertyMemoryFree:        freeMem.String(),
+	}, nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func eventHandler(notify func(any)) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, obj any) { notify(obj) },
+		DeleteFunc: notify,
+	}
+}

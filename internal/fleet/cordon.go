@@ -1,0 +1,72 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+)
+
+// CordonTaintKey is the key of the NoSchedule taint `kubectl lodestar cordon` adds.
+const CordonTaintKey = "lodestar.dev/cordoned"
+
+// Cordon taints the cluster NoSchedule: no Placement chooses it anew, and what it
+// runs stays. Cordoning a cordoned cluster changes nothing.
+func Cordon(ctx context.Context, c client.Client, clusterSet, name string) error {
+	return editTaints(ctx, c, clusterSet, name, func(taints []placementv1alpha1.Taint) []placementv1alpha1.Taint {
+		if slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == CordonTaintKey }) {
+			return taints
+		}
+		return append(taints, placementv1alpha1.Taint{Key: CordonTaintKey, Effect: placementv1alpha1.TaintNoSchedule})
+	})
+}
+
+// Uncordon removes the taint Cordon adds; other taints stay.
+func Uncordon(ctx context.Context, c client.Client, clusterSet, name string) error {
+	return editTaints(ctx, c, clusterSet, name, func(taints []placementv1alpha1.Taint) []placementv1alpha1.Taint {
+		return slices.DeleteFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == CordonTaintKey })
+	})
+}
+
+// editTaints rewrites the cluster's taints annotation, refusing to overwrite one it
+// cannot read (the operator fixes it by hand), with optimistic locking.
+func editTaints(ctx context.Context, c client.Client, clusterSet, name string, edit func([]placementv1alpha1.Taint) []placementv1alpha1.Taint) error {
+	if clusterSet == "" {
+		clusterSet = placementv1alpha1.DefaultClusterSet
+	}
+	profile := &cpv1alpha1.ClusterProfile{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: clusterSet, Name: name}, profile); err != nil {
+		return fmt.Errorf("reading cluster %s in cluster set %s: %w", name, clusterSet, err)
+	}
+	taints, err := scheduling.ParseTaints(profile.Annotations[placementv1alpha1.TaintsAnnotation])
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w; fix or remove the annotation first", name, err)
+	}
+	edited := edit(slices.Clone(taints))
+	if slices.Equal(edited, taints) {
+		return nil
+	}
+	base := profile.DeepCopy()
+	if len(edited) == 0 {
+		delete(profile.Annotations, placementv1alpha1.TaintsAnnotation)
+	} else {
+		b, err := json.Marshal(edited)
+		if err != nil {
+			return err
+		}
+		if profile.Annotations == nil {
+			profile.Annotations = map[string]string{}
+		}
+		profile.Annotations[placementv1alpha1.TaintsAnnotation] = string(b)
+	}
+	if err := c.Patch(ctx, profile, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("writing the taints of cluster %s: %w", name, err)
+	}
+	return nil
+}

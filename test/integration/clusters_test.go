@@ -1,0 +1,294 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
+	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// auxSet is a cluster set no Placement of these tests uses: clusters joined by the
+// lifecycle tests live there, so they never take part in other tests' scheduling.
+const auxSet = "lodestar-test-aux"
+
+// joinAux joins a cluster named after prefix into auxSet.
+func joinAux(t *testing.T, prefix string, ttl time.Duration) (string, *rest.Config) {
+	t.Helper()
+	name := prefix + "-" + rand.String(5)
+	cfg, err := fleet.Join(t.Context(), hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: name, ClusterSet: auxSet, TokenTTL: ttl})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return name, cfg
+}
+
+// startAgent runs an agent for cluster on member until the returned stop is called
+// (or the test ends).
+func startAgent(t *testing.T, opts agent.Options) (stop func()) {
+	t.Helper()
+	opts.Manager = ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
+	a, err := agent.NewManager(opts)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.Start(ctx); err != nil {
+			t.Errorf("agent %s: %v", opts.ClusterName, err)
+		}
+	}()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
+func getProfile(g Gomega, ctx context.Context, set, name string) *cpv1alpha1.ClusterProfile {
+	p := &cpv1alpha1.ClusterProfile{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: set, Name: name}, p)).To(Succeed())
+	return p
+}
+
+// Join registers a cluster: profile, namespace, identity and RBAC; again is
+// idempotent; a name owned by another cluster or identity is refused.
+func TestJoin(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	name := "joiner-" + rand.String(5)
+	opts := fleet.JoinOptions{Name: name, ClusterSet: auxSet, Labels: map[string]string{"env": "edge"}, ClusterID: "uid-1", TokenTTL: time.Hour}
+	cfg, err := fleet.Join(ctx, hubCP.Config, hubCP.Client, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	p := getProfile(g, ctx, auxSet, name)
+	g.Expect(p.Spec.ClusterManager.Name).To(Equal(placementv1alpha1.ClusterManagerName))
+	g.Expect(p.Labels).To(HaveKeyWithValue(cpv1alpha1.LabelClusterManagerKey, placementv1alpha1.ClusterManagerName))
+	g.Expect(p.Labels).To(HaveKeyWithValue("env", "edge"))
+	g.Expect(p.Annotations).To(HaveKeyWithValue(placementv1alpha1.AgentIdentityAnnotation, fleet.Identity(name)))
+	ns := names.ClusterNamespace(name)
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})).To(Succeed())
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fleet.AgentServiceAccount}, &corev1.ServiceAccount{})).To(Succeed())
+	role := &rbacv1.Role{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: fleet.ProfileRoleName(name)}, role)).To(Succeed())
+	for _, r := range role.Rules {
+		g.Expect(r.ResourceNames).To(Equal([]string{name}), "the profile rules name this cluster's profile only")
+	}
+
+	// The returned connection is the agent's own identity.
+	agentClient, err := client.New(cfg, client.Options{Scheme: agent.NewScheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(agentClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: placementv1alpha1.AgentLeaseName}, &coordinationv1.Lease{})).To(Satisfy(apierrors.IsNotFound), "no agent has renewed it yet")
+
+	// Joining again changes nothing and works; labels are merged in.
+	rv := p.ResourceVersion
+	_, err = fleet.Join(ctx, hubCP.Config, hubCP.Client, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(getProfile(g, ctx, auxSet, name).ResourceVersion).To(Equal(rv), "an identical join writes nothing")
+
+	// Refused: the same name from another member, in another set, or a profile
+	// managed by someone else.
+	other := opts
+	other.ClusterID = "uid-2"
+	_, err = fleet.Join(ctx, hubCP.Config, hubCP.Client, other)
+	g.Expect(fleet.IsConflict(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("another cluster already uses this name"))
+	other = opts
+	other.ClusterSet = placementv1alpha1.DefaultClusterSet
+	_, err = fleet.Join(ctx, hubCP.Config, hubCP.Client, other)
+	g.Expect(fleet.IsConflict(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("already registered in cluster set " + `"` + auxSet))
+
+	foreign := &cpv1alpha1.ClusterProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "foreign-" + rand.String(5), Namespace: auxSet},
+		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: "someone-else"}},
+	}
+	g.Expect(hubCP.Client.Create(ctx, foreign)).To(Succeed())
+	_, err = fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: foreign.Name, ClusterSet: auxSet})
+	g.Expect(fleet.IsConflict(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`managed by "someone-else"`))
+
+	_, err = fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: "Not_A_Name"})
+	g.Expect(err).To(MatchError(ContainSubstring("cluster name")))
+}
+
+// The agent renews its own hub token before it expires, keeps it in its token
+// file, and keeps working with it.
+func TestAgentRenewsItsToken(t *testing.T) {
+	g := NewWithT(t)
+	name, cfg := joinAux(t, "renewer", 10*time.Minute)
+	tokenFile := filepath.Join(t.TempDir(), "hub-token")
+	// Renew after 1% of the token's 10 minutes: about every 6 s.
+	startAgent(t, agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[member2].Config,
+		TokenFile: tokenFile, TokenTTL: 10 * time.Minute, TokenRenewAt: 0.01, LeaseDuration: 2 * time.Second})
+
+	var first string
+	g.Eventually(func(g Gomega) {
+		b, err := os.ReadFile(tokenFile)
+		g.Expect(err).NotTo(HaveOccurred())
+		first = strings.TrimSpace(string(b))
+		g.Expect(first).NotTo(BeEmpty())
+		g.Expect(first).NotTo(Equal(cfg.BearerToken))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		b, err := os.ReadFile(tokenFile)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(strings.TrimSpace(string(b))).NotTo(Equal(first), "renewed again, with the renewed token")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	// The agent still reaches the hub: its Lease keeps being renewed.
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: names.ClusterNamespace(name), Name: placementv1alpha1.AgentLeaseName}
+	g.Expect(hubCP.Client.Get(t.Context(), key, lease)).To(Succeed())
+	before := lease.Spec.RenewTime.Time
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubCP.Client.Get(t.Context(), key, lease)).To(Succeed())
+		g.Expect(lease.Spec.RenewTime.Time.After(before)).To(BeTrue())
+	}).Should(Succeed())
+
+	// A restarted agent starts from the token file (here: the join token is no
+	// longer the newest one).
+	stat, err := os.Stat(tokenFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stat.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+}
+
+// The agent's Lease makes the cluster AgentReachable and carries the member's
+// readiness into ControlPlaneHealthy; a stopped agent's cluster becomes
+// unreachable after the lease and grace period, and reachable again when it returns.
+func TestHeartbeatAndHealth(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+
+	// The fleet's own agents.
+	for _, m := range []string{member1, member2} {
+		g.Eventually(func(g Gomega) {
+			p := getProfile(g, ctx, placementv1alpha1.DefaultClusterSet, m)
+			g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AgentReachableCondition)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.ControlPlaneHealthyCondition)).To(BeTrue())
+		}).Should(Succeed())
+	}
+
+	name, cfg := joinAux(t, "flaky", time.Hour)
+	condition := func(g Gomega, t string) *metav1.Condition {
+		c := meta.FindStatusCondition(getProfile(g, ctx, auxSet, name).Status.Conditions, t)
+		g.Expect(c).NotTo(BeNil())
+		return c
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(g, placementv1alpha1.AgentReachableCondition).Reason).To(Equal(placementv1alpha1.ReasonAgentNotSeen))
+	}).Should(Succeed())
+
+	opts := agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[member2].Config, LeaseDuration: 2 * time.Second}
+	stop := startAgent(t, opts)
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(g, placementv1alpha1.AgentReachableCondition).Status).To(Equal(metav1.ConditionTrue))
+		c := condition(g, placementv1alpha1.ControlPlaneHealthyCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonMemberReady))
+	}).Should(Succeed())
+
+	stop()
+	g.Eventually(func(g Gomega) {
+		c := condition(g, placementv1alpha1.AgentReachableCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonLeaseExpired))
+		g.Expect(condition(g, placementv1alpha1.ControlPlaneHealthyCondition).Status).To(Equal(metav1.ConditionUnknown))
+	}).Should(Succeed())
+
+	startAgent(t, opts)
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(g, placementv1alpha1.AgentReachableCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+}
+
+// The agent mirrors the member's ClusterProperties, its version and capacity into
+// the ClusterProfile's status.
+func TestPropertiesMirrored(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	member := members[fullMember].Client
+	ks := &corev1.Namespace{}
+	g.Expect(member.Get(ctx, client.ObjectKey{Name: "kube-system"}, ks)).To(Succeed())
+
+	props := func(g Gomega) map[string]string {
+		out := map[string]string{}
+		for _, p := range getProfile(g, ctx, placementv1alpha1.DefaultClusterSet, fullMember).Status.Properties {
+			g.Expect(p.LastObservedTime.IsZero()).To(BeFalse(), "property %s has a lastObservedTime", p.Name)
+			out[p.Name] = p.Value
+		}
+		return out
+	}
+	g.Eventually(func(g Gomega) {
+		p := props(g)
+		g.Expect(p).To(HaveKeyWithValue(profile.PropertyClusterID, string(ks.UID)))
+		g.Expect(p).To(HaveKeyWithValue(profile.PropertyClusterSet, placementv1alpha1.DefaultClusterSet))
+		g.Expect(p).To(HaveKeyWithValue(placementv1alpha1.PropertyNodeCount, "1"), "the kwok node")
+		for _, k := range []string{placementv1alpha1.PropertyCPUAllocatable, placementv1alpha1.PropertyCPUFree, placementv1alpha1.PropertyMemoryAllocatable, placementv1alpha1.PropertyMemoryFree} {
+			g.Expect(p).To(HaveKey(k))
+		}
+		g.Expect(getProfile(g, ctx, placementv1alpha1.DefaultClusterSet, fullMember).Status.Version.Kubernetes).To(HavePrefix("v1."))
+	}).Should(Succeed())
+
+	// A ClusterProperty the member's admin writes appears as it is, and follows changes.
+	cp := &aboutv1alpha1.ClusterProperty{ObjectMeta: metav1.ObjectMeta{Name: "zone.example.com"}, Spec: aboutv1alpha1.ClusterPropertySpec{Value: "eu-west-1a"}}
+	g.Expect(member.Create(ctx, cp)).To(Succeed())
+	t.Cleanup(func() { _ = member.Delete(context.Background(), cp) })
+	g.Eventually(func(g Gomega) { g.Expect(props(g)).To(HaveKeyWithValue("zone.example.com", "eu-west-1a")) }).WithTimeout(20 * time.Second).Should(Succeed())
+	cp.Spec.Value = "eu-west-1b"
+	g.Expect(member.Update(ctx, cp)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(props(g)).To(HaveKeyWithValue("zone.example.com", "eu-west-1b")) }).WithTimeout(20 * time.Second).Should(Succeed())
+
+	// An id.k8s.io the admin set is left alone and reported as is.
+	id := &aboutv1alpha1.ClusterProperty{}
+	g.Expect(member.Get(ctx, client.ObjectKey{Name: profile.PropertyClusterID}, id)).To(Succeed())
+	g.Expect(id.Spec.Value).To(Equal(string(ks.UID)))
+}
+
+// Cordon keeps new Placements off a cluster; uncordon lets them back.
+func TestCordon(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	g.Expect(fleet.Cordon(ctx, hubCP.Client, "", member2)).To(Succeed())
+	t.Cleanup(func() { _ = fleet.Uncordon(context.Background(), hubCP.Client, "", member2) })
+	g.Expect(fleet.Cordon(ctx, hubCP.Client, "", member2)).To(Succeed(), "cordoning twice is fine")
+
+	_, _, p := configMapPlacement(t)
+	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"production", "staging"}},
+	}}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(1))
+		g.Expect(got.Status.Scheduling).NotTo(BeNil())
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(HaveField("Clusters", ContainElement(member2))))
+	}).Should(Succeed())
+
+	g.Expect(fleet.Uncordon(ctx, hubCP.Client, "", member2)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(2))
+	}).Should(Succeed())
+}
