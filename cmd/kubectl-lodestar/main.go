@@ -1,5 +1,5 @@
 // Command kubectl-lodestar is the kubectl plugin for operating a Lodestar fleet from
-// the hub: `kubectl lodestar join|cordon|uncordon <cluster>`.
+// the hub: `kubectl lodestar join|cordon|drain|uncordon|unjoin <cluster>`.
 package main
 
 import (
@@ -30,7 +30,9 @@ const usage = `kubectl lodestar operates a Lodestar fleet from its hub.
 Usage:
   kubectl lodestar join <cluster> [flags]      register a member cluster; writes the agent's hub kubeconfig
   kubectl lodestar cordon <cluster> [flags]    no Placement chooses the cluster anew (taint NoSchedule)
-  kubectl lodestar uncordon <cluster> [flags]  undo cordon
+  kubectl lodestar drain <cluster> [flags]     move what runs there elsewhere, make-before-break (taint NoExecute)
+  kubectl lodestar uncordon <cluster> [flags]  undo cordon and drain
+  kubectl lodestar unjoin <cluster> [flags]    remove a cluster: what was placed there is deleted (or kept, --orphan)
 
 Every command takes --kubeconfig (the hub; default $KUBECONFIG or ~/.kube/config),
 --context and --cluster-set (default lodestar-fleet). "kubectl lodestar <command> -h"
@@ -59,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	kubeContext := fs.String("context", "", "Context of the kubeconfig to use.")
 	clusterSet := fs.String("cluster-set", "", "Cluster-set namespace of the cluster's ClusterProfile (default lodestar-fleet).")
 
+	// join (or unjoin) runs once the hub connection is made.
 	var join func(name string, cfg *rest.Config, c client.Client) error
 	switch cmd {
 	case "join":
@@ -111,7 +114,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				name, name, orDefault(*clusterSet, placementv1alpha1.DefaultClusterSet), *output)
 			return nil
 		}
-	case "cordon", "uncordon":
+	case "cordon", "uncordon", "drain":
+	case "unjoin":
+		orphan := fs.Bool("orphan", false, "Leave what Lodestar placed on the member in place (released) instead of deleting it.")
+		wait := fs.Duration("wait", 5*time.Minute, "How long to wait for the cluster's hub side to be removed; 0 does not wait.")
+		join = func(name string, _ *rest.Config, c client.Client) error {
+			err := fleet.Unjoin(ctx, c, name, fleet.UnjoinOptions{ClusterSet: *clusterSet, Orphan: *orphan, Wait: *wait,
+				Progress: func(msg string) { fmt.Fprintln(stderr, msg) }})
+			if err != nil {
+				return err
+			}
+			what := "deleted from"
+			if *orphan {
+				what = "left in place on"
+			}
+			fmt.Fprintf(stdout, "cluster %s left the fleet; what Lodestar placed was %s the member\n", name, what)
+			return nil
+		}
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
@@ -145,13 +164,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	switch cmd {
-	case "join":
+	case "join", "unjoin":
 		return join(name, cfg, c)
 	case "cordon":
 		if err := fleet.Cordon(ctx, c, *clusterSet, name); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "cluster %s cordoned: no Placement chooses it anew; what it runs stays\n", name)
+	case "drain":
+		if err := fleet.Drain(ctx, c, *clusterSet, name, time.Now()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "cluster %s draining: Placements move to other clusters; each leaves %s once its replacement is available\n", name, name)
 	case "uncordon":
 		if err := fleet.Uncordon(ctx, c, *clusterSet, name); err != nil {
 			return err

@@ -10,11 +10,14 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -122,4 +125,40 @@ func TestUsageErrors(t *testing.T) {
 	var stdout bytes.Buffer
 	g.Expect(run(context.Background(), nil, &stdout, &stdout)).To(Succeed())
 	g.Expect(stdout.String()).To(ContainSubstring("kubectl lodestar join"))
+}
+
+func TestDrainAndUnjoin(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	_, _, err := kubectlLodestar(t, "join", "edge-4")
+	g.Expect(err).NotTo(HaveOccurred())
+	key := client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-4"}
+	profile := &cpv1alpha1.ClusterProfile{}
+
+	stdout, _, err := kubectlLodestar(t, "drain", "edge-4")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stdout).To(ContainSubstring("draining"))
+	g.Expect(hubCP.Client.Get(ctx, key, profile)).To(Succeed())
+	taints, err := scheduling.ParseTaints(profile.Annotations[placementv1alpha1.TaintsAnnotation])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(taints).To(ConsistOf(And(HaveField("Key", fleet.DrainTaintKey), HaveField("Effect", placementv1alpha1.TaintNoExecute), HaveField("TimeAdded", Not(BeEmpty())))))
+	_, _, err = kubectlLodestar(t, "uncordon", "edge-4")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hubCP.Client.Get(ctx, key, profile)).To(Succeed())
+	g.Expect(profile.Annotations).NotTo(HaveKey(placementv1alpha1.TaintsAnnotation))
+
+	// Unjoin --orphan marks the cluster's Works, then deletes the ClusterProfile;
+	// without a hub manager here nothing finishes the cleanup, so it does not wait.
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: names.ClusterNamespace("edge-4")}}
+	g.Expect(hubCP.Client.Create(ctx, w)).To(Succeed())
+	_, _, err = kubectlLodestar(t, "unjoin", "edge-4", "--orphan", "--wait", "0")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
+	g.Expect(w.Annotations).To(HaveKeyWithValue(lodestarworkv1alpha1.DeletionPolicyAnnotation, lodestarworkv1alpha1.DeletionPolicyOrphan))
+	g.Expect(hubCP.Client.Get(ctx, key, profile)).To(Succeed())
+	g.Expect(profile.DeletionTimestamp.IsZero()).To(BeFalse(), "deleted, held by the cleanup finalizer")
+	g.Expect(profile.Finalizers).To(ContainElement(placementv1alpha1.ClusterCleanupFinalizer))
+
+	_, _, err = kubectlLodestar(t, "unjoin", "edge-4", "--wait", "1s")
+	g.Expect(err).To(MatchError(ContainSubstring("still leaving after 1s")))
 }

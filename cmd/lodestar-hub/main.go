@@ -25,7 +25,7 @@ func main() {
 		leaderElectionNamespace                        string
 		qps                                            float64
 		burst, workers                                 int
-		leaseGrace                                     time.Duration
+		leaseGrace, cleanupGrace                       time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
@@ -37,6 +37,7 @@ func main() {
 	flag.IntVar(&burst, "kube-api-burst", 400, "Burst of queries to the hub API server above --kube-api-qps.")
 	flag.IntVar(&workers, "workers", hub.DefaultWorkers, "How many Placements each controller reconciles at once.")
 	flag.DurationVar(&leaseGrace, "agent-lease-grace-period", clusterhealth.DefaultGracePeriod, "How long after its Lease expires an agent still counts as reachable.")
+	flag.DurationVar(&cleanupGrace, "cluster-cleanup-grace-period", clusterhealth.DefaultCleanupGracePeriod, "How long a deleted cluster's unreachable agent has to remove what it placed before the hub removes the cluster's hub side without it (the member keeps its objects).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -57,7 +58,7 @@ func main() {
 		log.Error(err, "Creating the manager")
 		os.Exit(1)
 	}
-	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ","), Workers: workers, LeaseGracePeriod: leaseGrace}); err != nil {
+	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ","), Workers: workers, LeaseGracePeriod: leaseGrace, CleanupGracePeriod: cleanupGrace}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}

@@ -2,7 +2,6 @@
 package hub
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
-	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/controllers/hub/status"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
@@ -37,6 +35,9 @@ type Options struct {
 	// LeaseGracePeriod is how long after its Lease expires an agent still counts
 	// as reachable.
 	LeaseGracePeriod time.Duration
+	// CleanupGracePeriod is how long a deleted cluster's unreachable agent has to
+	// remove what it placed before the hub cleans up without it.
+	CleanupGracePeriod time.Duration
 }
 
 // NewScheme returns a scheme with every type the hub controllers use.
@@ -77,9 +78,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
 	}
-	if err := placementref.IndexWorks(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("indexing Works: %w", err)
-	}
 	if err := (&scheduler.Reconciler{
 		Client:               mgr.GetClient(),
 		Recorder:             mgr.GetEventRecorder(scheduler.Name),
@@ -99,6 +97,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&clusterhealth.Reconciler{Client: mgr.GetClient(), GracePeriod: opts.LeaseGracePeriod, Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster health controller: %w", err)
+	}
+	if err := (&clusterhealth.Cleanup{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clusterhealth.CleanupName), GracePeriod: opts.CleanupGracePeriod,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the cluster cleanup controller: %w", err)
 	}
 	if err := (&status.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,9 @@ import (
 
 // CordonTaintKey is the key of the NoSchedule taint `kubectl lodestar cordon` adds.
 const CordonTaintKey = "lodestar.dev/cordoned"
+
+// DrainTaintKey is the key of the NoExecute taint `kubectl lodestar drain` adds.
+const DrainTaintKey = "lodestar.dev/drain"
 
 // Cordon taints the cluster NoSchedule: no Placement chooses it anew, and what it
 // runs stays. Cordoning a cordoned cluster changes nothing.
@@ -27,10 +31,23 @@ func Cordon(ctx context.Context, c client.Client, clusterSet, name string) error
 	})
 }
 
-// Uncordon removes the taint Cordon adds; other taints stay.
+// Drain taints the cluster NoExecute: Placements that do not tolerate it move
+// away. The scheduler keeps the cluster chosen until the clusters chosen in its
+// place report the Placement's objects available (make-before-break); a Placement
+// that no other cluster can satisfy leaves it at once.
+func Drain(ctx context.Context, c client.Client, clusterSet, name string, now time.Time) error {
+	return editTaints(ctx, c, clusterSet, name, func(taints []placementv1alpha1.Taint) []placementv1alpha1.Taint {
+		if slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == DrainTaintKey }) {
+			return taints
+		}
+		return append(taints, placementv1alpha1.Taint{Key: DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute, TimeAdded: now.UTC().Format(time.RFC3339)})
+	})
+}
+
+// Uncordon removes the taints Cordon and Drain add; other taints stay.
 func Uncordon(ctx context.Context, c client.Client, clusterSet, name string) error {
 	return editTaints(ctx, c, clusterSet, name, func(taints []placementv1alpha1.Taint) []placementv1alpha1.Taint {
-		return slices.DeleteFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == CordonTaintKey })
+		return slices.DeleteFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == CordonTaintKey || t.Key == DrainTaintKey })
 	})
 }
 

@@ -106,6 +106,7 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 		if opts.ClusterID != "" {
 			profile.Annotations[placementv1alpha1.ClusterIDAnnotation] = opts.ClusterID
 		}
+		controllerutil.AddFinalizer(profile, placementv1alpha1.ClusterCleanupFinalizer)
 		profile.Spec.ClusterManager.Name = placementv1alpha1.ClusterManagerName
 		if profile.Spec.DisplayName == "" {
 			profile.Spec.DisplayName = opts.Name

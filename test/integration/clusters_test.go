@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
@@ -291,4 +293,84 @@ func TestCordon(t *testing.T) {
 		g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
 		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(2))
 	}).Should(Succeed())
+}
+
+// placeOnAux hand-writes a Work with one ConfigMap for an aux cluster and waits
+// until the agent applied it on member-2.
+func placeOnAux(t *testing.T, cluster string) (string, *corev1.ConfigMap) {
+	t.Helper()
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	w := &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Name: "leaving", Namespace: names.ClusterNamespace(cluster)},
+		Spec:       workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{cmManifest(t, ns, "left-behind", map[string]any{"k": "v"})}}},
+	}
+	g.Expect(hubCP.Client.Create(t.Context(), w)).To(Succeed())
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, "Applied")
+	return ns, memberConfigMap(t, member2, ns, "left-behind")
+}
+
+// Unjoin deletes what was placed on the member, then the hub side; with --orphan
+// the member keeps its objects, released.
+func TestUnjoin(t *testing.T) {
+	for _, orphan := range []bool{false, true} {
+		t.Run(fmt.Sprintf("orphan=%v", orphan), func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := t.Context()
+			name, cfg := joinAux(t, "leaver", time.Hour)
+			startAgent(t, agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[member2].Config, LeaseDuration: 2 * time.Second})
+			ns, cm := placeOnAux(t, name)
+			g.Expect(cm.OwnerReferences).To(HaveLen(1), "owned by the AppliedWork")
+
+			var progress []string
+			g.Expect(fleet.Unjoin(ctx, hubCP.Client, name, fleet.UnjoinOptions{ClusterSet: auxSet, Orphan: orphan, Wait: time.Minute,
+				Progress: func(s string) { progress = append(progress, s) }})).To(Succeed())
+			g.Expect(progress).NotTo(BeEmpty())
+
+			err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: name}, &cpv1alpha1.ClusterProfile{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ClusterProfile is gone")
+			hubNS := &corev1.Namespace{}
+			err = hubCP.Client.Get(ctx, client.ObjectKey{Name: names.ClusterNamespace(name)}, hubNS)
+			g.Expect(apierrors.IsNotFound(err) || !hubNS.DeletionTimestamp.IsZero()).To(BeTrue(), "the cluster namespace is being deleted")
+			err = hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: fleet.ProfileRoleName(name)}, &rbacv1.Role{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the agent's Role in the cluster set is gone")
+
+			got := &corev1.ConfigMap{}
+			err = members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "left-behind"}, got)
+			if orphan {
+				g.Expect(err).NotTo(HaveOccurred(), "orphaned: the member keeps it")
+				g.Expect(got.UID).To(Equal(cm.UID))
+				g.Expect(got.OwnerReferences).To(BeEmpty(), "released by the AppliedWork")
+			} else {
+				g.Expect(apierrors.IsNotFound(err) || !got.DeletionTimestamp.IsZero()).To(BeTrue(), "deleted from the member, got %v", err)
+			}
+		})
+	}
+}
+
+// A deleted ClusterProfile whose agent is down gets its hub side cleaned after the
+// grace period; the member keeps its objects.
+func TestDeletedClusterWithAgentDownIsCleanedAfterGracePeriod(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	name, cfg := joinAux(t, "ghost", time.Hour)
+	stop := startAgent(t, agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[member2].Config, LeaseDuration: 2 * time.Second})
+	ns, cm := placeOnAux(t, name)
+	stop()
+
+	g.Expect(hubCP.Client.Delete(ctx, &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: auxSet, Name: name}})).To(Succeed())
+	// While the agent may still come back, the Work waits for it.
+	g.Consistently(func(g Gomega) {
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(name), Name: "leaving"}, &workv1alpha1.Work{})).To(Succeed())
+	}).WithTimeout(time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: name}, &cpv1alpha1.ClusterProfile{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "got %v", err)
+	}).Should(Succeed())
+	err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(name), Name: "leaving"}, &workv1alpha1.Work{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Work was given up on, got %v", err)
+
+	got := &corev1.ConfigMap{}
+	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "left-behind"}, got)).To(Succeed())
+	g.Expect(got.UID).To(Equal(cm.UID), "the member keeps its objects")
 }

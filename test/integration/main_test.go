@@ -113,9 +113,9 @@ func startFleet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A short grace period, so that tests see a stopped agent's cluster become
-	// unreachable in seconds.
-	if err := hub.Setup(mgr, hub.Options{LeaseGracePeriod: 2 * time.Second}); err != nil {
+	// Short grace periods, so that tests see a stopped agent's cluster become
+	// unreachable, and a deleted one cleaned without its agent, in seconds.
+	if err := hub.Setup(mgr, hub.Options{LeaseGracePeriod: 2 * time.Second, CleanupGracePeriod: 3 * time.Second}); err != nil {
 		return err
 	}
 	go func() {

@@ -20,6 +20,10 @@ const AgentIdentityAnnotation = "placement.lodestar.dev/agent-identity"
 // another cluster cannot join under the same name.
 const ClusterIDAnnotation = "placement.lodestar.dev/cluster-id"
 
+// ClusterCleanupFinalizer on a ClusterProfile Lodestar manages holds its deletion
+// until the cluster's hub side (Works, namespace, agent identity) is removed.
+const ClusterCleanupFinalizer = "placement.lodestar.dev/cluster-cleanup"
+
 // ClusterSetsAnnotation on a tenant namespace names the cluster sets (namespaces
 // holding ClusterProfiles, comma-separated) whose clusters the namespace's
 // Placements may use. Only a platform admin sets it: tenants cannot update their

@@ -8,6 +8,13 @@ const (
 	ApplyStrategyAnnotation = "work.lodestar.dev/apply-strategy"
 	// StatusFeedbackAnnotation holds the JSON of a list of FeedbackRules.
 	StatusFeedbackAnnotation = "work.lodestar.dev/status-feedback"
+	// DeletionPolicyAnnotation says what the agent does with the member objects a
+	// Work created when the Work (or one of its manifests) goes: Delete (the
+	// default) or Orphan, which leaves them in place and releases them (the
+	// AppliedWork no longer owns them). `kubectl lodestar unjoin --orphan` sets it.
+	DeletionPolicyAnnotation = "work.lodestar.dev/deletion-policy"
+	// DeletionPolicyOrphan is the DeletionPolicyAnnotation value that orphans.
+	DeletionPolicyOrphan = "Orphan"
 )
 
 // ApplyStrategyType says how the agent writes a Work's objects to the member.

@@ -51,12 +51,12 @@ func recordKey(rec lodestarworkv1alpha1.AppliedResource) string {
 	return objectKey(rec.Group, rec.Kind, rec.Namespace, rec.Name)
 }
 
-// removeStale deletes the recorded objects that desired does not name and returns
-// the records still to be answered for. A nil desired means the wanted objects are
-// not known, and nothing is removed. An object is deleted only while it has the
-// recorded UID and the AppliedWork among its owners; one that other owners also
-// hold is released instead of deleted.
-func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1alpha1.AppliedResource, desired map[string]bool, applied *lodestarworkv1alpha1.AppliedWork) ([]lodestarworkv1alpha1.AppliedResource, error) {
+// removeStale deletes (or, with orphan, releases) the recorded objects that
+// desired does not name and returns the records still to be answered for. A nil
+// desired means the wanted objects are not known, and nothing is removed. An
+// object is deleted only while it has the recorded UID and the AppliedWork among
+// its owners; one that other owners also hold is released instead of deleted.
+func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1alpha1.AppliedResource, desired map[string]bool, applied *lodestarworkv1alpha1.AppliedWork, orphan bool) ([]lodestarworkv1alpha1.AppliedResource, error) {
 	if desired == nil {
 		return records, nil
 	}
@@ -67,7 +67,7 @@ func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1al
 			kept = append(kept, rec)
 			continue
 		}
-		gone, err := r.removeOne(ctx, rec, applied)
+		gone, err := r.removeOne(ctx, rec, applied, orphan)
 		if err != nil {
 			return append(kept, records[i:]...), err
 		}
@@ -83,8 +83,8 @@ func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1al
 }
 
 // removeOne deletes or releases one recorded object and tells whether the agent is
-// done with it.
-func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork) (bool, error) {
+// done with it. With orphan it only releases.
+func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork, orphan bool) (bool, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", rec.Kind, "object", klog.KRef(rec.Namespace, rec.Name))
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion(metav1.GroupVersion{Group: rec.Group, Version: rec.Version}.String())
@@ -105,14 +105,18 @@ func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.App
 		return false, nil
 	}
 
-	if len(obj.GetOwnerReferences()) > 1 {
+	if orphan || len(obj.GetOwnerReferences()) > 1 {
 		base := obj.DeepCopy()
 		refs := slices.DeleteFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == applied.UID })
 		obj.SetOwnerReferences(refs)
 		if err := r.Member.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return false, fmt.Errorf("releasing %s %s: %w", rec.Kind, klog.KRef(rec.Namespace, rec.Name), err)
 		}
-		log.Info("Released an object that other owners still hold")
+		if orphan {
+			log.Info("Orphaned an object: it stays on the member, released by the Work")
+		} else {
+			log.Info("Released an object that other owners still hold")
+		}
 		return true, nil
 	}
 

@@ -101,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	// Record what was applied, then remove what the Work no longer asks for.
 	records := mergeRecords(applied.Status.AppliedResources, results)
-	kept, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied)
+	kept, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, orphans(work))
 	if err := r.writeRecords(ctx, applied, kept); err != nil {
 		return ctrl.Result{}, errors.Join(cleanupErr, err)
 	}
@@ -127,6 +127,11 @@ func requeueAfter(results []result, st workv1alpha1.WorkStatus, p plan) time.Dur
 	return wait.Jitter(d, requeueJitterBy)
 }
 
+// orphans tells whether the Work's deletion policy leaves its objects on the member.
+func orphans(work *workv1alpha1.Work) bool {
+	return work.Annotations[lodestarworkv1alpha1.DeletionPolicyAnnotation] == lodestarworkv1alpha1.DeletionPolicyOrphan
+}
+
 // reconcileDelete removes everything the agent created for the Work, then the
 // AppliedWork, then releases the Work on the hub.
 func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Work) error {
@@ -140,7 +145,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Wor
 	case err != nil:
 		return fmt.Errorf("reading AppliedWork: %w", err)
 	default:
-		kept, cleanupErr := r.removeStale(ctx, applied.Status.AppliedResources, map[string]bool{}, applied)
+		kept, cleanupErr := r.removeStale(ctx, applied.Status.AppliedResources, map[string]bool{}, applied, orphans(work))
 		if err := r.writeRecords(ctx, applied, kept); err != nil || cleanupErr != nil {
 			return errors.Join(cleanupErr, err)
 		}

@@ -4,6 +4,7 @@ package placementref
 
 import (
 	"context"
+	"sync"
 	"fmt"
 	"strings"
 
@@ -85,8 +86,20 @@ func WorkLabels(placement *placementv1alpha1.Placement) map[string]string {
 // listing one Placement's Works does not scan every Work of the fleet.
 const WorkIndex = "lodestar.placement"
 
-// IndexWorks registers WorkIndex; the hub's manager needs it before Works runs.
+var (
+	indexedMu sync.Mutex
+	indexed   = map[client.FieldIndexer]bool{}
+)
+
+// IndexWorks registers WorkIndex with a manager's indexer, once however many
+// controllers ask; every controller that calls Works asks in its setup.
 func IndexWorks(ctx context.Context, indexer client.FieldIndexer) error {
+	indexedMu.Lock()
+	defer indexedMu.Unlock()
+	if indexed[indexer] {
+		return nil
+	}
+	indexed[indexer] = true
 	return indexer.IndexField(ctx, &workv1alpha1.Work{}, WorkIndex, func(o client.Object) []string {
 		l := o.GetLabels()
 		if l[placementv1alpha1.PlacementNameLabel] == "" {

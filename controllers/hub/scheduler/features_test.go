@@ -16,9 +16,13 @@ import (
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/controllers/hub/status"
+	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
@@ -158,8 +162,9 @@ func TestHealthAndTaints(t *testing.T) {
 		))
 	}).Should(Succeed())
 
-	// Draining (NoExecute) moves the tolerant Placement off gpu; after a cordon
-	// (NoSchedule) it would have stayed.
+	// Draining (NoExecute) moves the tolerant Placement off gpu (after a cordon,
+	// NoSchedule, it would have stayed), make-before-break: gpu stays chosen until
+	// the cluster the Placement keeps reports its objects Available.
 	cp := &cpv1alpha1.ClusterProfile{}
 	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: f.set, Name: "gpu"}, cp)).To(Succeed())
 	b, _ := json.Marshal([]placementv1alpha1.Taint{
@@ -169,8 +174,33 @@ func TestHealthAndTaints(t *testing.T) {
 	cp.Annotations[placementv1alpha1.TaintsAnnotation] = string(b)
 	g.Expect(hubCP.Client.Update(t.Context(), cp)).To(Succeed())
 	g.Eventually(func(g Gomega) {
+		_, got := scheduled(g, t, tolerant)
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(
+			And(HaveField("Reason", scheduling.ReasonKeptUntilReplaced), HaveField("Clusters", ConsistOf("gpu")))))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(decided(g, t, tolerant)).To(ConsistOf("healthy", "gpu"))
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+	availableWork(t, tolerant, "healthy")
+	g.Eventually(func(g Gomega) {
 		g.Expect(decided(g, t, tolerant)).To(ConsistOf("healthy"))
 	}).Should(Succeed())
+}
+
+// availableWork writes, as an agent would report it, the Placement's Work on
+// cluster with every object Available.
+func availableWork(t *testing.T, p *placementv1alpha1.Placement, cluster string) {
+	t.Helper()
+	g := NewWithT(t)
+	ns := names.ClusterNamespace(cluster)
+	if err := hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(p.Namespace, p.Name), Namespace: ns, Labels: placementref.WorkLabels(p)}}
+	g.Expect(hubCP.Client.Create(t.Context(), w)).To(Succeed())
+	w.Status.Conditions = []metav1.Condition{{Type: status.WorkAvailableCondition, Status: metav1.ConditionTrue, Reason: "Available",
+		ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()}}
+	g.Expect(hubCP.Client.Status().Update(t.Context(), w)).To(Succeed())
 }
 
 // A NoExecute taint tolerated for a while: the Placement stays until the time is up.

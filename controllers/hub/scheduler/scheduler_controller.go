@@ -33,6 +33,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
+	hubstatus "github.com/lodestar-dev/lodestar/controllers/hub/status"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
@@ -49,6 +50,10 @@ const (
 
 	// DefaultClusterSetNamespace holds the ClusterProfiles of the default cluster set.
 	DefaultClusterSetNamespace = placementv1alpha1.DefaultClusterSet
+
+	// replacementPoll is how often a Placement that keeps a drained cluster until
+	// its replacement is available looks at the replacement again.
+	replacementPoll = 2 * time.Second
 
 	// clusterChangeWindow gathers ClusterProfile changes before rescheduling.
 	clusterChangeWindow = 500 * time.Millisecond
@@ -78,6 +83,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
@@ -133,6 +139,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	res := scheduling.Schedule(clusters, current, policy, time.Now())
+	keptUntilReplaced := false
+	if len(scheduling.Evicted(res, current)) > 0 {
+		available, err := r.availableClusters(ctx, placement)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		keptUntilReplaced = scheduling.KeepUntilReplaced(&res, clusters, current, available)
+	}
 	if err := r.writeDecisions(ctx, placement, res.Selected); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -141,6 +155,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	result := ctrl.Result{}
 	if res.RecheckAfter > 0 {
 		result.RequeueAfter = res.RecheckAfter + time.Second
+	}
+	if keptUntilReplaced && (result.RequeueAfter == 0 || result.RequeueAfter > replacementPoll) {
+		// Work availability does not trigger the scheduler: look again soon.
+		result.RequeueAfter = replacementPoll
 	}
 	switch {
 	case len(res.Selected) == 0:
@@ -153,6 +171,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%d clusters chosen", len(res.Selected))
 	}
 	return result, nil
+}
+
+// availableClusters names the clusters whose Work of the Placement reports every
+// object Available at its current generation.
+func (r *Reconciler) availableClusters(ctx context.Context, placement *placementv1alpha1.Placement) (map[string]bool, error) {
+	works, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for i := range works {
+		w := &works[i]
+		c := meta.FindStatusCondition(w.Status.Conditions, hubstatus.WorkAvailableCondition)
+		if cluster, ok := names.ClusterFromNamespace(w.Namespace); ok && w.DeletionTimestamp.IsZero() &&
+			c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation {
+			out[cluster] = true
+		}
+	}
+	return out, nil
 }
 
 // warnOnce records a Warning event when the Scheduled condition changes to the
@@ -172,7 +209,7 @@ func summary(res scheduling.Result) string {
 	}
 	reasons := make([]string, 0, len(res.Excluded))
 	for reason, names := range res.Excluded {
-		if reason == scheduling.ReasonKeptUnhealthy {
+		if reason == scheduling.ReasonKeptUnhealthy || reason == scheduling.ReasonKeptUntilReplaced {
 			continue
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %d", reason, len(names)))
@@ -343,6 +380,9 @@ func (r *Reconciler) deleteSlices(ctx context.Context, placement *placementv1alp
 // SetupWithManager registers the scheduler: it runs on Placement spec changes, on
 // changes of its PlacementDecisions and on any ClusterProfile change.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := placementref.IndexWorks(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).

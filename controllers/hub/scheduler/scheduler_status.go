@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -43,11 +44,13 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		// The decision did not change. The explanation (eligible and excluded
 		// counts) changes with every cluster that joins or leaves the fleet; writing
 		// it at each would write every Placement at each registration, so it is
-		// refreshed at most once per explainEvery.
+		// refreshed at most once per explainEvery — unless a reason appears or goes
+		// (a drained cluster kept until its replacement is available, say).
 		if equality.Semantic.DeepEqual(placement.Status.Scheduling, patch.Status.Scheduling) {
 			return nil
 		}
-		if last, ok := r.explained.Load(key); ok && time.Since(last.(time.Time)) < explainEvery {
+		if last, ok := r.explained.Load(key); ok && time.Since(last.(time.Time)) < explainEvery &&
+			slices.Equal(exclusionReasons(placement.Status.Scheduling), exclusionReasons(patch.Status.Scheduling)) {
 			return nil
 		}
 	}
@@ -56,6 +59,18 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	}
 	r.explained.Store(key, time.Now())
 	return nil
+}
+
+// exclusionReasons lists the exclusion reasons of an explanation, in order.
+func exclusionReasons(st *placementv1alpha1.SchedulingStatus) []string {
+	if st == nil {
+		return nil
+	}
+	out := make([]string, 0, len(st.Excluded))
+	for _, e := range st.Excluded {
+		out = append(out, e.Reason)
+	}
+	return out
 }
 
 // maxNamed caps the clusters named per exclusion reason.

@@ -63,6 +63,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // SetupWithManager registers the status aggregator: it runs when a Placement is
 // created or changed, and when its Works or PlacementDecisions change.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := placementref.IndexWorks(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("status").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).

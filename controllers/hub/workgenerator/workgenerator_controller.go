@@ -312,6 +312,9 @@ func (r *Reconciler) deleteWorks(ctx context.Context, placement *placementv1alph
 // SetupWithManager registers the work generator. Watches on the kinds that
 // Placements select are added as Placements name them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := placementref.IndexWorks(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("workgenerator").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).

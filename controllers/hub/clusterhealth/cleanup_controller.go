@@ -1,0 +1,178 @@
+package clusterhealth
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// CleanupName is the cleanup controller's event source.
+const CleanupName = "lodestar-clustercleanup"
+
+// DefaultCleanupGracePeriod is how long the hub waits for an unreachable agent to
+// remove what it placed before it gives up on the member and cleans the hub side.
+const DefaultCleanupGracePeriod = 10 * time.Minute
+
+// Cleanup removes a deleted ClusterProfile's hub side: its Works (each removed from
+// the member by the agent, or given up on when the agent has been unreachable for
+// the grace period, leaving the member's objects in place), its namespace with the
+// agent's identity and Lease, and the agent's Role in the cluster set.
+type Cleanup struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// GracePeriod is how long an unreachable agent has to clean up.
+	GracePeriod time.Duration
+}
+
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile keeps the cleanup finalizer on managed ClusterProfiles and does the
+// cleanup once one is deleted.
+func (r *Cleanup) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	profile := &cpv1alpha1.ClusterProfile{}
+	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !managed(profile) {
+		return ctrl.Result{}, nil
+	}
+	if profile.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, kube.SetFinalizer(ctx, r.Client, profile, placementv1alpha1.ClusterCleanupFinalizer, true)
+	}
+	if !controllerutil.ContainsFinalizer(profile, placementv1alpha1.ClusterCleanupFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	ns := names.ClusterNamespace(profile.Name)
+
+	works := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, works, client.InNamespace(ns)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(works.Items) > 0 {
+		giveUp, wait := r.agentGone(profile)
+		for i := range works.Items {
+			w := &works.Items[i]
+			if w.DeletionTimestamp.IsZero() {
+				// Placements no longer choose the cluster; hand-written Works go too.
+				if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+					return ctrl.Result{}, fmt.Errorf("deleting Work %s/%s: %w", w.Namespace, w.Name, err)
+				}
+			}
+			if giveUp {
+				if err := kube.SetFinalizer(ctx, r.Client, w, lodestarworkv1alpha1.WorkFinalizer, false); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+		}
+		if giveUp {
+			r.Recorder.Eventf(profile, nil, corev1.EventTypeWarning, "MemberCleanupAbandoned", "Cleanup",
+				"the agent has been unreachable for more than %s: %d Works removed from the hub only; the member keeps their objects", r.GracePeriod, len(works.Items))
+			log.Info("Gave up on an unreachable agent's cleanup; the member keeps its objects", "works", len(works.Items))
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		// Work deletions bring the next reconcile; the grace period may end first.
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: fleet.ProfileRoleName(profile.Name), Namespace: profile.Namespace}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: fleet.ProfileRoleName(profile.Name), Namespace: profile.Namespace}},
+	} {
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+		}
+	}
+	log.Info("Removed a deleted cluster's hub side", "namespace", ns)
+	return ctrl.Result{}, kube.SetFinalizer(ctx, r.Client, profile, placementv1alpha1.ClusterCleanupFinalizer, false)
+}
+
+// agentGone tells whether the agent of a deleted cluster is taken to be gone for
+// good: unreachable (or never connected) for the grace period, counted from the
+// later of the profile's deletion and the condition's last change. Otherwise it
+// says how long to wait before asking again.
+func (r *Cleanup) agentGone(profile *cpv1alpha1.ClusterProfile) (bool, time.Duration) {
+	c := meta.FindStatusCondition(profile.Status.Conditions, placementv1alpha1.AgentReachableCondition)
+	if c != nil && c.Status == metav1.ConditionTrue {
+		return false, r.GracePeriod
+	}
+	since := profile.DeletionTimestamp.Time
+	if c != nil && c.LastTransitionTime.After(since) {
+		since = c.LastTransitionTime.Time
+	}
+	left := time.Until(since.Add(r.GracePeriod))
+	if left <= 0 {
+		return true, 0
+	}
+	return false, left
+}
+
+// SetupWithManager registers the cleanup controller.
+func (r *Cleanup) SetupWithManager(mgr ctrl.Manager) error {
+	if r.GracePeriod == 0 {
+		r.GracePeriod = DefaultCleanupGracePeriod
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clustercleanup").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			p, ok := o.(*cpv1alpha1.ClusterProfile)
+			return ok && managed(p)
+		}))).
+		// A Work of a cluster namespace going away may finish a cleanup.
+		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.profileOfWork),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc: func(event.CreateEvent) bool { return false },
+				UpdateFunc: func(event.UpdateEvent) bool { return false },
+			})).
+		Complete(r)
+}
+
+// profileOfWork maps a deleted Work to its cluster's ClusterProfile (by name,
+// through the index the health controller keeps).
+func (r *Cleanup) profileOfWork(ctx context.Context, w client.Object) []reconcile.Request {
+	cluster, ok := names.ClusterFromNamespace(w.GetNamespace())
+	if !ok {
+		return nil
+	}
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{nameIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ClusterProfiles for a Work", "cluster", cluster)
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if !list.Items[i].DeletionTimestamp.IsZero() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
