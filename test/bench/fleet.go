@@ -16,13 +16,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
@@ -170,7 +173,38 @@ func (f *fleet) register(ctx context.Context, to int, labels func(i int) map[str
 		return nil
 	})
 	f.clusters = to
-	return err
+	if err != nil {
+		return err
+	}
+	return f.settled(ctx, to)
+}
+
+// settled waits until the hub manager has taken in n registered clusters: each
+// ClusterProfile carries the cleanup finalizer and an AgentReachable condition.
+// Scenarios measure fan-out, not the registration's own writes.
+func (f *fleet) settled(ctx context.Context, n int) error {
+	if f.manager == nil {
+		return nil
+	}
+	_, err := waitFor(ctx, 5*time.Minute, 2*time.Second, func() (bool, error) {
+		list := &cpv1alpha1.ClusterProfileList{}
+		if err := f.admin.List(ctx, list, client.InNamespace(scheduler.DefaultClusterSetNamespace)); err != nil {
+			return false, err
+		}
+		done := 0
+		for i := range list.Items {
+			p := &list.Items[i]
+			if controllerutil.ContainsFinalizer(p, placementv1alpha1.ClusterCleanupFinalizer) &&
+				meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) != nil {
+				done++
+			}
+		}
+		return done >= n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the hub to take in %d clusters: %w", n, err)
+	}
+	return nil
 }
 
 func (f *fleet) stop() {
