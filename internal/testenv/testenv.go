@@ -12,7 +12,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,13 +124,6 @@ func DefaultMembers() []Member {
 // connection to the hub as that identity (a 48 h token).
 func Register(ctx context.Context, hub *ControlPlane, m Member) (*rest.Config, error) {
 	return fleet.Join(ctx, hub.Config, hub.Client, fleet.JoinOptions{Name: m.Name, Labels: m.Labels, TokenTTL: 48 * time.Hour})
-}
-
-func ensure(ctx context.Context, c client.Client, obj client.Object) error {
-	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
-	}
-	return nil
 }
 
 // WriteKubeconfig writes a kubeconfig file for cfg, with context name name.

@@ -65,9 +65,9 @@ func startAgent(t *testing.T, opts agent.Options) (stop func()) {
 	return stop
 }
 
-func getProfile(g Gomega, ctx context.Context, set, name string) *cpv1alpha1.ClusterProfile {
+func getProfile(g Gomega, set, name string) *cpv1alpha1.ClusterProfile {
 	p := &cpv1alpha1.ClusterProfile{}
-	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: set, Name: name}, p)).To(Succeed())
+	g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKey{Namespace: set, Name: name}, p)).To(Succeed())
 	return p
 }
 
@@ -81,7 +81,7 @@ func TestJoin(t *testing.T) {
 	cfg, err := fleet.Join(ctx, hubCP.Config, hubCP.Client, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	p := getProfile(g, ctx, auxSet, name)
+	p := getProfile(g, auxSet, name)
 	g.Expect(p.Spec.ClusterManager.Name).To(Equal(placementv1alpha1.ClusterManagerName))
 	g.Expect(p.Labels).To(HaveKeyWithValue(cpv1alpha1.LabelClusterManagerKey, placementv1alpha1.ClusterManagerName))
 	g.Expect(p.Labels).To(HaveKeyWithValue("env", "edge"))
@@ -104,7 +104,7 @@ func TestJoin(t *testing.T) {
 	rv := p.ResourceVersion
 	_, err = fleet.Join(ctx, hubCP.Config, hubCP.Client, opts)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(getProfile(g, ctx, auxSet, name).ResourceVersion).To(Equal(rv), "an identical join writes nothing")
+	g.Expect(getProfile(g, auxSet, name).ResourceVersion).To(Equal(rv), "an identical join writes nothing")
 
 	// Refused: the same name from another member, in another set, or a profile
 	// managed by someone else.
@@ -178,12 +178,11 @@ func TestAgentRenewsItsToken(t *testing.T) {
 // unreachable after the lease and grace period, and reachable again when it returns.
 func TestHeartbeatAndHealth(t *testing.T) {
 	g := NewWithT(t)
-	ctx := t.Context()
 
 	// The fleet's own agents.
 	for _, m := range []string{member1, member2} {
 		g.Eventually(func(g Gomega) {
-			p := getProfile(g, ctx, placementv1alpha1.DefaultClusterSet, m)
+			p := getProfile(g, placementv1alpha1.DefaultClusterSet, m)
 			g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AgentReachableCondition)).To(BeTrue())
 			g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.ControlPlaneHealthyCondition)).To(BeTrue())
 		}).Should(Succeed())
@@ -191,7 +190,7 @@ func TestHeartbeatAndHealth(t *testing.T) {
 
 	name, cfg := joinAux(t, "flaky", time.Hour)
 	condition := func(g Gomega, t string) *metav1.Condition {
-		c := meta.FindStatusCondition(getProfile(g, ctx, auxSet, name).Status.Conditions, t)
+		c := meta.FindStatusCondition(getProfile(g, auxSet, name).Status.Conditions, t)
 		g.Expect(c).NotTo(BeNil())
 		return c
 	}
@@ -233,7 +232,7 @@ func TestPropertiesMirrored(t *testing.T) {
 
 	props := func(g Gomega) map[string]string {
 		out := map[string]string{}
-		for _, p := range getProfile(g, ctx, placementv1alpha1.DefaultClusterSet, fullMember).Status.Properties {
+		for _, p := range getProfile(g, placementv1alpha1.DefaultClusterSet, fullMember).Status.Properties {
 			g.Expect(p.LastObservedTime.IsZero()).To(BeFalse(), "property %s has a lastObservedTime", p.Name)
 			out[p.Name] = p.Value
 		}
@@ -247,7 +246,7 @@ func TestPropertiesMirrored(t *testing.T) {
 		for _, k := range []string{placementv1alpha1.PropertyCPUAllocatable, placementv1alpha1.PropertyCPUFree, placementv1alpha1.PropertyMemoryAllocatable, placementv1alpha1.PropertyMemoryFree} {
 			g.Expect(p).To(HaveKey(k))
 		}
-		g.Expect(getProfile(g, ctx, placementv1alpha1.DefaultClusterSet, fullMember).Status.Version.Kubernetes).To(HavePrefix("v1."))
+		g.Expect(getProfile(g, placementv1alpha1.DefaultClusterSet, fullMember).Status.Version.Kubernetes).To(HavePrefix("v1."))
 	}).Should(Succeed())
 
 	// A ClusterProperty the member's admin writes appears as it is, and follows changes.

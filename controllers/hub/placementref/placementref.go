@@ -4,9 +4,9 @@ package placementref
 
 import (
 	"context"
-	"sync"
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
