@@ -166,8 +166,7 @@ func TestAgentRenewsItsToken(t *testing.T) {
 		g.Expect(lease.Spec.RenewTime.Time.After(before)).To(BeTrue())
 	}).Should(Succeed())
 
-	// A restarted agent starts from the token file (here: the join token is no
-	// longer the newest one).
+	// The kept token is readable by the agent only.
 	stat, err := os.Stat(tokenFile)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stat.Mode().Perm()).To(Equal(os.FileMode(0o600)))
