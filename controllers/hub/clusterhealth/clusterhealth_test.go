@@ -1,0 +1,57 @@
+package clusterhealth
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+func TestEvaluate(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	lease := func(renewedAgo time.Duration, ready string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+				placementv1alpha1.MemberReadyAnnotation: ready, placementv1alpha1.MemberReadyMessageAnnotation: "readyz says " + ready,
+			}},
+			Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: now.Add(-renewedAgo)}, LeaseDurationSeconds: ptr.To[int32](40)},
+		}
+	}
+	grace := 20 * time.Second
+	tests := []struct {
+		name                 string
+		lease                *coordinationv1.Lease
+		reachable, healthy   metav1.ConditionStatus
+		reachReason, hReason string
+		recheck              time.Duration
+	}{
+		{name: "never connected", reachable: metav1.ConditionUnknown, healthy: metav1.ConditionUnknown,
+			reachReason: placementv1alpha1.ReasonAgentNotSeen, hReason: placementv1alpha1.ReasonAgentNotSeen},
+		{name: "renewed, member ready", lease: lease(10*time.Second, "true"), reachable: metav1.ConditionTrue, healthy: metav1.ConditionTrue,
+			reachReason: placementv1alpha1.ReasonLeaseRenewed, hReason: placementv1alpha1.ReasonMemberReady, recheck: 51 * time.Second},
+		{name: "renewed, member not ready", lease: lease(0, "false"), reachable: metav1.ConditionTrue, healthy: metav1.ConditionFalse,
+			reachReason: placementv1alpha1.ReasonLeaseRenewed, hReason: placementv1alpha1.ReasonMemberNotReady, recheck: 61 * time.Second},
+		{name: "expired but within the grace period", lease: lease(55*time.Second, "true"), reachable: metav1.ConditionTrue, healthy: metav1.ConditionTrue,
+			reachReason: placementv1alpha1.ReasonLeaseRenewed, hReason: placementv1alpha1.ReasonMemberReady, recheck: 6 * time.Second},
+		{name: "expired beyond the grace period", lease: lease(61*time.Second, "true"), reachable: metav1.ConditionFalse, healthy: metav1.ConditionUnknown,
+			reachReason: placementv1alpha1.ReasonLeaseExpired, hReason: placementv1alpha1.ReasonAgentUnreachable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			reach, healthy, recheck := Evaluate(tt.lease, now, grace)
+			g.Expect(reach.Type).To(Equal(placementv1alpha1.AgentReachableCondition))
+			g.Expect(healthy.Type).To(Equal(placementv1alpha1.ControlPlaneHealthyCondition))
+			g.Expect(reach.Status).To(Equal(tt.reachable))
+			g.Expect(reach.Reason).To(Equal(tt.reachReason))
+			g.Expect(healthy.Status).To(Equal(tt.healthy))
+			g.Expect(healthy.Reason).To(Equal(tt.hReason))
+			g.Expect(recheck).To(Equal(tt.recheck))
+		})
+	}
+}
