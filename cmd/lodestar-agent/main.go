@@ -21,6 +21,10 @@ import (
 func main() {
 	var metricsAddr, probeAddr, pprofAddr, hubKubeconfig, clusterName, clusterSet, tokenFile, configPath string
 	var tokenTTL time.Duration
+	agentNamespace := os.Getenv("POD_NAMESPACE")
+	if agentNamespace == "" {
+		agentNamespace = "lodestar-system"
+	}
 	var qps float64
 	var burst int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
@@ -31,7 +35,8 @@ func main() {
 	flag.StringVar(&clusterSet, "cluster-set", placementv1alpha1.DefaultClusterSet, "Cluster-set namespace of the cluster's ClusterProfile on the hub.")
 	flag.StringVar(&tokenFile, "hub-token-file", "", "A writable file where the agent keeps its renewed hub token across restarts; empty keeps it in memory only.")
 	flag.DurationVar(&tokenTTL, "hub-token-ttl", fleet.DefaultTokenTTL, "Lifetime of the hub tokens the agent renews itself (at least 10m).")
-	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules); optional.")
+	flag.StringVar(&agentNamespace, "agent-namespace", agentNamespace, "The agent's own namespace on the member (default $POD_NAMESPACE or lodestar-system); Works may never write it.")
+	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules, member policy); optional.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the hub and the member API servers (client-side limit each).")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries above --kube-api-qps.")
 	zapOpts := zap.Options{}
@@ -61,13 +66,14 @@ func main() {
 	}
 	// The member connection comes from --kubeconfig, or in-cluster.
 	mgr, err := agent.NewManager(agent.Options{
-		ClusterName: clusterName,
-		ClusterSet:  clusterSet,
-		TokenFile:   tokenFile,
-		TokenTTL:    tokenTTL,
-		Hub:         hubConfig,
-		Member:      memberConfig,
-		Config:      config,
+		ClusterName:    clusterName,
+		ClusterSet:     clusterSet,
+		AgentNamespace: agentNamespace,
+		TokenFile:      tokenFile,
+		TokenTTL:       tokenTTL,
+		Hub:            hubConfig,
+		Member:         memberConfig,
+		Config:         config,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 			HealthProbeBindAddress: probeAddr,

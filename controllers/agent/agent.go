@@ -30,6 +30,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/policy"
 )
 
 // Options configure an agent.
@@ -58,6 +59,9 @@ type Options struct {
 	LeaseDuration time.Duration
 	// PropertiesPeriod is how often the ClusterProfile's properties are refreshed.
 	PropertiesPeriod time.Duration
+	// AgentNamespace is the agent's own namespace on the member, which Works may
+	// never write.
+	AgentNamespace string
 }
 
 // Config is the agent's configuration file, owned by the member's admin.
@@ -65,6 +69,9 @@ type Config struct {
 	// ReadinessRules are CEL rules that say when objects of a kind are available;
 	// a rule for a built-in kind replaces the built-in check.
 	ReadinessRules []health.Rule `json:"readinessRules,omitempty"`
+	// Policy is the member's own limit on what the agent applies, whatever the
+	// hub sends (docs/agent.md).
+	Policy policy.Policy `json:"policy,omitempty"`
 }
 
 // LoadConfig reads a configuration file; unknown fields are an error.
@@ -79,6 +86,9 @@ func LoadConfig(path string) (Config, error) {
 	}
 	if _, err := health.NewChecker(c.ReadinessRules); err != nil {
 		return c, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if err := c.Policy.Validate(); err != nil {
+		return c, fmt.Errorf("reading %s: policy: %w", path, err)
 	}
 	return c, nil
 }
@@ -171,7 +181,12 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
+	memberPolicy, err := policy.NewChecker(opts.Config.Policy, opts.AgentNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("the agent's policy: %w", err)
+	}
 	if err := (&work.Reconciler{
+		Policy:      memberPolicy,
 		Hub:         mgr.GetClient(),
 		Member:      member,
 		MemberCache: memberCache,

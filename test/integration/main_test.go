@@ -137,6 +137,8 @@ func startFleet(ctx context.Context) error {
 			Member:      members[name].Config,
 			Manager:     ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
 			Config:      agentConfig,
+			// The member's policy denies this namespace (and kube-system) to Works.
+			AgentNamespace: "lodestar-system",
 		})
 		if err != nil {
 			return err

@@ -41,6 +41,7 @@ const (
 	ReasonTakeoverDiff    = "TakeoverDiff"
 	ReasonOtherWork       = "PlacedByAnotherWork"
 	ReasonApplyFailed     = "ApplyFailed"
+	ReasonDeniedByPolicy  = "DeniedByMemberPolicy"
 )
 
 // CreatedNamespaceLabel marks a namespace the agent created because a manifest
@@ -206,18 +207,24 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 		obj.SetNamespace("")
 		res.id.Namespace = ""
 	}
-	if r.Watch != nil {
-		if err := r.Watch(gvk); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Watching placed objects on the member", "kind", gvk)
-		}
-	}
-
 	res.key = objectKey(gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName())
 	if first, dup := seen[res.key]; dup {
 		res.key = ""
 		return fail(ReasonDuplicate, "the same object as manifest %d", first)
 	}
 	seen[res.key] = ordinal
+	if r.Policy != nil {
+		// Denied before anything is read or written. The object still counts as
+		// wanted, so a tightened policy never deletes what was applied before.
+		if why := r.Policy.Denied(gvk, obj.GetNamespace(), obj); why != "" {
+			return fail(ReasonDeniedByPolicy, "%s", why)
+		}
+	}
+	if r.Watch != nil {
+		if err := r.Watch(gvk); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Watching placed objects on the member", "kind", gvk)
+		}
+	}
 	strip(obj)
 	isSecret := gvk.GroupKind() == secretKind
 	strategy := p.strategy

@@ -32,6 +32,7 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/policy"
 )
 
 // FieldManager is the agent's server-side apply field manager on members and its
@@ -49,6 +50,8 @@ type Reconciler struct {
 	MemberCache cache.Cache
 	// Readiness decides whether placed objects are available.
 	Readiness *health.Checker
+	// Policy, when set, is the member's own limit on what is applied.
+	Policy *policy.Checker
 	// Watch, set by SetupWithManager, starts watching a kind on the member.
 	Watch func(schema.GroupVersionKind) error
 }

@@ -1,0 +1,81 @@
+package policy
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// manifest is an object as a Work carries it, with its namespace.
+type manifest struct {
+	gvk schema.GroupVersionKind
+	ns  string
+	obj *unstructured.Unstructured
+}
+
+func m(apiVersion, kind, ns, name string, fields map[string]any) manifest {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}}
+	for k, v := range fields {
+		u.Object[k] = v
+	}
+	return manifest{u.GroupVersionKind(), ns, u}
+}
+
+func rbac(kind, ns string, fields map[string]any) manifest {
+	return m("rbac.authorization.k8s.io/v1", kind, ns, "x", fields)
+}
+
+func rules(verbs, resources []any) map[string]any {
+	return map[string]any{"rules": []any{map[string]any{"verbs": verbs, "resources": resources}}}
+}
+
+func TestDenied(t *testing.T) {
+	cm := func(ns string) manifest { return m("v1", "ConfigMap", ns, "c", nil) }
+	clusterAdmin := rbac("ClusterRoleBinding", "", map[string]any{"roleRef": map[string]any{"kind": "ClusterRole", "name": "cluster-admin"}})
+	tests := []struct {
+		name   string
+		policy Policy
+		m      manifest
+		want   string // a substring of the reason; "" means allowed
+	}{
+		{name: "default: an ordinary object", m: cm("app")},
+		{name: "default: kube-system is denied", m: cm("kube-system"), want: "denies namespace kube-system"},
+		{name: "default: the agent's namespace is denied", m: cm("lodestar-system"), want: "denies namespace lodestar-system"},
+		{name: "default: a Namespace object named kube-system is denied", m: m("v1", "Namespace", "", "kube-system", nil), want: "denies namespace kube-system"},
+		{name: "denied kind", policy: Policy{DeniedKinds: []string{"Secret"}}, m: m("v1", "Secret", "app", "s", nil), want: "denies kind Secret"},
+		{name: "kinds not allowed", policy: Policy{AllowedKinds: []string{"apps/*"}}, m: cm("app"), want: "allows only kinds apps/*"},
+		{name: "a group wildcard allows its kinds", policy: Policy{AllowedKinds: []string{"apps/*"}}, m: m("apps/v1", "Deployment", "app", "d", nil)},
+		{name: "namespaces not allowed", policy: Policy{AllowedNamespaces: []string{"team-*"}}, m: cm("app"), want: "allows only namespaces team-*"},
+		{name: "a namespace pattern allows", policy: Policy{AllowedNamespaces: []string{"team-*"}}, m: cm("team-a")},
+		{name: "own denied namespaces replace kube-system", policy: Policy{DeniedNamespaces: []string{"prod"}}, m: cm("kube-system")},
+		{name: "but never the agent's own", policy: Policy{DeniedNamespaces: []string{"prod"}}, m: cm("lodestar-system"), want: "denies namespace lodestar-system"},
+		{name: "cluster-admin binding", m: clusterAdmin, want: "binds cluster-admin"},
+		{name: "a wildcard verb", m: rbac("ClusterRole", "", rules([]any{"*"}, []any{"pods"})), want: `grants verb "*"`},
+		{name: "escalate", m: rbac("Role", "app", rules([]any{"get", "escalate"}, []any{"roles"})), want: `grants verb "escalate"`},
+		{name: "every resource", m: rbac("Role", "app", rules([]any{"get"}, []any{"*"})), want: "grants every resource"},
+		{name: "a modest Role", m: rbac("Role", "app", rules([]any{"get", "list"}, []any{"configmaps"}))},
+		{name: "escalation allowed by the admin", policy: Policy{AllowEscalatingRBAC: true}, m: clusterAdmin},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c, err := NewChecker(tt.policy, "lodestar-system")
+			g.Expect(err).NotTo(HaveOccurred())
+			got := c.Denied(tt.m.gvk, tt.m.ns, tt.m.obj)
+			if tt.want == "" {
+				g.Expect(got).To(BeEmpty())
+			} else {
+				g.Expect(got).To(ContainSubstring(tt.want))
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(Policy{AllowedNamespaces: []string{"[bad"}}.Validate()).To(MatchError(ContainSubstring("namespace pattern")))
+	g.Expect(Policy{DeniedKinds: []string{"a/b/c"}}.Validate()).To(MatchError(ContainSubstring("group/Kind")))
+	g.Expect(Policy{AllowedKinds: []string{"apps/*", "ConfigMap"}}.Validate()).To(Succeed())
+}
