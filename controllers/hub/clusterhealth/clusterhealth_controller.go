@@ -71,6 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		lease = nil
 	}
 	reachable, healthy, recheck := Evaluate(lease, time.Now(), r.GracePeriod)
+	reachable.ObservedGeneration, healthy.ObservedGeneration = profile.Generation, profile.Generation
 	if !kube.SameCondition(profile.Status.Conditions, reachable) || !kube.SameCondition(profile.Status.Conditions, healthy) {
 		if err := r.apply(ctx, profile, reachable, healthy); err != nil {
 			return ctrl.Result{}, err
@@ -120,7 +121,6 @@ func (r *Reconciler) apply(ctx context.Context, profile *cpv1alpha1.ClusterProfi
 	var list []any
 	for _, c := range conds {
 		c = kube.Condition(profile.Status.Conditions, c)
-		c.ObservedGeneration = profile.Generation
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
 		if err != nil {
 			return err

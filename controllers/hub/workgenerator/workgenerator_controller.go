@@ -3,6 +3,7 @@
 package workgenerator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,10 +126,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
+	// Works already up to date are skipped without a copy or a patch: after a
+	// restart, or on each event of a large fan-out, most are.
+	current, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	upToDate := map[string]bool{}
+	for i := range current {
+		if workUpToDate(&current[i], placement, manifests, revision, annotations) {
+			upToDate[current[i].Namespace] = true
+		}
+	}
+
 	// Works are written concurrently: a Placement may fan out to thousands.
 	var eg errgroup.Group
 	eg.SetLimit(workWriters)
 	for _, cluster := range clusters {
+		if upToDate[names.ClusterNamespace(cluster)] {
+			continue
+		}
 		eg.Go(func() error {
 			if err := r.writeWork(ctx, placement, cluster, manifests, revision, annotations); err != nil {
 				return fmt.Errorf("writing the Work for cluster %s: %w", cluster, err)
@@ -283,6 +300,39 @@ func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1
 		return nil
 	})
 	return err
+}
+
+// workUpToDate tells whether w (a read-only cache object) already is what
+// writeWork would make it: labels, annotations, finalizer and the same manifest
+// bytes. When in doubt (the API server re-encoded a manifest, say) it says no, and
+// writeWork compares properly.
+func workUpToDate(w *workv1alpha1.Work, placement *placementv1alpha1.Placement, manifests []runtime.RawExtension, revision string, annotations map[string]string) bool {
+	if !w.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(w, lodestarworkv1alpha1.WorkFinalizer) ||
+		w.Annotations[placementv1alpha1.RevisionAnnotation] != revision || len(w.Spec.Workload.Manifests) != len(manifests) {
+		return false
+	}
+	for k, v := range placementref.WorkLabels(placement) {
+		if w.Labels[k] != v {
+			return false
+		}
+	}
+	cluster, ok := names.ClusterFromNamespace(w.Namespace)
+	if !ok || w.Labels[placementv1alpha1.ClusterLabel] != names.LabelValue(cluster) {
+		return false
+	}
+	for _, k := range []string{lodestarworkv1alpha1.ApplyStrategyAnnotation, lodestarworkv1alpha1.StatusFeedbackAnnotation} {
+		got, has := w.Annotations[k]
+		want, wanted := annotations[k]
+		if has != wanted || got != want {
+			return false
+		}
+	}
+	for i := range manifests {
+		if !bytes.Equal(w.Spec.Workload.Manifests[i].Raw, manifests[i].Raw) {
+			return false
+		}
+	}
+	return true
 }
 
 // deleteWorks deletes the Placement's Works on clusters other than keep.
