@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/client-go/util/retry"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,38 +53,40 @@ func Uncordon(ctx context.Context, c client.Client, clusterSet, name string) err
 }
 
 // editTaints rewrites the cluster's taints annotation, refusing to overwrite one it
-// cannot read (the operator fixes it by hand), with optimistic locking.
+// cannot read (the operator fixes it by hand). The write is optimistically locked
+// and retried on a conflict: the agent and the hub write the ClusterProfile's
+// status all the time.
 func editTaints(ctx context.Context, c client.Client, clusterSet, name string, edit func([]placementv1alpha1.Taint) []placementv1alpha1.Taint) error {
 	if clusterSet == "" {
 		clusterSet = placementv1alpha1.DefaultClusterSet
 	}
-	profile := &cpv1alpha1.ClusterProfile{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: clusterSet, Name: name}, profile); err != nil {
-		return fmt.Errorf("reading cluster %s in cluster set %s: %w", name, clusterSet, err)
-	}
-	taints, err := scheduling.ParseTaints(profile.Annotations[placementv1alpha1.TaintsAnnotation])
-	if err != nil {
-		return fmt.Errorf("cluster %s: %w; fix or remove the annotation first", name, err)
-	}
-	edited := edit(slices.Clone(taints))
-	if slices.Equal(edited, taints) {
-		return nil
-	}
-	base := profile.DeepCopy()
-	if len(edited) == 0 {
-		delete(profile.Annotations, placementv1alpha1.TaintsAnnotation)
-	} else {
-		b, err := json.Marshal(edited)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		profile := &cpv1alpha1.ClusterProfile{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: clusterSet, Name: name}, profile); err != nil {
+			return fmt.Errorf("reading cluster %s in cluster set %s: %w", name, clusterSet, err)
+		}
+		taints, err := scheduling.ParseTaints(profile.Annotations[placementv1alpha1.TaintsAnnotation])
 		if err != nil {
-			return err
+			return fmt.Errorf("cluster %s: %w; fix or remove the annotation first", name, err)
 		}
-		if profile.Annotations == nil {
-			profile.Annotations = map[string]string{}
+		edited := edit(slices.Clone(taints))
+		if slices.Equal(edited, taints) {
+			return nil
 		}
-		profile.Annotations[placementv1alpha1.TaintsAnnotation] = string(b)
-	}
-	if err := c.Patch(ctx, profile, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("writing the taints of cluster %s: %w", name, err)
-	}
-	return nil
+		base := profile.DeepCopy()
+		if len(edited) == 0 {
+			delete(profile.Annotations, placementv1alpha1.TaintsAnnotation)
+		} else {
+			b, err := json.Marshal(edited)
+			if err != nil {
+				return err
+			}
+			if profile.Annotations == nil {
+				profile.Annotations = map[string]string{}
+			}
+			profile.Annotations[placementv1alpha1.TaintsAnnotation] = string(b)
+		}
+		// Not wrapped: RetryOnConflict must see the Conflict.
+		return c.Patch(ctx, profile, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
 }
