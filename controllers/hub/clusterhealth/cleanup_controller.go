@@ -143,10 +143,7 @@ func (r *Cleanup) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clustercleanup").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
-		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			p, ok := o.(*cpv1alpha1.ClusterProfile)
-			return ok && managed(p)
-		}))).
+		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(managedProfiles)).
 		// A Work of a cluster namespace going away may finish a cleanup.
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.profileOfWork),
 			builder.WithPredicates(predicate.Funcs{

@@ -140,6 +140,12 @@ func managed(p *cpv1alpha1.ClusterProfile) bool {
 	return p.Spec.ClusterManager.Name == placementv1alpha1.ClusterManagerName
 }
 
+// managedProfiles lets only the ClusterProfiles Lodestar manages through.
+var managedProfiles = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	p, ok := o.(*cpv1alpha1.ClusterProfile)
+	return ok && managed(p)
+})
+
 // SetupWithManager registers the controller: ClusterProfiles, and the agents'
 // Leases (cached by label only).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -154,10 +160,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterhealth").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
-		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			p, ok := o.(*cpv1alpha1.ClusterProfile)
-			return ok && managed(p)
-		}))).
+		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(managedProfiles)).
 		Watches(&coordinationv1.Lease{}, r.leaseHandler()).
 		Complete(r)
 }

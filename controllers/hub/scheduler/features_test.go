@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -350,8 +351,14 @@ func TestSchedulingValidation(t *testing.T) {
 		p.Name = "immutable"
 		g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 		g.Expect(p.Spec.SchedulerName).To(Equal(placementv1alpha1.DefaultSchedulerName), "defaulted")
-		p.Spec.SchedulerName = "acme"
-		err := hubCP.Client.Update(t.Context(), p)
+		// The scheduler writes the status meanwhile: retry a stale update.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), p); err != nil {
+				return err
+			}
+			p.Spec.SchedulerName = "acme"
+			return hubCP.Client.Update(t.Context(), p)
+		})
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		g.Expect(err.Error()).To(ContainSubstring("schedulerName is immutable"))
 	})

@@ -157,7 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWorkFailed, "%v", err)
 		return ctrl.Result{}, err
 	}
-	if err := r.deleteWorks(ctx, placement, clusters); err != nil {
+	if err := r.deleteWorks(ctx, current, clusters); err != nil {
 		return ctrl.Result{}, err
 	}
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
@@ -193,11 +193,11 @@ func applyAnnotations(placement *placementv1alpha1.Placement) (map[string]string
 // reconcileDelete deletes every Work of the Placement and releases the Placement
 // once they are gone, which is when each member has removed what it applied.
 func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1alpha1.Placement, st *status) error {
-	if err := r.deleteWorks(ctx, placement, nil); err != nil {
-		return err
-	}
 	remaining, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
+		return err
+	}
+	if err := r.deleteWorks(ctx, remaining, nil); err != nil {
 		return err
 	}
 	if len(remaining) > 0 {
@@ -335,13 +335,9 @@ func workUpToDate(w *workv1alpha1.Work, placement *placementv1alpha1.Placement, 
 	return true
 }
 
-// deleteWorks deletes the Placement's Works on clusters other than keep.
-func (r *Reconciler) deleteWorks(ctx context.Context, placement *placementv1alpha1.Placement, keep []string) error {
-	// Read-only view of the cache: each deletion gets an object of its own.
-	works, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
-	if err != nil {
-		return err
-	}
+// deleteWorks deletes those of the Placement's Works (a read-only view of the
+// cache: each deletion gets an object of its own) on clusters other than keep.
+func (r *Reconciler) deleteWorks(ctx context.Context, works []workv1alpha1.Work, keep []string) error {
 	keepNS := map[string]bool{}
 	for _, c := range keep {
 		keepNS[names.ClusterNamespace(c)] = true
