@@ -143,9 +143,7 @@ func TestRemovedManifestDeletesOnlyWhatItCreated(t *testing.T) {
 	recreated = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "recreated", Namespace: ns}, Data: map[string]string{"mine": "now"}}
 	g.Expect(member.Create(ctx, recreated)).To(Succeed())
 
-	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
-	w.Spec.Workload.Manifests = w.Spec.Workload.Manifests[:1]
-	g.Expect(hubCP.Client.Update(ctx, w)).To(Succeed())
+	g.Expect(updateOnHub(w, func(w *workv1alpha1.Work) { w.Spec.Workload.Manifests = w.Spec.Workload.Manifests[:1] })).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
 		err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "drop"}, &corev1.ConfigMap{})

@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,11 +34,11 @@ func onOneThenEither(t *testing.T, p *placementv1alpha1.Placement) {
 		g.Expect(w).NotTo(BeNil())
 		g.Expect(workAvailable(w)).To(BeTrue())
 	}).Should(Succeed())
-	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-		{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"production", "staging"}},
-	}}
-	g.Expect(hubCP.Client.Update(ctx, p)).To(Succeed())
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Spec.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"production", "staging"}},
+		}}
+	})).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(workOf(g, p, member2)).To(BeNil(), "one cluster is enough: the Placement stays where it is")
 	}).WithTimeout(time.Second).Should(Succeed())
@@ -60,8 +59,7 @@ func workOf(g Gomega, p *placementv1alpha1.Placement, cluster string) *workv1alp
 }
 
 func workAvailable(w *workv1alpha1.Work) bool {
-	c := meta.FindStatusCondition(w.Status.Conditions, status.WorkAvailableCondition)
-	return w.DeletionTimestamp.IsZero() && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation
+	return status.WorkAvailability(w) == metav1.ConditionTrue
 }
 
 // Draining moves a Placement away make-before-break: the drained cluster keeps its

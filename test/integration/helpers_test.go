@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,6 +40,19 @@ func newNamespace(t *testing.T) string {
 	return ns.Name
 }
 
+// updateOnHub reads obj (by its name) from the hub, changes it with mutate and
+// updates it, again when the controllers or agents changed it meanwhile (they
+// write the status of Works, Placements and ClusterProfiles all the time).
+func updateOnHub[T client.Object](obj T, mutate func(T)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := hubCP.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return hubCP.Client.Update(context.Background(), obj)
+	})
+}
+
 // setClusterLabels replaces the labels of a member's ClusterProfile (keeping the
 // cluster-manager label) and restores them when the test ends.
 func setClusterLabels(t *testing.T, cluster string, labels map[string]string) {
@@ -49,27 +63,16 @@ func setClusterLabels(t *testing.T, cluster string, labels map[string]string) {
 	g.Expect(hubCP.Client.Get(t.Context(), key, profile)).To(Succeed())
 	original := profile.Labels
 	write := func(l map[string]string) error {
-		p := &cpv1alpha1.ClusterProfile{}
-		if err := hubCP.Client.Get(t.Context(), key, p); err != nil {
-			return err
-		}
-		p.Labels = map[string]string{cpv1alpha1.LabelClusterManagerKey: scheduler.ClusterManagerName}
-		for k, v := range l {
-			p.Labels[k] = v
-		}
-		return hubCP.Client.Update(t.Context(), p)
+		return updateOnHub(&cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
+			func(p *cpv1alpha1.ClusterProfile) { p.Labels = l })
 	}
-	g.Expect(write(labels)).To(Succeed())
+	want := map[string]string{cpv1alpha1.LabelClusterManagerKey: scheduler.ClusterManagerName}
+	for k, v := range labels {
+		want[k] = v
+	}
+	g.Expect(write(want)).To(Succeed())
 	t.Cleanup(func() {
-		// t.Context() is already cancelled when cleanups run.
-		ctx := context.Background()
-		p := &cpv1alpha1.ClusterProfile{}
-		err := hubCP.Client.Get(ctx, key, p)
-		if err == nil {
-			p.Labels = original
-			err = hubCP.Client.Update(ctx, p)
-		}
-		if err != nil {
+		if err := write(original); err != nil {
 			t.Errorf("restoring the labels of %s: %v", cluster, err)
 		}
 	})

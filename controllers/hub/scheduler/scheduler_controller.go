@@ -183,9 +183,7 @@ func (r *Reconciler) availableClusters(ctx context.Context, placement *placement
 	out := map[string]bool{}
 	for i := range works {
 		w := &works[i]
-		c := meta.FindStatusCondition(w.Status.Conditions, hubstatus.WorkAvailableCondition)
-		if cluster, ok := names.ClusterFromNamespace(w.Namespace); ok && w.DeletionTimestamp.IsZero() &&
-			c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation {
+		if cluster, ok := names.ClusterFromNamespace(w.Namespace); ok && hubstatus.WorkAvailability(w) == metav1.ConditionTrue {
 			out[cluster] = true
 		}
 	}

@@ -40,6 +40,16 @@ type Aggregation struct {
 	AvailableCondition metav1.Condition
 }
 
+// WorkAvailability is what the agent reported as the Work's Available condition
+// for its current generation; Unknown when it has not, or the Work is going.
+func WorkAvailability(w *workv1alpha1.Work) metav1.ConditionStatus {
+	avail := meta.FindStatusCondition(w.Status.Conditions, WorkAvailableCondition)
+	if avail == nil || avail.ObservedGeneration != w.Generation || !w.DeletionTimestamp.IsZero() {
+		return metav1.ConditionUnknown
+	}
+	return avail.Status
+}
+
 // Aggregate computes, from the clusters the Placement's decisions name and its
 // Works, the per-cluster state and the Applied condition. A Work counts as applied
 // only when the agent reported Applied for the Work's current generation.
@@ -53,9 +63,7 @@ func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
 		}
 		cs := placementv1alpha1.ClusterStatus{Name: cluster, Work: w.Name, Applied: metav1.ConditionUnknown, Available: metav1.ConditionUnknown}
 		cond := meta.FindStatusCondition(w.Status.Conditions, WorkAppliedCondition)
-		if avail := meta.FindStatusCondition(w.Status.Conditions, WorkAvailableCondition); avail != nil && avail.ObservedGeneration == w.Generation && w.DeletionTimestamp.IsZero() {
-			cs.Available = avail.Status
-		}
+		cs.Available = WorkAvailability(&w)
 		switch {
 		case !w.DeletionTimestamp.IsZero():
 			cs.Reason, cs.Message = "Removing", "the Work is being removed from the cluster"
