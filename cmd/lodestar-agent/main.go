@@ -14,13 +14,14 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 )
 
 func main() {
 	var metricsAddr, probeAddr, pprofAddr, hubKubeconfig, clusterName, clusterSet, tokenFile, configPath string
-	var tokenTTL time.Duration
+	var tokenTTL, missingWorkGrace time.Duration
 	agentNamespace := os.Getenv("POD_NAMESPACE")
 	if agentNamespace == "" {
 		agentNamespace = "lodestar-system"
@@ -36,6 +37,7 @@ func main() {
 	flag.StringVar(&tokenFile, "hub-token-file", "", "A writable file where the agent keeps its renewed hub token across restarts; empty keeps it in memory only.")
 	flag.DurationVar(&tokenTTL, "hub-token-ttl", fleet.DefaultTokenTTL, "Lifetime of the hub tokens the agent renews itself (at least 10m).")
 	flag.StringVar(&agentNamespace, "agent-namespace", agentNamespace, "The agent's own namespace on the member (default $POD_NAMESPACE or lodestar-system); Works may never write it.")
+	flag.DurationVar(&missingWorkGrace, "missing-work-grace-period", work.DefaultMissingWorkGracePeriod, "How long a Work may be gone from the hub (its finalizer removed while the agent was away, say) before the agent removes what it placed for it.")
 	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules, member policy); optional.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the hub and the member API servers (client-side limit each).")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries above --kube-api-qps.")
@@ -66,14 +68,15 @@ func main() {
 	}
 	// The member connection comes from --kubeconfig, or in-cluster.
 	mgr, err := agent.NewManager(agent.Options{
-		ClusterName:    clusterName,
-		ClusterSet:     clusterSet,
-		AgentNamespace: agentNamespace,
-		TokenFile:      tokenFile,
-		TokenTTL:       tokenTTL,
-		Hub:            hubConfig,
-		Member:         memberConfig,
-		Config:         config,
+		ClusterName:            clusterName,
+		ClusterSet:             clusterSet,
+		AgentNamespace:         agentNamespace,
+		TokenFile:              tokenFile,
+		TokenTTL:               tokenTTL,
+		MissingWorkGracePeriod: missingWorkGrace,
+		Hub:                    hubConfig,
+		Member:                 memberConfig,
+		Config:                 config,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 			HealthProbeBindAddress: probeAddr,

@@ -62,6 +62,10 @@ type Options struct {
 	// AgentNamespace is the agent's own namespace on the member, which Works may
 	// never write.
 	AgentNamespace string
+	// MissingWorkGracePeriod is how long a Work may be gone from the hub (its
+	// finalizer removed while the agent was away, say) before the agent removes
+	// what it placed for it (default 10 minutes).
+	MissingWorkGracePeriod time.Duration
 }
 
 // Config is the agent's configuration file, owned by the member's admin.
@@ -176,23 +180,33 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(&registration.Heartbeat{
-		Hub: mgr.GetClient(), Member: dc.RESTClient(), Namespace: ns, Cluster: opts.ClusterName, Duration: opts.LeaseDuration,
-	}); err != nil {
-		return nil, err
-	}
 	memberPolicy, err := policy.NewChecker(opts.Config.Policy, opts.AgentNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("the agent's policy: %w", err)
 	}
-	if err := (&work.Reconciler{
+	works := &work.Reconciler{
 		Policy:      memberPolicy,
 		Hub:         mgr.GetClient(),
 		Member:      member,
 		MemberCache: memberCache,
 		Readiness:   checker,
-	}).SetupWithManager(mgr, names.ClusterNamespace(opts.ClusterName)); err != nil {
+		Recorder:    mgr.GetEventRecorder("lodestar-agent"),
+	}
+	if err := works.SetupWithManager(mgr, ns); err != nil {
 		return nil, fmt.Errorf("setting up the work controller: %w", err)
+	}
+	if err := mgr.Add(&work.Sweeper{
+		Reconciler: works, HubCache: mgr.GetCache(), HubReader: mgr.GetAPIReader(), Namespace: ns, GracePeriod: opts.MissingWorkGracePeriod,
+	}); err != nil {
+		return nil, err
+	}
+	// When the hub is back after an outage, every Work is reconciled, so that
+	// what could not be reported meanwhile is reported at once.
+	if err := mgr.Add(&registration.Heartbeat{
+		Hub: mgr.GetClient(), Member: dc.RESTClient(), Namespace: ns, Cluster: opts.ClusterName, Duration: opts.LeaseDuration,
+		OnReconnect: works.Resync,
+	}); err != nil {
+		return nil, err
 	}
 	return mgr, nil
 }

@@ -19,6 +19,11 @@ const (
 	// object available at the Work's current generation. Written by the status
 	// aggregator.
 	AvailableCondition = "Available"
+
+	// DriftedCondition is True when a selected cluster reports a placed object
+	// changed on the member and left so (applyStrategy.whenDrifted: Report). Present
+	// only with that policy. Written by the status aggregator.
+	DriftedCondition = "Drifted"
 )
 
 // Condition reasons of a Placement.
@@ -65,6 +70,12 @@ const (
 	// ReasonNotAvailable: at least one selected cluster reports an object that is not
 	// available, or has not reported yet.
 	ReasonNotAvailable = "NotAvailable"
+
+	// ReasonDriftDetected: at least one cluster reports a placed object changed on
+	// the member.
+	ReasonDriftDetected = "DriftDetected"
+	// ReasonNoDrift: no cluster reports a drifted object.
+	ReasonNoDrift = "NoDrift"
 )
 
 // Labels and annotations that Lodestar puts on the objects it creates.

@@ -176,6 +176,11 @@ type PlacementStatus struct {
 	// fewer than 100 clusters have problems.
 	// +optional
 	UnlistedClusters int32 `json:"unlistedClusters,omitempty"`
+
+	// driftedClusters is the number of selected clusters that report a placed
+	// object changed on the member and left so (applyStrategy.whenDrifted: Report).
+	// +optional
+	DriftedClusters int32 `json:"driftedClusters,omitempty"`
 }
 
 // ClusterStatus is the state of a Placement's objects on one member cluster.
@@ -209,6 +214,12 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Work string `json:"work,omitempty"`
+
+	// drift names the placed objects changed on the member and the changed fields,
+	// when the cluster reports any (applyStrategy.whenDrifted: Report).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Drift string `json:"drift,omitempty"`
 }
 
 // Placement places objects of its namespace on the member clusters it selects.
@@ -220,6 +231,7 @@ type ClusterStatus struct {
 // +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.appliedClusters`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableClusters`
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,priority=1
+// +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Placement struct {

@@ -187,7 +187,7 @@ func (in *PlacementSpec) DeepCopyInto(out *PlacementSpec) {
 	if in.ApplyStrategy != nil {
 		in, out := &in.ApplyStrategy, &out.ApplyStrategy
 		*out = new(workv1alpha1.ApplyStrategy)
-		**out = **in
+		(*in).DeepCopyInto(*out)
 	}
 	if in.StatusFeedback != nil {
 		in, out := &in.StatusFeedback, &out.StatusFeedback

@@ -52,6 +52,13 @@ type AppliedResource struct {
 	// while it still has this UID, so an object recreated by someone else is kept.
 	// +required
 	UID types.UID `json:"uid"`
+	// manifestHash is a hash of the manifest last applied to the object. It tells
+	// a change of the manifest on the hub (applied whatever the drift policy)
+	// from a change of the object on the member (drift), and keeps a Job that
+	// ran and is gone from running again until its manifest changes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ManifestHash string `json:"manifestHash,omitempty"`
 }
 
 // AppliedWorkStatus lists what the agent applied.

@@ -17,6 +17,64 @@ const (
 	DeletionPolicyOrphan = "Orphan"
 )
 
+// DriftPolicy says what the agent does when an object it applied is changed on the
+// member by someone else.
+// +kubebuilder:validation:Enum=Correct;Report
+type DriftPolicy string
+
+const (
+	// DriftCorrect re-applies the manifest over the member's change.
+	DriftCorrect DriftPolicy = "Correct"
+	// DriftReport leaves the member's change in place and reports the changed
+	// fields on the Work and the Placement.
+	DriftReport DriftPolicy = "Report"
+)
+
+// DeletionPolicy says what happens on the member to the objects a Work created
+// when the Work, or one of its manifests, goes.
+// +kubebuilder:validation:Enum=Delete;Orphan
+type DeletionPolicy string
+
+const (
+	// DeletionDelete deletes the objects the Work created (and only those).
+	DeletionDelete DeletionPolicy = "Delete"
+	// DeletionOrphan leaves them on the member, released by the Work.
+	DeletionOrphan DeletionPolicy = "Orphan"
+)
+
+// IgnoreField names fields of placed objects that member-side controllers own, for
+// example an HPA's spec.replicas of a Deployment. The manifest's value is used
+// when the object is created; after that the member's value is kept: never
+// compared, reported or corrected.
+type IgnoreField struct {
+	// group is the API group of the kind; empty for the core group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+
+	// kind is the kind of the objects, for example Deployment.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// name limits the rule to the objects of this name; empty means every object
+	// of the kind.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// paths are JSON pointers (RFC 6901) to the fields, for example /spec/replicas
+	// or /metadata/annotations/example.com~1revision.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^(/[^/]+)+$`
+	Paths []string `json:"paths"`
+}
+
 // ApplyStrategyType says how the agent writes a Work's objects to the member.
 // +kubebuilder:validation:Enum=ServerSideApply;CreateOnly;ReportOnly
 type ApplyStrategyType string
@@ -60,6 +118,28 @@ type ApplyStrategy struct {
 	// +optional
 	// +kubebuilder:default=Never
 	Takeover TakeoverPolicy `json:"takeover,omitempty"`
+
+	// whenDrifted is what happens when an object the agent applied is changed on
+	// the member by someone else: Correct (the default) re-applies the manifest;
+	// Report leaves the change and reports the changed fields on the Work and the
+	// Placement. A new manifest from the hub is applied either way.
+	// +optional
+	// +kubebuilder:default=Correct
+	WhenDrifted DriftPolicy `json:"whenDrifted,omitempty"`
+
+	// ignoreFields are fields owned by controllers on the member (for example an
+	// HPA's spec.replicas): set from the manifest on creation, then left alone.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	IgnoreFields []IgnoreField `json:"ignoreFields,omitempty"`
+
+	// deletionPolicy is what happens on the member to the objects a Work created
+	// when the Work (or one of its manifests) goes: Delete (the default) deletes
+	// exactly those objects; Orphan leaves them, released.
+	// +optional
+	// +kubebuilder:default=Delete
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 
 // Defaulted returns s with its defaults filled in.
@@ -69,6 +149,12 @@ func (s ApplyStrategy) Defaulted() ApplyStrategy {
 	}
 	if s.Takeover == "" {
 		s.Takeover = TakeoverNever
+	}
+	if s.WhenDrifted == "" {
+		s.WhenDrifted = DriftCorrect
+	}
+	if s.DeletionPolicy == "" {
+		s.DeletionPolicy = DeletionDelete
 	}
 	return s
 }

@@ -35,6 +35,9 @@ type Heartbeat struct {
 	Namespace, Cluster string
 	// Duration is the lease duration.
 	Duration time.Duration
+	// OnReconnect, when set, is called when a renewal succeeds after one failed:
+	// the hub is back, and what could not be reported meanwhile can be.
+	OnReconnect func(context.Context)
 }
 
 // Start renews the Lease until ctx ends.
@@ -44,9 +47,19 @@ func (h *Heartbeat) Start(ctx context.Context) error {
 	}
 	log := ctrl.LoggerFrom(ctx).WithName("heartbeat")
 	every := max(h.Duration/4, 100*time.Millisecond)
+	failing := false
 	for {
-		if err := h.renew(ctx); err != nil && ctx.Err() == nil {
+		err := h.renew(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
 			log.Error(err, "Renewing the agent's Lease on the hub")
+			failing = true
+		case err == nil && failing:
+			log.Info("The hub is reachable again")
+			failing = false
+			if h.OnReconnect != nil {
+				h.OnReconnect(ctx)
+			}
 		}
 		select {
 		case <-ctx.Done():

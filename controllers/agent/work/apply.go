@@ -2,9 +2,12 @@ package work
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,6 +46,12 @@ const (
 	ReasonOtherWork       = "PlacedByAnotherWork"
 	ReasonApplyFailed     = "ApplyFailed"
 	ReasonDeniedByPolicy  = "DeniedByMemberPolicy"
+	// ReasonRanOnce: a Job the agent created ran and is gone; it is created again
+	// only when its manifest changes.
+	ReasonRanOnce = "RanOnce"
+	// ReasonDriftDetected and ReasonInSync are the reasons of a manifest's Drifted
+	// condition (whenDrifted: Report).
+	ReasonDriftDetected = "DriftDetected"
 )
 
 // CreatedNamespaceLabel marks a namespace the agent created because a manifest
@@ -65,6 +75,14 @@ type result struct {
 	// waiting is set when the manifest waits for something that arrives soon
 	// (a CRD of the same Work).
 	waiting bool
+	// drift are the fields in which the member's object differs from the manifest,
+	// left so (whenDrifted: Report); "(deleted)" when it was deleted.
+	drift []string
+	// corrected are the fields of the member's object that someone else had
+	// changed and the agent set back.
+	corrected []string
+	// ranOnce is set for a Job that ran and is gone from the member.
+	ranOnce bool
 }
 
 // plan is how one Work is applied, from its annotations.
@@ -75,6 +93,34 @@ type plan struct {
 	feedbackErr error
 	// crds are the kinds defined by CRDs in the same Work.
 	crds map[schema.GroupKind]string
+	// ignore are the fields the member's controllers own.
+	ignore []ignoreRule
+}
+
+// ignoreRule is a parsed IgnoreField.
+type ignoreRule struct {
+	kind  schema.GroupKind
+	name  string
+	paths []diff.Pointer
+}
+
+// ignored returns the fields of an object that the agent leaves to the member.
+func (p plan) ignored(gk schema.GroupKind, name string) []diff.Pointer {
+	var out []diff.Pointer
+	for _, rule := range p.ignore {
+		if rule.kind == gk && (rule.name == "" || rule.name == name) {
+			out = append(out, rule.paths...)
+		}
+	}
+	return out
+}
+
+// orphans tells whether the objects the Work created stay on the member when it
+// (or one of their manifests) goes: the Placement's deletion policy, or the
+// Work's annotation (set by unjoin --orphan, or by hand to give up a cleanup that
+// waits on a member's finalizer).
+func (p plan) orphans(work *workv1alpha1.Work) bool {
+	return orphans(work) || p.strategy.DeletionPolicy == lodestarworkv1alpha1.DeletionOrphan
 }
 
 // planFor reads the Work's apply strategy and feedback rules. An invalid strategy
@@ -96,6 +142,27 @@ func planFor(work *workv1alpha1.Work) (plan, error) {
 	case lodestarworkv1alpha1.TakeoverNever, lodestarworkv1alpha1.TakeoverIfNoDiff, lodestarworkv1alpha1.TakeoverAlways:
 	default:
 		return p, fmt.Errorf("unknown takeover policy %q", p.strategy.Takeover)
+	}
+	switch p.strategy.WhenDrifted {
+	case lodestarworkv1alpha1.DriftCorrect, lodestarworkv1alpha1.DriftReport:
+	default:
+		return p, fmt.Errorf("unknown drift policy %q", p.strategy.WhenDrifted)
+	}
+	switch p.strategy.DeletionPolicy {
+	case lodestarworkv1alpha1.DeletionDelete, lodestarworkv1alpha1.DeletionOrphan:
+	default:
+		return p, fmt.Errorf("unknown deletion policy %q", p.strategy.DeletionPolicy)
+	}
+	for _, f := range p.strategy.IgnoreFields {
+		rule := ignoreRule{kind: schema.GroupKind{Group: f.Group, Kind: f.Kind}, name: f.Name}
+		for _, path := range f.Paths {
+			ptr, err := diff.ParsePointer(path)
+			if err != nil {
+				return p, fmt.Errorf("ignoreFields of %s: %w", f.Kind, err)
+			}
+			rule.paths = append(rule.paths, ptr)
+		}
+		p.ignore = append(p.ignore, rule)
 	}
 	if s, ok := work.Annotations[lodestarworkv1alpha1.StatusFeedbackAnnotation]; ok {
 		var rules []lodestarworkv1alpha1.FeedbackRule
@@ -121,6 +188,7 @@ var (
 	crdKind       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
 	namespaceKind = schema.GroupKind{Kind: "Namespace"}
 	secretKind    = schema.GroupKind{Kind: "Secret"}
+	jobKind       = schema.GroupKind{Group: "batch", Kind: "Job"}
 )
 
 // applyAll applies every manifest of the Work: Namespaces first, then
@@ -228,6 +296,25 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 	strip(obj)
 	isSecret := gvk.GroupKind() == secretKind
 	strategy := p.strategy
+	hash := manifestHash(obj)
+	prev := recordOf(applied, res.key)
+	ignored := p.ignored(gvk.GroupKind(), obj.GetName())
+	// keep records what the agent answers for when it writes nothing now.
+	keep := func(live *unstructured.Unstructured) {
+		if prev != nil {
+			res.record = prev.DeepCopy()
+			if live != nil {
+				res.record.UID = live.GetUID()
+			}
+		}
+	}
+	applyAndRecord := func(desired *unstructured.Unstructured) error {
+		if res.live, res.transient = r.apply(ctx, desired, applied); res.transient != nil {
+			return res.transient
+		}
+		res.record = record(res.live, res.id, hash)
+		return nil
+	}
 
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(gvk)
@@ -239,8 +326,19 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 	if apierrors.IsNotFound(err) {
 		existing = nil
 	}
+	// The object is gone although the agent created it from this very manifest:
+	// deleted on the member.
+	deletedOnMember := existing == nil && prev != nil && prev.ManifestHash == hash && strategy.Type != lodestarworkv1alpha1.ApplyReportOnly
 
-	switch owner := ownership(existing, applied); {
+	switch owner := ownership(existing, applied, prev); {
+	case deletedOnMember && runsOnce(gvk.GroupKind()):
+		keep(nil)
+		res.ranOnce = true
+		return succeed(ReasonRanOnce, "the %s ran and is gone from the member (finished and removed, or deleted there); it is created again only when its manifest changes", gvk.Kind)
+	case deletedOnMember && strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport:
+		keep(nil)
+		res.drift = []string{"(deleted)"}
+		return succeed(ReasonApplied, "applied; deleted on the member since, and left so (whenDrifted: Report)")
 	case owner == ownerNone && strategy.Type == lodestarworkv1alpha1.ApplyReportOnly:
 		return fail(ReasonNotFound, "ReportOnly: the object does not exist on the member")
 	case owner == ownerNone:
@@ -250,32 +348,32 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 				return fail(ReasonApplyFailed, "creating namespace %s: %v", ns, err)
 			}
 		}
-		if res.live, res.transient = r.apply(ctx, obj, applied); res.transient != nil {
-			return fail(ReasonApplyFailed, "%s", errorMessage(res.transient, isSecret))
+		if err := applyAndRecord(obj); err != nil {
+			return fail(ReasonApplyFailed, "%s", errorMessage(err, isSecret))
 		}
-		res.record = record(res.live, res.id)
+		if deletedOnMember {
+			res.corrected = []string{"(deleted)"}
+			return succeed(ReasonApplied, "created again with server-side apply: it had been deleted on the member")
+		}
 		return succeed(ReasonApplied, "created with server-side apply")
 	case owner == ownerOtherWork:
 		return fail(ReasonOtherWork, "the object is already placed by Work %s; it is left to that Work", otherWork(existing))
 	case strategy.Type == lodestarworkv1alpha1.ApplyReportOnly:
-		return r.report(ctx, &res, obj, existing, isSecret)
+		return r.report(ctx, &res, withIgnored(obj, existing, ignored), existing, isSecret)
 	case owner == ownerThisWork && strategy.Type == lodestarworkv1alpha1.ApplyCreateOnly:
-		res.live, res.record = existing, record(existing, res.id)
+		res.live, res.record = existing, record(existing, res.id, hash)
 		return succeed(ReasonCreateOnlyKept, "CreateOnly: the object exists and is not updated")
 	case owner == ownerThisWork:
-		if res.live, res.transient = r.apply(ctx, obj, applied); res.transient != nil {
-			return fail(ReasonApplyFailed, "%s", errorMessage(res.transient, isSecret))
-		}
-		res.record = record(res.live, res.id)
-		return succeed(ReasonApplied, "applied with server-side apply")
+		return r.update(ctx, &res, applied, obj, existing, prev, hash, ignored, strategy, isSecret)
 	}
 
 	// The object exists and nobody placed it: the takeover policy decides.
+	desired := withIgnored(obj, existing, ignored)
 	switch strategy.Takeover {
 	case lodestarworkv1alpha1.TakeoverNever:
 		return fail(ReasonNotOwned, "the object exists on the member and was not created by this Work; it is left untouched (takeover: Never)")
 	case lodestarworkv1alpha1.TakeoverIfNoDiff:
-		paths, err := r.dryRunDiff(ctx, obj, existing)
+		paths, err := r.dryRunDiff(ctx, desired, existing)
 		if err != nil {
 			res.transient = err
 			return fail(ReasonApplyFailed, "comparing with the member's object: %s", errorMessage(err, isSecret))
@@ -285,15 +383,57 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 		}
 	}
 	if strategy.Type == lodestarworkv1alpha1.ApplyCreateOnly {
-		res.live, res.transient = r.adopt(ctx, existing, applied)
+		if res.live, res.transient = r.adopt(ctx, existing, applied); res.transient == nil {
+			res.record = record(res.live, res.id, hash)
+		}
 	} else {
-		res.live, res.transient = r.apply(ctx, obj, applied)
+		_ = applyAndRecord(desired)
 	}
 	if res.transient != nil {
 		return fail(ReasonApplyFailed, "taking over: %s", errorMessage(res.transient, isSecret))
 	}
-	res.record = record(res.live, res.id)
 	return succeed(ReasonApplied, "taken over (takeover: %s)", strategy.Takeover)
+}
+
+// update brings an object this Work created in line with its manifest. A manifest
+// that changed on the hub is applied whatever the drift policy. Otherwise any
+// difference is drift, made on the member: with whenDrifted Report it is reported
+// and left; with Correct the manifest is applied again, and what that set back is
+// reported as corrected.
+func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarworkv1alpha1.AppliedWork, obj, existing *unstructured.Unstructured, prev *lodestarworkv1alpha1.AppliedResource,
+	hash string, ignored []diff.Pointer, strategy lodestarworkv1alpha1.ApplyStrategy, isSecret bool) result {
+	desired := withIgnored(obj, existing, ignored)
+	changedOnHub := prev == nil || prev.ManifestHash != hash
+	if !changedOnHub && strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport {
+		paths, err := r.dryRunDiff(ctx, desired, existing)
+		if err != nil {
+			res.transient = err
+			res.condition = appliedCondition(metav1.ConditionFalse, ReasonApplyFailed,
+				fmt.Sprintf("manifest %d (%s): comparing with the member's object: %s", res.id.Ordinal, describe(res.id), errorMessage(err, isSecret)))
+			return *res
+		}
+		if paths = specPaths(paths); len(paths) > 0 {
+			res.live, res.drift = existing, paths
+			res.record = prev.DeepCopy()
+			res.condition = appliedCondition(metav1.ConditionTrue, ReasonApplied, "applied; changed on the member since, and left so (whenDrifted: Report)")
+			return *res
+		}
+	}
+	if res.live, res.transient = r.apply(ctx, desired, applied); res.transient != nil {
+		res.condition = appliedCondition(metav1.ConditionFalse, ReasonApplyFailed,
+			fmt.Sprintf("manifest %d (%s): %s", res.id.Ordinal, describe(res.id), errorMessage(res.transient, isSecret)))
+		return *res
+	}
+	res.record = record(res.live, res.id, hash)
+	if !changedOnHub && res.live.GetResourceVersion() != existing.GetResourceVersion() {
+		res.corrected = specPaths(diff.Paths(existing.Object, res.live.Object, maxDiffPaths))
+	}
+	msg := "applied with server-side apply"
+	if len(res.corrected) > 0 {
+		msg = "applied with server-side apply; set back what was changed on the member at " + strings.Join(res.corrected, ", ")
+	}
+	res.condition = appliedCondition(metav1.ConditionTrue, ReasonApplied, msg)
+	return *res
 }
 
 // report compares the member's object with the manifest and writes nothing.
@@ -376,18 +516,71 @@ const (
 )
 
 // ownership tells who placed existing: an AppliedWork owner reference marks an
-// object a Work created.
-func ownership(existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) owner {
-	if existing == nil {
+// object a Work created. An object whose UID the AppliedWork records is this
+// Work's even without the reference (lost when the AppliedWork was deleted by hand
+// with --cascade=orphan, for example), unless another Work placed it since.
+func ownership(existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork, prev *lodestarworkv1alpha1.AppliedResource) owner {
+	switch {
+	case existing == nil:
 		return ownerNone
-	}
-	if ownedBy(existing, applied) {
+	case ownedBy(existing, applied):
+		return ownerThisWork
+	case otherWork(existing) != "":
+		return ownerOtherWork
+	case prev != nil && prev.UID == existing.GetUID():
 		return ownerThisWork
 	}
-	if otherWork(existing) != "" {
-		return ownerOtherWork
-	}
 	return ownerForeign
+}
+
+// recordOf returns the AppliedWork's record of the object with key, if any.
+func recordOf(applied *lodestarworkv1alpha1.AppliedWork, key string) *lodestarworkv1alpha1.AppliedResource {
+	for i := range applied.Status.AppliedResources {
+		if recordKey(applied.Status.AppliedResources[i]) == key {
+			return &applied.Status.AppliedResources[i]
+		}
+	}
+	return nil
+}
+
+// manifestHash identifies a manifest's content (after strip): 128 bits of SHA-256
+// of its JSON, whose map keys encoding/json sorts.
+func manifestHash(obj *unstructured.Unstructured) string {
+	b, err := json.Marshal(obj.Object)
+	if err != nil {
+		return "" // Cannot happen for a decoded manifest; an empty hash never matches.
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// runsOnce tells whether objects of a kind do their job once: a Job that finished
+// and was removed (by its TTL, say) must not be created again, which would run it
+// again, while its manifest is the same.
+func runsOnce(gk schema.GroupKind) bool { return gk == jobKind }
+
+// withIgnored returns obj with the ignored fields set to existing's values (or
+// removed when existing has none), so that applying it leaves them as they are
+// on the member.
+func withIgnored(obj, existing *unstructured.Unstructured, ignored []diff.Pointer) *unstructured.Unstructured {
+	if existing == nil || len(ignored) == 0 {
+		return obj
+	}
+	out := obj.DeepCopy()
+	for _, p := range ignored {
+		if v, ok := p.Get(existing.Object); ok {
+			p.Set(out.Object, runtime.DeepCopyJSONValue(v))
+		} else {
+			p.Remove(out.Object)
+		}
+	}
+	return out
+}
+
+// specPaths drops the status from changed paths: only what the manifest sets can
+// drift, and the status changes on its own.
+func specPaths(paths []string) []string {
+	return slices.DeleteFunc(paths, func(p string) bool { return p == "status" || strings.HasPrefix(p, "status.") })
 }
 
 // otherWork names the Work of another AppliedWork that owns obj, if any.
@@ -410,10 +603,10 @@ func ownedBy(obj client.Object, applied *lodestarworkv1alpha1.AppliedWork) bool 
 	return false
 }
 
-func record(live *unstructured.Unstructured, id workv1alpha1.ResourceIdentifier) *lodestarworkv1alpha1.AppliedResource {
+func record(live *unstructured.Unstructured, id workv1alpha1.ResourceIdentifier, hash string) *lodestarworkv1alpha1.AppliedResource {
 	return &lodestarworkv1alpha1.AppliedResource{
 		Group: id.Group, Version: id.Version, Kind: id.Kind, Resource: id.Resource,
-		Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID(),
+		Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID(), ManifestHash: hash,
 	}
 }
 
@@ -485,7 +678,12 @@ func appliedCondition(status metav1.ConditionStatus, reason, message string) met
 
 // readiness is the Available, Progressing and Degraded conditions of a manifest.
 func readiness(checker *health.Checker, res result) []metav1.Condition {
-	if res.live == nil || res.condition.Status != metav1.ConditionTrue && res.condition.Reason != ReasonOutOfSync {
+	switch {
+	case res.ranOnce:
+		return []metav1.Condition{{Type: ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonRanOnce, Message: "the Job ran and is gone from the member"}}
+	case res.live == nil && res.condition.Status == metav1.ConditionTrue:
+		return []metav1.Condition{{Type: ConditionAvailable, Status: metav1.ConditionFalse, Reason: ReasonNotFound, Message: "the object is not on the member"}}
+	case res.live == nil || res.condition.Status != metav1.ConditionTrue && res.condition.Reason != ReasonOutOfSync:
 		return []metav1.Condition{{Type: ConditionAvailable, Status: metav1.ConditionFalse, Reason: "NotApplied", Message: "the object is not applied"}}
 	}
 	h := checker.Evaluate(res.live)

@@ -8,21 +8,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -52,9 +59,19 @@ type Reconciler struct {
 	Readiness *health.Checker
 	// Policy, when set, is the member's own limit on what is applied.
 	Policy *policy.Checker
+	// Recorder, when set, writes events on the hub's Works.
+	Recorder events.EventRecorder
 	// Watch, set by SetupWithManager, starts watching a kind on the member.
 	Watch func(schema.GroupVersionKind) error
+	// resync, set by SetupWithManager, brings every Work back (Resync).
+	resync chan event.TypedGenericEvent[*workv1alpha1.Work]
 }
+
+// Reasons of the agent's events on a Work.
+const (
+	ReasonDriftCorrected     = "DriftCorrected"
+	ReasonAppliedWorkDeleted = "AppliedWorkDeleted"
+)
 
 // Requeue intervals: while something is on its way (a CRD being established, an
 // object not yet available), and otherwise as a resync.
@@ -95,16 +112,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 
 	results := r.applyAll(ctx, work, applied, p)
-	st := newWorkStatus(work, results, p, r.Readiness)
+	r.recordCorrections(ctx, work, results)
+
+	// Record what was applied, then remove what the Work no longer asks for.
+	records := mergeRecords(applied.Status.AppliedResources, results)
+	kept, blocked, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, p.orphans(work))
+	st := newWorkStatus(work, results, p, r.Readiness, blocked)
 	defer func() {
 		if err := r.applyWorkStatus(ctx, work, st); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
 	}()
-
-	// Record what was applied, then remove what the Work no longer asks for.
-	records := mergeRecords(applied.Status.AppliedResources, results)
-	kept, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, orphans(work))
 	if err := r.writeRecords(ctx, applied, kept); err != nil {
 		return ctrl.Result{}, errors.Join(cleanupErr, err)
 	}
@@ -112,6 +130,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeueAfter(results, st, p)}, nil
+}
+
+// recordCorrections tells, with an event on the Work and in the log, what the agent
+// set back on the member.
+func (r *Reconciler) recordCorrections(ctx context.Context, work *workv1alpha1.Work, results []result) {
+	for _, res := range results {
+		if len(res.corrected) == 0 {
+			continue
+		}
+		what := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
+		ctrl.LoggerFrom(ctx).Info("Corrected drift on the member", "manifest", what, "fields", res.corrected)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(work, nil, corev1.EventTypeNormal, ReasonDriftCorrected, "Apply",
+				"%s was changed on the member at %s; set back to the manifest", what, strings.Join(res.corrected, ", "))
+		}
+	}
 }
 
 // requeueAfter says when to look at the Work again without an event: soon while a
@@ -135,11 +169,17 @@ func orphans(work *workv1alpha1.Work) bool {
 	return work.Annotations[lodestarworkv1alpha1.DeletionPolicyAnnotation] == lodestarworkv1alpha1.DeletionPolicyOrphan
 }
 
-// reconcileDelete removes everything the agent created for the Work, then the
-// AppliedWork, then releases the Work on the hub.
+// reconcileDelete removes everything the agent created for the Work (or releases
+// it, when the Work orphans), then the AppliedWork, then releases the Work on the
+// hub. While a member's finalizer holds an object, the Work says so in its
+// CleanupBlocked condition and keeps its finalizer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Work) error {
 	if !controllerutil.ContainsFinalizer(work, lodestarworkv1alpha1.WorkFinalizer) {
 		return nil
+	}
+	orphan := orphans(work)
+	if p, err := planFor(work); err == nil {
+		orphan = p.orphans(work)
 	}
 	applied := &lodestarworkv1alpha1.AppliedWork{}
 	err := r.Member.Get(ctx, client.ObjectKey{Name: appliedWorkName(work)}, applied)
@@ -148,21 +188,36 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Wor
 	case err != nil:
 		return fmt.Errorf("reading AppliedWork: %w", err)
 	default:
-		kept, cleanupErr := r.removeStale(ctx, applied.Status.AppliedResources, map[string]bool{}, applied, orphans(work))
-		if err := r.writeRecords(ctx, applied, kept); err != nil || cleanupErr != nil {
-			return errors.Join(cleanupErr, err)
-		}
-		if len(kept) > 0 {
-			return fmt.Errorf("waiting for %d objects to be deleted from the member", len(kept))
-		}
-		if err := r.Member.Delete(ctx, applied, client.Preconditions{UID: &applied.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting AppliedWork: %w", err)
+		if err := r.forget(ctx, applied, orphan, func(blocked []string) error {
+			return r.applyWorkStatus(ctx, work, cleanupBlockedStatus(work, blocked))
+		}); err != nil {
+			return err
 		}
 	}
 	if err := kube.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, false); err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("Removed the Work's objects from the member")
+	ctrl.LoggerFrom(ctx).Info("Removed the Work's objects from the member", "orphaned", orphan)
+	return nil
+}
+
+// forget removes (or with orphan, releases) every object of an AppliedWork, then
+// the AppliedWork itself. When objects are held on the member, it tells blocked
+// what holds them and returns an error, to be retried.
+func (r *Reconciler) forget(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, orphan bool, blocked func([]string) error) error {
+	kept, holders, cleanupErr := r.removeStale(ctx, applied.Status.AppliedResources, map[string]bool{}, applied, orphan)
+	if err := r.writeRecords(ctx, applied, kept); err != nil || cleanupErr != nil {
+		if len(holders) > 0 && blocked != nil {
+			err = errors.Join(err, blocked(holders))
+		}
+		return errors.Join(cleanupErr, err)
+	}
+	if err := kube.SetFinalizer(ctx, r.Member, applied, lodestarworkv1alpha1.AppliedWorkFinalizer, false); err != nil {
+		return fmt.Errorf("releasing AppliedWork: %w", err)
+	}
+	if err := r.Member.Delete(ctx, applied, client.Preconditions{UID: &applied.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting AppliedWork: %w", err)
+	}
 	return nil
 }
 
@@ -171,13 +226,25 @@ func (r *Reconciler) appliedWork(ctx context.Context, work *workv1alpha1.Work) (
 	applied := &lodestarworkv1alpha1.AppliedWork{}
 	err := r.Member.Get(ctx, client.ObjectKey{Name: appliedWorkName(work)}, applied)
 	if err == nil {
+		if !applied.DeletionTimestamp.IsZero() {
+			// Deleted by hand on the member. The finalizer keeps it, and with it the
+			// objects that name it as their owner, while the Work lives.
+			ctrl.LoggerFrom(ctx).Info("The AppliedWork was deleted on the member; it is kept while the Work exists")
+			if r.Recorder != nil {
+				r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, ReasonAppliedWorkDeleted, "Apply",
+					"the AppliedWork %s was deleted on the member; it is kept (finalizer %s) while this Work exists, so the placed objects stay", applied.Name, lodestarworkv1alpha1.AppliedWorkFinalizer)
+			}
+		}
+		if err := kube.SetFinalizer(ctx, r.Member, applied, lodestarworkv1alpha1.AppliedWorkFinalizer, true); err != nil {
+			return nil, fmt.Errorf("protecting AppliedWork: %w", err)
+		}
 		return applied, nil
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading AppliedWork: %w", err)
 	}
 	applied = &lodestarworkv1alpha1.AppliedWork{
-		ObjectMeta: metav1.ObjectMeta{Name: appliedWorkName(work)},
+		ObjectMeta: metav1.ObjectMeta{Name: appliedWorkName(work), Finalizers: []string{lodestarworkv1alpha1.AppliedWorkFinalizer}},
 		Spec:       lodestarworkv1alpha1.AppliedWorkSpec{WorkNamespace: work.Namespace, WorkName: work.Name},
 	}
 	if err := r.Member.Create(ctx, applied); err != nil {
@@ -203,6 +270,38 @@ func (r *Reconciler) writeRecords(ctx context.Context, applied *lodestarworkv1al
 // serves one hub namespace, so the Work's name is unique.
 func appliedWorkName(work *workv1alpha1.Work) string { return work.Name }
 
+// maxRetryDelay caps the backoff of a failing Work: a status that could not be
+// written while the hub was away, or a manifest that failed, is tried again at
+// least this often.
+const maxRetryDelay = time.Minute
+
+func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
+// Resync brings every Work of the cache back to be reconciled: called when the
+// hub is reachable again, so that what the agent could not report meanwhile is
+// reported at once rather than at the next retry.
+func (r *Reconciler) Resync(ctx context.Context) {
+	works := &workv1alpha1.WorkList{}
+	if err := r.Hub.List(ctx, works); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Works to resync")
+		return
+	}
+	go func() {
+		for i := range works.Items {
+			select {
+			case r.resync <- event.TypedGenericEvent[*workv1alpha1.Work]{Object: &works.Items[i]}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
 // Changed passes the Work events the agent acts on: changes of the spec (and
 // deletion), labels and annotations (apply strategy, feedback rules); not its own
 // status writes.
@@ -216,9 +315,12 @@ func Changed() predicate.Predicate {
 // places is watched on the member (metadata only), and a change of an object the
 // agent created brings its Work back.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) error {
+	r.resync = make(chan event.TypedGenericEvent[*workv1alpha1.Work])
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("work").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(Changed())).
+		WatchesRawSource(source.Channel(r.resync, &handler.TypedEnqueueRequestForObject[*workv1alpha1.Work]{})).
+		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
 		Build(r)
 	if err != nil || r.MemberCache == nil {
 		return err

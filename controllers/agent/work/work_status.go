@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/kube"
@@ -26,6 +28,13 @@ const (
 	// ConditionStatusFeedback (Work only) is False when the feedback rules are invalid;
 	// per manifest, the condition of type feedback.ConditionType carries the values.
 	ConditionStatusFeedback = "StatusFeedback"
+	// ConditionDrifted is True when a placed object was changed on the member and
+	// left so; present only with whenDrifted: Report.
+	ConditionDrifted = "Drifted"
+	// ConditionCleanupBlocked (Work only) is True while objects the Work no longer
+	// places (or all of them, when it is deleted) are held on the member, by a
+	// finalizer for example.
+	ConditionCleanupBlocked = "CleanupBlocked"
 )
 
 // Reasons of the Work's conditions.
@@ -36,7 +45,13 @@ const (
 	ReasonAllAvailable     = "AllManifestsAvailable"
 	ReasonSomeNotAvailable = "ManifestsNotAvailable"
 	ReasonInvalidFeedback  = "InvalidFeedbackRules"
+	ReasonNoDrift          = "NoDrift"
+	ReasonInSyncDrift      = "InSync"
+	ReasonWaitingOnMember  = "WaitingForMemberDeletion"
 )
+
+// optionalConditions are the Work conditions present only in some states.
+var optionalConditions = []string{ConditionStatusFeedback, ConditionDrifted, ConditionCleanupBlocked}
 
 // Size budgets of a Work's status. The Work, manifests included, must fit in one
 // etcd object; the status is kept well below that whatever the number of manifests.
@@ -53,18 +68,22 @@ const (
 
 // newWorkStatus computes the Work's status from the results of applying its
 // manifests, keeping the transition times of conditions that did not change.
-func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *health.Checker) workv1alpha1.WorkStatus {
+func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *health.Checker, blocked []string) workv1alpha1.WorkStatus {
 	gen := work.Generation
 	previous := map[int][]metav1.Condition{}
 	for _, mc := range work.Status.ManifestConditions {
 		previous[mc.Identifier.Ordinal] = mc.Conditions
 	}
 	st := workv1alpha1.WorkStatus{ManifestConditions: make([]workv1alpha1.ManifestCondition, 0, len(results))}
-	var notApplied, notAvailable, progressing, degraded []string
+	var notApplied, notAvailable, progressing, degraded, drifted []string
+	reportsDrift := p.strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport && p.strategy.Type == lodestarworkv1alpha1.ApplyServerSide
 	feedbackLeft := maxFeedbackTotal
 	for _, res := range results {
 		conds := []metav1.Condition{res.condition}
 		conds = append(conds, readiness(checker, res)...)
+		if reportsDrift && res.condition.Status == metav1.ConditionTrue {
+			conds = append(conds, driftCondition(res))
+		}
 		if res.live != nil {
 			if values, errs, ok := p.feedback.Values(res.live); ok {
 				msg, trimmed := feedback.Encode(values, errs, min(maxFeedbackBytes, feedbackLeft))
@@ -89,6 +108,9 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *h
 		name := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
 		if res.condition.Status != metav1.ConditionTrue {
 			notApplied = append(notApplied, res.condition.Message)
+		}
+		if len(res.drift) > 0 {
+			drifted = append(drifted, name+" at "+strings.Join(res.drift, ", "))
 		}
 		for _, c := range merged {
 			switch {
@@ -116,14 +138,47 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *h
 	if p.feedbackErr != nil {
 		workConds = append(workConds, metav1.Condition{Type: ConditionStatusFeedback, Status: metav1.ConditionFalse, Reason: ReasonInvalidFeedback, Message: p.feedbackErr.Error()})
 	}
-	st.Conditions = workConditions(work, workConds, ConditionStatusFeedback)
+	if reportsDrift {
+		workConds = append(workConds, summary(ConditionDrifted, len(drifted) > 0, ReasonDriftDetected, ReasonNoDrift,
+			fmt.Sprintf("%d of %d manifests changed on the member and left so (whenDrifted: Report)", len(drifted), n), "no placed object was changed on the member", drifted))
+	}
+	if len(blocked) > 0 {
+		workConds = append(workConds, cleanupBlocked(blocked))
+	}
+	st.Conditions = workConditions(work, workConds, optionalConditions...)
 	if trimmed, steps := trimStatus(&st, MaxStatusBytes); trimmed {
 		st.Conditions = workConditions(work, append(workConds, metav1.Condition{
 			Type: ConditionStatusTrimmed, Status: metav1.ConditionTrue, Reason: "StatusTooLarge",
 			Message: fmt.Sprintf("the status was cut to fit %d bytes: %s", MaxStatusBytes, steps),
-		}), ConditionStatusFeedback, ConditionStatusTrimmed)
+		}), append(optionalConditions, ConditionStatusTrimmed)...)
 	}
 	return st
+}
+
+// driftCondition is a manifest's Drifted condition.
+func driftCondition(res result) metav1.Condition {
+	if len(res.drift) > 0 {
+		return metav1.Condition{Type: ConditionDrifted, Status: metav1.ConditionTrue, Reason: ReasonDriftDetected,
+			Message: "changed on the member at " + strings.Join(res.drift, ", ") + "; left so (whenDrifted: Report)"}
+	}
+	return metav1.Condition{Type: ConditionDrifted, Status: metav1.ConditionFalse, Reason: ReasonInSyncDrift, Message: "the member's object matches the manifest"}
+}
+
+// cleanupBlocked is the Work's CleanupBlocked condition for the objects that are
+// held on the member.
+func cleanupBlocked(blocked []string) metav1.Condition {
+	return summary(ConditionCleanupBlocked, true, ReasonWaitingOnMember, "",
+		fmt.Sprintf("%d objects are being deleted on the member and held there; the Work keeps its finalizer until they are gone, or until its deletion policy is Orphan (annotation %s: %s)",
+			len(blocked), lodestarworkv1alpha1.DeletionPolicyAnnotation, lodestarworkv1alpha1.DeletionPolicyOrphan), "", blocked)
+}
+
+// cleanupBlockedStatus is the status of a deleted Work whose objects are held on
+// the member: its other conditions as they were, with CleanupBlocked.
+func cleanupBlockedStatus(work *workv1alpha1.Work, blocked []string) workv1alpha1.WorkStatus {
+	return workv1alpha1.WorkStatus{
+		Conditions:         workConditions(work, []metav1.Condition{cleanupBlocked(blocked)}),
+		ManifestConditions: work.Status.ManifestConditions,
+	}
 }
 
 // invalidStrategyStatus is the status of a Work whose apply strategy cannot be read:

@@ -17,6 +17,7 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 )
@@ -56,7 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	agg := Aggregate(clusters, works)
+	agg := Aggregate(clusters, works, placement.Spec.ApplyStrategy != nil && placement.Spec.ApplyStrategy.WhenDrifted == lodestarworkv1alpha1.DriftReport)
 	return ctrl.Result{}, r.applyStatus(ctx, placement, agg)
 }
 

@@ -21,7 +21,16 @@ import (
 const (
 	WorkAppliedCondition   = "Applied"
 	WorkAvailableCondition = "Available"
+	// WorkDriftedCondition is True when the agent reports objects changed on the
+	// member and left so (whenDrifted: Report).
+	WorkDriftedCondition = "Drifted"
+	// WorkCleanupBlockedCondition is True while the member holds objects the
+	// agent is deleting.
+	WorkCleanupBlockedCondition = "CleanupBlocked"
 )
+
+// maxDriftMessage bounds a cluster's drift in the Placement's status.
+const maxDriftMessage = 1024
 
 // maxNamedFailures caps how many failing clusters the Applied message names.
 const maxNamedFailures = 5
@@ -36,8 +45,11 @@ type Aggregation struct {
 	Unlisted           int32
 	Applied            int32
 	Available          int32
+	Drifted            int32
 	Condition          metav1.Condition
 	AvailableCondition metav1.Condition
+	// DriftCondition is set when the Placement reports drift (whenDrifted: Report).
+	DriftCondition *metav1.Condition
 }
 
 // WorkAvailability is what the agent reported as the Work's Available condition
@@ -52,8 +64,9 @@ func WorkAvailability(w *workv1alpha1.Work) metav1.ConditionStatus {
 
 // Aggregate computes, from the clusters the Placement's decisions name and its
 // Works, the per-cluster state and the Applied condition. A Work counts as applied
-// only when the agent reported Applied for the Work's current generation.
-func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
+// only when the agent reported Applied for the Work's current generation. With
+// reportsDrift (whenDrifted: Report) it also counts and names the drifted clusters.
+func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) Aggregation {
 	agg := Aggregation{}
 	byCluster := map[string]placementv1alpha1.ClusterStatus{}
 	for _, w := range works {
@@ -64,7 +77,13 @@ func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
 		cs := placementv1alpha1.ClusterStatus{Name: cluster, Work: w.Name, Applied: metav1.ConditionUnknown, Available: metav1.ConditionUnknown}
 		cond := meta.FindStatusCondition(w.Status.Conditions, WorkAppliedCondition)
 		cs.Available = WorkAvailability(&w)
+		if d := meta.FindStatusCondition(w.Status.Conditions, WorkDriftedCondition); d != nil && d.Status == metav1.ConditionTrue && d.ObservedGeneration == w.Generation {
+			cs.Drift = truncate(d.Message, maxDriftMessage)
+		}
+		blocked := meta.FindStatusCondition(w.Status.Conditions, WorkCleanupBlockedCondition)
 		switch {
+		case !w.DeletionTimestamp.IsZero() && blocked != nil && blocked.Status == metav1.ConditionTrue:
+			cs.Reason, cs.Message = blocked.Reason, blocked.Message
 		case !w.DeletionTimestamp.IsZero():
 			cs.Reason, cs.Message = "Removing", "the Work is being removed from the cluster"
 		case cond == nil || cond.ObservedGeneration != w.Generation:
@@ -75,9 +94,12 @@ func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
 		byCluster[cluster] = cs
 	}
 
-	var failed, pending, unavailable []string
+	var failed, pending, unavailable, drifted []string
 	for _, c := range decided {
 		cs, ok := byCluster[c]
+		if ok && cs.Drift != "" {
+			drifted = append(drifted, c)
+		}
 		if ok && cs.Available == metav1.ConditionTrue {
 			agg.Available++
 		} else {
@@ -95,6 +117,15 @@ func Aggregate(decided []string, works []workv1alpha1.Work) Aggregation {
 		}
 	}
 	agg.Clusters, agg.Unlisted = listed(byCluster)
+	agg.Drifted = int32(len(drifted))
+	if reportsDrift {
+		c := condition(placementv1alpha1.DriftedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonNoDrift, "no cluster reports a placed object changed on the member")
+		if len(drifted) > 0 {
+			c = condition(placementv1alpha1.DriftedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonDriftDetected,
+				"%d of %d clusters report placed objects changed on the member and left so: %s", len(drifted), len(decided), sample(drifted))
+		}
+		agg.DriftCondition = &c
+	}
 
 	applied, available := placementv1alpha1.AppliedCondition, placementv1alpha1.AvailableCondition
 	switch {
@@ -130,7 +161,7 @@ func listed(byCluster map[string]placementv1alpha1.ClusterStatus) ([]placementv1
 		all = append(all, cs)
 	}
 	healthy := func(cs placementv1alpha1.ClusterStatus) bool {
-		return cs.Applied == metav1.ConditionTrue && cs.Available == metav1.ConditionTrue
+		return cs.Applied == metav1.ConditionTrue && cs.Available == metav1.ConditionTrue && cs.Drift == ""
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if len(all) > MaxListedClusters && healthy(all[i]) != healthy(all[j]) {
@@ -148,6 +179,13 @@ func listed(byCluster map[string]placementv1alpha1.ClusterStatus) ([]placementv1
 
 func condition(t string, status metav1.ConditionStatus, reason, format string, args ...any) metav1.Condition {
 	return metav1.Condition{Type: t, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }
 
 // sample names up to maxNamedFailures of the clusters, sorted.
@@ -168,13 +206,23 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		kube.Condition(placement.Status.Conditions, agg.Condition),
 		kube.Condition(placement.Status.Conditions, agg.AvailableCondition),
 	}
+	st := placement.Status
+	// Without whenDrifted: Report there is no Drifted condition: leaving it out of
+	// the apply removes one written before.
+	sameDrift := meta.FindStatusCondition(st.Conditions, placementv1alpha1.DriftedCondition) == nil
+	if agg.DriftCondition != nil {
+		agg.DriftCondition.ObservedGeneration = placement.Generation
+		patch.Status.Conditions = append(patch.Status.Conditions, kube.Condition(placement.Status.Conditions, *agg.DriftCondition))
+		sameDrift = kube.SameCondition(st.Conditions, *agg.DriftCondition)
+	}
 	patch.Status.AppliedClusters = agg.Applied
 	patch.Status.AvailableClusters = agg.Available
+	patch.Status.DriftedClusters = agg.Drifted
 	patch.Status.Clusters = agg.Clusters
 	patch.Status.UnlistedClusters = agg.Unlisted
-	st := placement.Status
-	if kube.SameCondition(st.Conditions, agg.Condition) && kube.SameCondition(st.Conditions, agg.AvailableCondition) &&
-		st.AppliedClusters == agg.Applied && st.AvailableClusters == agg.Available && st.UnlistedClusters == agg.Unlisted && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
+	if kube.SameCondition(st.Conditions, agg.Condition) && kube.SameCondition(st.Conditions, agg.AvailableCondition) && sameDrift &&
+		st.AppliedClusters == agg.Applied && st.AvailableClusters == agg.Available && st.DriftedClusters == agg.Drifted &&
+		st.UnlistedClusters == agg.Unlisted && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
 		return nil // Nothing would change.
 	}
 	return kube.ApplyStatus(ctx, r.Client, patch, Name)

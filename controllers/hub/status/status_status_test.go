@@ -88,7 +88,7 @@ func TestAggregate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			agg := Aggregate(tt.decided, tt.works)
+			agg := Aggregate(tt.decided, tt.works, false)
 			g.Expect(agg.Condition.Type).To(Equal(placementv1alpha1.AppliedCondition))
 			g.Expect(agg.Condition.Status).To(Equal(tt.wantStatus))
 			g.Expect(agg.Condition.Reason).To(Equal(tt.wantReason))
@@ -124,7 +124,7 @@ func TestAggregateListsProblemsFirstWhenCapped(t *testing.T) {
 	works[len(works)-1] = work(decided[len(decided)-1], 1, 1, metav1.ConditionFalse)
 	works[len(works)-2] = work(decided[len(decided)-2], 1, 1, metav1.ConditionTrue)
 
-	agg := Aggregate(decided, works)
+	agg := Aggregate(decided, works, false)
 	g.Expect(agg.Clusters).To(HaveLen(MaxListedClusters))
 	g.Expect(agg.Unlisted).To(BeEquivalentTo(50))
 	g.Expect(agg.Clusters).To(ContainElements(HaveField("Name", "c-149"), HaveField("Name", "c-148")))
@@ -134,7 +134,44 @@ func TestAggregateListsProblemsFirstWhenCapped(t *testing.T) {
 	g.Expect(agg.Available).To(BeEquivalentTo(148))
 
 	// Below the cap every cluster is listed.
-	agg = Aggregate(decided[:10], works[:10])
+	agg = Aggregate(decided[:10], works[:10], false)
 	g.Expect(agg.Clusters).To(HaveLen(10))
 	g.Expect(agg.Unlisted).To(BeZero())
+}
+
+// Drift reported by agents is counted and named on the Placement, with the Drifted
+// condition only when the Placement reports drift; a deleted Work held on the
+// member shows why.
+func TestAggregateDriftAndBlockedCleanup(t *testing.T) {
+	g := NewWithT(t)
+	a := work("a", 1, 1, metav1.ConditionTrue)
+	a.Status.Conditions = append(a.Status.Conditions, metav1.Condition{Type: WorkDriftedCondition, Status: metav1.ConditionTrue, Reason: "DriftDetected", Message: "1 of 1 manifests changed: ConfigMap x at data.k", ObservedGeneration: 1})
+	b := work("b", 2, 2, metav1.ConditionTrue)
+	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: WorkDriftedCondition, Status: metav1.ConditionFalse, Reason: "NoDrift", ObservedGeneration: 2})
+	c := work("c", 1, 1, metav1.ConditionTrue)
+	now := metav1.Now()
+	c.DeletionTimestamp = &now
+	c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: WorkCleanupBlockedCondition, Status: metav1.ConditionTrue, Reason: "WaitingForMemberDeletion", Message: "held: ConfigMap x (finalizers example.com/hold)"})
+
+	agg := Aggregate([]string{"a", "b"}, []workv1alpha1.Work{a, b, c}, true)
+	g.Expect(agg.Drifted).To(BeEquivalentTo(1))
+	g.Expect(agg.DriftCondition).NotTo(BeNil())
+	g.Expect(agg.DriftCondition.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(agg.DriftCondition.Message).To(Equal("1 of 2 clusters report placed objects changed on the member and left so: a"))
+	byName := map[string]placementv1alpha1.ClusterStatus{}
+	for _, cs := range agg.Clusters {
+		byName[cs.Name] = cs
+	}
+	g.Expect(byName["a"].Drift).To(ContainSubstring("data.k"))
+	g.Expect(byName["b"].Drift).To(BeEmpty())
+	g.Expect(byName["c"].Reason).To(Equal("WaitingForMemberDeletion"))
+	g.Expect(byName["c"].Message).To(ContainSubstring("example.com/hold"))
+
+	b.Status.Conditions[1].Status = metav1.ConditionTrue
+	b.Generation = 3 // A report for an older generation does not count.
+	agg = Aggregate([]string{"b"}, []workv1alpha1.Work{b}, true)
+	g.Expect(agg.Drifted).To(BeZero())
+	g.Expect(agg.DriftCondition.Status).To(Equal(metav1.ConditionFalse))
+
+	g.Expect(Aggregate([]string{"a"}, []workv1alpha1.Work{a}, false).DriftCondition).To(BeNil(), "no Drifted condition without whenDrifted: Report")
 }
