@@ -183,14 +183,8 @@ func TestAgentIdentityIsLeastPrivilege(t *testing.T) {
 	g.Expect(c.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(own))).To(Succeed())
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: member1}, &cpv1alpha1.ClusterProfile{})).To(Succeed())
 
-	edit := func(mutate func(*workv1alpha1.Work)) error {
-		got := &workv1alpha1.Work{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
-			return err
-		}
-		mutate(got)
-		return c.Update(ctx, got)
-	}
+	// Read and update as the agent, again when the agent's status writes race it.
+	edit := func(mutate func(*workv1alpha1.Work)) error { return updateWith(c, w.DeepCopy(), mutate) }
 	otherProfile := &cpv1alpha1.ClusterProfile{}
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: member2}, otherProfile)).To(Succeed())
 	_, tokenErr := cs.CoreV1().ServiceAccounts(own).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})

@@ -44,12 +44,17 @@ func newNamespace(t *testing.T) string {
 // updates it, again when the controllers or agents changed it meanwhile (they
 // write the status of Works, Placements and ClusterProfiles all the time).
 func updateOnHub[T client.Object](obj T, mutate func(T)) error {
+	return updateWith(hubCP.Client, obj, mutate)
+}
+
+// updateWith is updateOnHub through another client (an agent's identity).
+func updateWith[T client.Object](c client.Client, obj T, mutate func(T)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := hubCP.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
 		mutate(obj)
-		return hubCP.Client.Update(context.Background(), obj)
+		return c.Update(context.Background(), obj)
 	})
 }
 

@@ -368,7 +368,7 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 	}
 
 	// The object exists and nobody placed it: the takeover policy decides.
-	desired := withIgnored(obj, existing, ignored)
+	desired := at(withIgnored(obj, existing, ignored), existing)
 	switch strategy.Takeover {
 	case lodestarworkv1alpha1.TakeoverNever:
 		return fail(ReasonNotOwned, "the object exists on the member and was not created by this Work; it is left untouched (takeover: Never)")
@@ -399,30 +399,46 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 // that changed on the hub is applied whatever the drift policy. Otherwise any
 // difference is drift, made on the member: with whenDrifted Report it is reported
 // and left; with Correct the manifest is applied again, and what that set back is
-// reported as corrected.
+// reported as corrected. Every write is made at the resourceVersion that was read,
+// so that what is reported (and the ignored fields) match what was written; when
+// the object changed in between, it is read again.
 func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarworkv1alpha1.AppliedWork, obj, existing *unstructured.Unstructured, prev *lodestarworkv1alpha1.AppliedResource,
 	hash string, ignored []diff.Pointer, strategy lodestarworkv1alpha1.ApplyStrategy, isSecret bool) result {
-	desired := withIgnored(obj, existing, ignored)
 	changedOnHub := prev == nil || prev.ManifestHash != hash
-	if !changedOnHub && strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport {
-		paths, err := r.dryRunDiff(ctx, desired, existing)
-		if err != nil {
-			res.transient = err
-			res.condition = appliedCondition(metav1.ConditionFalse, ReasonApplyFailed,
-				fmt.Sprintf("manifest %d (%s): comparing with the member's object: %s", res.id.Ordinal, describe(res.id), errorMessage(err, isSecret)))
-			return *res
-		}
-		if paths = specPaths(paths); len(paths) > 0 {
-			res.live, res.drift = existing, paths
-			res.record = prev.DeepCopy()
-			res.condition = appliedCondition(metav1.ConditionTrue, ReasonApplied, "applied; changed on the member since, and left so (whenDrifted: Report)")
-			return *res
-		}
-	}
-	if res.live, res.transient = r.apply(ctx, desired, applied); res.transient != nil {
+	failed := func(what string, err error) result {
+		res.transient = err
 		res.condition = appliedCondition(metav1.ConditionFalse, ReasonApplyFailed,
-			fmt.Sprintf("manifest %d (%s): %s", res.id.Ordinal, describe(res.id), errorMessage(res.transient, isSecret)))
+			fmt.Sprintf("manifest %d (%s): %s%s", res.id.Ordinal, describe(res.id), what, errorMessage(err, isSecret)))
 		return *res
+	}
+	for attempt := 1; ; attempt++ {
+		desired := at(withIgnored(obj, existing, ignored), existing)
+		var err error
+		if !changedOnHub && strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport {
+			var paths []string
+			if paths, err = r.dryRunDiff(ctx, withOwner(desired, applied), existing); err == nil {
+				// Nothing is written: the object is left as it is.
+				res.live, res.drift, res.record = existing, specPaths(paths), prev.DeepCopy()
+				msg := "applied with server-side apply"
+				if len(res.drift) > 0 {
+					msg = "applied; changed on the member since, and left so (whenDrifted: Report)"
+				}
+				res.condition = appliedCondition(metav1.ConditionTrue, ReasonApplied, msg)
+				return *res
+			}
+		} else if res.live, err = r.apply(ctx, desired, applied); err == nil {
+			break
+		}
+		if !apierrors.IsConflict(err) || attempt == 3 {
+			return failed("", err)
+		}
+		// Changed on the member since it was read: read it again.
+		fresh := &unstructured.Unstructured{}
+		fresh.SetGroupVersionKind(existing.GroupVersionKind())
+		if err := r.Member.Get(ctx, client.ObjectKeyFromObject(existing), fresh); err != nil {
+			return failed("reading the object on the member: ", err)
+		}
+		existing = fresh
 	}
 	res.record = record(res.live, res.id, hash)
 	if !changedOnHub && res.live.GetResourceVersion() != existing.GetResourceVersion() {
@@ -434,6 +450,13 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 	}
 	res.condition = appliedCondition(metav1.ConditionTrue, ReasonApplied, msg)
 	return *res
+}
+
+// at returns a copy of obj that is written only over existing's resourceVersion.
+func at(obj, existing *unstructured.Unstructured) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	out.SetResourceVersion(existing.GetResourceVersion())
+	return out
 }
 
 // report compares the member's object with the manifest and writes nothing.
@@ -456,12 +479,18 @@ func (r *Reconciler) report(ctx context.Context, res *result, obj, existing *uns
 
 // apply applies obj with the AppliedWork as an owner and returns the result.
 func (r *Reconciler) apply(ctx context.Context, obj *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) (*unstructured.Unstructured, error) {
-	out := obj.DeepCopy()
-	out.SetOwnerReferences(append(out.GetOwnerReferences(), ownerReference(applied)))
+	out := withOwner(obj, applied)
 	if err := r.Member.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// withOwner returns a copy of obj with the AppliedWork among its owners.
+func withOwner(obj *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	out.SetOwnerReferences(append(out.GetOwnerReferences(), ownerReference(applied)))
+	return out
 }
 
 // adopt makes the AppliedWork an owner of existing without changing anything else.
@@ -561,7 +590,8 @@ func runsOnce(gk schema.GroupKind) bool { return gk == jobKind }
 
 // withIgnored returns obj with the ignored fields set to existing's values (or
 // removed when existing has none), so that applying it leaves them as they are
-// on the member.
+// on the member. Written with at, a member controller's change made between the
+// read and the write is never set back.
 func withIgnored(obj, existing *unstructured.Unstructured, ignored []diff.Pointer) *unstructured.Unstructured {
 	if existing == nil || len(ignored) == 0 {
 		return obj
