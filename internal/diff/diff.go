@@ -81,3 +81,38 @@ func join(prefix, k string) string {
 	}
 	return prefix + "." + k
 }
+
+// PathsWithin is Paths restricted to the fields that want sets: what a manifest
+// says, leaving out what the API server or controllers on the member add.
+func PathsWithin(want, a, b map[string]any, limit int) []string {
+	var out []string
+	walkWithin("", want, a, b, &out)
+	sort.Strings(out)
+	if limit > 0 && len(out) > limit {
+		out = append(out[:limit], "...")
+	}
+	return out
+}
+
+func walkWithin(prefix string, want, a, b any, out *[]string) {
+	if ignored[prefix] {
+		return
+	}
+	wm, ok := want.(map[string]any)
+	if !ok {
+		// A value or a list the manifest sets: compared whole, as Paths does.
+		walk(prefix, a, b, out)
+		return
+	}
+	am, _ := a.(map[string]any)
+	bm, _ := b.(map[string]any)
+	if am == nil || bm == nil {
+		if !reflect.DeepEqual(a, b) {
+			*out = append(*out, prefix)
+		}
+		return
+	}
+	for k, w := range wm {
+		walkWithin(join(prefix, k), w, am[k], bm[k], out)
+	}
+}

@@ -26,3 +26,22 @@ func TestPaths(t *testing.T) {
 	d := map[string]any{"spec": map[string]any{"replicas": 2, "ports": []any{map[string]any{"port": int64(80)}}}}
 	g.Expect(Paths(c, d, 0)).To(Equal([]string{"spec.ports"}))
 }
+
+func TestPathsWithin(t *testing.T) {
+	g := NewWithT(t)
+	want := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+		"spec":     map[string]any{"replicas": int64(2), "ports": []any{map[string]any{"port": int64(80)}}},
+	}
+	a := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"app": "web", "added": "by-server"}, "resourceVersion": "1"},
+		"spec":     map[string]any{"replicas": int64(2), "ports": []any{map[string]any{"port": int64(80)}}, "selector": "x"},
+	}
+	b := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"app": "db"}, "resourceVersion": "2"},
+		"spec":     map[string]any{"replicas": int64(3), "ports": []any{map[string]any{"port": int64(80)}}, "selector": "y"},
+	}
+	g.Expect(PathsWithin(want, a, b, 0)).To(Equal([]string{"metadata.labels.app", "spec.replicas"}), "only what want sets")
+	g.Expect(PathsWithin(want, a, a, 0)).To(BeEmpty())
+	g.Expect(PathsWithin(want, map[string]any{}, b, 0)).To(Equal([]string{"metadata", "spec"}))
+}

@@ -32,6 +32,20 @@ func Work(namespace, placement string) string {
 	return fit(namespace+"."+placement, validation.DNS1123SubdomainMaxLength)
 }
 
+// AppliedWork is the name of the member's AppliedWork for the Work name in the hub
+// namespace workNamespace: "<workNamespace>.<name>", shortened with a hash when that
+// is too long. The namespace keeps two agents on one member (or a member joined
+// again under another name) from sharing a record.
+func AppliedWork(workNamespace, name string) string {
+	return fit(workNamespace+"."+name, validation.DNS1123SubdomainMaxLength)
+}
+
+// IsShortened tells whether a name made by AppliedWork (or Work) was shortened
+// with a hash.
+func IsShortened(name string) bool {
+	return len(name) == validation.DNS1123SubdomainMaxLength
+}
+
 // DecisionSlice is the name of slice i of a Placement's PlacementDecisions.
 func DecisionSlice(placement string, i int) string {
 	return fit(placement, validation.DNS1123SubdomainMaxLength-8) + "-" + strconv.Itoa(i)

@@ -46,3 +46,13 @@ func TestClusterNamespace(t *testing.T) {
 	_, ok = ClusterFromNamespace("lodestar-cluster-")
 	g.Expect(ok).To(BeFalse())
 }
+
+func TestAppliedWork(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(AppliedWork("lodestar-cluster-a", "demo.web")).To(Equal("lodestar-cluster-a.demo.web"))
+	g.Expect(AppliedWork("lodestar-cluster-a", "demo.web")).NotTo(Equal(AppliedWork("lodestar-cluster-b", "demo.web")))
+	long := AppliedWork("lodestar-cluster-a", strings.Repeat("x", 250))
+	g.Expect(long).To(HaveLen(253))
+	g.Expect(IsShortened(long)).To(BeTrue())
+	g.Expect(IsShortened("lodestar-cluster-a.demo.web")).To(BeFalse())
+}

@@ -113,7 +113,7 @@ func TestBadManifestsFailOnlyThemselves(t *testing.T) {
 	}).Should(Succeed())
 	err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "good"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
-	err = member.Get(ctx, client.ObjectKey{Name: w.Name}, &lodestarworkv1alpha1.AppliedWork{})
+	err = member.Get(ctx, appliedKey(w), &lodestarworkv1alpha1.AppliedWork{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	g.Expect(member.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
 	g.Expect(theirs.Data).To(Equal(map[string]string{"owner": "someone else"}))
@@ -133,7 +133,7 @@ func TestRemovedManifestDeletesOnlyWhatItCreated(t *testing.T) {
 	)
 	g.Eventually(func(g Gomega) {
 		applied := &lodestarworkv1alpha1.AppliedWork{}
-		g.Expect(member.Get(ctx, client.ObjectKey{Name: w.Name}, applied)).To(Succeed())
+		g.Expect(member.Get(ctx, appliedKey(w), applied)).To(Succeed())
 		g.Expect(applied.Status.AppliedResources).To(HaveLen(3))
 	}).Should(Succeed())
 
@@ -149,7 +149,7 @@ func TestRemovedManifestDeletesOnlyWhatItCreated(t *testing.T) {
 		err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "drop"}, &corev1.ConfigMap{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		applied := &lodestarworkv1alpha1.AppliedWork{}
-		g.Expect(member.Get(ctx, client.ObjectKey{Name: w.Name}, applied)).To(Succeed())
+		g.Expect(member.Get(ctx, appliedKey(w), applied)).To(Succeed())
 		g.Expect(applied.Status.AppliedResources).To(ConsistOf(HaveField("Name", "keep")))
 	}).Should(Succeed())
 	g.Expect(member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keep"}, &corev1.ConfigMap{})).To(Succeed())

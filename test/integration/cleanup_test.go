@@ -97,7 +97,7 @@ func TestBlockedCleanupIsVisibleAndCanBeGivenUp(t *testing.T) {
 		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Work is released, got %v", err)
 	}).Should(Succeed())
-	err := member.Get(ctx, client.ObjectKey{Name: w.Name}, &lodestarworkv1alpha1.AppliedWork{})
+	err := member.Get(ctx, appliedKey(w), &lodestarworkv1alpha1.AppliedWork{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the AppliedWork is gone, got %v", err)
 	g.Expect(member.Get(ctx, freeKey, cm)).To(Succeed())
 	g.Expect(cm.OwnerReferences).To(BeEmpty())
@@ -151,13 +151,13 @@ func TestAppliedWorkDeletedByHandKeepsTheObjects(t *testing.T) {
 	}}}
 	g.Expect(member.Create(ctx, dependent)).To(Succeed())
 
-	g.Expect(member.Delete(ctx, &lodestarworkv1alpha1.AppliedWork{ObjectMeta: metav1.ObjectMeta{Name: w.Name}})).To(Succeed())
+	g.Expect(member.Delete(ctx, &lodestarworkv1alpha1.AppliedWork{ObjectMeta: metav1.ObjectMeta{Name: appliedKey(w).Name}})).To(Succeed())
 	g.Expect(member.Delete(ctx, owner)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(member.Get(ctx, client.ObjectKeyFromObject(dependent), &corev1.ConfigMap{}))).To(BeTrue(), "the garbage collector ran")
 	}).Should(Succeed())
 	applied := &lodestarworkv1alpha1.AppliedWork{}
-	g.Expect(member.Get(ctx, client.ObjectKey{Name: w.Name}, applied)).To(Succeed())
+	g.Expect(member.Get(ctx, appliedKey(w), applied)).To(Succeed())
 	g.Expect(applied.DeletionTimestamp).NotTo(BeNil())
 	kept := &corev1.ConfigMap{}
 	g.Expect(member.Get(ctx, keptKey, kept)).To(Succeed())
@@ -176,6 +176,6 @@ func TestAppliedWorkDeletedByHandKeepsTheObjects(t *testing.T) {
 	g.Expect(hubCP.Client.Delete(ctx, w)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(member.Get(ctx, keptKey, &corev1.ConfigMap{}))).To(BeTrue())
-		g.Expect(apierrors.IsNotFound(member.Get(ctx, client.ObjectKey{Name: w.Name}, &lodestarworkv1alpha1.AppliedWork{}))).To(BeTrue())
+		g.Expect(apierrors.IsNotFound(member.Get(ctx, appliedKey(w), &lodestarworkv1alpha1.AppliedWork{}))).To(BeTrue())
 	}).Should(Succeed())
 }

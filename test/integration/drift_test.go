@@ -68,7 +68,7 @@ func TestDriftIsCorrected(t *testing.T) {
 
 	// The record carries the hash of the manifest it applied.
 	applied := &lodestarworkv1alpha1.AppliedWork{}
-	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Name: w.Name}, applied)).To(Succeed())
+	g.Expect(members[member2].Client.Get(ctx, appliedKey(w), applied)).To(Succeed())
 	g.Expect(applied.Status.AppliedResources).To(ConsistOf(HaveField("ManifestHash", HaveLen(32))))
 	g.Expect(applied.Finalizers).To(ContainElement(lodestarworkv1alpha1.AppliedWorkFinalizer))
 }

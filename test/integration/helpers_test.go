@@ -15,8 +15,11 @@ import (
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
 const (
@@ -91,4 +94,9 @@ func placementCondition(g Gomega, t *testing.T, key client.ObjectKey, ct string)
 	c := meta.FindStatusCondition(p.Status.Conditions, ct)
 	g.Expect(c).NotTo(BeNil(), "no %s condition", ct)
 	return c
+}
+
+// appliedKey is the key of a Work's AppliedWork on its member.
+func appliedKey(w *workv1alpha1.Work) client.ObjectKey {
+	return client.ObjectKey{Name: names.AppliedWork(w.Namespace, w.Name)}
 }

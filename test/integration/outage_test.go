@@ -98,10 +98,10 @@ func TestAgentWithoutTheHub(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("data.k"))
 	}).Should(Succeed())
 	// The AppliedWork of the removed Work is marked; its object stays for now.
-	appliedKey := client.ObjectKey{Name: leaving.Name}
+	appliedWorkKey := appliedKey(leaving)
 	g.Eventually(func(g Gomega) {
 		applied := &lodestarworkv1alpha1.AppliedWork{}
-		g.Expect(members[member2].Client.Get(ctx, appliedKey, applied)).To(Succeed())
+		g.Expect(members[member2].Client.Get(ctx, appliedWorkKey, applied)).To(Succeed())
 		g.Expect(applied.Annotations).To(HaveKey(lodestarworkv1alpha1.WorkMissingSinceAnnotation))
 	}).Should(Succeed())
 	g.Expect(memberObjects(t, member2, ns, "leaving")).To(HaveKeyWithValue("leaving", before["leaving"]))
@@ -110,7 +110,7 @@ func TestAgentWithoutTheHub(t *testing.T) {
 	leaving = newWork(t, name, "leaving", nil, cm("leaving"))
 	g.Eventually(func(g Gomega) {
 		applied := &lodestarworkv1alpha1.AppliedWork{}
-		g.Expect(members[member2].Client.Get(ctx, appliedKey, applied)).To(Succeed())
+		g.Expect(members[member2].Client.Get(ctx, appliedWorkKey, applied)).To(Succeed())
 		g.Expect(applied.Annotations).NotTo(HaveKey(lodestarworkv1alpha1.WorkMissingSinceAnnotation))
 	}).Should(Succeed())
 	eventuallyManifest(t, leaving, 0, metav1.ConditionTrue, work.ReasonApplied)
@@ -121,13 +121,13 @@ func TestAgentWithoutTheHub(t *testing.T) {
 	var since string
 	g.Eventually(func(g Gomega) {
 		applied := &lodestarworkv1alpha1.AppliedWork{}
-		g.Expect(members[member2].Client.Get(ctx, appliedKey, applied)).To(Succeed())
+		g.Expect(members[member2].Client.Get(ctx, appliedWorkKey, applied)).To(Succeed())
 		since = applied.Annotations[lodestarworkv1alpha1.WorkMissingSinceAnnotation]
 		g.Expect(since).NotTo(BeEmpty())
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "leaving"}, &corev1.ConfigMap{}))).To(BeTrue())
-		g.Expect(apierrors.IsNotFound(members[member2].Client.Get(ctx, appliedKey, &lodestarworkv1alpha1.AppliedWork{}))).To(BeTrue())
+		g.Expect(apierrors.IsNotFound(members[member2].Client.Get(ctx, appliedWorkKey, &lodestarworkv1alpha1.AppliedWork{}))).To(BeTrue())
 	}).Should(Succeed())
 	marked, err := time.Parse(time.RFC3339, since)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -167,7 +167,7 @@ func TestAgentRestartMidApply(t *testing.T) {
 	}
 	g.Expect(len(created)).To(BeNumerically("<", n), "stopped mid-apply")
 	applied := &lodestarworkv1alpha1.AppliedWork{}
-	g.Expect(member.Get(ctx, client.ObjectKey{Name: w.Name}, applied)).To(Succeed())
+	g.Expect(member.Get(ctx, appliedKey(w), applied)).To(Succeed())
 	g.Expect(len(applied.Status.AppliedResources)).To(BeNumerically("<", len(created)), "stopped before recording what it created")
 
 	startAgent(t, opts)
@@ -186,7 +186,7 @@ func TestAgentRestartMidApply(t *testing.T) {
 			g.Expect(cm.UID).To(Equal(uid), "%s was kept, not recreated", cm.Name)
 		}
 	}
-	g.Expect(member.Get(ctx, client.ObjectKey{Name: w.Name}, applied)).To(Succeed())
+	g.Expect(member.Get(ctx, appliedKey(w), applied)).To(Succeed())
 	g.Expect(applied.Status.AppliedResources).To(HaveLen(n))
 	seen := map[string]bool{}
 	for _, rec := range applied.Status.AppliedResources {

@@ -155,7 +155,7 @@ func TestTakeover(t *testing.T) {
 	eventuallyManifest(t, always, 0, metav1.ConditionTrue, work.ReasonApplied)
 
 	g.Expect(memberConfigMap(t, member2, ns, "never").Data).To(HaveKeyWithValue("k", "theirs"))
-	g.Expect(memberConfigMap(t, member2, ns, "same").OwnerReferences).To(ConsistOf(HaveField("Name", "takeover-ifnodiff")))
+	g.Expect(memberConfigMap(t, member2, ns, "same").OwnerReferences).To(ConsistOf(HaveField("Name", appliedKey(ifNoDiff).Name)))
 	g.Expect(memberConfigMap(t, member2, ns, "differs").Data).To(HaveKeyWithValue("k", "theirs"))
 	g.Expect(memberConfigMap(t, member2, ns, "differs").OwnerReferences).To(BeEmpty())
 	g.Expect(memberConfigMap(t, member2, ns, "always").Data).To(HaveKeyWithValue("k", "ours"))
@@ -202,7 +202,7 @@ func TestTwoPlacementsOfOneObject(t *testing.T) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(firstWork), got)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, work.ConditionApplied)).To(BeTrue())
-		g.Expect(memberConfigMap(t, member1, ns, "web-config").OwnerReferences).To(ConsistOf(HaveField("Name", firstWork.Name)))
+		g.Expect(memberConfigMap(t, member1, ns, "web-config").OwnerReferences).To(ConsistOf(HaveField("Name", appliedKey(firstWork).Name)))
 	}).Should(Succeed())
 }
 

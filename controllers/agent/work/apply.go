@@ -331,6 +331,12 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 	deletedOnMember := existing == nil && prev != nil && prev.ManifestHash == hash && strategy.Type != lodestarworkv1alpha1.ApplyReportOnly
 
 	switch owner := ownership(existing, applied, prev); {
+	case owner == ownerThisWork && !existing.GetDeletionTimestamp().IsZero():
+		// Being deleted on the member: nothing is written to it. Once it is gone
+		// the Work is looked at again, as for an object deleted on the member.
+		keep(existing)
+		res.live, res.waiting = existing, true
+		return succeed(ReasonApplied, "applied; being deleted on the member, looked at again once it is gone")
 	case deletedOnMember && runsOnce(gvk.GroupKind()):
 		keep(nil)
 		res.ranOnce = true
@@ -357,7 +363,7 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 		}
 		return succeed(ReasonApplied, "created with server-side apply")
 	case owner == ownerOtherWork:
-		return fail(ReasonOtherWork, "the object is already placed by Work %s; it is left to that Work", otherWork(existing))
+		return fail(ReasonOtherWork, "the object is already placed by another Work (AppliedWork %s); it is left to that Work", otherWork(existing))
 	case strategy.Type == lodestarworkv1alpha1.ApplyReportOnly:
 		return r.report(ctx, &res, withIgnored(obj, existing, ignored), existing, isSecret)
 	case owner == ownerThisWork && strategy.Type == lodestarworkv1alpha1.ApplyCreateOnly:
@@ -411,8 +417,9 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 			fmt.Sprintf("manifest %d (%s): %s%s", res.id.Ordinal, describe(res.id), what, errorMessage(err, isSecret)))
 		return *res
 	}
+	var desired *unstructured.Unstructured
 	for attempt := 1; ; attempt++ {
-		desired := at(withIgnored(obj, existing, ignored), existing)
+		desired = at(withIgnored(obj, existing, ignored), existing)
 		var err error
 		if !changedOnHub && strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport {
 			var paths []string
@@ -442,7 +449,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 	}
 	res.record = record(res.live, res.id, hash)
 	if !changedOnHub && res.live.GetResourceVersion() != existing.GetResourceVersion() {
-		res.corrected = specPaths(diff.Paths(existing.Object, res.live.Object, maxDiffPaths))
+		res.corrected = specPaths(diff.PathsWithin(withOwner(desired, applied).Object, existing.Object, res.live.Object, maxDiffPaths))
 	}
 	msg := "applied with server-side apply"
 	if len(res.corrected) > 0 {
@@ -512,7 +519,7 @@ func (r *Reconciler) dryRunDiff(ctx context.Context, obj, existing *unstructured
 	if err := r.Member.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
 		return nil, err
 	}
-	return diff.Paths(existing.Object, out.Object, maxDiffPaths), nil
+	return diff.PathsWithin(obj.Object, existing.Object, out.Object, maxDiffPaths), nil
 }
 
 // strip removes what must not be sent with an apply.
@@ -613,7 +620,7 @@ func specPaths(paths []string) []string {
 	return slices.DeleteFunc(paths, func(p string) bool { return p == "status" || strings.HasPrefix(p, "status.") })
 }
 
-// otherWork names the Work of another AppliedWork that owns obj, if any.
+// otherWork names another AppliedWork that owns obj, if any.
 func otherWork(obj *unstructured.Unstructured) string {
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.Kind == "AppliedWork" && ref.APIVersion == lodestarworkv1alpha1.GroupVersion.String() {

@@ -39,6 +39,7 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 )
 
@@ -87,7 +88,7 @@ const (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile applies one Work to the member, or cleans it up when it is deleted.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	work := &workv1alpha1.Work{}
 	if err := r.Hub.Get(ctx, req.NamespacedName, work); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -120,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	st := newWorkStatus(work, results, p, r.Readiness, blocked)
 	defer func() {
 		if err := r.applyWorkStatus(ctx, work, st); err != nil {
-			retErr = errors.Join(retErr, err)
+			result, retErr = ctrl.Result{}, errors.Join(retErr, err)
 		}
 	}()
 	if err := r.writeRecords(ctx, applied, kept); err != nil {
@@ -266,9 +267,24 @@ func (r *Reconciler) writeRecords(ctx context.Context, applied *lodestarworkv1al
 	return nil
 }
 
-// appliedWorkName is the name of a Work's AppliedWork on the member. The agent
-// serves one hub namespace, so the Work's name is unique.
-func appliedWorkName(work *workv1alpha1.Work) string { return work.Name }
+// appliedWorkName is the name of a Work's AppliedWork on the member.
+func appliedWorkName(work *workv1alpha1.Work) string { return names.AppliedWork(work.Namespace, work.Name) }
+
+// workFor names the Work of an AppliedWork of the agent's hub namespace; false for
+// another namespace's.
+func (r *Reconciler) workFor(ctx context.Context, workNamespace, appliedName string) (string, bool) {
+	if name, ok := strings.CutPrefix(appliedName, workNamespace+"."); ok && names.AppliedWork(workNamespace, name) == appliedName {
+		return name, true
+	}
+	if !names.IsShortened(appliedName) {
+		return "", false
+	}
+	applied := &lodestarworkv1alpha1.AppliedWork{}
+	if err := r.Member.Get(ctx, client.ObjectKey{Name: appliedName}, applied); err != nil || applied.Spec.WorkNamespace != workNamespace {
+		return "", false
+	}
+	return applied.Spec.WorkName, true
+}
 
 // maxRetryDelay caps the backoff of a failing Work: a status that could not be
 // written while the hub was away, or a manifest that failed, is tried again at
@@ -326,11 +342,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) er
 		return err
 	}
 	var watched sync.Map
-	toWork := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+	toWork := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		var reqs []reconcile.Request
 		for _, ref := range obj.GetOwnerReferences() {
-			if ref.Kind == "AppliedWork" && ref.APIVersion == lodestarworkv1alpha1.GroupVersion.String() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: workNamespace, Name: ref.Name}})
+			if ref.Kind != "AppliedWork" || ref.APIVersion != lodestarworkv1alpha1.GroupVersion.String() {
+				continue
+			}
+			if name, ok := r.workFor(ctx, workNamespace, ref.Name); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: workNamespace, Name: name}})
 			}
 		}
 		return reqs
