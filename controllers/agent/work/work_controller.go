@@ -268,7 +268,9 @@ func (r *Reconciler) writeRecords(ctx context.Context, applied *lodestarworkv1al
 }
 
 // appliedWorkName is the name of a Work's AppliedWork on the member.
-func appliedWorkName(work *workv1alpha1.Work) string { return names.AppliedWork(work.Namespace, work.Name) }
+func appliedWorkName(work *workv1alpha1.Work) string {
+	return names.AppliedWork(work.Namespace, work.Name)
+}
 
 // workFor names the Work of an AppliedWork of the agent's hub namespace; false for
 // another namespace's.
