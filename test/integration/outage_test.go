@@ -34,12 +34,12 @@ func forceRemove(t *testing.T, w *workv1alpha1.Work) {
 	}).Should(BeTrue())
 }
 
-// memberObjects returns the UID and resourceVersion of ConfigMaps on a member.
-func memberObjects(t *testing.T, cluster, ns string, names ...string) map[string]string {
+// memberObjects returns the UID and resourceVersion of ConfigMaps on member-2.
+func memberObjects(t *testing.T, ns string, names ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, n := range names {
-		cm := memberConfigMap(t, cluster, ns, n)
+		cm := memberConfigMap(t, member2, ns, n)
 		out[n] = string(cm.UID) + "@" + cm.ResourceVersion
 	}
 	return out
@@ -74,7 +74,7 @@ func TestAgentWithoutTheHub(t *testing.T) {
 		eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonApplied)
 	}
 	eventuallyManifest(t, steady, 1, metav1.ConditionTrue, work.ReasonApplied)
-	before := memberObjects(t, member2, ns, "steady", "leaving")
+	before := memberObjects(t, ns, "steady", "leaving")
 
 	proxy.Stop()
 	// Drift is corrected from the last known Works.
@@ -86,7 +86,7 @@ func TestAgentWithoutTheHub(t *testing.T) {
 	editOnMember(t, member2, client.ObjectKey{Namespace: ns, Name: "reported"}, func(cm *corev1.ConfigMap) { cm.Data["k"] = "changed" })
 	// A Work goes from the hub while the agent cannot see it.
 	forceRemove(t, leaving)
-	g.Expect(memberObjects(t, member2, ns, "steady", "leaving")).To(Equal(before), "nothing deleted or rewritten while the hub is away")
+	g.Expect(memberObjects(t, ns, "steady", "leaving")).To(Equal(before), "nothing deleted or rewritten while the hub is away")
 
 	g.Expect(proxy.Start()).To(Succeed())
 	// What could not be reported is reported.
@@ -104,7 +104,7 @@ func TestAgentWithoutTheHub(t *testing.T) {
 		g.Expect(members[member2].Client.Get(ctx, appliedWorkKey, applied)).To(Succeed())
 		g.Expect(applied.Annotations).To(HaveKey(lodestarworkv1alpha1.WorkMissingSinceAnnotation))
 	}).Should(Succeed())
-	g.Expect(memberObjects(t, member2, ns, "leaving")).To(HaveKeyWithValue("leaving", before["leaving"]))
+	g.Expect(memberObjects(t, ns, "leaving")).To(HaveKeyWithValue("leaving", before["leaving"]))
 
 	// It comes back within the grace period: nothing is removed.
 	leaving = newWork(t, name, "leaving", nil, cm("leaving"))
@@ -134,7 +134,7 @@ func TestAgentWithoutTheHub(t *testing.T) {
 	g.Expect(time.Since(marked)).To(BeNumerically(">=", grace), "not removed before the grace period")
 
 	// Through all of it, the steady object was neither deleted nor rewritten.
-	g.Expect(memberObjects(t, member2, ns, "steady")).To(HaveKeyWithValue("steady", before["steady"]))
+	g.Expect(memberObjects(t, ns, "steady")).To(HaveKeyWithValue("steady", before["steady"]))
 }
 
 // An agent stopped in the middle of applying a Work (objects created, not yet

@@ -95,7 +95,9 @@ func (s *Sweeper) check(ctx context.Context, applied *lodestarworkv1alpha1.Appli
 	log := ctrl.LoggerFrom(ctx).WithValues("work", klog.KRef(key.Namespace, key.Name))
 	found, err := s.workExists(ctx, key)
 	if err != nil {
-		return nil // The hub did not answer: that is no reason to remove anything.
+		// The hub did not answer: that is no reason to remove anything.
+		log.V(1).Info("Not judging an AppliedWork while the hub does not answer", "error", err.Error())
+		return nil
 	}
 	since, marked := applied.Annotations[lodestarworkv1alpha1.WorkMissingSinceAnnotation]
 	switch {
