@@ -14,6 +14,7 @@ ETCD_VERSION             ?= v3.6.8
 KWOK_VERSION             ?= v0.8.0
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 GOLANGCI_LINT_VERSION    ?= v2.15.0
+HELM_VERSION             ?= v3.22.0
 
 LOCALBIN       := $(CURDIR)/bin
 KUBE_BIN_DIR   := $(LOCALBIN)/k8s-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
@@ -23,6 +24,7 @@ KWOK           := $(LOCALBIN)/kwok-$(KWOK_VERSION)/kwok
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
 GOLANGCI_LINT  := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 KUBECTL        := $(KUBE_BIN_DIR)/kubectl
+HELM           := $(LOCALBIN)/helm-$(HELM_VERSION)/helm
 
 # The SIG-Multicluster API packages whose CRDs we ship, generated from the pinned modules.
 SIGMC_API_PACKAGES := sigs.k8s.io/work-api/pkg/apis/v1alpha1 \
@@ -57,6 +59,12 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the SIG-Multicluster one
 	$(CONTROLLER_GEN) rbac:roleName=lodestar-hub-manager paths="./controllers/hub/..." output:rbac:artifacts:config=config/rbac/hub
 	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent paths="{./controllers/agent/work/...,./controllers/agent/registration/...}" output:rbac:artifacts:config=config/rbac/agent
 	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent-clusterprofile paths="./controllers/agent/profile/..." output:rbac:artifacts:config=config/rbac/agent-clusterprofile
+	@# The charts ship exactly these (config/config_test.go checks that they do).
+	rm -f charts/lodestar-hub/crds/*.yaml charts/lodestar-agent/crds/*.yaml
+	cp config/crd/bases/placement.lodestar.dev_*.yaml config/crd/bases/multicluster.x-k8s.io_*.yaml charts/lodestar-hub/crds/
+	cp config/crd/bases/work.lodestar.dev_*.yaml config/crd/bases/about.k8s.io_*.yaml charts/lodestar-agent/crds/
+	cp config/rbac/hub/role.yaml charts/lodestar-hub/files/role.yaml
+	cp config/admission/agent-works.yaml charts/lodestar-hub/files/agent-works.yaml
 
 .PHONY: fmt
 fmt: ## Run gofmt.
@@ -88,11 +96,11 @@ build: ## Build the hub manager, the agent, the kubectl plugin and the local fle
 	go build -o $(LOCALBIN)/lodestar-devfleet ./hack/devfleet
 
 .PHONY: test-binaries
-test-binaries: $(KUBE_STAMP) $(KWOK) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler and kwok (once per version).
+test-binaries: $(KUBE_STAMP) $(KWOK) $(HELM) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok and helm (once per version).
 
 .PHONY: test
-test: test-binaries ## Run every test (unit and on real API servers).
-	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" \
+test: test-binaries ## Run every test (unit, charts, and on real API servers).
+	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" LODESTAR_HELM="$(HELM)" \
 		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) -count=1 ./...
 
 ##@ Benchmarks
@@ -143,6 +151,10 @@ $(KWOK):
 
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+$(HELM):
+	@echo ">> building helm $(HELM_VERSION)"
+	GOBIN=$(dir $@) go install -trimpath -ldflags='-s -w' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 $(GOLANGCI_LINT):
 	@echo ">> building golangci-lint $(GOLANGCI_LINT_VERSION)"

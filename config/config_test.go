@@ -1,7 +1,10 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -43,4 +46,37 @@ func TestRules(t *testing.T) {
 	hubRules, err := HubManagerRules()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hubRules).NotTo(BeEmpty())
+}
+
+// The charts ship exactly the generated CRDs, RBAC rules and admission policy
+// (`make manifests` copies them); a chart that drifts from config/ fails here.
+func TestChartsShipTheGeneratedFiles(t *testing.T) {
+	g := NewWithT(t)
+	same := func(chartFile, configFile string) {
+		t.Helper()
+		want, err := os.ReadFile(configFile)
+		g.Expect(err).NotTo(HaveOccurred())
+		got, err := os.ReadFile(filepath.Join("..", "charts", chartFile))
+		g.Expect(err).NotTo(HaveOccurred(), "run make manifests")
+		g.Expect(string(got)).To(Equal(string(want)), "charts/%s differs from config/%s: run make manifests", chartFile, configFile)
+	}
+	crds := func(chart string, groups ...string) {
+		t.Helper()
+		want := 0
+		entries, err := os.ReadDir("crd/bases")
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, e := range entries {
+			if slices.ContainsFunc(groups, func(gr string) bool { return strings.HasPrefix(e.Name(), gr+"_") }) {
+				same(filepath.Join(chart, "crds", e.Name()), filepath.Join("crd/bases", e.Name()))
+				want++
+			}
+		}
+		shipped, err := os.ReadDir(filepath.Join("..", "charts", chart, "crds"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(shipped).To(HaveLen(want), "charts/%s/crds has CRDs that config/crd/bases does not", chart)
+	}
+	crds("lodestar-hub", "placement.lodestar.dev", "multicluster.x-k8s.io")
+	crds("lodestar-agent", "work.lodestar.dev", "about.k8s.io")
+	same("lodestar-hub/files/role.yaml", "rbac/hub/role.yaml")
+	same("lodestar-hub/files/agent-works.yaml", "admission/agent-works.yaml")
 }

@@ -72,6 +72,12 @@ func StartHub(scheme *runtime.Scheme) (*ControlPlane, error) {
 	return cp, nil
 }
 
+// StartEmpty starts a control plane with no CRDs: for installing them the way
+// operators do (the charts).
+func StartEmpty(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
+	return start(name, scheme, nil)
+}
+
 // StartMember starts a member control plane with the member CRDs.
 func StartMember(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
 	crds, err := config.MemberCRDs()

@@ -1,0 +1,138 @@
+package charts
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+const releaseNamespace = "lodestar-system"
+
+// serviceAccountConfig returns a connection as a ServiceAccount: a token for it,
+// not an admin credential.
+func serviceAccountConfig(t *testing.T, admin *rest.Config, namespace, name string) *rest.Config {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(admin)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(t.Context(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return &rest.Config{Host: admin.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData}}
+}
+
+// start runs a manager until the test ends.
+func start(t *testing.T, mgr ctrl.Manager) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// The charts installed with helm into bare API servers (no CRDs, no RBAC of ours)
+// are all the hub manager and the agent need: both run as the charts'
+// ServiceAccounts, the agent with the narrow member RBAC (no cluster-admin), and a
+// Placement reaches the member and reports Available.
+func TestChartsInstallAndRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	hubCP, err := testenv.StartEmpty("hub", hub.NewScheme())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = hubCP.Stop() })
+	memberCP, err := testenv.StartEmpty("member", agent.NewScheme())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = memberCP.Stop() })
+	dir := t.TempDir()
+	hubKubeconfig, memberKubeconfig := filepath.Join(dir, "hub"), filepath.Join(dir, "member")
+	g.Expect(testenv.WriteKubeconfig(hubCP.Config, "hub", hubKubeconfig)).To(Succeed())
+	g.Expect(testenv.WriteKubeconfig(memberCP.Config, "member", memberKubeconfig)).To(Succeed())
+
+	out, err := helm(t, "install", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", hubKubeconfig,
+		"--namespace", releaseNamespace, "--create-namespace")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	// The hub manager as the chart's ServiceAccount, electing a leader as the chart
+	// configures it.
+	hubSA := serviceAccountConfig(t, hubCP.Config, releaseNamespace, "lodestar-hub")
+	mgr, err := ctrl.NewManager(hubSA, hub.ManagerOptions(ctrl.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		LeaderElection: true, LeaderElectionID: "lodestar-hub", LeaderElectionNamespace: releaseNamespace,
+	}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hub.Setup(mgr, hub.Options{})).To(Succeed())
+	start(t, mgr)
+
+	// The member joins (an operator action, as admin on the hub) and installs the
+	// agent chart with the kubeconfig join wrote.
+	joined, err := fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: "edge-1", Labels: map[string]string{"env": "edge"}, TokenTTL: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	joinKubeconfig := filepath.Join(dir, "edge-1.kubeconfig")
+	g.Expect(testenv.WriteKubeconfig(joined, "hub", joinKubeconfig)).To(Succeed())
+	out, err = helm(t, "install", "lodestar-agent", filepath.Join(chartsDir, "lodestar-agent"), "--kubeconfig", memberKubeconfig,
+		"--namespace", releaseNamespace, "--create-namespace", "--set", "clusterName=edge-1",
+		"--set-file", "hubKubeconfig.kubeconfig="+joinKubeconfig,
+		// Narrow member RBAC: only what the agent needs itself, plus ConfigMaps.
+		"--set", "memberRBAC.clusterAdmin=false",
+		"--set", "memberRBAC.rules[0].apiGroups={}", "--set", "memberRBAC.rules[0].resources={configmaps}",
+		"--set", "memberRBAC.rules[0].verbs={get,list,watch,create,update,patch,delete}")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	secret := &corev1.Secret{}
+	g.Expect(memberCP.Client.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "lodestar-hub-kubeconfig"}, secret)).To(Succeed())
+
+	memberSA := serviceAccountConfig(t, memberCP.Config, releaseNamespace, "lodestar-agent")
+	a, err := agent.NewManager(agent.Options{
+		ClusterName: "edge-1", Hub: joined, Member: memberSA, AgentNamespace: releaseNamespace, LeaseDuration: 4 * time.Second,
+		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	start(t, a)
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
+	g.Expect(hubCP.Client.Create(ctx, ns)).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}, Data: map[string]string{"k": "v"}})).To(Succeed())
+	p := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "settings"}},
+			ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"env": "edge"}},
+		},
+	}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.AvailableCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		cm := &corev1.ConfigMap{}
+		g.Expect(memberCP.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "settings"}, cm)).To(Succeed())
+
+		profile := &cpv1alpha1.ClusterProfile{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-1"}, profile)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(profile.Status.Conditions, placementv1alpha1.AgentReachableCondition)).To(BeTrue())
+	}).WithTimeout(90 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+}
