@@ -116,7 +116,7 @@ QUICKSTART_DIR := $(CURDIR)/.lodestar/quickstart
 
 .PHONY: quickstart
 quickstart: test-binaries build ## Start a local hub and two members, place the sample app, print its status.
-	@KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" KUBECTL="$(KUBECTL)" LODESTAR_BIN="$(LOCALBIN)" \
+	@KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" LODESTAR_HELM="$(HELM)" KUBECTL="$(KUBECTL)" LODESTAR_BIN="$(LOCALBIN)" \
 		QUICKSTART_DIR="$(QUICKSTART_DIR)" hack/quickstart.sh up
 
 .PHONY: quickstart-down

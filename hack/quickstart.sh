@@ -18,9 +18,9 @@ up() {
   else
     [[ -d "$dir" ]] && rm -rf "$dir"
     mkdir -p "$dir"
-    say "Starting a local hub (kube-apiserver, etcd), two members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, a kwok node each), the hub manager and two agents"
+    say "Starting a local hub (kube-apiserver, etcd) with the lodestar-hub chart installed by helm, and two members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, a kwok node each), each joined with kubectl lodestar join and given the lodestar-agent chart; the hub manager and the agents run as local processes with the charts' ServiceAccounts"
     # A session of its own, so that quickstart-down can stop every process it starts.
-    setsid "$bin/lodestar-devfleet" --dir "$dir" --bin "$bin" >"$dir/devfleet.log" 2>&1 < /dev/null &
+    setsid "$bin/lodestar-devfleet" --dir "$dir" --bin "$bin" --helm "${LODESTAR_HELM:?}" --charts charts >"$dir/devfleet.log" 2>&1 < /dev/null &
     echo $! > "$pidfile"
     for _ in $(seq 1 240); do
       [[ -f "$dir/ready" ]] && break
@@ -33,7 +33,9 @@ up() {
   fi
 
   local hub=(--kubeconfig "$dir/hub.kubeconfig")
-  say "Clusters registered on the hub"
+  say "Charts installed"
+  "${LODESTAR_HELM:?}" list -A --kubeconfig "$dir/hub.kubeconfig" 2>/dev/null || true
+  say "Clusters joined to the hub"
   "$kubectl" "${hub[@]}" get clusterprofiles -A -L env,region
 
   say "Applying config/samples/ to the hub"

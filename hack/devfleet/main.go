@@ -1,9 +1,14 @@
-// Command devfleet runs a local Lodestar fleet for the quick start: a hub and two
-// member control planes (real kube-apiserver and etcd processes), the hub manager
-// and one agent per member (the real lodestar-hub and lodestar-agent binaries, each
-// agent with its own least-privilege identity on the hub). It writes kubeconfigs
-// into its directory, then runs until it receives SIGTERM or SIGINT, when it stops
-// every process it started.
+// Command devfleet runs a local Lodestar fleet for the quick start, set up the way
+// an operator sets up a real one: a hub API server with the lodestar-hub chart
+// installed by helm and the hub manager running as the chart's ServiceAccount; two
+// full members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler and
+// a kwok node each), each joined with `kubectl lodestar join`, with the
+// lodestar-agent chart installed and the agent running as the chart's
+// ServiceAccount on the member and its own joined identity on the hub. Without a
+// container runtime the Deployments the charts create do not run: the same
+// binaries run as local processes instead. It writes kubeconfigs into its
+// directory, then runs until it receives SIGTERM or SIGINT, when it stops every
+// process it started.
 package main
 
 import (
@@ -25,15 +30,20 @@ import (
 
 func main() {
 	dir := flag.String("dir", ".lodestar/quickstart", "Directory for kubeconfigs, logs and the ready marker.")
-	binDir := flag.String("bin", "bin", "Directory holding lodestar-hub and lodestar-agent.")
+	binDir := flag.String("bin", "bin", "Directory holding lodestar-hub, lodestar-agent and kubectl-lodestar.")
+	helmBin := flag.String("helm", os.Getenv(testenv.HelmEnv), "The helm binary.")
+	charts := flag.String("charts", "charts", "Directory holding the lodestar-hub and lodestar-agent charts.")
 	flag.Parse()
-	if err := run(*dir, *binDir); err != nil {
+	if err := run(*dir, *binDir, *helmBin, *charts); err != nil {
 		fmt.Fprintln(os.Stderr, "devfleet:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, binDir string) (err error) {
+// tokenTTL is how long the quick start's ServiceAccount tokens last.
+const tokenTTL = 7 * 24 * time.Hour
+
+func run(dir, binDir, helmBin, charts string) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	logs := filepath.Join(dir, "logs")
@@ -56,8 +66,22 @@ func run(dir, binDir string) (err error) {
 		}
 	}()
 
-	say("starting the hub control plane")
-	hubCP, err := testenv.StartHub(hub.NewScheme())
+	helmHome := filepath.Join(dir, "helm")
+	helm := func(kubeconfig string, args ...string) error {
+		_, err := testenv.Helm(ctx, helmBin, helmHome, append(args, "--kubeconfig", kubeconfig, "--namespace", testenv.ReleaseNamespace, "--create-namespace")...)
+		return err
+	}
+	// saKubeconfig writes a kubeconfig for a chart's ServiceAccount.
+	saKubeconfig := func(admin *testenv.ControlPlane, name, path string) error {
+		cfg, err := testenv.ServiceAccountConfig(ctx, admin.Config, testenv.ReleaseNamespace, name, tokenTTL)
+		if err != nil {
+			return err
+		}
+		return testenv.WriteKubeconfig(cfg, name, path)
+	}
+
+	say("starting the hub control plane and installing the lodestar-hub chart")
+	hubCP, err := testenv.StartEmpty("hub", hub.NewScheme())
 	if err != nil {
 		return err
 	}
@@ -66,15 +90,23 @@ func run(dir, binDir string) (err error) {
 	if err := testenv.WriteKubeconfig(hubCP.Config, "lodestar-hub", hubKubeconfig); err != nil {
 		return err
 	}
+	if err := helm(hubKubeconfig, "install", "lodestar-hub", filepath.Join(charts, "lodestar-hub")); err != nil {
+		return err
+	}
+	managerKubeconfig := filepath.Join(dir, "hub-manager.kubeconfig")
+	if err := saKubeconfig(hubCP, "lodestar-hub", managerKubeconfig); err != nil {
+		return err
+	}
 	hubProc, err := spawn(ctx, exited, filepath.Join(binDir, "lodestar-hub"), filepath.Join(logs, "lodestar-hub.log"),
-		"--kubeconfig", hubKubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		"--kubeconfig", managerKubeconfig, "--leader-elect", "--leader-election-namespace", testenv.ReleaseNamespace,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 	if err != nil {
 		return err
 	}
 	procs = append(procs, hubProc)
 
 	for _, m := range testenv.DefaultMembers() {
-		say("starting member " + m.Name + " (API server, etcd, controller manager, scheduler, a kwok fake node) and joining it to the hub")
+		say("starting member " + m.Name + " (API server, etcd, controller manager, scheduler, a kwok fake node)")
 		cp, err := testenv.StartFullMember(m.Name, agent.NewScheme())
 		if err != nil {
 			return err
@@ -84,16 +116,27 @@ func run(dir, binDir string) (err error) {
 		if err := testenv.WriteKubeconfig(cp.Config, m.Name, memberKubeconfig); err != nil {
 			return err
 		}
-		agentHub, err := testenv.Register(ctx, hubCP, m)
-		if err != nil {
+		say("joining " + m.Name + " with kubectl lodestar join, and installing the lodestar-agent chart on it")
+		agentHubKubeconfig := filepath.Join(dir, m.Name+"-agent-hub.kubeconfig")
+		join := []string{"join", m.Name, "--kubeconfig", hubKubeconfig, "--member-kubeconfig", memberKubeconfig,
+			"--token-ttl", tokenTTL.String(), "--output", agentHubKubeconfig}
+		for k, v := range m.Labels {
+			join = append(join, "--label", k+"="+v)
+		}
+		if out, err := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl-lodestar"), join...).CombinedOutput(); err != nil {
+			return fmt.Errorf("kubectl lodestar join %s: %w: %s", m.Name, err, out)
+		}
+		if err := helm(memberKubeconfig, "install", "lodestar-agent", filepath.Join(charts, "lodestar-agent"),
+			"--set", "clusterName="+m.Name, "--set-file", "hubKubeconfig.kubeconfig="+agentHubKubeconfig); err != nil {
 			return err
 		}
-		agentHubKubeconfig := filepath.Join(dir, m.Name+"-agent-hub.kubeconfig")
-		if err := testenv.WriteKubeconfig(agentHub, "lodestar-hub", agentHubKubeconfig); err != nil {
+		agentKubeconfig := filepath.Join(dir, m.Name+"-agent.kubeconfig")
+		if err := saKubeconfig(cp, "lodestar-agent", agentKubeconfig); err != nil {
 			return err
 		}
 		p, err := spawn(ctx, exited, filepath.Join(binDir, "lodestar-agent"), filepath.Join(logs, "lodestar-agent-"+m.Name+".log"),
-			"--cluster-name", m.Name, "--hub-kubeconfig", agentHubKubeconfig, "--kubeconfig", memberKubeconfig,
+			"--cluster-name", m.Name, "--hub-kubeconfig", agentHubKubeconfig, "--kubeconfig", agentKubeconfig,
+			"--hub-token-file", filepath.Join(dir, m.Name+"-hub-token"), "--agent-namespace", testenv.ReleaseNamespace,
 			"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 		if err != nil {
 			return err

@@ -5,38 +5,31 @@
 package charts
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
-)
 
-// HelmEnv names the helm binary; `make test` sets it.
-const HelmEnv = "LODESTAR_HELM"
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
 
 var chartsDir = filepath.Join("..", "..", "charts")
 
 // helm runs the helm binary and returns its output.
 func helm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	bin := os.Getenv(HelmEnv)
+	bin := os.Getenv(testenv.HelmEnv)
 	if bin == "" {
-		t.Fatalf("%s is not set: run the tests through `make test`, which builds helm into bin/", HelmEnv)
+		t.Fatalf("%s is not set: run the tests through `make test`, which builds helm into bin/", testenv.HelmEnv)
 	}
-	cmd := exec.Command(bin, args...)
-	// No user configuration or repositories from the machine.
-	dir := t.TempDir()
-	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+dir, "HELM_CACHE_HOME="+dir, "HELM_DATA_HOME="+dir)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
+	return testenv.Helm(t.Context(), bin, t.TempDir(), args...)
 }
 
 // render runs helm template and returns the documents by kind/name.
@@ -44,7 +37,7 @@ func render(t *testing.T, chart string, args ...string) (map[string]map[string]a
 	t.Helper()
 	out, err := helm(t, append([]string{"template", "test", filepath.Join(chartsDir, chart), "--namespace", "lodestar-system"}, args...)...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", err, out)
+		return nil, err
 	}
 	docs := map[string]map[string]any{}
 	for _, doc := range strings.Split(out, "\n---") {
@@ -94,7 +87,10 @@ func TestHubChartRenders(t *testing.T) {
 	g.Expect(docs).To(HaveKey("Role/test-lodestar-hub-leader-election"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-agent-works"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-agent-works"))
-	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--leader-elect=true", "--kube-api-qps=200", "--zap-log-level=info"))
+	// The chart's defaults are the binary's.
+	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--leader-elect=true", "--kube-api-qps=200", "--zap-log-level=info",
+		"--clusterset-namespaces="+placementv1alpha1.DefaultClusterSet,
+		"--agent-lease-grace-period="+clusterhealth.DefaultGracePeriod.String(), "--cluster-cleanup-grace-period="+strings.TrimSuffix(clusterhealth.DefaultCleanupGracePeriod.String(), "0s")))
 
 	docs, err = render(t, "lodestar-hub", "--set", "replicas=3", "--set", "kubeAPI.qps=50", "--set", "logLevel=debug",
 		"--set", "image.repository=registry.example/lodestar-hub", "--set", "image.tag=v9", "--set", "agentWorkPolicy=false")
@@ -123,6 +119,9 @@ func TestAgentChartRenders(t *testing.T) {
 	g.Expect(docs["ConfigMap/test-lodestar-agent-config"]["data"].(map[string]any)["config.yaml"]).To(ContainSubstring("Secret"))
 
 	docs, err = render(t, "lodestar-agent", "--set", "clusterName=edge-7", "--set", "memberRBAC.clusterAdmin=false")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(containerArgs(g, docs, "test-lodestar-agent")).To(ContainElements("--cluster-set="+placementv1alpha1.DefaultClusterSet,
+		"--missing-work-grace-period="+strings.TrimSuffix(work.DefaultMissingWorkGracePeriod.String(), "0s")), "the chart's defaults are the binary's")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(docs).NotTo(HaveKey("ClusterRoleBinding/test-lodestar-agent-cluster-admin"))
 	g.Expect(docs).NotTo(HaveKey("Secret/lodestar-hub-kubeconfig"), "an existing Secret is used")

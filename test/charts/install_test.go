@@ -7,13 +7,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,18 +23,14 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
-const releaseNamespace = "lodestar-system"
+const releaseNamespace = testenv.ReleaseNamespace
 
-// serviceAccountConfig returns a connection as a ServiceAccount: a token for it,
-// not an admin credential.
+// serviceAccountConfig returns a connection as a ServiceAccount of the charts.
 func serviceAccountConfig(t *testing.T, admin *rest.Config, namespace, name string) *rest.Config {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(admin)
+	cfg, err := testenv.ServiceAccountConfig(t.Context(), admin, namespace, name, time.Hour)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(t.Context(), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return &rest.Config{Host: admin.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData}}
+	return cfg
 }
 
 // start runs a manager until the test ends.

@@ -1,0 +1,20 @@
+# Images for the charts: docker build --target hub -t <registry>/lodestar-hub:<tag> .
+# and --target agent. (Not built in CI here: there is no container engine; the
+# binaries are the ones `make build` builds and every test runs.)
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/lodestar-hub ./cmd/lodestar-hub && \
+    CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/lodestar-agent ./cmd/lodestar-agent
+
+FROM gcr.io/distroless/static:nonroot AS hub
+COPY --from=build /out/lodestar-hub /lodestar-hub
+USER 65532:65532
+ENTRYPOINT ["/lodestar-hub"]
+
+FROM gcr.io/distroless/static:nonroot AS agent
+COPY --from=build /out/lodestar-agent /lodestar-agent
+USER 65532:65532
+ENTRYPOINT ["/lodestar-agent"]

@@ -1,0 +1,51 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// HelmEnv names the helm binary that tests and the quick start use.
+const HelmEnv = "LODESTAR_HELM"
+
+// ReleaseNamespace is where the quick start and the tests install the charts.
+const ReleaseNamespace = "lodestar-system"
+
+// Helm runs the helm binary with home as its configuration, cache and data
+// directory (nothing from the machine's own helm set-up) and returns its output.
+func Helm(ctx context.Context, bin, home string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home, "HELM_CACHE_HOME="+home, "HELM_DATA_HOME="+home)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("helm %v: %w: %s", args, err, out.String())
+	}
+	return out.String(), nil
+}
+
+// ServiceAccountConfig returns a connection to admin's API server as the
+// ServiceAccount namespace/name: a token for it (lasting ttl), not an admin
+// credential, so that what the account's RBAC lacks fails.
+func ServiceAccountConfig(ctx context.Context, admin *rest.Config, namespace, name string, ttl time.Duration) (*rest.Config, error) {
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return nil, err
+	}
+	seconds := int64(ttl.Seconds())
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("a token for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return &rest.Config{Host: admin.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData}}, nil
+}
