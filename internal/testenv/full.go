@@ -27,12 +27,22 @@ const FakeNodeName = "kwok-node-1"
 // StartFullMember starts a member that runs workloads: besides kube-apiserver and
 // etcd, kube-controller-manager and kube-scheduler, and kwok with one fake node, so
 // that a Deployment really gets (fake) running pods and becomes Available.
-func StartFullMember(name string, scheme *runtime.Scheme) (_ *ControlPlane, err error) {
+func StartFullMember(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
+	return startFull(name, scheme, StartMember)
+}
+
+// StartFullEmpty is StartFullMember without the member CRDs: for installing them
+// the way operators do (the agent chart).
+func StartFullEmpty(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
+	return startFull(name, scheme, StartEmpty)
+}
+
+func startFull(name string, scheme *runtime.Scheme, startAPIServer func(string, *runtime.Scheme) (*ControlPlane, error)) (_ *ControlPlane, err error) {
 	kwok := os.Getenv(KwokEnv)
 	if kwok == "" {
 		return nil, fmt.Errorf("%s is not set: run through `make test`, which builds kwok into bin/", KwokEnv)
 	}
-	cp, err := StartMember(name, scheme)
+	cp, err := startAPIServer(name, scheme)
 	if err != nil {
 		return nil, err
 	}

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,17 +48,18 @@ func start(t *testing.T, mgr ctrl.Manager) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// The charts installed with helm into bare API servers (no CRDs, no RBAC of ours)
-// are all the hub manager and the agent need: both run as the charts'
-// ServiceAccounts, the agent with the narrow member RBAC (no cluster-admin), and a
-// Placement reaches the member and reports Available.
+// The charts installed with helm into API servers without anything of ours (no
+// CRDs, no RBAC) are all the hub manager and the agent need: both run as the
+// charts' ServiceAccounts, the agent with narrow member RBAC (no cluster-admin),
+// and a Deployment placed on the full member (controller manager, scheduler, a
+// kwok node) runs there and is reported Available on the hub.
 func TestChartsInstallAndRun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	hubCP, err := testenv.StartEmpty("hub", hub.NewScheme())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = hubCP.Stop() })
-	memberCP, err := testenv.StartEmpty("member", agent.NewScheme())
+	memberCP, err := testenv.StartFullEmpty("member", agent.NewScheme())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = memberCP.Stop() })
 	dir := t.TempDir()
@@ -88,9 +91,9 @@ func TestChartsInstallAndRun(t *testing.T) {
 	out, err = helm(t, "install", "lodestar-agent", filepath.Join(chartsDir, "lodestar-agent"), "--kubeconfig", memberKubeconfig,
 		"--namespace", releaseNamespace, "--create-namespace", "--set", "clusterName=edge-1",
 		"--set-file", "hubKubeconfig.kubeconfig="+joinKubeconfig,
-		// Narrow member RBAC: only what the agent needs itself, plus ConfigMaps.
+		// Narrow member RBAC: only what the agent needs itself, plus the placed kinds.
 		"--set", "memberRBAC.clusterAdmin=false",
-		"--set", "memberRBAC.rules[0].apiGroups={}", "--set", "memberRBAC.rules[0].resources={configmaps}",
+		"--set", "memberRBAC.rules[0].apiGroups={,apps}", "--set", "memberRBAC.rules[0].resources={configmaps,deployments}",
 		"--set", "memberRBAC.rules[0].verbs={get,list,watch,create,update,patch,delete}")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	secret := &corev1.Secret{}
@@ -107,10 +110,25 @@ func TestChartsInstallAndRun(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
 	g.Expect(hubCP.Client.Create(ctx, ns)).To(Succeed())
 	g.Expect(hubCP.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}, Data: map[string]string{"k": "v"}})).To(Succeed())
+	labels := map[string]string{"app": "shop"}
+	g.Expect(hubCP.Client.Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "shop"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "shop", Image: "nginx:1.27"}}},
+			},
+		},
+	})).To(Succeed())
 	p := &placementv1alpha1.Placement{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"},
 		Spec: placementv1alpha1.PlacementSpec{
-			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "settings"}},
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{
+				{Version: "v1", Kind: "ConfigMap", Name: "settings"},
+				{Group: "apps", Version: "v1", Kind: "Deployment", Name: "shop"},
+			},
 			ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"env": "edge"}},
 		},
 	}
@@ -121,8 +139,12 @@ func TestChartsInstallAndRun(t *testing.T) {
 		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.AvailableCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(got.Status.AvailableClusters).To(BeEquivalentTo(1))
 		cm := &corev1.ConfigMap{}
 		g.Expect(memberCP.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "settings"}, cm)).To(Succeed())
+		deploy := &appsv1.Deployment{}
+		g.Expect(memberCP.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "shop"}, deploy)).To(Succeed())
+		g.Expect(deploy.Status.AvailableReplicas).To(BeEquivalentTo(2), "the pods run on the member's fake node")
 
 		profile := &cpv1alpha1.ClusterProfile{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-1"}, profile)).To(Succeed())
