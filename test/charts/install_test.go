@@ -129,7 +129,7 @@ func TestChartsInstallAndRun(t *testing.T) {
 				{Version: "v1", Kind: "ConfigMap", Name: "settings"},
 				{Group: "apps", Version: "v1", Kind: "Deployment", Name: "shop"},
 			},
-			ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"env": "edge"}},
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "edge"}},
 		},
 	}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
