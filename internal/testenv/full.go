@@ -164,8 +164,4 @@ func (cp *ControlPlane) stopProcesses() {
 		}
 	}
 	cp.procs = nil
-	for _, d := range cp.dirs {
-		_ = os.RemoveAll(d)
-	}
-	cp.dirs = nil
 }

@@ -47,16 +47,43 @@ func (cp *ControlPlane) Stop() error {
 		return nil
 	}
 	cp.stopProcesses()
-	return cp.env.Stop()
+	err := cp.env.Stop()
+	for _, d := range cp.dirs {
+		_ = os.RemoveAll(d)
+	}
+	cp.dirs = nil
+	return err
 }
 
+// RestartAPIServer stops the kube-apiserver and starts it again on the same
+// address, with the same certificates and the same etcd: what clients see of an
+// API server upgrade or crash (connections cut, watches to be re-established).
+func (cp *ControlPlane) RestartAPIServer() error {
+	as := cp.env.ControlPlane.GetAPIServer()
+	if err := as.Stop(); err != nil {
+		return fmt.Errorf("stopping the %s API server: %w", cp.Name, err)
+	}
+	if err := as.Start(); err != nil {
+		return fmt.Errorf("starting the %s API server again: %w", cp.Name, err)
+	}
+	return nil
+}
+
+// APIServerFlag sets a kube-apiserver flag of a control plane StartHub starts.
+type APIServerFlag struct{ Name, Value string }
+
+// QuickShutdown makes the API server stop within seconds even while clients hold
+// watches open (it otherwise waits up to its one-minute request timeout), for
+// tests that restart it.
+var QuickShutdown = APIServerFlag{Name: "request-timeout", Value: "10s"}
+
 // StartHub starts a hub control plane with the hub CRDs.
-func StartHub(scheme *runtime.Scheme) (*ControlPlane, error) {
+func StartHub(scheme *runtime.Scheme, flags ...APIServerFlag) (*ControlPlane, error) {
 	crds, err := config.HubCRDs()
 	if err != nil {
 		return nil, err
 	}
-	cp, err := start("hub", scheme, crds)
+	cp, err := start("hub", scheme, crds, flags...)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +114,7 @@ func StartMember(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
 	return start(name, scheme, crds)
 }
 
-func start(name string, scheme *runtime.Scheme, crds []*apiextensionsv1.CustomResourceDefinition) (*ControlPlane, error) {
+func start(name string, scheme *runtime.Scheme, crds []*apiextensionsv1.CustomResourceDefinition, flags ...APIServerFlag) (*ControlPlane, error) {
 	if os.Getenv(AssetsEnv) == "" {
 		return nil, fmt.Errorf("%s is not set: run the tests through `make test`, which builds kube-apiserver and etcd into bin/", AssetsEnv)
 	}
@@ -96,16 +123,28 @@ func start(name string, scheme *runtime.Scheme, crds []*apiextensionsv1.CustomRe
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
+	// A certificate directory of our own (envtest removes one it made when the API
+	// server stops), so that the API server can restart with the same certificates.
+	certs, err := os.MkdirTemp("", "lodestar-"+name+"-certs-")
+	if err != nil {
+		return nil, err
+	}
+	env.ControlPlane.GetAPIServer().CertDir = certs
+	for _, f := range flags {
+		env.ControlPlane.GetAPIServer().Configure().Set(f.Name, f.Value)
+	}
+	// A graceful stop (RestartAPIServer) waits for the open watches to end.
+	env.ControlPlaneStopTimeout = 2 * time.Minute
 	cfg, err := env.Start()
 	if err != nil {
 		// Start may fail after the processes run (installing CRDs): stop them.
-		return nil, errors.Join(fmt.Errorf("starting the %s control plane: %w", name, err), env.Stop())
+		return nil, errors.Join(fmt.Errorf("starting the %s control plane: %w", name, err), env.Stop(), os.RemoveAll(certs))
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return nil, errors.Join(err, env.Stop())
+		return nil, errors.Join(err, env.Stop(), os.RemoveAll(certs))
 	}
-	return &ControlPlane{Name: name, Config: cfg, Client: c, env: env}, nil
+	return &ControlPlane{Name: name, Config: cfg, Client: c, env: env, dirs: []string{certs}}, nil
 }
 
 // Member describes a member cluster to register on the hub.

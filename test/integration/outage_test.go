@@ -8,17 +8,24 @@ import (
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -261,5 +268,61 @@ func TestCompletedJobIsNotRunAgain(t *testing.T) {
 		g.Expect(member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "once"}, next)).To(Succeed())
 		g.Expect(next.UID).NotTo(Equal(ran.UID))
 		g.Expect(next.Labels).To(HaveKeyWithValue("run", "2"))
+	}).Should(Succeed())
+}
+
+// A hub API server that restarts (same address, certificates and etcd; every
+// connection cut, every watch to be established again) causes the agent to
+// re-list, not to churn: nothing on the member is deleted or rewritten, and a Work
+// changed after the restart is applied.
+func TestHubAPIServerRestart(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ownHub, err := testenv.StartHub(hub.NewScheme(), testenv.QuickShutdown)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = ownHub.Stop() })
+	name := "restarted-" + rand.String(5)
+	cfg, err := fleet.Join(ctx, ownHub.Config, ownHub.Client, fleet.JoinOptions{Name: name, TokenTTL: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	startAgent(t, agent.Options{ClusterName: name, Hub: cfg, Member: members[member2].Config, LeaseDuration: 2 * time.Second})
+
+	ns := "hubrestart-" + newNamespace(t)
+	w := &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(name), Name: "survivor"},
+		Spec:       workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{cmManifest(t, ns, "before", map[string]any{"k": "v"})}}},
+	}
+	g.Expect(ownHub.Client.Create(ctx, w)).To(Succeed())
+	applied := func(i int) {
+		g.Eventually(func(g Gomega) {
+			got := &workv1alpha1.Work{}
+			g.Expect(ownHub.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
+			c := manifestCondition(g, got, i, work.ConditionApplied)
+			g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		}).Should(Succeed())
+	}
+	applied(0)
+	before := memberObjects(t, ns, "before")
+
+	g.Expect(ownHub.RestartAPIServer()).To(Succeed())
+	g.Eventually(func() error { return ownHub.Client.Get(ctx, client.ObjectKeyFromObject(w), w) }).Should(Succeed())
+	g.Expect(memberObjects(t, ns, "before")).To(Equal(before), "nothing deleted or rewritten")
+
+	// The agent sees Works again: a manifest added after the restart is applied.
+	g.Eventually(func() error {
+		if err := ownHub.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+			return err
+		}
+		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests[:1], cmManifest(t, ns, "after", map[string]any{"k": "v"}))
+		return ownHub.Client.Update(ctx, w)
+	}).Should(Succeed())
+	applied(1)
+	g.Expect(memberObjects(t, ns, "before")).To(Equal(before), "the unchanged object is still not rewritten")
+	g.Eventually(func(g Gomega) {
+		profile := &cpv1alpha1.ClusterProfile{}
+		g.Expect(ownHub.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: name}, profile)).To(Succeed())
+		lease := &coordinationv1.Lease{}
+		g.Expect(ownHub.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(name), Name: placementv1alpha1.AgentLeaseName}, lease)).To(Succeed())
+		g.Expect(lease.Spec.RenewTime.Time).To(BeTemporally(">", time.Now().Add(-5*time.Second)), "the heartbeat goes on")
 	}).Should(Succeed())
 }
