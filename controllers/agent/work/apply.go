@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -204,11 +203,18 @@ func (r *Reconciler) applyAll(ctx context.Context, work *workv1alpha1.Work, appl
 	sort.SliceStable(order, func(a, b int) bool { return prio[order[a]] < prio[order[b]] })
 
 	results := make([]result, len(order))
-	seen := map[string]int{}
+	pass := &applyPass{seen: map[string]int{}, records: recordIndex(applied)}
 	for _, i := range order {
-		results[i] = r.applyOne(ctx, i, work.Spec.Workload.Manifests[i].Raw, applied, p, seen)
+		results[i] = r.applyOne(ctx, i, work.Spec.Workload.Manifests[i].Raw, applied, p, pass)
 	}
 	return results
+}
+
+// applyPass is what one pass over a Work's manifests shares: the objects named so
+// far (by ordinal) and the AppliedWork's records by object key.
+type applyPass struct {
+	seen    map[string]int
+	records map[string]*lodestarworkv1alpha1.AppliedResource
 }
 
 // applyPriority orders Namespaces (0) and CRDs (1) before everything else (2).
@@ -226,7 +232,7 @@ func applyPriority(raw []byte) int {
 	return 2
 }
 
-func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, applied *lodestarworkv1alpha1.AppliedWork, p plan, seen map[string]int) result {
+func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, applied *lodestarworkv1alpha1.AppliedWork, p plan, pass *applyPass) result {
 	res := result{id: workv1alpha1.ResourceIdentifier{Ordinal: ordinal}}
 	fail := func(reason, format string, args ...any) result {
 		res.condition = appliedCondition(metav1.ConditionFalse, reason, fmt.Sprintf("manifest %d (%s): ", ordinal, describe(res.id))+fmt.Sprintf(format, args...))
@@ -276,11 +282,11 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 		res.id.Namespace = ""
 	}
 	res.key = objectKey(gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName())
-	if first, dup := seen[res.key]; dup {
+	if first, dup := pass.seen[res.key]; dup {
 		res.key = ""
 		return fail(ReasonDuplicate, "the same object as manifest %d", first)
 	}
-	seen[res.key] = ordinal
+	pass.seen[res.key] = ordinal
 	if r.Policy != nil {
 		// Denied before anything is read or written. The object still counts as
 		// wanted, so a tightened policy never deletes what was applied before.
@@ -297,7 +303,7 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 	isSecret := gvk.GroupKind() == secretKind
 	strategy := p.strategy
 	hash := manifestHash(obj)
-	prev := recordOf(applied, res.key)
+	prev := pass.records[res.key]
 	ignored := p.ignored(gvk.GroupKind(), obj.GetName())
 	// keep records what the agent answers for when it writes nothing now.
 	keep := func(live *unstructured.Unstructured) {
@@ -425,7 +431,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 			var paths []string
 			if paths, err = r.dryRunDiff(ctx, withOwner(desired, applied), existing); err == nil {
 				// Nothing is written: the object is left as it is.
-				res.live, res.drift, res.record = existing, specPaths(paths), prev.DeepCopy()
+				res.live, res.drift, res.record = existing, paths, prev.DeepCopy()
 				msg := "applied with server-side apply"
 				if len(res.drift) > 0 {
 					msg = "applied; changed on the member since, and left so (whenDrifted: Report)"
@@ -449,7 +455,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 	}
 	res.record = record(res.live, res.id, hash)
 	if !changedOnHub && res.live.GetResourceVersion() != existing.GetResourceVersion() {
-		res.corrected = specPaths(diff.PathsWithin(withOwner(desired, applied).Object, existing.Object, res.live.Object, maxDiffPaths))
+		res.corrected = diff.PathsWithin(withOwner(desired, applied).Object, existing.Object, res.live.Object, maxDiffPaths)
 	}
 	msg := "applied with server-side apply"
 	if len(res.corrected) > 0 {
@@ -569,14 +575,13 @@ func ownership(existing *unstructured.Unstructured, applied *lodestarworkv1alpha
 	return ownerForeign
 }
 
-// recordOf returns the AppliedWork's record of the object with key, if any.
-func recordOf(applied *lodestarworkv1alpha1.AppliedWork, key string) *lodestarworkv1alpha1.AppliedResource {
+// recordIndex indexes the AppliedWork's records by object key.
+func recordIndex(applied *lodestarworkv1alpha1.AppliedWork) map[string]*lodestarworkv1alpha1.AppliedResource {
+	index := make(map[string]*lodestarworkv1alpha1.AppliedResource, len(applied.Status.AppliedResources))
 	for i := range applied.Status.AppliedResources {
-		if recordKey(applied.Status.AppliedResources[i]) == key {
-			return &applied.Status.AppliedResources[i]
-		}
+		index[recordKey(applied.Status.AppliedResources[i])] = &applied.Status.AppliedResources[i]
 	}
-	return nil
+	return index
 }
 
 // manifestHash identifies a manifest's content (after strip): 128 bits of SHA-256
@@ -612,12 +617,6 @@ func withIgnored(obj, existing *unstructured.Unstructured, ignored []diff.Pointe
 		}
 	}
 	return out
-}
-
-// specPaths drops the status from changed paths: only what the manifest sets can
-// drift, and the status changes on its own.
-func specPaths(paths []string) []string {
-	return slices.DeleteFunc(paths, func(p string) bool { return p == "status" || strings.HasPrefix(p, "status.") })
 }
 
 // otherWork names another AppliedWork that owns obj, if any.

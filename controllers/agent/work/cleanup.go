@@ -20,14 +20,18 @@ import (
 // replacing a record of the same object.
 func mergeRecords(prev []lodestarworkv1alpha1.AppliedResource, results []result) []lodestarworkv1alpha1.AppliedResource {
 	out := slices.Clone(prev)
+	at := make(map[string]int, len(out))
+	for i, rec := range out {
+		at[recordKey(rec)] = i
+	}
 	for _, res := range results {
 		if res.record == nil {
 			continue
 		}
-		i := slices.IndexFunc(out, func(rec lodestarworkv1alpha1.AppliedResource) bool { return recordKey(rec) == res.key })
-		if i >= 0 {
+		if i, ok := at[res.key]; ok {
 			out[i] = *res.record
 		} else {
+			at[res.key] = len(out)
 			out = append(out, *res.record)
 		}
 	}
