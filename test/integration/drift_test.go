@@ -125,8 +125,8 @@ func TestDriftIsReported(t *testing.T) {
 	// Deleted on the member: reported, and not created again.
 	g.Expect(members[member2].Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(hubManifestCondition(g, w, 0, work.ConditionDrifted).Message).To(ContainSubstring("(deleted)"))
-		g.Expect(hubManifestCondition(g, w, 0, work.ConditionAvailable).Reason).To(Equal(work.ReasonNotFound))
+		g.Expect(firstManifestCondition(g, w, work.ConditionDrifted).Message).To(ContainSubstring("(deleted)"))
+		g.Expect(firstManifestCondition(g, w, work.ConditionAvailable).Reason).To(Equal(work.ReasonNotFound))
 	}).Should(Succeed())
 	err := members[member2].Client.Get(ctx, key, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "not created again, got %v", err)
@@ -184,7 +184,7 @@ func TestIgnoredFieldsAreLeftToTheMember(t *testing.T) {
 		return member.Update(ctx, d)
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := hubManifestCondition(g, w, 0, work.ConditionDrifted)
+		c := firstManifestCondition(g, w, work.ConditionDrifted)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("example.com/rev"))
 		g.Expect(c.Message).NotTo(ContainSubstring("replicas"), "an ignored field is not drift")

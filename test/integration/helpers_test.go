@@ -101,10 +101,10 @@ func appliedKey(w *workv1alpha1.Work) client.ObjectKey {
 	return client.ObjectKey{Name: names.AppliedWork(w.Namespace, w.Name)}
 }
 
-// hubManifestCondition reads a Work from the hub and returns the condition of type
-// ct of its manifest i.
-func hubManifestCondition(g Gomega, w *workv1alpha1.Work, i int, ct string) *metav1.Condition {
+// firstManifestCondition reads a Work from the hub and returns the condition of
+// type ct of its first manifest.
+func firstManifestCondition(g Gomega, w *workv1alpha1.Work, ct string) *metav1.Condition {
 	got := &workv1alpha1.Work{}
 	g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKeyFromObject(w), got)).To(Succeed())
-	return manifestCondition(g, got, i, ct)
+	return manifestCondition(g, got, 0, ct)
 }

@@ -98,7 +98,7 @@ func TestAgentWithoutTheHub(t *testing.T) {
 	g.Expect(proxy.Start()).To(Succeed())
 	// What could not be reported is reported.
 	g.Eventually(func(g Gomega) {
-		c := hubManifestCondition(g, reported, 0, work.ConditionDrifted)
+		c := firstManifestCondition(g, reported, work.ConditionDrifted)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("data.k"))
 	}).Should(Succeed())
@@ -221,7 +221,7 @@ func TestCompletedJobIsNotRunAgain(t *testing.T) {
 	}
 	w := newWork(t, name, "jobs", nil, job("1"))
 	g.Eventually(func(g Gomega) {
-		g.Expect(hubManifestCondition(g, w, 0, work.ConditionAvailable).Reason).To(Equal("JobComplete"))
+		g.Expect(firstManifestCondition(g, w, work.ConditionAvailable).Reason).To(Equal("JobComplete"))
 	}).Should(Succeed())
 	member := members[fullMember].Client
 	ran := &batchv1.Job{}
@@ -252,7 +252,7 @@ func TestCompletedJobIsNotRunAgain(t *testing.T) {
 	err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "once"}, &batchv1.Job{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "not created again, got %v", err)
 	g.Eventually(func(g Gomega) {
-		g.Expect(hubManifestCondition(g, w, 0, work.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue), "a Job that ran counts as available")
+		g.Expect(firstManifestCondition(g, w, work.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue), "a Job that ran counts as available")
 	}).Should(Succeed())
 
 	// A new manifest is a new run.
