@@ -45,6 +45,12 @@ func joinAux(t *testing.T, prefix string, ttl time.Duration) (string, *rest.Conf
 	return name, cfg
 }
 
+// auxAgent are the options of an agent for an aux cluster on a member's API
+// server, with a short lease so that tests see it come and go in seconds.
+func auxAgent(name string, hub *rest.Config, member string) agent.Options {
+	return agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: hub, Member: members[member].Config, LeaseDuration: 2 * time.Second}
+}
+
 // startAgent runs an agent for cluster on member until the returned stop is called
 // (or the test ends).
 func startAgent(t *testing.T, opts agent.Options) (stop func()) {
@@ -139,8 +145,9 @@ func TestAgentRenewsItsToken(t *testing.T) {
 	name, cfg := joinAux(t, "renewer", 10*time.Minute)
 	tokenFile := filepath.Join(t.TempDir(), "hub-token")
 	// Renew after 1% of the token's 10 minutes: about every 6 s.
-	startAgent(t, agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[member2].Config,
-		TokenFile: tokenFile, TokenTTL: 10 * time.Minute, TokenRenewAt: 0.01, LeaseDuration: 2 * time.Second})
+	opts := auxAgent(name, cfg, member2)
+	opts.TokenFile, opts.TokenTTL, opts.TokenRenewAt = tokenFile, 10*time.Minute, 0.01
+	startAgent(t, opts)
 
 	var first string
 	g.Eventually(func(g Gomega) {
@@ -197,7 +204,7 @@ func TestHeartbeatAndHealth(t *testing.T) {
 		g.Expect(condition(g, placementv1alpha1.AgentReachableCondition).Reason).To(Equal(placementv1alpha1.ReasonAgentNotSeen))
 	}).Should(Succeed())
 
-	opts := agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[member2].Config, LeaseDuration: 2 * time.Second}
+	opts := auxAgent(name, cfg, member2)
 	stop := startAgent(t, opts)
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(g, placementv1alpha1.AgentReachableCondition).Status).To(Equal(metav1.ConditionTrue))
@@ -316,7 +323,7 @@ func TestUnjoin(t *testing.T) {
 			g := NewWithT(t)
 			ctx := t.Context()
 			name, cfg := joinAux(t, "leaver", time.Hour)
-			startAgent(t, agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[member2].Config, LeaseDuration: 2 * time.Second})
+			startAgent(t, auxAgent(name, cfg, member2))
 			ns, cm := placeOnAux(t, name)
 			g.Expect(cm.OwnerReferences).To(HaveLen(1), "owned by the AppliedWork")
 
@@ -352,7 +359,7 @@ func TestDeletedClusterWithAgentDownIsCleanedAfterGracePeriod(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	name, cfg := joinAux(t, "ghost", time.Hour)
-	stop := startAgent(t, agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[member2].Config, LeaseDuration: 2 * time.Second})
+	stop := startAgent(t, auxAgent(name, cfg, member2))
 	ns, cm := placeOnAux(t, name)
 	stop()
 

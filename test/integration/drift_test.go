@@ -85,12 +85,16 @@ func TestDriftIsReported(t *testing.T) {
 	}}
 	p.Spec.ApplyStrategy = &lodestarworkv1alpha1.ApplyStrategy{WhenDrifted: lodestarworkv1alpha1.DriftReport}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		expectPlacedOn2(g, t, member1, ns, "hello")
-		expectPlacedOn2(g, t, member2, ns, "hello")
-		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.DriftedCondition)
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-	}).Should(Succeed())
+	// inSyncEverywhere waits for greeting on both members and no drift reported.
+	inSyncEverywhere := func(greeting string) {
+		g.Eventually(func(g Gomega) {
+			expectGreeting(g, t, member1, ns, greeting)
+			expectGreeting(g, t, member2, ns, greeting)
+			c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.DriftedCondition)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		}).Should(Succeed())
+	}
+	inSyncEverywhere("hello")
 
 	key := client.ObjectKey{Namespace: ns, Name: "web-config"}
 	editOnMember(t, member2, key, func(cm *corev1.ConfigMap) { cm.Data["greeting"] = "changed on the member" })
@@ -115,12 +119,7 @@ func TestDriftIsReported(t *testing.T) {
 
 	// A new manifest from the hub is applied, drift or not.
 	g.Expect(updateOnHub(cm, func(cm *corev1.ConfigMap) { cm.Data["greeting"] = "new from the hub" })).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		expectPlacedOn2(g, t, member1, ns, "new from the hub")
-		expectPlacedOn2(g, t, member2, ns, "new from the hub")
-		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.DriftedCondition)
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-	}).Should(Succeed())
+	inSyncEverywhere("new from the hub")
 
 	// Deleted on the member: reported, and not created again.
 	g.Expect(members[member2].Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}})).To(Succeed())
@@ -132,8 +131,8 @@ func TestDriftIsReported(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "not created again, got %v", err)
 }
 
-// expectPlacedOn2 asserts the web ConfigMap's greeting on a member.
-func expectPlacedOn2(g Gomega, t *testing.T, cluster, ns, greeting string) {
+// expectGreeting asserts the web ConfigMap's greeting on a member.
+func expectGreeting(g Gomega, t *testing.T, cluster, ns, greeting string) {
 	cm := &corev1.ConfigMap{}
 	g.Expect(members[cluster].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "web-config"}, cm)).To(Succeed())
 	g.Expect(cm.Data).To(HaveKeyWithValue("greeting", greeting))

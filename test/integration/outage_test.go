@@ -69,8 +69,9 @@ func TestAgentWithoutTheHub(t *testing.T) {
 	proxied := rest.CopyConfig(cfg)
 	proxied.Host = "https://" + proxy.Addr()
 	const grace = 4 * time.Second
-	startAgent(t, agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: proxied, Member: members[member2].Config,
-		LeaseDuration: 2 * time.Second, MissingWorkGracePeriod: grace})
+	opts := auxAgent(name, proxied, member2)
+	opts.MissingWorkGracePeriod = grace
+	startAgent(t, opts)
 
 	ns := "away-" + newNamespace(t)
 	cm := func(n string) workv1alpha1.Manifest { return cmManifest(t, ns, n, map[string]any{"k": "v"}) }
@@ -149,7 +150,7 @@ func TestAgentRestartMidApply(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	name, cfg := joinAux(t, "restart", time.Hour)
-	opts := agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[member2].Config, LeaseDuration: 2 * time.Second}
+	opts := auxAgent(name, cfg, member2)
 	stop := startAgent(t, opts)
 	ns := "midapply-" + newNamespace(t)
 	const n = 200
@@ -206,7 +207,7 @@ func TestCompletedJobIsNotRunAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	name, cfg := joinAux(t, "jobs", time.Hour)
-	opts := agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[fullMember].Config, LeaseDuration: 2 * time.Second}
+	opts := auxAgent(name, cfg, fullMember)
 	stop := startAgent(t, opts)
 	ns := "jobs-" + newNamespace(t)
 	job := func(run string) workv1alpha1.Manifest {

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
-	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
@@ -53,7 +52,7 @@ func TestTightenedPolicyDeletesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	name, cfg := joinAux(t, "tightened", time.Hour)
-	opts := agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: cfg, Member: members[member2].Config, LeaseDuration: 2 * time.Second}
+	opts := auxAgent(name, cfg, member2)
 	stop := startAgent(t, opts)
 	ns, cm := placeOnAux(t, name)
 	stop()
