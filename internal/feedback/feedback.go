@@ -28,15 +28,6 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
 
-// ConditionType is the manifest condition that carries the feedback.
-const ConditionType = "StatusFeedback"
-
-// Reasons of the StatusFeedback condition.
-const (
-	ReasonReported = "Reported"
-	ReasonTrimmed  = "Trimmed"
-)
-
 // WholeStatusName is the name under which a whole-status rule reports.
 const WholeStatusName = "status"
 

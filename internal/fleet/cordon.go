@@ -15,20 +15,14 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
-// CordonTaintKey is the key of the NoSchedule taint `kubectl lodestar cordon` adds.
-const CordonTaintKey = "lodestar.dev/cordoned"
-
-// DrainTaintKey is the key of the NoExecute taint `kubectl lodestar drain` adds.
-const DrainTaintKey = "lodestar.dev/drain"
-
 // Cordon taints the cluster NoSchedule: no Placement chooses it anew, and what it
 // runs stays. Cordoning a cordoned cluster changes nothing.
 func Cordon(ctx context.Context, c client.Client, clusterSet, name string) error {
 	return editTaints(ctx, c, clusterSet, name, func(taints []placementv1alpha1.Taint) []placementv1alpha1.Taint {
-		if slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == CordonTaintKey }) {
+		if slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == placementv1alpha1.CordonTaintKey }) {
 			return taints
 		}
-		return append(taints, placementv1alpha1.Taint{Key: CordonTaintKey, Effect: placementv1alpha1.TaintNoSchedule})
+		return append(taints, placementv1alpha1.Taint{Key: placementv1alpha1.CordonTaintKey, Effect: placementv1alpha1.TaintNoSchedule})
 	})
 }
 
@@ -38,17 +32,19 @@ func Cordon(ctx context.Context, c client.Client, clusterSet, name string) error
 // that no other cluster can satisfy leaves it at once.
 func Drain(ctx context.Context, c client.Client, clusterSet, name string, now time.Time) error {
 	return editTaints(ctx, c, clusterSet, name, func(taints []placementv1alpha1.Taint) []placementv1alpha1.Taint {
-		if slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == DrainTaintKey }) {
+		if slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == placementv1alpha1.DrainTaintKey }) {
 			return taints
 		}
-		return append(taints, placementv1alpha1.Taint{Key: DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute, TimeAdded: now.UTC().Format(time.RFC3339)})
+		return append(taints, placementv1alpha1.Taint{Key: placementv1alpha1.DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute, TimeAdded: now.UTC().Format(time.RFC3339)})
 	})
 }
 
 // Uncordon removes the taints Cordon and Drain add; other taints stay.
 func Uncordon(ctx context.Context, c client.Client, clusterSet, name string) error {
 	return editTaints(ctx, c, clusterSet, name, func(taints []placementv1alpha1.Taint) []placementv1alpha1.Taint {
-		return slices.DeleteFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == CordonTaintKey || t.Key == DrainTaintKey })
+		return slices.DeleteFunc(taints, func(t placementv1alpha1.Taint) bool {
+			return t.Key == placementv1alpha1.CordonTaintKey || t.Key == placementv1alpha1.DrainTaintKey
+		})
 	})
 }
 

@@ -209,7 +209,7 @@ func checkTaints(c Cluster, current bool, tolerations []placementv1alpha1.Tolera
 	taints := c.Taints
 	if c.TaintsErr != nil {
 		// Taints that cannot be read keep the cluster from new placements.
-		taints = []placementv1alpha1.Taint{{Key: "placement.lodestar.dev/invalid-taints", Effect: placementv1alpha1.TaintNoSchedule}}
+		taints = []placementv1alpha1.Taint{{Key: placementv1alpha1.InvalidTaintsKey, Effect: placementv1alpha1.TaintNoSchedule}}
 	}
 	var avoid bool
 	var recheck time.Duration

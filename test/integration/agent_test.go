@@ -20,7 +20,6 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
-	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -70,25 +69,25 @@ func TestBadManifestsFailOnlyThemselves(t *testing.T) {
 		status          metav1.ConditionStatus
 		reason, message string
 	}{
-		{metav1.ConditionTrue, work.ReasonApplied, ""},
-		{metav1.ConditionFalse, work.ReasonInvalidManifest, "metadata.name is required"},
-		{metav1.ConditionFalse, work.ReasonInvalidManifest, "generateName is not supported"},
-		{metav1.ConditionFalse, work.ReasonDuplicate, "the same object as manifest 0"},
-		{metav1.ConditionFalse, work.ReasonUnknownKind, "does not serve example.com/v1, Kind=Widget"},
-		{metav1.ConditionFalse, work.ReasonNotOwned, "was not created by this Work"},
-		{metav1.ConditionFalse, work.ReasonApplyFailed, "ConfigMap " + ns + "/x"},
+		{metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied, ""},
+		{metav1.ConditionFalse, lodestarworkv1alpha1.ReasonInvalidManifest, "metadata.name is required"},
+		{metav1.ConditionFalse, lodestarworkv1alpha1.ReasonInvalidManifest, "generateName is not supported"},
+		{metav1.ConditionFalse, lodestarworkv1alpha1.ReasonDuplicate, "the same object as manifest 0"},
+		{metav1.ConditionFalse, lodestarworkv1alpha1.ReasonUnknownKind, "does not serve example.com/v1, Kind=Widget"},
+		{metav1.ConditionFalse, lodestarworkv1alpha1.ReasonNotOwned, "was not created by this Work"},
+		{metav1.ConditionFalse, lodestarworkv1alpha1.ReasonApplyFailed, "ConfigMap " + ns + "/x"},
 	}
 	g.Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
-		applied := meta.FindStatusCondition(got.Status.Conditions, work.ConditionApplied)
+		applied := meta.FindStatusCondition(got.Status.Conditions, lodestarworkv1alpha1.ConditionApplied)
 		g.Expect(applied).NotTo(BeNil())
 		g.Expect(applied.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(applied.Message).To(ContainSubstring("6 of 7 manifests not applied"))
 		g.Expect(got.Status.ManifestConditions).To(HaveLen(len(want)))
 		for i, mc := range got.Status.ManifestConditions {
 			g.Expect(mc.Identifier.Ordinal).To(Equal(i))
-			c := meta.FindStatusCondition(mc.Conditions, work.ConditionApplied)
+			c := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionApplied)
 			g.Expect(c).NotTo(BeNil(), "manifest %d", i)
 			g.Expect(c.Status).To(Equal(want[i].status), "manifest %d: %s", i, c.Message)
 			g.Expect(c.Reason).To(Equal(want[i].reason), "manifest %d: %s", i, c.Message)

@@ -14,7 +14,6 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -56,14 +55,14 @@ func TestBlockedCleanupIsVisibleAndCanBeGivenUp(t *testing.T) {
 	ns := "held-" + newNamespace(t)
 	member := members[member2].Client
 	w := newWork(t, member2, "held", nil, cmManifest(t, ns, "held", map[string]any{"k": "v"}), cmManifest(t, ns, "free", map[string]any{"k": "v"}))
-	eventuallyManifest(t, w, 1, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, w, 1, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 	heldKey, freeKey := client.ObjectKey{Namespace: ns, Name: "held"}, client.ObjectKey{Namespace: ns, Name: "free"}
 	hold(t, member2, heldKey)
 
 	// A manifest removed: its object is deleted, and held.
 	g.Expect(updateOnHub(w, func(w *workv1alpha1.Work) { w.Spec.Workload.Manifests = w.Spec.Workload.Manifests[1:] })).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := workCondition(g, w, work.ConditionCleanupBlocked)
+		c := workCondition(g, w, lodestarworkv1alpha1.ConditionCleanupBlocked)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("ConfigMap " + ns + "/held (finalizers " + holdFinalizer + ")"))
@@ -75,7 +74,7 @@ func TestBlockedCleanupIsVisibleAndCanBeGivenUp(t *testing.T) {
 	// The member lets go: the condition goes with the object.
 	release(t, member2, heldKey)
 	g.Eventually(func(g Gomega) {
-		g.Expect(workCondition(g, w, work.ConditionCleanupBlocked)).To(BeNil())
+		g.Expect(workCondition(g, w, lodestarworkv1alpha1.ConditionCleanupBlocked)).To(BeNil())
 		g.Expect(apierrors.IsNotFound(member.Get(ctx, heldKey, &corev1.ConfigMap{}))).To(BeTrue())
 	}).Should(Succeed())
 
@@ -83,7 +82,7 @@ func TestBlockedCleanupIsVisibleAndCanBeGivenUp(t *testing.T) {
 	hold(t, member2, freeKey)
 	g.Expect(hubCP.Client.Delete(ctx, w)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := workCondition(g, w, work.ConditionCleanupBlocked)
+		c := workCondition(g, w, lodestarworkv1alpha1.ConditionCleanupBlocked)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Message).To(ContainSubstring(holdFinalizer))
 	}).Should(Succeed())
@@ -140,7 +139,7 @@ func TestAppliedWorkDeletedByHandKeepsTheObjects(t *testing.T) {
 	ns := "handdel-" + newNamespace(t)
 	member := members[fullMember].Client
 	w := newWork(t, fullMember, "hand-deleted", nil, cmManifest(t, ns, "kept", map[string]any{"k": "v"}))
-	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 	keptKey := client.ObjectKey{Namespace: ns, Name: "kept"}
 
 	// A control pair shows the member's garbage collector at work.

@@ -16,7 +16,6 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -41,7 +40,7 @@ func TestDriftIsCorrected(t *testing.T) {
 	ctx := t.Context()
 	ns := "drift-" + newNamespace(t)
 	w := newWork(t, member2, "drift-correct", nil, cmManifest(t, ns, "settings", map[string]any{"mode": "safe"}))
-	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 
 	key := client.ObjectKey{Namespace: ns, Name: "settings"}
 	editOnMember(t, member2, key, func(cm *corev1.ConfigMap) {
@@ -59,7 +58,7 @@ func TestDriftIsCorrected(t *testing.T) {
 		g.Expect(hubCP.Client.List(ctx, events, client.InNamespace(w.Namespace))).To(Succeed())
 		var notes []string
 		for _, e := range events.Items {
-			if e.Regarding.Name == w.Name && e.Reason == work.ReasonDriftCorrected {
+			if e.Regarding.Name == w.Name && e.Reason == lodestarworkv1alpha1.EventDriftCorrected {
 				notes = append(notes, e.Note)
 			}
 		}
@@ -102,10 +101,10 @@ func TestDriftIsReported(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
-		c := manifestCondition(g, got, 0, work.ConditionDrifted)
+		c := manifestCondition(g, got, 0, lodestarworkv1alpha1.ConditionDrifted)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("data.greeting"))
-		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, work.ConditionDrifted)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, lodestarworkv1alpha1.ConditionDrifted)).To(BeTrue())
 
 		placed := &placementv1alpha1.Placement{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), placed)).To(Succeed())
@@ -124,8 +123,8 @@ func TestDriftIsReported(t *testing.T) {
 	// Deleted on the member: reported, and not created again.
 	g.Expect(members[member2].Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(firstManifestCondition(g, w, work.ConditionDrifted).Message).To(ContainSubstring("(deleted)"))
-		g.Expect(firstManifestCondition(g, w, work.ConditionAvailable).Reason).To(Equal(work.ReasonNotFound))
+		g.Expect(firstManifestCondition(g, w, lodestarworkv1alpha1.ConditionDrifted).Message).To(ContainSubstring("(deleted)"))
+		g.Expect(firstManifestCondition(g, w, lodestarworkv1alpha1.ConditionAvailable).Reason).To(Equal(lodestarworkv1alpha1.ReasonNotFound))
 	}).Should(Succeed())
 	err := members[member2].Client.Get(ctx, key, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "not created again, got %v", err)
@@ -162,7 +161,7 @@ func TestIgnoredFieldsAreLeftToTheMember(t *testing.T) {
 		IgnoreFields: []lodestarworkv1alpha1.IgnoreField{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}},
 	}
 	w := newWork(t, member2, "ignore-replicas", strategy, deploy("1"))
-	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 	key := client.ObjectKey{Namespace: ns, Name: "scaled"}
 	member := members[member2].Client
 	got := &appsv1.Deployment{}
@@ -183,7 +182,7 @@ func TestIgnoredFieldsAreLeftToTheMember(t *testing.T) {
 		return member.Update(ctx, d)
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := firstManifestCondition(g, w, work.ConditionDrifted)
+		c := firstManifestCondition(g, w, lodestarworkv1alpha1.ConditionDrifted)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("example.com/rev"))
 		g.Expect(c.Message).NotTo(ContainSubstring("replicas"), "an ignored field is not drift")
@@ -197,5 +196,5 @@ func TestIgnoredFieldsAreLeftToTheMember(t *testing.T) {
 		g.Expect(d.Annotations).To(HaveKeyWithValue("example.com/rev", "2"))
 		g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(5)), "the autoscaler's value stays")
 	}).Should(Succeed())
-	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 }

@@ -16,7 +16,6 @@ import (
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
-	"github.com/lodestar-dev/lodestar/internal/feedback"
 )
 
 // gadgetCRD is a CRD of a kind the agents' configuration has a readiness rule for,
@@ -52,17 +51,17 @@ func TestCRDAndCustomResourceInOneWork(t *testing.T) {
 	})
 	w := newWork(t, member2, "crd-and-cr", nil, gadget, gadgetCRD(t, plural), cmManifest(t, ns, "plain", nil))
 
-	eventuallyManifest(t, w, 1, metav1.ConditionTrue, work.ReasonApplied)
-	eventuallyManifest(t, w, 2, metav1.ConditionTrue, work.ReasonApplied)
-	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, w, 1, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+	eventuallyManifest(t, w, 2, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 	g.Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
-		g.Expect(manifestCondition(g, got, 1, work.ConditionAvailable).Reason).To(Equal("Established"))
-		c := manifestCondition(g, got, 0, work.ConditionAvailable)
+		g.Expect(manifestCondition(g, got, 1, lodestarworkv1alpha1.ConditionAvailable).Reason).To(Equal("Established"))
+		c := manifestCondition(g, got, 0, lodestarworkv1alpha1.ConditionAvailable)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal("RuleNotAvailable"))
-		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, work.ConditionAvailable)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, lodestarworkv1alpha1.ConditionAvailable)).To(BeTrue())
 	}).Should(Succeed())
 
 	// The gadget's own controller (here: the test) reports it ready on the member; the
@@ -76,8 +75,8 @@ func TestCRDAndCustomResourceInOneWork(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
-		g.Expect(manifestCondition(g, got, 0, work.ConditionAvailable).Reason).To(Equal("RuleAvailable"))
-		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, work.ConditionAvailable)).To(BeTrue())
+		g.Expect(manifestCondition(g, got, 0, lodestarworkv1alpha1.ConditionAvailable).Reason).To(Equal("RuleAvailable"))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, lodestarworkv1alpha1.ConditionAvailable)).To(BeTrue())
 	}).Should(Succeed())
 
 	g.Expect(unstructured.SetNestedField(u.Object, "Broken", "status", "phase")).To(Succeed())
@@ -85,8 +84,8 @@ func TestCRDAndCustomResourceInOneWork(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
-		g.Expect(manifestCondition(g, got, 0, work.ConditionDegraded).Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, work.ConditionDegraded)).To(BeTrue())
+		g.Expect(manifestCondition(g, got, 0, lodestarworkv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, lodestarworkv1alpha1.ConditionDegraded)).To(BeTrue())
 	}).Should(Succeed())
 }
 
@@ -97,9 +96,9 @@ func TestCustomResourceWithoutCRD(t *testing.T) {
 	w := newWork(t, member2, "no-crd", nil,
 		manifest(t, map[string]any{"apiVersion": "nowhere.example.com/v1", "kind": "Ghost", "metadata": map[string]any{"name": "g", "namespace": ns}}),
 		cmManifest(t, ns, "plain", nil))
-	msg := eventuallyManifest(t, w, 0, metav1.ConditionFalse, work.ReasonUnknownKind)
+	msg := eventuallyManifest(t, w, 0, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonUnknownKind)
 	NewWithT(t).Expect(msg).To(ContainSubstring("does not serve nowhere.example.com/v1, Kind=Ghost"))
-	eventuallyManifest(t, w, 1, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, w, 1, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 }
 
 // A Work with so many manifests that its full status would be too large: the
@@ -115,8 +114,8 @@ func TestLargeWorkStatusIsTrimmed(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), got)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, work.ConditionApplied)).To(BeTrue())
-		trimmed := meta.FindStatusCondition(got.Status.Conditions, work.ConditionStatusTrimmed)
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, lodestarworkv1alpha1.ConditionApplied)).To(BeTrue())
+		trimmed := meta.FindStatusCondition(got.Status.Conditions, lodestarworkv1alpha1.ConditionStatusTrimmed)
 		g.Expect(trimmed).NotTo(BeNil())
 		g.Expect(trimmed.Status).To(Equal(metav1.ConditionTrue))
 		b, err := json.Marshal(got.Status)
@@ -145,8 +144,8 @@ func TestStatusFeedbackOnWork(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), got)).To(Succeed())
-		c := manifestCondition(g, got, 0, feedback.ConditionType)
-		g.Expect(c.Reason).To(Equal(feedback.ReasonReported))
+		c := manifestCondition(g, got, 0, lodestarworkv1alpha1.ConditionStatusFeedback)
+		g.Expect(c.Reason).To(Equal(lodestarworkv1alpha1.ReasonFeedbackReported))
 		g.Expect(c.Message).To(MatchJSON(`{"values":{"greeting":"hi","keys":2}}`))
 	}).Should(Succeed())
 }

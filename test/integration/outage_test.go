@@ -22,7 +22,6 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
-	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -79,9 +78,9 @@ func TestAgentWithoutTheHub(t *testing.T) {
 	reported := newWork(t, name, "reported", &lodestarworkv1alpha1.ApplyStrategy{WhenDrifted: lodestarworkv1alpha1.DriftReport}, cm("reported"))
 	leaving := newWork(t, name, "leaving", nil, cm("leaving"))
 	for _, w := range []*workv1alpha1.Work{steady, reported, leaving} {
-		eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonApplied)
+		eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 	}
-	eventuallyManifest(t, steady, 1, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, steady, 1, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 	before := memberObjects(t, ns, "steady", "leaving")
 
 	proxy.Stop()
@@ -99,7 +98,7 @@ func TestAgentWithoutTheHub(t *testing.T) {
 	g.Expect(proxy.Start()).To(Succeed())
 	// What could not be reported is reported.
 	g.Eventually(func(g Gomega) {
-		c := firstManifestCondition(g, reported, work.ConditionDrifted)
+		c := firstManifestCondition(g, reported, lodestarworkv1alpha1.ConditionDrifted)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("data.k"))
 	}).Should(Succeed())
@@ -119,7 +118,7 @@ func TestAgentWithoutTheHub(t *testing.T) {
 		g.Expect(members[member2].Client.Get(ctx, appliedWorkKey, applied)).To(Succeed())
 		g.Expect(applied.Annotations).NotTo(HaveKey(lodestarworkv1alpha1.WorkMissingSinceAnnotation))
 	}).Should(Succeed())
-	eventuallyManifest(t, leaving, 0, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, leaving, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 	g.Expect(memberConfigMap(t, member2, ns, "leaving").UID).To(BeEquivalentTo(before["leaving"][:36]), "the same object, kept")
 
 	// Gone for good: removed once the grace period has passed.
@@ -182,7 +181,7 @@ func TestAgentRestartMidApply(t *testing.T) {
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 		g.Expect(got.Status.ManifestConditions).To(HaveLen(n))
 		for i := range n {
-			g.Expect(manifestCondition(g, got, i, work.ConditionApplied).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(manifestCondition(g, got, i, lodestarworkv1alpha1.ConditionApplied).Status).To(Equal(metav1.ConditionTrue))
 		}
 	}).Should(Succeed())
 	g.Expect(member.List(ctx, list, client.InNamespace(ns))).To(Succeed())
@@ -222,7 +221,7 @@ func TestCompletedJobIsNotRunAgain(t *testing.T) {
 	}
 	w := newWork(t, name, "jobs", nil, job("1"))
 	g.Eventually(func(g Gomega) {
-		g.Expect(firstManifestCondition(g, w, work.ConditionAvailable).Reason).To(Equal("JobComplete"))
+		g.Expect(firstManifestCondition(g, w, lodestarworkv1alpha1.ConditionAvailable).Reason).To(Equal("JobComplete"))
 	}).Should(Succeed())
 	member := members[fullMember].Client
 	ran := &batchv1.Job{}
@@ -240,7 +239,7 @@ func TestCompletedJobIsNotRunAgain(t *testing.T) {
 	g.Expect(updateOnHub(w, func(w *workv1alpha1.Work) {
 		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, cmManifest(t, ns, "marker", nil))
 	})).To(Succeed())
-	eventuallyManifest(t, w, 1, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, w, 1, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 	again := &batchv1.Job{}
 	g.Expect(member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "once"}, again)).To(Succeed())
 	g.Expect(again.UID).To(Equal(ran.UID), "the same Job")
@@ -249,11 +248,11 @@ func TestCompletedJobIsNotRunAgain(t *testing.T) {
 
 	// Removed on the member after it finished: not created again.
 	g.Expect(member.Delete(ctx, again, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonRanOnce)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonRanOnce)
 	err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "once"}, &batchv1.Job{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "not created again, got %v", err)
 	g.Eventually(func(g Gomega) {
-		g.Expect(firstManifestCondition(g, w, work.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue), "a Job that ran counts as available")
+		g.Expect(firstManifestCondition(g, w, lodestarworkv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue), "a Job that ran counts as available")
 	}).Should(Succeed())
 
 	// A new manifest is a new run.
@@ -291,7 +290,7 @@ func TestHubAPIServerRestart(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			got := &workv1alpha1.Work{}
 			g.Expect(ownHub.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
-			c := manifestCondition(g, got, i, work.ConditionApplied)
+			c := manifestCondition(g, got, i, lodestarworkv1alpha1.ConditionApplied)
 			g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 		}).Should(Succeed())

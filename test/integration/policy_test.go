@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
-	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 )
@@ -34,10 +34,10 @@ func TestMemberPolicyDeniesOnlyWhatItForbids(t *testing.T) {
 		}),
 		cmManifest(t, ns, "fine", map[string]any{"k": "v"}),
 	)
-	g.Expect(eventuallyManifest(t, w, 0, metav1.ConditionFalse, work.ReasonDeniedByPolicy)).To(ContainSubstring("denies namespace kube-system"))
-	g.Expect(eventuallyManifest(t, w, 1, metav1.ConditionFalse, work.ReasonDeniedByPolicy)).To(ContainSubstring("denies namespace lodestar-system"))
-	g.Expect(eventuallyManifest(t, w, 2, metav1.ConditionFalse, work.ReasonDeniedByPolicy)).To(ContainSubstring("binds cluster-admin"))
-	eventuallyManifest(t, w, 3, metav1.ConditionTrue, work.ReasonApplied)
+	g.Expect(eventuallyManifest(t, w, 0, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonDeniedByPolicy)).To(ContainSubstring("denies namespace kube-system"))
+	g.Expect(eventuallyManifest(t, w, 1, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonDeniedByPolicy)).To(ContainSubstring("denies namespace lodestar-system"))
+	g.Expect(eventuallyManifest(t, w, 2, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonDeniedByPolicy)).To(ContainSubstring("binds cluster-admin"))
+	eventuallyManifest(t, w, 3, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 
 	member := members[member1].Client
 	err := member.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "placed-in-kube-system"}, &corev1.ConfigMap{})
@@ -61,7 +61,7 @@ func TestTightenedPolicyDeletesNothing(t *testing.T) {
 	startAgent(t, opts)
 	// The restarted agent reports the Work again, under the new policy.
 	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "leaving", Namespace: names.ClusterNamespace(name)}}
-	g.Expect(eventuallyManifest(t, w, 0, metav1.ConditionFalse, work.ReasonDeniedByPolicy)).To(ContainSubstring("denies kind ConfigMap"))
+	g.Expect(eventuallyManifest(t, w, 0, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonDeniedByPolicy)).To(ContainSubstring("denies kind ConfigMap"))
 	got := &corev1.ConfigMap{}
 	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "left-behind"}, got)).To(Succeed())
 	g.Expect(got.UID).To(Equal(cm.UID))

@@ -15,8 +15,6 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent/work"
-	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -69,12 +67,12 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 		w := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, workKey, w)).To(Succeed())
 		// Manifests are ordered by group and kind: the Deployment, then the Job.
-		g.Expect(manifestCondition(g, w, 0, work.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(manifestCondition(g, w, 1, work.ConditionAvailable).Reason).To(Equal("JobComplete"))
-		g.Expect(manifestCondition(g, w, 0, feedback.ConditionType).Message).To(MatchJSON(`{"values":{"readyReplicas":2,"percentReady":100}}`))
-		g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, work.ConditionAvailable)).To(BeTrue())
-		g.Expect(meta.IsStatusConditionFalse(w.Status.Conditions, work.ConditionProgressing)).To(BeTrue())
-		g.Expect(meta.IsStatusConditionFalse(w.Status.Conditions, work.ConditionDegraded)).To(BeTrue())
+		g.Expect(manifestCondition(g, w, 0, lodestarworkv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(manifestCondition(g, w, 1, lodestarworkv1alpha1.ConditionAvailable).Reason).To(Equal("JobComplete"))
+		g.Expect(manifestCondition(g, w, 0, lodestarworkv1alpha1.ConditionStatusFeedback).Message).To(MatchJSON(`{"values":{"readyReplicas":2,"percentReady":100}}`))
+		g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, lodestarworkv1alpha1.ConditionAvailable)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionFalse(w.Status.Conditions, lodestarworkv1alpha1.ConditionProgressing)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionFalse(w.Status.Conditions, lodestarworkv1alpha1.ConditionDegraded)).To(BeTrue())
 
 		got := &placementv1alpha1.Placement{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())

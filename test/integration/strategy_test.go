@@ -46,7 +46,7 @@ func eventuallyManifest(t *testing.T, w *workv1alpha1.Work, i int, status metav1
 	NewWithT(t).Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), got)).To(Succeed())
-		c := manifestCondition(g, got, i, work.ConditionApplied)
+		c := manifestCondition(g, got, i, lodestarworkv1alpha1.ConditionApplied)
 		g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
 		if reason != "" {
 			g.Expect(c.Reason).To(Equal(reason), c.Message)
@@ -99,7 +99,7 @@ func TestCreateOnlyFromPlacement(t *testing.T) {
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 	cm.Data["greeting"] = "changed on the hub"
 	g.Expect(hubCP.Client.Update(ctx, cm)).To(Succeed())
-	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonCreateOnlyKept)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonCreateOnlyKept)
 	g.Expect(memberConfigMap(t, member1, ns, "web-config").Data).To(HaveKeyWithValue("greeting", "hello"))
 }
 
@@ -115,12 +115,12 @@ func TestReportOnly(t *testing.T) {
 		cmManifest(t, ns, "differs", map[string]any{"k": "desired", "extra": "x"}),
 		cmManifest(t, ns, "absent", map[string]any{"k": "v"}),
 	)
-	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonInSync)
-	msg := eventuallyManifest(t, w, 1, metav1.ConditionFalse, work.ReasonOutOfSync)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonInSync)
+	msg := eventuallyManifest(t, w, 1, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonOutOfSync)
 	g.Expect(msg).To(ContainSubstring("data.extra, data.k"))
 	g.Expect(msg).NotTo(ContainSubstring("hunter2"), "values never appear, only paths")
 	g.Expect(msg).NotTo(ContainSubstring("desired"))
-	eventuallyManifest(t, w, 2, metav1.ConditionFalse, work.ReasonNotFound)
+	eventuallyManifest(t, w, 2, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonNotFound)
 
 	g.Consistently(func(g Gomega) {
 		err := members[member2].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "absent"}, &corev1.ConfigMap{})
@@ -149,10 +149,10 @@ func TestTakeover(t *testing.T) {
 	always := newWork(t, member2, "takeover-always", &lodestarworkv1alpha1.ApplyStrategy{Takeover: lodestarworkv1alpha1.TakeoverAlways},
 		cmManifest(t, ns, "always", map[string]any{"k": "ours"}))
 
-	eventuallyManifest(t, never, 0, metav1.ConditionFalse, work.ReasonNotOwned)
-	eventuallyManifest(t, ifNoDiff, 0, metav1.ConditionTrue, work.ReasonApplied)
-	g.Expect(eventuallyManifest(t, ifNoDiff, 1, metav1.ConditionFalse, work.ReasonTakeoverDiff)).To(ContainSubstring("data.k"))
-	eventuallyManifest(t, always, 0, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, never, 0, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonNotOwned)
+	eventuallyManifest(t, ifNoDiff, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+	g.Expect(eventuallyManifest(t, ifNoDiff, 1, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonTakeoverDiff)).To(ContainSubstring("data.k"))
+	eventuallyManifest(t, always, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 
 	g.Expect(memberConfigMap(t, member2, ns, "never").Data).To(HaveKeyWithValue("k", "theirs"))
 	g.Expect(memberConfigMap(t, member2, ns, "same").OwnerReferences).To(ConsistOf(HaveField("Name", appliedKey(ifNoDiff).Name)))
@@ -183,7 +183,7 @@ func TestTwoPlacementsOfOneObject(t *testing.T) {
 	ns, _, first := configMapPlacement(t)
 	g.Expect(hubCP.Client.Create(ctx, first)).To(Succeed())
 	firstWork := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(member1), Name: names.Work(ns, first.Name)}}
-	eventuallyManifest(t, firstWork, 0, metav1.ConditionTrue, work.ReasonApplied)
+	eventuallyManifest(t, firstWork, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 
 	second := webPlacement(ns)
 	second.Name = "web-again"
@@ -191,7 +191,7 @@ func TestTwoPlacementsOfOneObject(t *testing.T) {
 	second.Spec.ApplyStrategy = &lodestarworkv1alpha1.ApplyStrategy{Takeover: lodestarworkv1alpha1.TakeoverAlways}
 	g.Expect(hubCP.Client.Create(ctx, second)).To(Succeed())
 	secondWork := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(member1), Name: names.Work(ns, second.Name)}}
-	msg := eventuallyManifest(t, secondWork, 0, metav1.ConditionFalse, work.ReasonOtherWork)
+	msg := eventuallyManifest(t, secondWork, 0, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonOtherWork)
 	g.Expect(msg).To(ContainSubstring(firstWork.Name))
 
 	g.Eventually(func(g Gomega) {
@@ -201,7 +201,7 @@ func TestTwoPlacementsOfOneObject(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(firstWork), got)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, work.ConditionApplied)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, lodestarworkv1alpha1.ConditionApplied)).To(BeTrue())
 		g.Expect(memberConfigMap(t, member1, ns, "web-config").OwnerReferences).To(ConsistOf(HaveField("Name", appliedKey(firstWork).Name)))
 	}).Should(Succeed())
 }
@@ -220,9 +220,9 @@ func TestInvalidStrategyAppliesNothing(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, work.ConditionApplied)
+		c := meta.FindStatusCondition(got.Status.Conditions, lodestarworkv1alpha1.ConditionApplied)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(work.ReasonInvalidStrategy))
+		g.Expect(c.Reason).To(Equal(lodestarworkv1alpha1.ReasonInvalidStrategy))
 		g.Expect(c.Message).To(ContainSubstring(`"Yolo"`))
 	}).Should(Succeed())
 	err := members[member2].Client.Get(t.Context(), client.ObjectKey{Name: ns}, &corev1.Namespace{})
@@ -243,8 +243,8 @@ func TestSecretDataNeverInStatus(t *testing.T) {
 		// A TLS Secret without its key is refused by the member's API server.
 		secret("bad-tls", "kubernetes.io/tls", map[string]any{"tls.crt": "s3cr3t-cert"}),
 	)
-	eventuallyManifest(t, w, 0, metav1.ConditionTrue, work.ReasonApplied)
-	msg := eventuallyManifest(t, w, 1, metav1.ConditionFalse, work.ReasonApplyFailed)
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+	msg := eventuallyManifest(t, w, 1, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonApplyFailed)
 	g.Expect(msg).To(ContainSubstring("the member refused the Secret: Invalid"))
 	g.Expect(msg).To(ContainSubstring("tls.key"))
 

@@ -77,18 +77,3 @@ const (
 	// ReasonNoDrift: no cluster reports a drifted object.
 	ReasonNoDrift = "NoDrift"
 )
-
-// Labels and annotations that Lodestar puts on the objects it creates.
-const (
-	// PlacementNameLabel on a Work or PlacementDecision names its Placement (or a
-	// hash of the name when it is longer than a label value may be).
-	PlacementNameLabel = "placement.lodestar.dev/placement"
-	// PlacementNamespaceLabel on a Work names its Placement's namespace.
-	PlacementNamespaceLabel = "placement.lodestar.dev/namespace"
-	// ClusterLabel on a Work names the cluster it is for.
-	ClusterLabel = "placement.lodestar.dev/cluster"
-	// RevisionAnnotation on a Work is a hash of its manifests.
-	RevisionAnnotation = "placement.lodestar.dev/revision"
-	// PlacementFinalizer holds a Placement until its Works are gone from the hub.
-	PlacementFinalizer = "placement.lodestar.dev/cleanup"
-)

@@ -1,41 +1,5 @@
 package v1alpha1
 
-// DefaultSchedulerName is the name of Lodestar's own scheduler.
-const DefaultSchedulerName = "lodestar"
-
-// ClusterManagerName is the spec.clusterManager.name (and the
-// x-k8s.io/cluster-manager label) of the ClusterProfiles Lodestar manages; others
-// are not scheduled.
-const ClusterManagerName = "lodestar"
-
-// DefaultClusterSet is the namespace of the default cluster set's ClusterProfiles.
-const DefaultClusterSet = "lodestar-fleet"
-
-// AgentIdentityAnnotation on a ClusterProfile names the hub user of the cluster's
-// agent, as registered by `kubectl lodestar join`.
-const AgentIdentityAnnotation = "placement.lodestar.dev/agent-identity"
-
-// ClusterIDAnnotation on a ClusterProfile records the member's cluster ID (the UID
-// of its kube-system namespace, the About API's id.k8s.io) given at join, so that
-// another cluster cannot join under the same name.
-const ClusterIDAnnotation = "placement.lodestar.dev/cluster-id"
-
-// ClusterCleanupFinalizer on a ClusterProfile Lodestar manages holds its deletion
-// until the cluster's hub side (Works, namespace, agent identity) is removed.
-const ClusterCleanupFinalizer = "placement.lodestar.dev/cluster-cleanup"
-
-// ClusterSetsAnnotation on a tenant namespace names the cluster sets (namespaces
-// holding ClusterProfiles, comma-separated) whose clusters the namespace's
-// Placements may use. Only a platform admin sets it: tenants cannot update their
-// Namespace object. Without it, a namespace uses the default cluster set.
-const ClusterSetsAnnotation = "placement.lodestar.dev/cluster-sets"
-
-// TaintsAnnotation on a ClusterProfile holds the cluster's taints, as the JSON of a
-// list of Taint. `kubectl lodestar cordon` and `drain` write it; the scheduler
-// validates it and treats a cluster whose taints cannot be read as tainted
-// NoSchedule.
-const TaintsAnnotation = "placement.lodestar.dev/taints"
-
 // Property names that the agent reports in ClusterProfile status.properties and
 // that the scheduler's capacity rules read. Values are Kubernetes quantities.
 const (
@@ -218,16 +182,6 @@ type Exclusion struct {
 	// +kubebuilder:validation:MaxItems=5
 	Clusters []string `json:"clusters,omitempty"`
 }
-
-// The agent's heartbeat: a Lease named AgentLeaseName in its cluster's namespace
-// on the hub, labelled AgentLeaseLabel, whose annotations carry the member API
-// server's readiness as the agent sees it.
-const (
-	AgentLeaseName               = "lodestar-agent"
-	AgentLeaseLabel              = "placement.lodestar.dev/agent-lease"
-	MemberReadyAnnotation        = "placement.lodestar.dev/member-ready"
-	MemberReadyMessageAnnotation = "placement.lodestar.dev/member-ready-message"
-)
 
 // ClusterProfile conditions the cluster health controller sets.
 const (

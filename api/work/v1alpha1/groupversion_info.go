@@ -26,17 +26,3 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }
-
-// WorkFinalizer holds a hub Work until the agent of its cluster has removed what it
-// applied for it from the member.
-const WorkFinalizer = "work.lodestar.dev/member-cleanup"
-
-// AppliedWorkFinalizer holds an AppliedWork on the member while its Work lives on
-// the hub. The placed objects name the AppliedWork as their owner: without it, an
-// AppliedWork deleted by hand would have the member's garbage collector delete them.
-const AppliedWorkFinalizer = "work.lodestar.dev/applied-objects"
-
-// WorkMissingSinceAnnotation marks an AppliedWork whose Work the hub no longer has,
-// with the time the agent first found it missing. Its objects are removed once the
-// grace period has passed; the Work coming back within it cancels that.
-const WorkMissingSinceAnnotation = "work.lodestar.dev/work-missing-since"

@@ -1,22 +1,5 @@
 package v1alpha1
 
-// Annotations on a hub Work that carry how the agent applies it. The work generator
-// writes them from the Placement; a hand-written Work may carry them too. Absent
-// annotations mean the defaults.
-const (
-	// ApplyStrategyAnnotation holds the JSON of an ApplyStrategy.
-	ApplyStrategyAnnotation = "work.lodestar.dev/apply-strategy"
-	// StatusFeedbackAnnotation holds the JSON of a list of FeedbackRules.
-	StatusFeedbackAnnotation = "work.lodestar.dev/status-feedback"
-	// DeletionPolicyAnnotation says what the agent does with the member objects a
-	// Work created when the Work (or one of its manifests) goes: Delete (the
-	// default) or Orphan, which leaves them in place and releases them (the
-	// AppliedWork no longer owns them). `kubectl lodestar unjoin --orphan` sets it.
-	DeletionPolicyAnnotation = "work.lodestar.dev/deletion-policy"
-	// DeletionPolicyOrphan is the DeletionPolicyAnnotation value that orphans.
-	DeletionPolicyOrphan = "Orphan"
-)
-
 // DriftPolicy says what the agent does when an object it applied is changed on the
 // member by someone else.
 // +kubebuilder:validation:Enum=Correct;Report

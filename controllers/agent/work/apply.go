@@ -28,36 +28,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/health"
 )
 
-// Reasons of a manifest's Applied condition.
-const (
-	ReasonApplied         = "Applied"
-	ReasonCreateOnlyKept  = "ExistsNotUpdated"
-	ReasonInSync          = "InSync"
-	ReasonOutOfSync       = "OutOfSync"
-	ReasonNotFound        = "NotFound"
-	ReasonDecodeFailed    = "DecodeFailed"
-	ReasonInvalidManifest = "InvalidManifest"
-	ReasonDuplicate       = "DuplicateManifest"
-	ReasonUnknownKind     = "UnknownKind"
-	ReasonWaitingForCRD   = "WaitingForCRD"
-	ReasonNotOwned        = "NotOwnedByWork"
-	ReasonTakeoverDiff    = "TakeoverDiff"
-	ReasonOtherWork       = "PlacedByAnotherWork"
-	ReasonApplyFailed     = "ApplyFailed"
-	ReasonDeniedByPolicy  = "DeniedByMemberPolicy"
-	// ReasonRanOnce: a Job the agent created ran and is gone; it is created again
-	// only when its manifest changes.
-	ReasonRanOnce = "RanOnce"
-	// ReasonDriftDetected and ReasonInSync are the reasons of a manifest's Drifted
-	// condition (whenDrifted: Report).
-	ReasonDriftDetected = "DriftDetected"
-)
-
-// CreatedNamespaceLabel marks a namespace the agent created because a manifest
-// needed it. The agent never deletes namespaces it created this way: other objects
-// may live in them.
-const CreatedNamespaceLabel = "work.lodestar.dev/created-for-manifests"
-
 // maxDiffPaths caps how many differing fields a message names.
 const maxDiffPaths = 10
 
@@ -245,18 +215,18 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(raw); err != nil {
-		return fail(ReasonDecodeFailed, "cannot be decoded: %v", err)
+		return fail(lodestarworkv1alpha1.ReasonDecodeFailed, "cannot be decoded: %v", err)
 	}
 	gvk := obj.GroupVersionKind()
 	res.id.Group, res.id.Version, res.id.Kind = gvk.Group, gvk.Version, gvk.Kind
 	res.id.Namespace, res.id.Name = obj.GetNamespace(), obj.GetName()
 	switch {
 	case gvk.Kind == "" || gvk.Version == "":
-		return fail(ReasonInvalidManifest, "apiVersion and kind are required")
+		return fail(lodestarworkv1alpha1.ReasonInvalidManifest, "apiVersion and kind are required")
 	case obj.GetName() == "" && obj.GetGenerateName() != "":
-		return fail(ReasonInvalidManifest, "metadata.generateName is not supported: a placed object needs a fixed metadata.name")
+		return fail(lodestarworkv1alpha1.ReasonInvalidManifest, "metadata.generateName is not supported: a placed object needs a fixed metadata.name")
 	case obj.GetName() == "":
-		return fail(ReasonInvalidManifest, "metadata.name is required")
+		return fail(lodestarworkv1alpha1.ReasonInvalidManifest, "metadata.name is required")
 	}
 
 	mapping, err := r.Member.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -264,18 +234,18 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 		if meta.IsNoMatchError(err) {
 			if crd, ok := p.crds[gvk.GroupKind()]; ok {
 				res.waiting = true
-				return fail(ReasonWaitingForCRD, "waiting for CustomResourceDefinition %s of this Work to be established", crd)
+				return fail(lodestarworkv1alpha1.ReasonWaitingForCRD, "waiting for CustomResourceDefinition %s of this Work to be established", crd)
 			}
 			res.transient = err
-			return fail(ReasonUnknownKind, "the member does not serve %s; retrying with backoff", gvk)
+			return fail(lodestarworkv1alpha1.ReasonUnknownKind, "the member does not serve %s; retrying with backoff", gvk)
 		}
 		res.transient = err
-		return fail(ReasonApplyFailed, "mapping %s: %v", gvk, err)
+		return fail(lodestarworkv1alpha1.ReasonApplyFailed, "mapping %s: %v", gvk, err)
 	}
 	res.id.Resource = mapping.Resource.Resource
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		if obj.GetNamespace() == "" {
-			return fail(ReasonInvalidManifest, "%s is namespaced and needs metadata.namespace", gvk.Kind)
+			return fail(lodestarworkv1alpha1.ReasonInvalidManifest, "%s is namespaced and needs metadata.namespace", gvk.Kind)
 		}
 	} else {
 		obj.SetNamespace("")
@@ -284,14 +254,14 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 	res.key = objectKey(gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName())
 	if first, dup := pass.seen[res.key]; dup {
 		res.key = ""
-		return fail(ReasonDuplicate, "the same object as manifest %d", first)
+		return fail(lodestarworkv1alpha1.ReasonDuplicate, "the same object as manifest %d", first)
 	}
 	pass.seen[res.key] = ordinal
 	if r.Policy != nil {
 		// Denied before anything is read or written. The object still counts as
 		// wanted, so a tightened policy never deletes what was applied before.
 		if why := r.Policy.Denied(gvk, obj.GetNamespace(), obj); why != "" {
-			return fail(ReasonDeniedByPolicy, "%s", why)
+			return fail(lodestarworkv1alpha1.ReasonDeniedByPolicy, "%s", why)
 		}
 	}
 	if r.Watch != nil {
@@ -327,7 +297,7 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 	err = r.Member.Get(ctx, client.ObjectKeyFromObject(obj), existing)
 	if err != nil && !apierrors.IsNotFound(err) {
 		res.transient = err
-		return fail(ReasonApplyFailed, "reading the object on the member: %s", errorMessage(err, isSecret))
+		return fail(lodestarworkv1alpha1.ReasonApplyFailed, "reading the object on the member: %s", errorMessage(err, isSecret))
 	}
 	if apierrors.IsNotFound(err) {
 		existing = nil
@@ -342,39 +312,39 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 		// the Work is looked at again, as for an object deleted on the member.
 		keep(existing)
 		res.live, res.waiting = existing, true
-		return succeed(ReasonApplied, "applied; being deleted on the member, looked at again once it is gone")
+		return succeed(lodestarworkv1alpha1.ReasonApplied, "applied; being deleted on the member, looked at again once it is gone")
 	case deletedOnMember && runsOnce(gvk.GroupKind()):
 		keep(nil)
 		res.ranOnce = true
-		return succeed(ReasonRanOnce, "the %s ran and is gone from the member (finished and removed, or deleted there); it is created again only when its manifest changes", gvk.Kind)
+		return succeed(lodestarworkv1alpha1.ReasonRanOnce, "the %s ran and is gone from the member (finished and removed, or deleted there); it is created again only when its manifest changes", gvk.Kind)
 	case deletedOnMember && strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport:
 		keep(nil)
 		res.drift = []string{"(deleted)"}
-		return succeed(ReasonApplied, "applied; deleted on the member since, and left so (whenDrifted: Report)")
+		return succeed(lodestarworkv1alpha1.ReasonApplied, "applied; deleted on the member since, and left so (whenDrifted: Report)")
 	case owner == ownerNone && strategy.Type == lodestarworkv1alpha1.ApplyReportOnly:
-		return fail(ReasonNotFound, "ReportOnly: the object does not exist on the member")
+		return fail(lodestarworkv1alpha1.ReasonNotFound, "ReportOnly: the object does not exist on the member")
 	case owner == ownerNone:
 		if ns := obj.GetNamespace(); ns != "" {
 			if err := r.ensureNamespace(ctx, ns); err != nil {
 				res.transient = err
-				return fail(ReasonApplyFailed, "creating namespace %s: %v", ns, err)
+				return fail(lodestarworkv1alpha1.ReasonApplyFailed, "creating namespace %s: %v", ns, err)
 			}
 		}
 		if err := applyAndRecord(obj); err != nil {
-			return fail(ReasonApplyFailed, "%s", errorMessage(err, isSecret))
+			return fail(lodestarworkv1alpha1.ReasonApplyFailed, "%s", errorMessage(err, isSecret))
 		}
 		if deletedOnMember {
 			res.corrected = []string{"(deleted)"}
-			return succeed(ReasonApplied, "created again with server-side apply: it had been deleted on the member")
+			return succeed(lodestarworkv1alpha1.ReasonApplied, "created again with server-side apply: it had been deleted on the member")
 		}
-		return succeed(ReasonApplied, "created with server-side apply")
+		return succeed(lodestarworkv1alpha1.ReasonApplied, "created with server-side apply")
 	case owner == ownerOtherWork:
-		return fail(ReasonOtherWork, "the object is already placed by another Work (AppliedWork %s); it is left to that Work", otherWork(existing))
+		return fail(lodestarworkv1alpha1.ReasonOtherWork, "the object is already placed by another Work (AppliedWork %s); it is left to that Work", otherWork(existing))
 	case strategy.Type == lodestarworkv1alpha1.ApplyReportOnly:
 		return r.report(ctx, &res, withIgnored(obj, existing, ignored), existing, isSecret)
 	case owner == ownerThisWork && strategy.Type == lodestarworkv1alpha1.ApplyCreateOnly:
 		res.live, res.record = existing, record(existing, res.id, hash)
-		return succeed(ReasonCreateOnlyKept, "CreateOnly: the object exists and is not updated")
+		return succeed(lodestarworkv1alpha1.ReasonCreateOnlyKept, "CreateOnly: the object exists and is not updated")
 	case owner == ownerThisWork:
 		return r.update(ctx, &res, applied, obj, existing, prev, hash, ignored, strategy, isSecret)
 	}
@@ -383,15 +353,15 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 	desired := at(withIgnored(obj, existing, ignored), existing)
 	switch strategy.Takeover {
 	case lodestarworkv1alpha1.TakeoverNever:
-		return fail(ReasonNotOwned, "the object exists on the member and was not created by this Work; it is left untouched (takeover: Never)")
+		return fail(lodestarworkv1alpha1.ReasonNotOwned, "the object exists on the member and was not created by this Work; it is left untouched (takeover: Never)")
 	case lodestarworkv1alpha1.TakeoverIfNoDiff:
 		paths, err := r.dryRunDiff(ctx, desired, existing)
 		if err != nil {
 			res.transient = err
-			return fail(ReasonApplyFailed, "comparing with the member's object: %s", errorMessage(err, isSecret))
+			return fail(lodestarworkv1alpha1.ReasonApplyFailed, "comparing with the member's object: %s", errorMessage(err, isSecret))
 		}
 		if len(paths) > 0 {
-			return fail(ReasonTakeoverDiff, "the object exists on the member and differs from the manifest at %s; it is left untouched (takeover: IfNoDiff)", strings.Join(paths, ", "))
+			return fail(lodestarworkv1alpha1.ReasonTakeoverDiff, "the object exists on the member and differs from the manifest at %s; it is left untouched (takeover: IfNoDiff)", strings.Join(paths, ", "))
 		}
 	}
 	if strategy.Type == lodestarworkv1alpha1.ApplyCreateOnly {
@@ -402,9 +372,9 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 		_ = applyAndRecord(desired)
 	}
 	if res.transient != nil {
-		return fail(ReasonApplyFailed, "taking over: %s", errorMessage(res.transient, isSecret))
+		return fail(lodestarworkv1alpha1.ReasonApplyFailed, "taking over: %s", errorMessage(res.transient, isSecret))
 	}
-	return succeed(ReasonApplied, "taken over (takeover: %s)", strategy.Takeover)
+	return succeed(lodestarworkv1alpha1.ReasonApplied, "taken over (takeover: %s)", strategy.Takeover)
 }
 
 // update brings an object this Work created in line with its manifest. A manifest
@@ -419,7 +389,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 	changedOnHub := prev == nil || prev.ManifestHash != hash
 	failed := func(what string, err error) result {
 		res.transient = err
-		res.condition = appliedCondition(metav1.ConditionFalse, ReasonApplyFailed,
+		res.condition = appliedCondition(metav1.ConditionFalse, lodestarworkv1alpha1.ReasonApplyFailed,
 			fmt.Sprintf("manifest %d (%s): %s%s", res.id.Ordinal, describe(res.id), what, errorMessage(err, isSecret)))
 		return *res
 	}
@@ -436,7 +406,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 				if len(res.drift) > 0 {
 					msg = "applied; changed on the member since, and left so (whenDrifted: Report)"
 				}
-				res.condition = appliedCondition(metav1.ConditionTrue, ReasonApplied, msg)
+				res.condition = appliedCondition(metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied, msg)
 				return *res
 			}
 		} else if res.live, err = r.apply(ctx, desired, applied); err == nil {
@@ -461,7 +431,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 	if len(res.corrected) > 0 {
 		msg = "applied with server-side apply; set back what was changed on the member at " + strings.Join(res.corrected, ", ")
 	}
-	res.condition = appliedCondition(metav1.ConditionTrue, ReasonApplied, msg)
+	res.condition = appliedCondition(metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied, msg)
 	return *res
 }
 
@@ -479,13 +449,13 @@ func (r *Reconciler) report(ctx context.Context, res *result, obj, existing *uns
 	switch {
 	case err != nil:
 		res.transient = err
-		res.condition = appliedCondition(metav1.ConditionFalse, ReasonApplyFailed,
+		res.condition = appliedCondition(metav1.ConditionFalse, lodestarworkv1alpha1.ReasonApplyFailed,
 			fmt.Sprintf("manifest %d (%s): comparing with the member's object: %s", res.id.Ordinal, describe(res.id), errorMessage(err, isSecret)))
 	case len(paths) > 0:
-		res.condition = appliedCondition(metav1.ConditionFalse, ReasonOutOfSync,
+		res.condition = appliedCondition(metav1.ConditionFalse, lodestarworkv1alpha1.ReasonOutOfSync,
 			fmt.Sprintf("manifest %d (%s): ReportOnly: the member's object differs at %s", res.id.Ordinal, describe(res.id), strings.Join(paths, ", ")))
 	default:
-		res.condition = appliedCondition(metav1.ConditionTrue, ReasonInSync, "ReportOnly: the member's object matches the manifest")
+		res.condition = appliedCondition(metav1.ConditionTrue, lodestarworkv1alpha1.ReasonInSync, "ReportOnly: the member's object matches the manifest")
 	}
 	return *res
 }
@@ -674,7 +644,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, ns string) error {
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{CreatedNamespaceLabel: "true"}}}
+	created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{lodestarworkv1alpha1.CreatedNamespaceLabel: "true"}}}
 	if err := r.Member.Create(ctx, created); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -709,18 +679,18 @@ func describe(id workv1alpha1.ResourceIdentifier) string {
 }
 
 func appliedCondition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
-	return metav1.Condition{Type: ConditionApplied, Status: status, Reason: reason, Message: message}
+	return metav1.Condition{Type: lodestarworkv1alpha1.ConditionApplied, Status: status, Reason: reason, Message: message}
 }
 
 // readiness is the Available, Progressing and Degraded conditions of a manifest.
 func readiness(checker *health.Checker, res result) []metav1.Condition {
 	switch {
 	case res.ranOnce:
-		return []metav1.Condition{{Type: ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonRanOnce, Message: "the Job ran and is gone from the member"}}
+		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: lodestarworkv1alpha1.ReasonRanOnce, Message: "the Job ran and is gone from the member"}}
 	case res.live == nil && res.condition.Status == metav1.ConditionTrue:
-		return []metav1.Condition{{Type: ConditionAvailable, Status: metav1.ConditionFalse, Reason: ReasonNotFound, Message: "the object is not on the member"}}
-	case res.live == nil || res.condition.Status != metav1.ConditionTrue && res.condition.Reason != ReasonOutOfSync:
-		return []metav1.Condition{{Type: ConditionAvailable, Status: metav1.ConditionFalse, Reason: "NotApplied", Message: "the object is not applied"}}
+		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonNotFound, Message: "the object is not on the member"}}
+	case res.live == nil || res.condition.Status != metav1.ConditionTrue && res.condition.Reason != lodestarworkv1alpha1.ReasonOutOfSync:
+		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonNotApplied, Message: "the object is not applied"}}
 	}
 	h := checker.Evaluate(res.live)
 	status := func(b bool) metav1.ConditionStatus {
@@ -730,8 +700,8 @@ func readiness(checker *health.Checker, res result) []metav1.Condition {
 		return metav1.ConditionFalse
 	}
 	return []metav1.Condition{
-		{Type: ConditionAvailable, Status: status(h.Available), Reason: h.Reason, Message: h.Message},
-		{Type: ConditionProgressing, Status: status(h.Progressing), Reason: h.Reason, Message: h.Message},
-		{Type: ConditionDegraded, Status: status(h.Degraded), Reason: h.Reason, Message: h.Message},
+		{Type: lodestarworkv1alpha1.ConditionAvailable, Status: status(h.Available), Reason: h.Reason, Message: h.Message},
+		{Type: lodestarworkv1alpha1.ConditionProgressing, Status: status(h.Progressing), Reason: h.Reason, Message: h.Message},
+		{Type: lodestarworkv1alpha1.ConditionDegraded, Status: status(h.Degraded), Reason: h.Reason, Message: h.Message},
 	}
 }

@@ -44,7 +44,7 @@ func mergeRecords(prev []lodestarworkv1alpha1.AppliedResource, results []result)
 func desiredKeys(results []result) map[string]bool {
 	keys := map[string]bool{}
 	for _, res := range results {
-		if res.key == "" && res.condition.Reason != ReasonDuplicate {
+		if res.key == "" && res.condition.Reason != lodestarworkv1alpha1.ReasonDuplicate {
 			return nil
 		}
 		keys[res.key] = true

@@ -68,12 +68,6 @@ type Reconciler struct {
 	resync chan event.TypedGenericEvent[*workv1alpha1.Work]
 }
 
-// Reasons of the agent's events on a Work.
-const (
-	ReasonDriftCorrected     = "DriftCorrected"
-	ReasonAppliedWorkDeleted = "AppliedWorkDeleted"
-)
-
 // Requeue intervals: while something is on its way (a CRD being established, an
 // object not yet available), and otherwise as a resync.
 const (
@@ -143,7 +137,7 @@ func (r *Reconciler) recordCorrections(ctx context.Context, work *workv1alpha1.W
 		what := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
 		ctrl.LoggerFrom(ctx).Info("Corrected drift on the member", "manifest", what, "fields", res.corrected)
 		if r.Recorder != nil {
-			r.Recorder.Eventf(work, nil, corev1.EventTypeNormal, ReasonDriftCorrected, "Apply",
+			r.Recorder.Eventf(work, nil, corev1.EventTypeNormal, lodestarworkv1alpha1.EventDriftCorrected, "Apply",
 				"%s was changed on the member at %s; set back to the manifest", what, strings.Join(res.corrected, ", "))
 		}
 	}
@@ -159,7 +153,7 @@ func requeueAfter(results []result, st workv1alpha1.WorkStatus, p plan) time.Dur
 			d = requeueWaiting
 		}
 	}
-	if d == requeueResync && (!meta.IsStatusConditionTrue(st.Conditions, ConditionAvailable) || p.strategy.Type == lodestarworkv1alpha1.ApplyReportOnly) {
+	if d == requeueResync && (!meta.IsStatusConditionTrue(st.Conditions, lodestarworkv1alpha1.ConditionAvailable) || p.strategy.Type == lodestarworkv1alpha1.ApplyReportOnly) {
 		d = requeuePending
 	}
 	return wait.Jitter(d, requeueJitterBy)
@@ -232,7 +226,7 @@ func (r *Reconciler) appliedWork(ctx context.Context, work *workv1alpha1.Work) (
 			// objects that name it as their owner, while the Work lives.
 			ctrl.LoggerFrom(ctx).Info("The AppliedWork was deleted on the member; it is kept while the Work exists")
 			if r.Recorder != nil {
-				r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, ReasonAppliedWorkDeleted, "Apply",
+				r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, lodestarworkv1alpha1.EventAppliedWorkDeleted, "Apply",
 					"the AppliedWork %s was deleted on the member; it is kept (finalizer %s) while this Work exists, so the placed objects stay", applied.Name, lodestarworkv1alpha1.AppliedWorkFinalizer)
 			}
 		}

@@ -17,41 +17,8 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/kube"
 )
 
-// Condition types the agent sets, per manifest and for the Work.
-const (
-	ConditionApplied     = "Applied"
-	ConditionAvailable   = "Available"
-	ConditionProgressing = "Progressing"
-	ConditionDegraded    = "Degraded"
-	// ConditionStatusTrimmed (Work only) is True when the status was cut to fit.
-	ConditionStatusTrimmed = "StatusTrimmed"
-	// ConditionStatusFeedback (Work only) is False when the feedback rules are invalid;
-	// per manifest, the condition of type feedback.ConditionType carries the values.
-	ConditionStatusFeedback = "StatusFeedback"
-	// ConditionDrifted is True when a placed object was changed on the member and
-	// left so; present only with whenDrifted: Report.
-	ConditionDrifted = "Drifted"
-	// ConditionCleanupBlocked (Work only) is True while objects the Work no longer
-	// places (or all of them, when it is deleted) are held on the member, by a
-	// finalizer for example.
-	ConditionCleanupBlocked = "CleanupBlocked"
-)
-
-// Reasons of the Work's conditions.
-const (
-	ReasonAllApplied       = "AllManifestsApplied"
-	ReasonSomeNotApplied   = "ManifestsNotApplied"
-	ReasonInvalidStrategy  = "InvalidApplyStrategy"
-	ReasonAllAvailable     = "AllManifestsAvailable"
-	ReasonSomeNotAvailable = "ManifestsNotAvailable"
-	ReasonInvalidFeedback  = "InvalidFeedbackRules"
-	ReasonNoDrift          = "NoDrift"
-	ReasonInSyncDrift      = "InSync"
-	ReasonWaitingOnMember  = "WaitingForMemberDeletion"
-)
-
 // optionalConditions are the Work conditions present only in some states.
-var optionalConditions = []string{ConditionStatusFeedback, ConditionDrifted, ConditionCleanupBlocked}
+var optionalConditions = []string{lodestarworkv1alpha1.ConditionStatusFeedback, lodestarworkv1alpha1.ConditionDrifted, lodestarworkv1alpha1.ConditionCleanupBlocked}
 
 // Size budgets of a Work's status. The Work, manifests included, must fit in one
 // etcd object; the status is kept well below that whatever the number of manifests.
@@ -88,17 +55,17 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *h
 			if values, errs, ok := p.feedback.Values(res.live); ok {
 				msg, trimmed := feedback.Encode(values, errs, min(maxFeedbackBytes, feedbackLeft))
 				feedbackLeft -= len(msg)
-				reason := feedback.ReasonReported
+				reason := lodestarworkv1alpha1.ReasonFeedbackReported
 				if trimmed {
-					reason = feedback.ReasonTrimmed
+					reason = lodestarworkv1alpha1.ReasonFeedbackTrimmed
 				}
-				conds = append(conds, metav1.Condition{Type: feedback.ConditionType, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+				conds = append(conds, metav1.Condition{Type: lodestarworkv1alpha1.ConditionStatusFeedback, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 			}
 		}
 		merged := make([]metav1.Condition, 0, len(conds))
 		for _, c := range conds {
 			c.ObservedGeneration = gen
-			if c.Type != feedback.ConditionType {
+			if c.Type != lodestarworkv1alpha1.ConditionStatusFeedback {
 				c.Message = truncate(c.Message, maxMessage)
 			}
 			merged = append(merged, kube.Condition(previous[res.id.Ordinal], c))
@@ -114,11 +81,11 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *h
 		}
 		for _, c := range merged {
 			switch {
-			case c.Type == ConditionAvailable && c.Status != metav1.ConditionTrue:
+			case c.Type == lodestarworkv1alpha1.ConditionAvailable && c.Status != metav1.ConditionTrue:
 				notAvailable = append(notAvailable, name+": "+c.Message)
-			case c.Type == ConditionProgressing && c.Status == metav1.ConditionTrue:
+			case c.Type == lodestarworkv1alpha1.ConditionProgressing && c.Status == metav1.ConditionTrue:
 				progressing = append(progressing, name+": "+c.Message)
-			case c.Type == ConditionDegraded && c.Status == metav1.ConditionTrue:
+			case c.Type == lodestarworkv1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue:
 				degraded = append(degraded, name+": "+c.Message)
 			}
 		}
@@ -126,20 +93,20 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *h
 
 	n := len(results)
 	workConds := []metav1.Condition{
-		summary(ConditionApplied, len(notApplied) == 0, ReasonAllApplied, ReasonSomeNotApplied,
+		summary(lodestarworkv1alpha1.ConditionApplied, len(notApplied) == 0, lodestarworkv1alpha1.ReasonAllApplied, lodestarworkv1alpha1.ReasonSomeNotApplied,
 			fmt.Sprintf("all %d manifests applied", n), fmt.Sprintf("%d of %d manifests not applied", len(notApplied), n), notApplied),
-		summary(ConditionAvailable, len(notAvailable) == 0, ReasonAllAvailable, ReasonSomeNotAvailable,
+		summary(lodestarworkv1alpha1.ConditionAvailable, len(notAvailable) == 0, lodestarworkv1alpha1.ReasonAllAvailable, lodestarworkv1alpha1.ReasonSomeNotAvailable,
 			fmt.Sprintf("all %d manifests available", n), fmt.Sprintf("%d of %d manifests not available", len(notAvailable), n), notAvailable),
-		summary(ConditionProgressing, len(progressing) > 0, "ManifestsProgressing", "NoneProgressing",
+		summary(lodestarworkv1alpha1.ConditionProgressing, len(progressing) > 0, "ManifestsProgressing", "NoneProgressing",
 			fmt.Sprintf("%d of %d manifests progressing", len(progressing), n), "no manifest is progressing", progressing),
-		summary(ConditionDegraded, len(degraded) > 0, "ManifestsDegraded", "NoneDegraded",
+		summary(lodestarworkv1alpha1.ConditionDegraded, len(degraded) > 0, "ManifestsDegraded", "NoneDegraded",
 			fmt.Sprintf("%d of %d manifests degraded", len(degraded), n), "no manifest is degraded", degraded),
 	}
 	if p.feedbackErr != nil {
-		workConds = append(workConds, metav1.Condition{Type: ConditionStatusFeedback, Status: metav1.ConditionFalse, Reason: ReasonInvalidFeedback, Message: p.feedbackErr.Error()})
+		workConds = append(workConds, metav1.Condition{Type: lodestarworkv1alpha1.ConditionStatusFeedback, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInvalidFeedback, Message: p.feedbackErr.Error()})
 	}
 	if reportsDrift {
-		workConds = append(workConds, summary(ConditionDrifted, len(drifted) > 0, ReasonDriftDetected, ReasonNoDrift,
+		workConds = append(workConds, summary(lodestarworkv1alpha1.ConditionDrifted, len(drifted) > 0, lodestarworkv1alpha1.ReasonDriftDetected, lodestarworkv1alpha1.ReasonNoDrift,
 			fmt.Sprintf("%d of %d manifests changed on the member and left so (whenDrifted: Report)", len(drifted), n), "no placed object was changed on the member", drifted))
 	}
 	if len(blocked) > 0 {
@@ -148,9 +115,9 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *h
 	st.Conditions = workConditions(work, workConds, optionalConditions...)
 	if trimmed, steps := trimStatus(&st, MaxStatusBytes); trimmed {
 		st.Conditions = workConditions(work, append(workConds, metav1.Condition{
-			Type: ConditionStatusTrimmed, Status: metav1.ConditionTrue, Reason: "StatusTooLarge",
+			Type: lodestarworkv1alpha1.ConditionStatusTrimmed, Status: metav1.ConditionTrue, Reason: lodestarworkv1alpha1.ReasonStatusTooLarge,
 			Message: fmt.Sprintf("the status was cut to fit %d bytes: %s", MaxStatusBytes, steps),
-		}), append(optionalConditions, ConditionStatusTrimmed)...)
+		}), append(optionalConditions, lodestarworkv1alpha1.ConditionStatusTrimmed)...)
 	}
 	return st
 }
@@ -158,16 +125,16 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *h
 // driftCondition is a manifest's Drifted condition.
 func driftCondition(res result) metav1.Condition {
 	if len(res.drift) > 0 {
-		return metav1.Condition{Type: ConditionDrifted, Status: metav1.ConditionTrue, Reason: ReasonDriftDetected,
+		return metav1.Condition{Type: lodestarworkv1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: lodestarworkv1alpha1.ReasonDriftDetected,
 			Message: "changed on the member at " + strings.Join(res.drift, ", ") + "; left so (whenDrifted: Report)"}
 	}
-	return metav1.Condition{Type: ConditionDrifted, Status: metav1.ConditionFalse, Reason: ReasonInSyncDrift, Message: "the member's object matches the manifest"}
+	return metav1.Condition{Type: lodestarworkv1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInSync, Message: "the member's object matches the manifest"}
 }
 
 // cleanupBlocked is the Work's CleanupBlocked condition for the objects that are
 // held on the member.
 func cleanupBlocked(blocked []string) metav1.Condition {
-	return summary(ConditionCleanupBlocked, true, ReasonWaitingOnMember, "",
+	return summary(lodestarworkv1alpha1.ConditionCleanupBlocked, true, lodestarworkv1alpha1.ReasonWaitingOnMember, "",
 		fmt.Sprintf("%d objects are being deleted on the member and held there; the Work keeps its finalizer until they are gone, or until its deletion policy is Orphan (annotation %s: %s)",
 			len(blocked), lodestarworkv1alpha1.DeletionPolicyAnnotation, lodestarworkv1alpha1.DeletionPolicyOrphan), "", blocked)
 }
@@ -186,7 +153,7 @@ func cleanupBlockedStatus(work *workv1alpha1.Work, blocked []string) workv1alpha
 func invalidStrategyStatus(work *workv1alpha1.Work, err error) workv1alpha1.WorkStatus {
 	return workv1alpha1.WorkStatus{
 		Conditions: workConditions(work, []metav1.Condition{{
-			Type: ConditionApplied, Status: metav1.ConditionFalse, Reason: ReasonInvalidStrategy,
+			Type: lodestarworkv1alpha1.ConditionApplied, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInvalidStrategy,
 			Message: truncate(err.Error(), maxMessage) + "; nothing was applied",
 		}}),
 		ManifestConditions: work.Status.ManifestConditions,
@@ -235,13 +202,13 @@ func trimStatus(st *workv1alpha1.WorkStatus, budget int) (bool, string) {
 		cut  func(*metav1.Condition) bool // returns true to drop the condition
 	}{
 		{"feedback values dropped", func(c *metav1.Condition) bool {
-			if c.Type == feedback.ConditionType {
-				c.Reason, c.Message = feedback.ReasonTrimmed, `{"values":{},"trimmed":["*"]}`
+			if c.Type == lodestarworkv1alpha1.ConditionStatusFeedback {
+				c.Reason, c.Message = lodestarworkv1alpha1.ReasonFeedbackTrimmed, `{"values":{},"trimmed":["*"]}`
 			}
 			return false
 		}},
 		{"messages shortened", func(c *metav1.Condition) bool {
-			if c.Type != feedback.ConditionType {
+			if c.Type != lodestarworkv1alpha1.ConditionStatusFeedback {
 				c.Message = truncate(c.Message, 64)
 			}
 			return false
@@ -286,7 +253,7 @@ func trimStatus(st *workv1alpha1.WorkStatus, budget int) (bool, string) {
 }
 
 func healthy(conds []metav1.Condition) bool {
-	return meta.IsStatusConditionTrue(conds, ConditionApplied) && meta.IsStatusConditionTrue(conds, ConditionAvailable)
+	return meta.IsStatusConditionTrue(conds, lodestarworkv1alpha1.ConditionApplied) && meta.IsStatusConditionTrue(conds, lodestarworkv1alpha1.ConditionAvailable)
 }
 
 func joinSteps(steps []string) string {

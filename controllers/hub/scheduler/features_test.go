@@ -20,9 +20,9 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
-	"github.com/lodestar-dev/lodestar/controllers/hub/status"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
@@ -199,7 +199,7 @@ func availableWork(t *testing.T, p *placementv1alpha1.Placement, cluster string)
 	}
 	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(p.Namespace, p.Name), Namespace: ns, Labels: placementref.WorkLabels(p)}}
 	g.Expect(hubCP.Client.Create(t.Context(), w)).To(Succeed())
-	w.Status.Conditions = []metav1.Condition{{Type: status.WorkAvailableCondition, Status: metav1.ConditionTrue, Reason: "Available",
+	w.Status.Conditions = []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available",
 		ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()}}
 	g.Expect(hubCP.Client.Status().Update(t.Context(), w)).To(Succeed())
 }

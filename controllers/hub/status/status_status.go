@@ -13,20 +13,9 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
-)
-
-// Work conditions the agent sets: every manifest applied, every manifest available.
-const (
-	WorkAppliedCondition   = "Applied"
-	WorkAvailableCondition = "Available"
-	// WorkDriftedCondition is True when the agent reports objects changed on the
-	// member and left so (whenDrifted: Report).
-	WorkDriftedCondition = "Drifted"
-	// WorkCleanupBlockedCondition is True while the member holds objects the
-	// agent is deleting.
-	WorkCleanupBlockedCondition = "CleanupBlocked"
 )
 
 // maxDriftMessage bounds a cluster's drift in the Placement's status.
@@ -55,7 +44,7 @@ type Aggregation struct {
 // WorkAvailability is what the agent reported as the Work's Available condition
 // for its current generation; Unknown when it has not, or the Work is going.
 func WorkAvailability(w *workv1alpha1.Work) metav1.ConditionStatus {
-	avail := meta.FindStatusCondition(w.Status.Conditions, WorkAvailableCondition)
+	avail := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionAvailable)
 	if avail == nil || avail.ObservedGeneration != w.Generation || !w.DeletionTimestamp.IsZero() {
 		return metav1.ConditionUnknown
 	}
@@ -75,12 +64,12 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) A
 			continue
 		}
 		cs := placementv1alpha1.ClusterStatus{Name: cluster, Work: w.Name, Applied: metav1.ConditionUnknown, Available: metav1.ConditionUnknown}
-		cond := meta.FindStatusCondition(w.Status.Conditions, WorkAppliedCondition)
+		cond := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionApplied)
 		cs.Available = WorkAvailability(&w)
-		if d := meta.FindStatusCondition(w.Status.Conditions, WorkDriftedCondition); d != nil && d.Status == metav1.ConditionTrue && d.ObservedGeneration == w.Generation {
+		if d := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionDrifted); d != nil && d.Status == metav1.ConditionTrue && d.ObservedGeneration == w.Generation {
 			cs.Drift = truncate(d.Message, maxDriftMessage)
 		}
-		blocked := meta.FindStatusCondition(w.Status.Conditions, WorkCleanupBlockedCondition)
+		blocked := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionCleanupBlocked)
 		switch {
 		case !w.DeletionTimestamp.IsZero() && blocked != nil && blocked.Status == metav1.ConditionTrue:
 			cs.Reason, cs.Message = blocked.Reason, blocked.Message

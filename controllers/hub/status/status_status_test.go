@@ -9,6 +9,7 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -17,7 +18,7 @@ import (
 func work(cluster string, gen, reported int64, status metav1.ConditionStatus) workv1alpha1.Work {
 	w := workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "ns.p", Namespace: names.ClusterNamespace(cluster), Generation: gen}}
 	if status != "" {
-		w.Status.Conditions = []metav1.Condition{{Type: WorkAppliedCondition, Status: status, Reason: "R", Message: "m", ObservedGeneration: reported}}
+		w.Status.Conditions = []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionApplied, Status: status, Reason: "R", Message: "m", ObservedGeneration: reported}}
 	}
 	return w
 }
@@ -117,7 +118,7 @@ func TestAggregateListsProblemsFirstWhenCapped(t *testing.T) {
 		c := fmt.Sprintf("c-%03d", i)
 		decided = append(decided, c)
 		w := work(c, 1, 1, metav1.ConditionTrue)
-		w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: WorkAvailableCondition, Status: metav1.ConditionTrue, Reason: "R", ObservedGeneration: 1})
+		w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "R", ObservedGeneration: 1})
 		works = append(works, w)
 	}
 	// The last clusters by name have problems: one failed, one not available yet.
@@ -145,13 +146,13 @@ func TestAggregateListsProblemsFirstWhenCapped(t *testing.T) {
 func TestAggregateDriftAndBlockedCleanup(t *testing.T) {
 	g := NewWithT(t)
 	a := work("a", 1, 1, metav1.ConditionTrue)
-	a.Status.Conditions = append(a.Status.Conditions, metav1.Condition{Type: WorkDriftedCondition, Status: metav1.ConditionTrue, Reason: "DriftDetected", Message: "1 of 1 manifests changed: ConfigMap x at data.k", ObservedGeneration: 1})
+	a.Status.Conditions = append(a.Status.Conditions, metav1.Condition{Type: lodestarworkv1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "DriftDetected", Message: "1 of 1 manifests changed: ConfigMap x at data.k", ObservedGeneration: 1})
 	b := work("b", 2, 2, metav1.ConditionTrue)
-	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: WorkDriftedCondition, Status: metav1.ConditionFalse, Reason: "NoDrift", ObservedGeneration: 2})
+	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: lodestarworkv1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: "NoDrift", ObservedGeneration: 2})
 	c := work("c", 1, 1, metav1.ConditionTrue)
 	now := metav1.Now()
 	c.DeletionTimestamp = &now
-	c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: WorkCleanupBlockedCondition, Status: metav1.ConditionTrue, Reason: "WaitingForMemberDeletion", Message: "held: ConfigMap x (finalizers example.com/hold)"})
+	c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: lodestarworkv1alpha1.ConditionCleanupBlocked, Status: metav1.ConditionTrue, Reason: "WaitingForMemberDeletion", Message: "held: ConfigMap x (finalizers example.com/hold)"})
 
 	agg := Aggregate([]string{"a", "b"}, []workv1alpha1.Work{a, b, c}, true)
 	g.Expect(agg.Drifted).To(BeEquivalentTo(1))

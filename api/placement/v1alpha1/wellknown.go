@@ -1,0 +1,85 @@
+package v1alpha1
+
+// Well-known names: the labels, annotations, finalizers and taint keys Lodestar
+// puts on hub objects (Works, PlacementDecisions, ClusterProfiles, Leases,
+// Namespaces), and the names of its own scheduler and cluster manager. Declared
+// here only; consumers (external schedulers, dashboards, platform teams'
+// controllers) may rely on them.
+
+// DefaultSchedulerName is the name of Lodestar's own scheduler.
+const DefaultSchedulerName = "lodestar"
+
+// ClusterManagerName is the spec.clusterManager.name (and the
+// x-k8s.io/cluster-manager label) of the ClusterProfiles Lodestar manages; others
+// are not scheduled.
+const ClusterManagerName = "lodestar"
+
+// DefaultClusterSet is the namespace of the default cluster set's ClusterProfiles.
+const DefaultClusterSet = "lodestar-fleet"
+
+// AgentIdentityAnnotation on a ClusterProfile names the hub user of the cluster's
+// agent, as registered by `kubectl lodestar join`.
+const AgentIdentityAnnotation = "placement.lodestar.dev/agent-identity"
+
+// ClusterIDAnnotation on a ClusterProfile records the member's cluster ID (the UID
+// of its kube-system namespace, the About API's id.k8s.io) given at join, so that
+// another cluster cannot join under the same name.
+const ClusterIDAnnotation = "placement.lodestar.dev/cluster-id"
+
+// ClusterCleanupFinalizer on a ClusterProfile Lodestar manages holds its deletion
+// until the cluster's hub side (Works, namespace, agent identity) is removed.
+const ClusterCleanupFinalizer = "placement.lodestar.dev/cluster-cleanup"
+
+// ClusterSetsAnnotation on a tenant namespace names the cluster sets (namespaces
+// holding ClusterProfiles, comma-separated) whose clusters the namespace's
+// Placements may use. Only a platform admin sets it: tenants cannot update their
+// Namespace object. Without it, a namespace uses the default cluster set.
+const ClusterSetsAnnotation = "placement.lodestar.dev/cluster-sets"
+
+// TaintsAnnotation on a ClusterProfile holds the cluster's taints, as the JSON of a
+// list of Taint. `kubectl lodestar cordon` and `drain` write it; the scheduler
+// validates it and treats a cluster whose taints cannot be read as tainted
+// NoSchedule.
+const TaintsAnnotation = "placement.lodestar.dev/taints"
+
+// Labels and annotations that Lodestar puts on the objects it creates.
+const (
+	// PlacementNameLabel on a Work or PlacementDecision names its Placement (or a
+	// hash of the name when it is longer than a label value may be).
+	PlacementNameLabel = "placement.lodestar.dev/placement"
+	// PlacementNamespaceLabel on a Work names its Placement's namespace.
+	PlacementNamespaceLabel = "placement.lodestar.dev/namespace"
+	// ClusterLabel on a Work names the cluster it is for.
+	ClusterLabel = "placement.lodestar.dev/cluster"
+	// RevisionAnnotation on a Work is a hash of its manifests.
+	RevisionAnnotation = "placement.lodestar.dev/revision"
+	// PlacementFinalizer holds a Placement until its Works are gone from the hub.
+	PlacementFinalizer = "placement.lodestar.dev/cleanup"
+)
+
+// The agent's heartbeat: a Lease named AgentLeaseName in its cluster's namespace
+// on the hub, labelled AgentLeaseLabel, whose annotations carry the member API
+// server's readiness as the agent sees it.
+const (
+	AgentLeaseName               = "lodestar-agent"
+	AgentLeaseLabel              = "placement.lodestar.dev/agent-lease"
+	MemberReadyAnnotation        = "placement.lodestar.dev/member-ready"
+	MemberReadyMessageAnnotation = "placement.lodestar.dev/member-ready-message"
+)
+
+// Taint keys that `kubectl lodestar` adds to a ClusterProfile.
+const (
+	// CordonTaintKey is the key of the NoSchedule taint `kubectl lodestar cordon`
+	// adds.
+	CordonTaintKey = "lodestar.dev/cordoned"
+	// DrainTaintKey is the key of the NoExecute taint `kubectl lodestar drain` adds.
+	DrainTaintKey = "lodestar.dev/drain"
+	// InvalidTaintsKey is the NoSchedule taint the scheduler assumes for a cluster
+	// whose TaintsAnnotation cannot be read.
+	InvalidTaintsKey = "placement.lodestar.dev/invalid-taints"
+)
+
+// WorkNamespaceLabel on a ClusterProfile Lodestar manages names the hub namespace
+// that holds the cluster's Works and its agent's Lease. Consumers find a cluster's
+// Works through it rather than by building the name themselves.
+const WorkNamespaceLabel = "placement.lodestar.dev/work-namespace"
