@@ -13,6 +13,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/kube"
@@ -37,7 +38,7 @@ func main() {
 	flag.IntVar(&burst, "kube-api-burst", 400, "Burst of queries to the hub API server above --kube-api-qps.")
 	flag.IntVar(&workers, "workers", hub.DefaultWorkers, "How many Placements each controller reconciles at once.")
 	flag.DurationVar(&leaseGrace, "agent-lease-grace-period", clusterhealth.DefaultGracePeriod, "How long after its Lease expires an agent still counts as reachable.")
-	flag.DurationVar(&cleanupGrace, "cluster-cleanup-grace-period", clusterhealth.DefaultCleanupGracePeriod, "How long a deleted cluster's unreachable agent has to remove what it placed before the hub removes the cluster's hub side without it (the member keeps its objects).")
+	flag.DurationVar(&cleanupGrace, "cluster-cleanup-grace-period", clustercleanup.DefaultGracePeriod, "How long a deleted cluster's unreachable agent has to remove what it placed before the hub removes the cluster's hub side without it (the member keeps its objects).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

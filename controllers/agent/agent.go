@@ -28,9 +28,9 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
-	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
+	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
 
 // Options configure an agent.
@@ -72,7 +72,7 @@ type Options struct {
 type Config struct {
 	// ReadinessRules are CEL rules that say when objects of a kind are available;
 	// a rule for a built-in kind replaces the built-in check.
-	ReadinessRules []health.Rule `json:"readinessRules,omitempty"`
+	ReadinessRules []readiness.Rule `json:"readinessRules,omitempty"`
 	// Policy is the member's own limit on what the agent applies, whatever the
 	// hub sends (docs/agent.md).
 	Policy policy.Policy `json:"policy,omitempty"`
@@ -88,7 +88,7 @@ func LoadConfig(path string) (Config, error) {
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
 		return c, fmt.Errorf("reading %s: %w", path, err)
 	}
-	if _, err := health.NewChecker(c.ReadinessRules); err != nil {
+	if _, err := readiness.NewChecker(c.ReadinessRules); err != nil {
 		return c, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if err := c.Policy.Validate(); err != nil {
@@ -143,7 +143,7 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if err := mgr.Add(creds); err != nil {
 		return nil, err
 	}
-	checker, err := health.NewChecker(opts.Config.ReadinessRules)
+	checker, err := readiness.NewChecker(opts.Config.ReadinessRules)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@
 package hub
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -17,9 +18,11 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
-	"github.com/lodestar-dev/lodestar/controllers/hub/status"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
 )
 
@@ -69,14 +72,18 @@ func ManagerOptions(base ctrl.Options) ctrl.Options {
 	return base
 }
 
-// Setup adds the scheduler, the work generator, the cluster health controller and
-// the status aggregator to mgr.
+// Setup registers the cache indexes the hub controllers share, then adds the
+// scheduler, the work generator, the cluster health and cleanup controllers and the
+// status aggregator to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if len(opts.ClusterSetNamespaces) == 0 {
 		opts.ClusterSetNamespaces = []string{scheduler.DefaultClusterSetNamespace}
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
+	}
+	if err := lookup.AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
 	}
 	if err := (&scheduler.Reconciler{
 		Client:               mgr.GetClient(),
@@ -98,12 +105,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&clusterhealth.Reconciler{Client: mgr.GetClient(), GracePeriod: opts.LeaseGracePeriod, Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster health controller: %w", err)
 	}
-	if err := (&clusterhealth.Cleanup{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clusterhealth.CleanupName), GracePeriod: opts.CleanupGracePeriod,
+	if err := (&clustercleanup.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clustercleanup.Name), GracePeriod: opts.CleanupGracePeriod,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster cleanup controller: %w", err)
 	}
-	if err := (&status.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)
 	}
 	return nil

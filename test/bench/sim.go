@@ -24,8 +24,8 @@ import (
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
-	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
 
 // simulator runs the real agent code (work.Reconciler) for many simulated member
@@ -39,7 +39,7 @@ type simulator struct {
 	scheme     *runtime.Scheme
 	mapper     meta.RESTMapper
 	converters []managedfields.TypeConverter
-	checker    *health.Checker
+	checker    *readiness.Checker
 }
 
 func newSimulator(mgr ctrl.Manager, workers int) (*simulator, error) {
@@ -65,7 +65,7 @@ func newSimulator(mgr ctrl.Manager, workers int) (*simulator, error) {
 		m.Add(k.gvk, k.scope)
 	}
 	s.mapper = m
-	checker, err := health.NewChecker(nil)
+	checker, err := readiness.NewChecker(nil)
 	if err != nil {
 		return nil, err
 	}

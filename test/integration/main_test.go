@@ -19,7 +19,7 @@ import (
 
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
-	"github.com/lodestar-dev/lodestar/internal/health"
+	"github.com/lodestar-dev/lodestar/internal/readiness"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -41,7 +41,7 @@ const (
 
 // agentConfig is the member admins' configuration of the agents: a readiness rule
 // for a custom kind.
-var agentConfig = agent.Config{ReadinessRules: []health.Rule{{
+var agentConfig = agent.Config{ReadinessRules: []readiness.Rule{{
 	Group:     gadgetGroup,
 	Kind:      "Gadget",
 	Available: "has(self.status) && self.status.phase == 'Ready'",

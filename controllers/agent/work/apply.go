@@ -25,7 +25,7 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/diff"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
-	"github.com/lodestar-dev/lodestar/internal/health"
+	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
 
 // maxDiffPaths caps how many differing fields a message names.
@@ -682,8 +682,8 @@ func appliedCondition(status metav1.ConditionStatus, reason, message string) met
 	return metav1.Condition{Type: lodestarworkv1alpha1.ConditionApplied, Status: status, Reason: reason, Message: message}
 }
 
-// readiness is the Available, Progressing and Degraded conditions of a manifest.
-func readiness(checker *health.Checker, res result) []metav1.Condition {
+// manifestReadiness is the Available, Progressing and Degraded conditions of a manifest.
+func manifestReadiness(checker *readiness.Checker, res result) []metav1.Condition {
 	switch {
 	case res.ranOnce:
 		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: lodestarworkv1alpha1.ReasonRanOnce, Message: "the Job ran and is gone from the member"}}

@@ -37,10 +37,10 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
+	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
 
 // FieldManager is the agent's server-side apply field manager on members and its
@@ -57,7 +57,7 @@ type Reconciler struct {
 	// that a change of their status is reported promptly.
 	MemberCache cache.Cache
 	// Readiness decides whether placed objects are available.
-	Readiness *health.Checker
+	Readiness *readiness.Checker
 	// Policy, when set, is the member's own limit on what is applied.
 	Policy *policy.Checker
 	// Recorder, when set, writes events on the hub's Works.

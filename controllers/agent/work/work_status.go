@@ -13,8 +13,8 @@ import (
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
-	"github.com/lodestar-dev/lodestar/internal/health"
 	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
 
 // optionalConditions are the Work conditions present only in some states.
@@ -35,7 +35,7 @@ const (
 
 // newWorkStatus computes the Work's status from the results of applying its
 // manifests, keeping the transition times of conditions that did not change.
-func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *health.Checker, blocked []string) workv1alpha1.WorkStatus {
+func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *readiness.Checker, blocked []string) workv1alpha1.WorkStatus {
 	gen := work.Generation
 	previous := map[int][]metav1.Condition{}
 	for _, mc := range work.Status.ManifestConditions {
@@ -47,7 +47,7 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *h
 	feedbackLeft := maxFeedbackTotal
 	for _, res := range results {
 		conds := []metav1.Condition{res.condition}
-		conds = append(conds, readiness(checker, res)...)
+		conds = append(conds, manifestReadiness(checker, res)...)
 		if reportsDrift && res.condition.Status == metav1.ConditionTrue {
 			conds = append(conds, driftCondition(res))
 		}

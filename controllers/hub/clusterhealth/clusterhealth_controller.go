@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
@@ -36,9 +36,6 @@ const Name = "lodestar-clusterhealth"
 // DefaultGracePeriod is how long after its Lease expires an agent still counts as
 // reachable.
 const DefaultGracePeriod = 20 * time.Second
-
-// nameIndex indexes ClusterProfiles by name, to find a Lease's profile.
-const nameIndex = "lodestar.clusterName"
 
 // Reconciler sets the health conditions of ClusterProfiles.
 type Reconciler struct {
@@ -59,7 +56,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !managed(profile) {
+	if !lookup.Managed(profile) {
 		return ctrl.Result{}, nil
 	}
 	lease := &coordinationv1.Lease{}
@@ -136,31 +133,16 @@ func (r *Reconciler) apply(ctx context.Context, profile *cpv1alpha1.ClusterProfi
 	return client.IgnoreNotFound(r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(Name), client.ForceOwnership))
 }
 
-func managed(p *cpv1alpha1.ClusterProfile) bool {
-	return p.Spec.ClusterManager.Name == placementv1alpha1.ClusterManagerName
-}
-
-// managedProfiles lets only the ClusterProfiles Lodestar manages through.
-var managedProfiles = predicate.NewPredicateFuncs(func(o client.Object) bool {
-	p, ok := o.(*cpv1alpha1.ClusterProfile)
-	return ok && managed(p)
-})
-
 // SetupWithManager registers the controller: ClusterProfiles, and the agents'
 // Leases (cached by label only).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.GracePeriod == 0 {
 		r.GracePeriod = DefaultGracePeriod
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &cpv1alpha1.ClusterProfile{}, nameIndex, func(o client.Object) []string {
-		return []string{o.GetName()}
-	}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterhealth").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
-		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(managedProfiles)).
+		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(lookup.ManagedProfiles)).
 		Watches(&coordinationv1.Lease{}, r.leaseHandler()).
 		Complete(r)
 }
@@ -174,13 +156,13 @@ func (r *Reconciler) leaseHandler() handler.EventHandler {
 		if !ok || lease.GetName() != placementv1alpha1.AgentLeaseName {
 			return
 		}
-		list := &cpv1alpha1.ClusterProfileList{}
-		if err := r.Client.List(ctx, list, client.MatchingFields{nameIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
+		profiles, err := lookup.ClusterProfilesNamed(ctx, r.Client, cluster)
+		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing ClusterProfiles for a Lease", "cluster", cluster)
 			return
 		}
-		for i := range list.Items {
-			p := &list.Items[i]
+		for i := range profiles {
+			p := &profiles[i]
 			if onlyIfUnreachable && meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) {
 				continue
 			}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -15,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -80,45 +78,4 @@ func WorkLabels(placement *placementv1alpha1.Placement) map[string]string {
 		placementv1alpha1.PlacementNamespaceLabel: placement.Namespace,
 		placementv1alpha1.PlacementNameLabel:      names.LabelValue(placement.Name),
 	}
-}
-
-// WorkIndex indexes Works in the cache by their Placement's labels, so that
-// listing one Placement's Works does not scan every Work of the fleet.
-const WorkIndex = "lodestar.placement"
-
-var (
-	indexedMu sync.Mutex
-	indexed   = map[client.FieldIndexer]bool{}
-)
-
-// IndexWorks registers WorkIndex with a manager's indexer, once however many
-// controllers ask; every controller that calls Works asks in its setup.
-func IndexWorks(ctx context.Context, indexer client.FieldIndexer) error {
-	indexedMu.Lock()
-	defer indexedMu.Unlock()
-	if indexed[indexer] {
-		return nil
-	}
-	indexed[indexer] = true
-	return indexer.IndexField(ctx, &workv1alpha1.Work{}, WorkIndex, func(o client.Object) []string {
-		l := o.GetLabels()
-		if l[placementv1alpha1.PlacementNameLabel] == "" {
-			return nil
-		}
-		return []string{workIndexKey(l)}
-	})
-}
-
-func workIndexKey(labels map[string]string) string {
-	return labels[placementv1alpha1.PlacementNamespaceLabel] + "/" + labels[placementv1alpha1.PlacementNameLabel]
-}
-
-// Works lists the Placement's Works in every cluster namespace from the cache's
-// WorkIndex; opts may add client.UnsafeDisableDeepCopy for callers that only read.
-func Works(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, opts ...client.ListOption) ([]workv1alpha1.Work, error) {
-	list := &workv1alpha1.WorkList{}
-	if err := c.List(ctx, list, append(opts, client.MatchingFields{WorkIndex: workIndexKey(WorkLabels(placement))})...); err != nil {
-		return nil, fmt.Errorf("listing Works: %w", err)
-	}
-	return list.Items, nil
 }

@@ -32,8 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
-	hubstatus "github.com/lodestar-dev/lodestar/controllers/hub/status"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
@@ -176,14 +176,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // availableClusters names the clusters whose Work of the Placement reports every
 // object Available at its current generation.
 func (r *Reconciler) availableClusters(ctx context.Context, placement *placementv1alpha1.Placement) (map[string]bool, error) {
-	works, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
+	works, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
 	for i := range works {
 		w := &works[i]
-		if cluster, ok := names.ClusterFromNamespace(w.Namespace); ok && hubstatus.WorkAvailability(w) == metav1.ConditionTrue {
+		if cluster, ok := names.ClusterFromNamespace(w.Namespace); ok && lookup.WorkAvailability(w) == metav1.ConditionTrue {
 			out[cluster] = true
 		}
 	}
@@ -271,7 +271,7 @@ func (r *Reconciler) clusterSet(ctx context.Context, ns string) ([]scheduling.Cl
 	clusters := make([]scheduling.Cluster, 0, len(profiles.Items))
 	for i := range profiles.Items {
 		p := &profiles.Items[i]
-		if p.Spec.ClusterManager.Name != ClusterManagerName || !p.DeletionTimestamp.IsZero() {
+		if !lookup.Managed(p) || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
 		clusters = append(clusters, clusterOf(p))
@@ -378,9 +378,6 @@ func (r *Reconciler) deleteSlices(ctx context.Context, placement *placementv1alp
 // SetupWithManager registers the scheduler: it runs on Placement spec changes, on
 // changes of its PlacementDecisions and on any ClusterProfile change.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := placementref.IndexWorks(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).

@@ -21,6 +21,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
@@ -42,6 +43,9 @@ func startScheduler(cp *testenv.ControlPlane) (func(), error) {
 	mgr, err := ctrl.NewManager(cp.Config, hub.ManagerOptions(ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	}))
+	if err == nil {
+		err = lookup.AddIndexes(ctx, mgr.GetFieldIndexer())
+	}
 	if err == nil {
 		err = (&scheduler.Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), ClusterSetNamespaces: []string{clusterSet},

@@ -36,6 +36,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/kube"
@@ -128,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	// Works already up to date are skipped without a copy or a patch: after a
 	// restart, or on each event of a large fan-out, most are.
-	current, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
+	current, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -193,7 +194,7 @@ func applyAnnotations(placement *placementv1alpha1.Placement) (map[string]string
 // reconcileDelete deletes every Work of the Placement and releases the Placement
 // once they are gone, which is when each member has removed what it applied.
 func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1alpha1.Placement, st *status) error {
-	remaining, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
+	remaining, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return err
 	}
@@ -358,9 +359,6 @@ func (r *Reconciler) deleteWorks(ctx context.Context, works []workv1alpha1.Work,
 // SetupWithManager registers the work generator. Watches on the kinds that
 // Placements select are added as Placements name them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := placementref.IndexWorks(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("workgenerator").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).

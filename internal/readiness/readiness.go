@@ -1,8 +1,8 @@
-// Package health decides from an object as the member's API server returns it
+// Package readiness decides from an object as the member's API server returns it
 // whether it is Available, Progressing or Degraded: per kind for the kinds
 // Kubernetes ships, by CEL rules for kinds a platform team adds, and by the common
 // Ready/Available conditions for everything else.
-package health
+package readiness
 
 import (
 	"fmt"

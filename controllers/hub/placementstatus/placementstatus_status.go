@@ -1,4 +1,4 @@
-package status
+package placementstatus
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
@@ -41,16 +42,6 @@ type Aggregation struct {
 	DriftCondition *metav1.Condition
 }
 
-// WorkAvailability is what the agent reported as the Work's Available condition
-// for its current generation; Unknown when it has not, or the Work is going.
-func WorkAvailability(w *workv1alpha1.Work) metav1.ConditionStatus {
-	avail := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionAvailable)
-	if avail == nil || avail.ObservedGeneration != w.Generation || !w.DeletionTimestamp.IsZero() {
-		return metav1.ConditionUnknown
-	}
-	return avail.Status
-}
-
 // Aggregate computes, from the clusters the Placement's decisions name and its
 // Works, the per-cluster state and the Applied condition. A Work counts as applied
 // only when the agent reported Applied for the Work's current generation. With
@@ -65,7 +56,7 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) A
 		}
 		cs := placementv1alpha1.ClusterStatus{Name: cluster, Work: w.Name, Applied: metav1.ConditionUnknown, Available: metav1.ConditionUnknown}
 		cond := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionApplied)
-		cs.Available = WorkAvailability(&w)
+		cs.Available = lookup.WorkAvailability(&w)
 		if d := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionDrifted); d != nil && d.Status == metav1.ConditionTrue && d.ObservedGeneration == w.Generation {
 			cs.Drift = truncate(d.Message, maxDriftMessage)
 		}

@@ -1,6 +1,6 @@
 // Package status folds the status the agents report on Works into the status of
 // their Placement: per cluster, counted, and as the Applied condition.
-package status
+package placementstatus
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 )
@@ -53,7 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	works, err := placementref.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
+	works, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -64,9 +65,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // SetupWithManager registers the status aggregator: it runs when a Placement is
 // created or changed, and when its Works or PlacementDecisions change.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := placementref.IndexWorks(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("status").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).

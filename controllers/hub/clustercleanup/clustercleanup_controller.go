@@ -1,4 +1,6 @@
-package clusterhealth
+// Package clustercleanup keeps the cleanup finalizer on the ClusterProfiles
+// Lodestar manages and, once one is deleted, removes the cluster's hub side.
+package clustercleanup
 
 import (
 	"context"
@@ -24,23 +26,24 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
-// CleanupName is the cleanup controller's event source.
-const CleanupName = "lodestar-clustercleanup"
+// Name is the cleanup controller's event source.
+const Name = "lodestar-clustercleanup"
 
-// DefaultCleanupGracePeriod is how long the hub waits for an unreachable agent to
+// DefaultGracePeriod is how long the hub waits for an unreachable agent to
 // remove what it placed before it gives up on the member and cleans the hub side.
-const DefaultCleanupGracePeriod = 10 * time.Minute
+const DefaultGracePeriod = 10 * time.Minute
 
-// Cleanup removes a deleted ClusterProfile's hub side: its Works (each removed from
+// Reconciler removes a deleted ClusterProfile's hub side: its Works (each removed from
 // the member by the agent, or given up on when the agent has been unreachable for
 // the grace period, leaving the member's objects in place), its namespace with the
 // agent's identity and Lease, and the agent's Role in the cluster set.
-type Cleanup struct {
+type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	// GracePeriod is how long an unreachable agent has to clean up.
@@ -55,12 +58,12 @@ type Cleanup struct {
 
 // Reconcile keeps the cleanup finalizer on managed ClusterProfiles and does the
 // cleanup once one is deleted.
-func (r *Cleanup) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	profile := &cpv1alpha1.ClusterProfile{}
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !managed(profile) {
+	if !lookup.Managed(profile) {
 		return ctrl.Result{}, nil
 	}
 	if profile.DeletionTimestamp.IsZero() {
@@ -119,7 +122,7 @@ func (r *Cleanup) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 // good: unreachable (or never connected) for the grace period, counted from the
 // later of the profile's deletion and the condition's last change. Otherwise it
 // says how long to wait before asking again.
-func (r *Cleanup) agentGone(profile *cpv1alpha1.ClusterProfile) (bool, time.Duration) {
+func (r *Reconciler) agentGone(profile *cpv1alpha1.ClusterProfile) (bool, time.Duration) {
 	c := meta.FindStatusCondition(profile.Status.Conditions, placementv1alpha1.AgentReachableCondition)
 	if c != nil && c.Status == metav1.ConditionTrue {
 		return false, r.GracePeriod
@@ -136,14 +139,14 @@ func (r *Cleanup) agentGone(profile *cpv1alpha1.ClusterProfile) (bool, time.Dura
 }
 
 // SetupWithManager registers the cleanup controller.
-func (r *Cleanup) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.GracePeriod == 0 {
-		r.GracePeriod = DefaultCleanupGracePeriod
+		r.GracePeriod = DefaultGracePeriod
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clustercleanup").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
-		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(managedProfiles)).
+		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(lookup.ManagedProfiles)).
 		// A Work of a cluster namespace going away may finish a cleanup.
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.profileOfWork),
 			builder.WithPredicates(predicate.Funcs{
@@ -155,20 +158,20 @@ func (r *Cleanup) SetupWithManager(mgr ctrl.Manager) error {
 
 // profileOfWork maps a deleted Work to its cluster's ClusterProfile (by name,
 // through the index the health controller keeps).
-func (r *Cleanup) profileOfWork(ctx context.Context, w client.Object) []reconcile.Request {
+func (r *Reconciler) profileOfWork(ctx context.Context, w client.Object) []reconcile.Request {
 	cluster, ok := names.ClusterFromNamespace(w.GetNamespace())
 	if !ok {
 		return nil
 	}
-	list := &cpv1alpha1.ClusterProfileList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{nameIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
+	profiles, err := lookup.ClusterProfilesNamed(ctx, r.Client, cluster)
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing ClusterProfiles for a Work", "cluster", cluster)
 		return nil
 	}
 	var out []reconcile.Request
-	for i := range list.Items {
-		if !list.Items[i].DeletionTimestamp.IsZero() {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	for i := range profiles {
+		if !profiles[i].DeletionTimestamp.IsZero() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&profiles[i])})
 		}
 	}
 	return out
