@@ -99,6 +99,7 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 		}
 		maps.Copy(profile.Labels, opts.Labels)
 		profile.Labels[cpv1alpha1.LabelClusterManagerKey] = placementv1alpha1.ClusterManagerName
+		profile.Labels[placementv1alpha1.WorkNamespaceLabel] = ns
 		if profile.Annotations == nil {
 			profile.Annotations = map[string]string{}
 		}

@@ -33,6 +33,12 @@ import (
 // conditions keyed by type) that other owners set are left to them, and fields this
 // owner set before but leaves out now are removed. A deleted object is not an error.
 func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, owner string) error {
+	return ApplyStatusWith(ctx, c, obj, owner, nil)
+}
+
+// ApplyStatusWith is ApplyStatus with a last edit of the status as it is sent, for
+// fields the typed object cannot express (a zero value its JSON tag omits).
+func ApplyStatusWith(ctx context.Context, c client.Client, obj client.Object, owner string, edit func(status map[string]any)) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
 	if err != nil {
 		return err
@@ -40,6 +46,9 @@ func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, owner 
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return fmt.Errorf("converting %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	if status, ok := content["status"].(map[string]any); ok && edit != nil {
+		edit(status)
 	}
 	metadata := map[string]any{"name": obj.GetName()}
 	if ns := obj.GetNamespace(); ns != "" {

@@ -15,7 +15,8 @@ import (
 func TestKeepUntilReplaced(t *testing.T) {
 	now := time.Now()
 	draining := []placementv1alpha1.Taint{{Key: "lodestar.dev/drain", Effect: placementv1alpha1.TaintNoExecute, TimeAdded: now.Format(time.RFC3339)}}
-	clusters := []Cluster{{Name: "a", Taints: draining}, {Name: "b"}, {Name: "c"}}
+	healthy := map[string]string{placementv1alpha1.ControlPlaneHealthyCondition: "True"}
+	clusters := []Cluster{{Name: "a", Taints: draining, Conditions: healthy}, {Name: "b", Conditions: healthy}, {Name: "c", Conditions: healthy}}
 	one := Policy{Selector: labels.Everything(), N: ptr.To(1)}
 	names := func(cs []Cluster) []string {
 		var out []string

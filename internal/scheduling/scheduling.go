@@ -26,6 +26,7 @@ const (
 	ReasonNotInClusterNames    = "NotInClusterNames"
 	ReasonLabelsMismatch       = "LabelsMismatch"
 	ReasonUnhealthy            = "Unhealthy"
+	ReasonHealthNotReported    = "HealthNotReported"
 	ReasonTainted              = "Tainted"
 	ReasonTolerationExpired    = "TolerationExpired"
 	ReasonExpressionFalse      = "ExpressionFalse"
@@ -61,7 +62,17 @@ type Cluster struct {
 // Unhealthy conditions: a cluster with one of these False is not chosen anew.
 var unhealthyWhenFalse = []string{placementv1alpha1.ControlPlaneHealthyCondition, placementv1alpha1.AgentReachableCondition}
 
-// Healthy tells whether the cluster may be chosen for new placements.
+// HealthReported tells whether the hub has judged the cluster's health yet: the
+// cluster health controller sets ControlPlaneHealthy (Unknown while the agent has
+// not connected) as soon as it sees a ClusterProfile. A cluster is not chosen
+// before, so that it is never chosen and then kept while its first report says
+// it is unhealthy.
+func (c Cluster) HealthReported() bool {
+	_, ok := c.Conditions[placementv1alpha1.ControlPlaneHealthyCondition]
+	return ok
+}
+
+// Healthy tells whether the cluster's health conditions allow new placements.
 func (c Cluster) Healthy() bool {
 	for _, t := range unhealthyWhenFalse {
 		if c.Conditions[t] == "False" {
@@ -181,7 +192,10 @@ func filter(c Cluster, current bool, p Policy, now time.Time) (candidate, string
 	if !p.Selector.Matches(labels.Set(c.Labels)) {
 		return cand, ReasonLabelsMismatch, 0
 	}
-	if !c.Healthy() && !current {
+	if !current && !c.HealthReported() {
+		return cand, ReasonHealthNotReported, 0
+	}
+	if !current && !c.Healthy() {
 		return cand, ReasonUnhealthy, 0
 	}
 	reason, avoid, recheck := checkTaints(c, current, p.Tolerations, now)

@@ -15,8 +15,10 @@ import (
 
 var now = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
+// cluster is a cluster whose health the hub has judged good.
 func cluster(name string, labels map[string]string, props map[string]string) Cluster {
-	return Cluster{Name: name, Namespace: "set", Labels: labels, Properties: props, Version: "v1.36.3", Conditions: map[string]string{}}
+	return Cluster{Name: name, Namespace: "set", Labels: labels, Properties: props, Version: "v1.36.3",
+		Conditions: map[string]string{placementv1alpha1.ControlPlaneHealthyCondition: "True"}}
 }
 
 func names(cs []Cluster) []string {
@@ -107,6 +109,24 @@ func TestStickinessWhenUnhealthyOrCordoned(t *testing.T) {
 	g.Expect(names(res.Selected)).To(Equal([]string{"a", "b"}), "NoSchedule and lost health keep what is there; NoExecute does not")
 	g.Expect(res.Excluded[ReasonKeptUnhealthy]).To(Equal([]string{"a"}))
 	g.Expect(res.Excluded[ReasonTainted]).To(Equal([]string{"c"}))
+}
+
+// A cluster whose health the hub has not judged yet is not chosen anew; once it
+// has been chosen, a missing report does not remove it.
+func TestHealthNotReported(t *testing.T) {
+	g := NewWithT(t)
+	fresh := cluster("fresh", nil, nil)
+	fresh.Conditions = map[string]string{}
+	connecting := cluster("connecting", nil, nil)
+	connecting.Conditions = map[string]string{placementv1alpha1.ControlPlaneHealthyCondition: "Unknown", placementv1alpha1.AgentReachableCondition: "Unknown"}
+	spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything()}
+
+	res := Schedule([]Cluster{fresh, connecting}, nil, mustPolicy(t, spec), now)
+	g.Expect(names(res.Selected)).To(Equal([]string{"connecting"}), "judged Unknown (agent not connected yet): may be chosen, its Works wait")
+	g.Expect(res.Excluded[ReasonHealthNotReported]).To(Equal([]string{"fresh"}))
+
+	res = Schedule([]Cluster{fresh}, map[string]bool{"fresh": true}, mustPolicy(t, spec), now)
+	g.Expect(names(res.Selected)).To(Equal([]string{"fresh"}), "already chosen: kept")
 }
 
 func TestNoExecuteTolerationSeconds(t *testing.T) {

@@ -25,6 +25,18 @@ import (
 // AssetsEnv names the directory of the kube-apiserver, etcd and kubectl binaries.
 const AssetsEnv = "KUBEBUILDER_ASSETS"
 
+// How long tests on real API servers wait, sized for a loaded 2-core CI machine
+// (Kubernetes being built beside the tests), not for an idle one. Each test
+// package sets them once as its Gomega defaults.
+const (
+	// EventuallyTimeout bounds an Eventually.
+	EventuallyTimeout = 60 * time.Second
+	// ConsistentlyDuration is how long a Consistently holds.
+	ConsistentlyDuration = 2 * time.Second
+	// PollInterval is how often both look.
+	PollInterval = 100 * time.Millisecond
+)
+
 // AgentServiceAccount is the name of each agent's ServiceAccount in its cluster's
 // namespace on the hub.
 const AgentServiceAccount = fleet.AgentServiceAccount

@@ -27,6 +27,14 @@ import (
 
 const releaseNamespace = testenv.ReleaseNamespace
 
+// The package's Gomega defaults, sized for a busy CI machine (testenv).
+func init() {
+	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
+	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
+	SetDefaultConsistentlyDuration(testenv.ConsistentlyDuration)
+	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
+}
+
 // serviceAccountConfig returns a connection as a ServiceAccount of the charts.
 func serviceAccountConfig(t *testing.T, admin *rest.Config, namespace, name string) *rest.Config {
 	t.Helper()
@@ -149,5 +157,5 @@ func TestChartsInstallAndRun(t *testing.T) {
 		profile := &cpv1alpha1.ClusterProfile{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-1"}, profile)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(profile.Status.Conditions, placementv1alpha1.AgentReachableCondition)).To(BeTrue())
-	}).WithTimeout(90 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(2 * testenv.EventuallyTimeout).Should(Succeed())
 }

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +29,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
@@ -93,6 +95,7 @@ func TestJoin(t *testing.T) {
 	g.Expect(p.Labels).To(HaveKeyWithValue("env", "edge"))
 	g.Expect(p.Annotations).To(HaveKeyWithValue(placementv1alpha1.AgentIdentityAnnotation, fleet.Identity(name)))
 	ns := names.ClusterNamespace(name)
+	g.Expect(p.Labels).To(HaveKeyWithValue(placementv1alpha1.WorkNamespaceLabel, ns), "consumers find the Work namespace on the profile")
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})).To(Succeed())
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fleet.AgentServiceAccount}, &corev1.ServiceAccount{})).To(Succeed())
 	role := &rbacv1.Role{}
@@ -124,6 +127,18 @@ func TestJoin(t *testing.T) {
 	_, err = fleet.Join(ctx, hubCP.Config, hubCP.Client, other)
 	g.Expect(fleet.IsConflict(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("already registered in cluster set " + `"` + auxSet))
+
+	// A profile Lodestar manages that was written without join (by a GitOps tool,
+	// say) gets the label from the hub.
+	bare := &cpv1alpha1.ClusterProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "bare-" + rand.String(5), Namespace: auxSet},
+		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: placementv1alpha1.ClusterManagerName}},
+	}
+	g.Expect(hubCP.Client.Create(ctx, bare)).To(Succeed())
+	t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), bare) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(getProfile(g, auxSet, bare.Name).Labels).To(HaveKeyWithValue(placementv1alpha1.WorkNamespaceLabel, names.ClusterNamespace(bare.Name)))
+	}).Should(Succeed())
 
 	foreign := &cpv1alpha1.ClusterProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: "foreign-" + rand.String(5), Namespace: auxSet},
@@ -246,7 +261,8 @@ func TestPropertiesMirrored(t *testing.T) {
 	}
 	g.Eventually(func(g Gomega) {
 		p := props(g)
-		g.Expect(p).To(HaveKeyWithValue(profile.PropertyClusterID, string(ks.UID)))
+		g.Expect(p).To(HaveKeyWithValue(profile.PropertyClusterID, string(ks.UID)), "the KEP-2149 name")
+		g.Expect(p).To(HaveKeyWithValue(profile.PropertyClusterIDLegacy, string(ks.UID)), "the first KEP-2149 name, kept")
 		g.Expect(p).To(HaveKeyWithValue(profile.PropertyClusterSet, placementv1alpha1.DefaultClusterSet))
 		g.Expect(p).To(HaveKeyWithValue(placementv1alpha1.PropertyNodeCount, "1"), "the kwok node")
 		for _, k := range []string{placementv1alpha1.PropertyCPUAllocatable, placementv1alpha1.PropertyCPUFree, placementv1alpha1.PropertyMemoryAllocatable, placementv1alpha1.PropertyMemoryFree} {
@@ -264,10 +280,12 @@ func TestPropertiesMirrored(t *testing.T) {
 	g.Expect(member.Update(ctx, cp)).To(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(props(g)).To(HaveKeyWithValue("zone.example.com", "eu-west-1b")) }).WithTimeout(20 * time.Second).Should(Succeed())
 
-	// An id.k8s.io the admin set is left alone and reported as is.
-	id := &aboutv1alpha1.ClusterProperty{}
-	g.Expect(member.Get(ctx, client.ObjectKey{Name: profile.PropertyClusterID}, id)).To(Succeed())
-	g.Expect(id.Spec.Value).To(Equal(string(ks.UID)))
+	// Both ID properties exist on the member itself, with the same value.
+	for _, name := range []string{profile.PropertyClusterID, profile.PropertyClusterIDLegacy} {
+		id := &aboutv1alpha1.ClusterProperty{}
+		g.Expect(member.Get(ctx, client.ObjectKey{Name: name}, id)).To(Succeed())
+		g.Expect(id.Spec.Value).To(Equal(string(ks.UID)), name)
+	}
 }
 
 // Cordon keeps new Placements off a cluster; uncordon lets them back.
@@ -364,13 +382,25 @@ func TestDeletedClusterWithAgentDownIsCleanedAfterGracePeriod(t *testing.T) {
 	stop()
 
 	g.Expect(hubCP.Client.Delete(ctx, &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: auxSet, Name: name}})).To(Succeed())
-	// While the agent may still come back, the Work waits for it.
-	g.Consistently(func(g Gomega) {
-		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(name), Name: "leaving"}, &workv1alpha1.Work{})).To(Succeed())
-	}).WithTimeout(time.Second).Should(Succeed())
+	deleted := getProfile(g, auxSet, name).DeletionTimestamp
+	g.Expect(deleted).NotTo(BeNil(), "held by the cleanup finalizer")
 	g.Eventually(func(g Gomega) {
 		err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: name}, &cpv1alpha1.ClusterProfile{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "got %v", err)
+	}).Should(Succeed())
+	// While the agent might still come back, the Work waited for it: the hub gave
+	// up no earlier than the grace period (3 s here) after the deletion.
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(hubCP.Client.List(ctx, events, client.InNamespace(auxSet))).To(Succeed())
+		var gaveUp *eventsv1.Event
+		for i := range events.Items {
+			if e := &events.Items[i]; e.Regarding.Name == name && e.Reason == clustercleanup.EventMemberCleanupAbandoned {
+				gaveUp = e
+			}
+		}
+		g.Expect(gaveUp).NotTo(BeNil())
+		g.Expect(gaveUp.EventTime.Time).To(BeTemporally(">=", deleted.Add(3*time.Second)))
 	}).Should(Succeed())
 	err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(name), Name: "leaving"}, &workv1alpha1.Work{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Work was given up on, got %v", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -20,18 +19,15 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
-const (
-	timeout  = 60 * time.Second
-	interval = 100 * time.Millisecond
-)
-
+// The package's Gomega defaults, sized for a busy CI machine (testenv).
 func init() {
-	SetDefaultEventuallyTimeout(timeout)
-	SetDefaultEventuallyPollingInterval(interval)
-	SetDefaultConsistentlyDuration(2 * time.Second)
-	SetDefaultConsistentlyPollingInterval(interval)
+	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
+	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
+	SetDefaultConsistentlyDuration(testenv.ConsistentlyDuration)
+	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
 }
 
 // newNamespace creates a namespace of its own for a test on the hub.

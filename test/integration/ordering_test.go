@@ -66,12 +66,18 @@ func TestCRDAndCustomResourceInOneWork(t *testing.T) {
 
 	// The gadget's own controller (here: the test) reports it ready on the member; the
 	// agent sees the change through its watch and reports it available.
+	// The agent writes the gadget too: the update is retried on a conflict.
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(gadgetGroup + "/v1")
 	u.SetKind("Gadget")
-	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g1"}, u)).To(Succeed())
-	g.Expect(unstructured.SetNestedField(u.Object, "Ready", "status", "phase")).To(Succeed())
-	g.Expect(members[member2].Client.Update(ctx, u)).To(Succeed())
+	u.SetNamespace(ns)
+	u.SetName("g1")
+	setPhase := func(phase string) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, phase, "status", "phase")
+		}
+	}
+	g.Expect(updateWith(members[member2].Client, u, setPhase("Ready"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
@@ -79,8 +85,7 @@ func TestCRDAndCustomResourceInOneWork(t *testing.T) {
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, lodestarworkv1alpha1.ConditionAvailable)).To(BeTrue())
 	}).Should(Succeed())
 
-	g.Expect(unstructured.SetNestedField(u.Object, "Broken", "status", "phase")).To(Succeed())
-	g.Expect(members[member2].Client.Update(ctx, u)).To(Succeed())
+	g.Expect(updateWith(members[member2].Client, u, setPhase("Broken"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &workv1alpha1.Work{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())

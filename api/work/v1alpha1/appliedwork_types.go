@@ -59,12 +59,20 @@ type AppliedResource struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	ManifestHash string `json:"manifestHash,omitempty"`
+	// waitingFor, when set, names the AppliedWork of another Work that placed the
+	// object first: this Work's manifest names the same object and waits. When
+	// that Work no longer places the object, the object passes to this Work
+	// without being deleted (same UID). Cleanup never deletes through a waiting
+	// record.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	WaitingFor string `json:"waitingFor,omitempty"`
 }
 
 // AppliedWorkStatus lists what the agent applied.
 type AppliedWorkStatus struct {
 	// appliedResources are the objects the agent created for the Work and still
-	// answers for.
+	// answers for, and those it waits for another Work to let go (waitingFor).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10000

@@ -33,7 +33,12 @@ import (
 // Well-known About API property names (KEP-2149) the agent sets on the member
 // when the member's admin has not.
 const (
-	PropertyClusterID  = "id.k8s.io"
+	// PropertyClusterID is the cluster's ID under its current KEP-2149 name.
+	PropertyClusterID = "cluster.clusterset.k8s.io"
+	// PropertyClusterIDLegacy is the ID under the name of KEP-2149's first
+	// versions, which earlier consumers read; it is kept, with the same value.
+	PropertyClusterIDLegacy = "id.k8s.io"
+	// PropertyClusterSet names the cluster set the cluster belongs to.
 	PropertyClusterSet = "clusterset.k8s.io"
 )
 
@@ -146,7 +151,7 @@ func (r *Reporter) Report(ctx context.Context) error {
 }
 
 // observe returns the properties to report: the member's ClusterProperties (after
-// setting id.k8s.io and clusterset.k8s.io when absent) and the capacity properties.
+// setting the cluster ID and cluster set properties when absent) and the capacity properties.
 func (r *Reporter) observe(ctx context.Context) (map[string]string, error) {
 	if err := r.ensureWellKnown(ctx); err != nil {
 		return nil, err
@@ -171,21 +176,45 @@ func (r *Reporter) observe(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-// ensureWellKnown creates id.k8s.io (the kube-system namespace UID) and
-// clusterset.k8s.io (the cluster set) on the member when absent; the member's
-// admin may set either, and then the agent leaves them.
+// ensureWellKnown creates the cluster ID properties (cluster.clusterset.k8s.io
+// and id.k8s.io, the kube-system namespace UID) and clusterset.k8s.io (the cluster
+// set) on the member when absent. The member's admin may set any of them, and then
+// the agent leaves them; an ID the admin set under one name is also used for the
+// other, so both always name the same cluster.
 func (r *Reporter) ensureWellKnown(ctx context.Context) error {
-	ks := &corev1.Namespace{}
-	if err := r.Member.Get(ctx, client.ObjectKey{Name: "kube-system"}, ks); err != nil {
-		return fmt.Errorf("reading the kube-system namespace for the cluster ID: %w", err)
+	id, err := r.clusterID(ctx)
+	if err != nil {
+		return err
 	}
-	for name, value := range map[string]string{PropertyClusterID: string(ks.UID), PropertyClusterSet: r.ClusterSet} {
-		p := &aboutv1alpha1.ClusterProperty{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: aboutv1alpha1.ClusterPropertySpec{Value: value}}
-		if err := r.Member.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating ClusterProperty %s: %w", name, err)
+	for _, p := range []struct{ name, value string }{
+		{PropertyClusterID, id}, {PropertyClusterIDLegacy, id}, {PropertyClusterSet, r.ClusterSet},
+	} {
+		prop := &aboutv1alpha1.ClusterProperty{ObjectMeta: metav1.ObjectMeta{Name: p.name}, Spec: aboutv1alpha1.ClusterPropertySpec{Value: p.value}}
+		if err := r.Member.Create(ctx, prop); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ClusterProperty %s: %w", p.name, err)
 		}
 	}
 	return nil
+}
+
+// clusterID is the ID the member already has under either name, or else the UID
+// of its kube-system namespace.
+func (r *Reporter) clusterID(ctx context.Context) (string, error) {
+	for _, name := range []string{PropertyClusterID, PropertyClusterIDLegacy} {
+		prop := &aboutv1alpha1.ClusterProperty{}
+		err := r.Member.Get(ctx, client.ObjectKey{Name: name}, prop)
+		if err == nil && prop.Spec.Value != "" {
+			return prop.Spec.Value, nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("reading ClusterProperty %s: %w", name, err)
+		}
+	}
+	ks := &corev1.Namespace{}
+	if err := r.Member.Get(ctx, client.ObjectKey{Name: "kube-system"}, ks); err != nil {
+		return "", fmt.Errorf("reading the kube-system namespace for the cluster ID: %w", err)
+	}
+	return string(ks.UID), nil
 }
 
 // capacity returns the node count and the allocatable and free CPU and memory of

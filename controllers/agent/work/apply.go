@@ -52,6 +52,22 @@ type result struct {
 	corrected []string
 	// ranOnce is set for a Job that ran and is gone from the member.
 	ranOnce bool
+	// passedFrom names the AppliedWork that placed the object before and let it
+	// go to this Work, undeleted.
+	passedFrom string
+}
+
+// fail sets res's Applied condition False with a message naming the manifest, and
+// returns res.
+func (res *result) fail(reason, format string, args ...any) result {
+	res.condition = appliedCondition(metav1.ConditionFalse, reason, fmt.Sprintf("manifest %d (%s): ", res.id.Ordinal, describe(res.id))+fmt.Sprintf(format, args...))
+	return *res
+}
+
+// succeed sets res's Applied condition True, and returns res.
+func (res *result) succeed(reason, format string, args ...any) result {
+	res.condition = appliedCondition(metav1.ConditionTrue, reason, fmt.Sprintf(format, args...))
+	return *res
 }
 
 // plan is how one Work is applied, from its annotations.
@@ -187,6 +203,18 @@ type applyPass struct {
 	records map[string]*lodestarworkv1alpha1.AppliedResource
 }
 
+// claim marks res's object as named by its manifest; a second manifest naming the
+// same object fails as a duplicate and claims nothing.
+func (pass *applyPass) claim(res *result) bool {
+	if first, dup := pass.seen[res.key]; dup {
+		res.key, res.transient, res.waiting = "", nil, false
+		res.fail(lodestarworkv1alpha1.ReasonDuplicate, "the same object as manifest %d", first)
+		return false
+	}
+	pass.seen[res.key] = res.id.Ordinal
+	return true
+}
+
 // applyPriority orders Namespaces (0) and CRDs (1) before everything else (2).
 func applyPriority(raw []byte) int {
 	u := &unstructured.Unstructured{}
@@ -202,66 +230,114 @@ func applyPriority(raw []byte) int {
 	return 2
 }
 
+// applyOne applies one manifest: prepare it, read what the member has, decide
+// what to do, and do it.
 func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, applied *lodestarworkv1alpha1.AppliedWork, p plan, pass *applyPass) result {
-	res := result{id: workv1alpha1.ResourceIdentifier{Ordinal: ordinal}}
-	fail := func(reason, format string, args ...any) result {
-		res.condition = appliedCondition(metav1.ConditionFalse, reason, fmt.Sprintf("manifest %d (%s): ", ordinal, describe(res.id))+fmt.Sprintf(format, args...))
-		return res
+	res := &result{id: workv1alpha1.ResourceIdentifier{Ordinal: ordinal}}
+	m, ok := r.prepare(ctx, res, raw, p, pass)
+	if !ok {
+		return *res
 	}
-	succeed := func(reason, format string, args ...any) result {
-		res.condition = appliedCondition(metav1.ConditionTrue, reason, fmt.Sprintf(format, args...))
-		return res
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(m.gvk)
+	if err := r.Member.Get(ctx, client.ObjectKeyFromObject(m.obj), existing); apierrors.IsNotFound(err) {
+		existing = nil
+	} else if err != nil {
+		res.transient = err
+		return res.fail(lodestarworkv1alpha1.ReasonApplyFailed, "reading the object on the member: %s", errorMessage(err, m.isSecret))
 	}
+	s := situation{
+		owner:        ownership(existing, applied, m.prev),
+		beingDeleted: existing != nil && !existing.GetDeletionTimestamp().IsZero(),
+		sameManifest: m.prev != nil && m.prev.ManifestHash == m.hash,
+		runsOnce:     runsOnce(m.gvk.GroupKind()),
+		strategy:     p.strategy,
+	}
+	return r.execute(ctx, res, decide(s), m, existing, applied)
+}
 
+// manifest is one manifest of a Work made ready for the member: decoded,
+// validated, mapped to its resource, and allowed by the member's policy.
+type manifest struct {
+	// obj is the object to apply, without what must not be sent.
+	obj  *unstructured.Unstructured
+	gvk  schema.GroupVersionKind
+	hash string
+	// prev is what the agent recorded for the object before, if anything.
+	prev *lodestarworkv1alpha1.AppliedResource
+	// ignored are the fields left to the member's controllers.
+	ignored  []diff.Pointer
+	isSecret bool
+	strategy lodestarworkv1alpha1.ApplyStrategy
+}
+
+// prepare decodes and checks a manifest. When it cannot be applied, res says why
+// and prepare returns false.
+func (r *Reconciler) prepare(ctx context.Context, res *result, raw []byte, p plan, pass *applyPass) (manifest, bool) {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(raw); err != nil {
-		return fail(lodestarworkv1alpha1.ReasonDecodeFailed, "cannot be decoded: %v", err)
+		res.fail(lodestarworkv1alpha1.ReasonDecodeFailed, "cannot be decoded: %v", err)
+		return manifest{}, false
 	}
 	gvk := obj.GroupVersionKind()
 	res.id.Group, res.id.Version, res.id.Kind = gvk.Group, gvk.Version, gvk.Kind
 	res.id.Namespace, res.id.Name = obj.GetNamespace(), obj.GetName()
 	switch {
 	case gvk.Kind == "" || gvk.Version == "":
-		return fail(lodestarworkv1alpha1.ReasonInvalidManifest, "apiVersion and kind are required")
+		res.fail(lodestarworkv1alpha1.ReasonInvalidManifest, "apiVersion and kind are required")
+		return manifest{}, false
 	case obj.GetName() == "" && obj.GetGenerateName() != "":
-		return fail(lodestarworkv1alpha1.ReasonInvalidManifest, "metadata.generateName is not supported: a placed object needs a fixed metadata.name")
+		res.fail(lodestarworkv1alpha1.ReasonInvalidManifest, "metadata.generateName is not supported: a placed object needs a fixed metadata.name")
+		return manifest{}, false
 	case obj.GetName() == "":
-		return fail(lodestarworkv1alpha1.ReasonInvalidManifest, "metadata.name is required")
+		res.fail(lodestarworkv1alpha1.ReasonInvalidManifest, "metadata.name is required")
+		return manifest{}, false
 	}
 
 	mapping, err := r.Member.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		if meta.IsNoMatchError(err) {
-			if crd, ok := p.crds[gvk.GroupKind()]; ok {
-				res.waiting = true
-				return fail(lodestarworkv1alpha1.ReasonWaitingForCRD, "waiting for CustomResourceDefinition %s of this Work to be established", crd)
-			}
-			res.transient = err
-			return fail(lodestarworkv1alpha1.ReasonUnknownKind, "the member does not serve %s; retrying with backoff", gvk)
+		// The object is still known by its name: what the Work wants is known, so
+		// objects of its other, earlier manifests can be cleaned up.
+		res.key = objectKey(gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName())
+		if !pass.claim(res) {
+			return manifest{}, false
 		}
-		res.transient = err
-		return fail(lodestarworkv1alpha1.ReasonApplyFailed, "mapping %s: %v", gvk, err)
+		// Keep what the agent answers for under this name: the kind may be served
+		// again (a CRD being replaced, an API server restarting).
+		res.record = pass.records[res.key].DeepCopy()
+		switch {
+		case !meta.IsNoMatchError(err):
+			res.transient = err
+			res.fail(lodestarworkv1alpha1.ReasonApplyFailed, "mapping %s: %v", gvk, err)
+		case p.crds[gvk.GroupKind()] != "":
+			res.waiting = true
+			res.fail(lodestarworkv1alpha1.ReasonWaitingForCRD, "waiting for CustomResourceDefinition %s of this Work to be established", p.crds[gvk.GroupKind()])
+		default:
+			res.transient = err
+			res.fail(lodestarworkv1alpha1.ReasonUnknownKind, "the member does not serve %s; retrying with backoff", gvk)
+		}
+		return manifest{}, false
 	}
 	res.id.Resource = mapping.Resource.Resource
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		if obj.GetNamespace() == "" {
-			return fail(lodestarworkv1alpha1.ReasonInvalidManifest, "%s is namespaced and needs metadata.namespace", gvk.Kind)
+			res.fail(lodestarworkv1alpha1.ReasonInvalidManifest, "%s is namespaced and needs metadata.namespace", gvk.Kind)
+			return manifest{}, false
 		}
 	} else {
 		obj.SetNamespace("")
 		res.id.Namespace = ""
 	}
 	res.key = objectKey(gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName())
-	if first, dup := pass.seen[res.key]; dup {
-		res.key = ""
-		return fail(lodestarworkv1alpha1.ReasonDuplicate, "the same object as manifest %d", first)
+	if !pass.claim(res) {
+		return manifest{}, false
 	}
-	pass.seen[res.key] = ordinal
 	if r.Policy != nil {
 		// Denied before anything is read or written. The object still counts as
 		// wanted, so a tightened policy never deletes what was applied before.
 		if why := r.Policy.Denied(gvk, obj.GetNamespace(), obj); why != "" {
-			return fail(lodestarworkv1alpha1.ReasonDeniedByPolicy, "%s", why)
+			res.fail(lodestarworkv1alpha1.ReasonDeniedByPolicy, "%s", why)
+			return manifest{}, false
 		}
 	}
 	if r.Watch != nil {
@@ -270,111 +346,102 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 		}
 	}
 	strip(obj)
-	isSecret := gvk.GroupKind() == secretKind
-	strategy := p.strategy
-	hash := manifestHash(obj)
-	prev := pass.records[res.key]
-	ignored := p.ignored(gvk.GroupKind(), obj.GetName())
+	return manifest{
+		obj: obj, gvk: gvk, hash: manifestHash(obj), prev: pass.records[res.key],
+		ignored: p.ignored(gvk.GroupKind(), obj.GetName()), isSecret: gvk.GroupKind() == secretKind, strategy: p.strategy,
+	}, true
+}
+
+// execute carries out the action decide chose for a manifest.
+func (r *Reconciler) execute(ctx context.Context, res *result, a action, m manifest, existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) result {
 	// keep records what the agent answers for when it writes nothing now.
 	keep := func(live *unstructured.Unstructured) {
-		if prev != nil {
-			res.record = prev.DeepCopy()
+		if m.prev != nil {
+			res.record = m.prev.DeepCopy()
 			if live != nil {
 				res.record.UID = live.GetUID()
 			}
 		}
 	}
-	applyAndRecord := func(desired *unstructured.Unstructured) error {
-		if res.live, res.transient = r.apply(ctx, desired, applied); res.transient != nil {
-			return res.transient
-		}
-		res.record = record(res.live, res.id, hash)
-		return nil
-	}
-
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(gvk)
-	err = r.Member.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-	if err != nil && !apierrors.IsNotFound(err) {
-		res.transient = err
-		return fail(lodestarworkv1alpha1.ReasonApplyFailed, "reading the object on the member: %s", errorMessage(err, isSecret))
-	}
-	if apierrors.IsNotFound(err) {
-		existing = nil
-	}
-	// The object is gone although the agent created it from this very manifest:
-	// deleted on the member.
-	deletedOnMember := existing == nil && prev != nil && prev.ManifestHash == hash && strategy.Type != lodestarworkv1alpha1.ApplyReportOnly
-
-	switch owner := ownership(existing, applied, prev); {
-	case owner == ownerThisWork && !existing.GetDeletionTimestamp().IsZero():
-		// Being deleted on the member: nothing is written to it. Once it is gone
-		// the Work is looked at again, as for an object deleted on the member.
+	switch a {
+	case actWaitForDeletion:
+		// Nothing is written to it. Once it is gone the Work is looked at again, as
+		// for an object deleted on the member.
 		keep(existing)
 		res.live, res.waiting = existing, true
-		return succeed(lodestarworkv1alpha1.ReasonApplied, "applied; being deleted on the member, looked at again once it is gone")
-	case deletedOnMember && runsOnce(gvk.GroupKind()):
+		return res.succeed(lodestarworkv1alpha1.ReasonApplied, "applied; being deleted on the member, looked at again once it is gone")
+	case actRanOnce:
 		keep(nil)
 		res.ranOnce = true
-		return succeed(lodestarworkv1alpha1.ReasonRanOnce, "the %s ran and is gone from the member (finished and removed, or deleted there); it is created again only when its manifest changes", gvk.Kind)
-	case deletedOnMember && strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport:
+		return res.succeed(lodestarworkv1alpha1.ReasonRanOnce, "the %s ran and is gone from the member (finished and removed, or deleted there); it is created again only when its manifest changes", m.gvk.Kind)
+	case actLeaveDeleted:
 		keep(nil)
 		res.drift = []string{"(deleted)"}
-		return succeed(lodestarworkv1alpha1.ReasonApplied, "applied; deleted on the member since, and left so (whenDrifted: Report)")
-	case owner == ownerNone && strategy.Type == lodestarworkv1alpha1.ApplyReportOnly:
-		return fail(lodestarworkv1alpha1.ReasonNotFound, "ReportOnly: the object does not exist on the member")
-	case owner == ownerNone:
-		if ns := obj.GetNamespace(); ns != "" {
+		return res.succeed(lodestarworkv1alpha1.ReasonApplied, "applied; deleted on the member since, and left so (whenDrifted: Report)")
+	case actReportMissing:
+		return res.fail(lodestarworkv1alpha1.ReasonNotFound, "ReportOnly: the object does not exist on the member")
+	case actCreate, actRecreate:
+		if ns := m.obj.GetNamespace(); ns != "" {
 			if err := r.ensureNamespace(ctx, ns); err != nil {
 				res.transient = err
-				return fail(lodestarworkv1alpha1.ReasonApplyFailed, "creating namespace %s: %v", ns, err)
+				return res.fail(lodestarworkv1alpha1.ReasonApplyFailed, "creating namespace %s: %v", ns, err)
 			}
 		}
-		if err := applyAndRecord(obj); err != nil {
-			return fail(lodestarworkv1alpha1.ReasonApplyFailed, "%s", errorMessage(err, isSecret))
+		if res.live, res.transient = r.apply(ctx, m.obj, applied); res.transient != nil {
+			return res.fail(lodestarworkv1alpha1.ReasonApplyFailed, "%s", errorMessage(res.transient, m.isSecret))
 		}
-		if deletedOnMember {
+		res.record = record(res.live, res.id, m.hash)
+		if a == actRecreate {
 			res.corrected = []string{"(deleted)"}
-			return succeed(lodestarworkv1alpha1.ReasonApplied, "created again with server-side apply: it had been deleted on the member")
+			return res.succeed(lodestarworkv1alpha1.ReasonApplied, "created again with server-side apply: it had been deleted on the member")
 		}
-		return succeed(lodestarworkv1alpha1.ReasonApplied, "created with server-side apply")
-	case owner == ownerOtherWork:
-		return fail(lodestarworkv1alpha1.ReasonOtherWork, "the object is already placed by another Work (AppliedWork %s); it is left to that Work", otherWork(existing))
-	case strategy.Type == lodestarworkv1alpha1.ApplyReportOnly:
-		return r.report(ctx, &res, withIgnored(obj, existing, ignored), existing, isSecret)
-	case owner == ownerThisWork && strategy.Type == lodestarworkv1alpha1.ApplyCreateOnly:
-		res.live, res.record = existing, record(existing, res.id, hash)
-		return succeed(lodestarworkv1alpha1.ReasonCreateOnlyKept, "CreateOnly: the object exists and is not updated")
-	case owner == ownerThisWork:
-		return r.update(ctx, &res, applied, obj, existing, prev, hash, ignored, strategy, isSecret)
+		return res.succeed(lodestarworkv1alpha1.ReasonApplied, "created with server-side apply")
+	case actConflictOtherWork:
+		// Recorded as waiting: when the other Work lets the object go, it passes it
+		// to this one instead of deleting it.
+		holder := otherWork(existing)
+		res.record = &lodestarworkv1alpha1.AppliedResource{
+			Group: res.id.Group, Version: res.id.Version, Kind: res.id.Kind, Resource: res.id.Resource,
+			Namespace: existing.GetNamespace(), Name: existing.GetName(), UID: existing.GetUID(), WaitingFor: holder,
+		}
+		return res.fail(lodestarworkv1alpha1.ReasonOtherWork, "the object is already placed by another Work (AppliedWork %s); it is left to that Work, and passes to this one when that Work no longer places it", holder)
+	case actReport:
+		return r.report(ctx, res, withIgnored(m.obj, existing, m.ignored), existing, m.isSecret)
+	case actKeep:
+		res.live, res.record = existing, record(existing, res.id, m.hash)
+		return res.succeed(lodestarworkv1alpha1.ReasonCreateOnlyKept, "CreateOnly: the object exists and is not updated")
+	case actUpdate:
+		return r.update(ctx, res, applied, m, existing)
+	case actConflictNotOwned:
+		return res.fail(lodestarworkv1alpha1.ReasonNotOwned, "the object exists on the member and was not created by this Work; it is left untouched (takeover: Never)")
 	}
+	return r.takeOver(ctx, res, m, existing, applied)
+}
 
-	// The object exists and nobody placed it: the takeover policy decides.
-	desired := at(withIgnored(obj, existing, ignored), existing)
-	switch strategy.Takeover {
-	case lodestarworkv1alpha1.TakeoverNever:
-		return fail(lodestarworkv1alpha1.ReasonNotOwned, "the object exists on the member and was not created by this Work; it is left untouched (takeover: Never)")
-	case lodestarworkv1alpha1.TakeoverIfNoDiff:
+// takeOver makes an object nobody placed this Work's, as the takeover policy allows.
+func (r *Reconciler) takeOver(ctx context.Context, res *result, m manifest, existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) result {
+	strategy := m.strategy
+	desired := at(withIgnored(m.obj, existing, m.ignored), existing)
+	if strategy.Takeover == lodestarworkv1alpha1.TakeoverIfNoDiff {
 		paths, err := r.dryRunDiff(ctx, desired, existing)
 		if err != nil {
 			res.transient = err
-			return fail(lodestarworkv1alpha1.ReasonApplyFailed, "comparing with the member's object: %s", errorMessage(err, isSecret))
+			return res.fail(lodestarworkv1alpha1.ReasonApplyFailed, "comparing with the member's object: %s", errorMessage(err, m.isSecret))
 		}
 		if len(paths) > 0 {
-			return fail(lodestarworkv1alpha1.ReasonTakeoverDiff, "the object exists on the member and differs from the manifest at %s; it is left untouched (takeover: IfNoDiff)", strings.Join(paths, ", "))
+			return res.fail(lodestarworkv1alpha1.ReasonTakeoverDiff, "the object exists on the member and differs from the manifest at %s; it is left untouched (takeover: IfNoDiff)", strings.Join(paths, ", "))
 		}
 	}
 	if strategy.Type == lodestarworkv1alpha1.ApplyCreateOnly {
-		if res.live, res.transient = r.adopt(ctx, existing, applied); res.transient == nil {
-			res.record = record(res.live, res.id, hash)
-		}
+		res.live, res.transient = r.adopt(ctx, existing, applied)
 	} else {
-		_ = applyAndRecord(desired)
+		res.live, res.transient = r.apply(ctx, desired, applied)
 	}
 	if res.transient != nil {
-		return fail(lodestarworkv1alpha1.ReasonApplyFailed, "taking over: %s", errorMessage(res.transient, isSecret))
+		return res.fail(lodestarworkv1alpha1.ReasonApplyFailed, "taking over: %s", errorMessage(res.transient, m.isSecret))
 	}
-	return succeed(lodestarworkv1alpha1.ReasonApplied, "taken over (takeover: %s)", strategy.Takeover)
+	res.record = record(res.live, res.id, m.hash)
+	return res.succeed(lodestarworkv1alpha1.ReasonApplied, "taken over (takeover: %s)", strategy.Takeover)
 }
 
 // update brings an object this Work created in line with its manifest. A manifest
@@ -384,14 +451,16 @@ func (r *Reconciler) applyOne(ctx context.Context, ordinal int, raw []byte, appl
 // reported as corrected. Every write is made at the resourceVersion that was read,
 // so that what is reported (and the ignored fields) match what was written; when
 // the object changed in between, it is read again.
-func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarworkv1alpha1.AppliedWork, obj, existing *unstructured.Unstructured, prev *lodestarworkv1alpha1.AppliedResource,
-	hash string, ignored []diff.Pointer, strategy lodestarworkv1alpha1.ApplyStrategy, isSecret bool) result {
+func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarworkv1alpha1.AppliedWork, m manifest, existing *unstructured.Unstructured) result {
+	obj, prev, hash, ignored, strategy := m.obj, m.prev, m.hash, m.ignored, m.strategy
 	changedOnHub := prev == nil || prev.ManifestHash != hash
 	failed := func(what string, err error) result {
 		res.transient = err
-		res.condition = appliedCondition(metav1.ConditionFalse, lodestarworkv1alpha1.ReasonApplyFailed,
-			fmt.Sprintf("manifest %d (%s): %s%s", res.id.Ordinal, describe(res.id), what, errorMessage(err, isSecret)))
-		return *res
+		return res.fail(lodestarworkv1alpha1.ReasonApplyFailed, "%s%s", what, errorMessage(err, m.isSecret))
+	}
+	if prev != nil && prev.WaitingFor != "" {
+		// Another Work placed it and let it go to this one: it was not deleted.
+		res.passedFrom = prev.WaitingFor
 	}
 	var desired *unstructured.Unstructured
 	for attempt := 1; ; attempt++ {
@@ -518,42 +587,6 @@ func ownerReference(applied *lodestarworkv1alpha1.AppliedWork) metav1.OwnerRefer
 	}
 }
 
-type owner int
-
-const (
-	ownerNone owner = iota // the object does not exist
-	ownerThisWork
-	ownerOtherWork
-	ownerForeign // exists, placed by nobody
-)
-
-// ownership tells who placed existing: an AppliedWork owner reference marks an
-// object a Work created. An object whose UID the AppliedWork records is this
-// Work's even without the reference (lost when the AppliedWork was deleted by hand
-// with --cascade=orphan, for example), unless another Work placed it since.
-func ownership(existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork, prev *lodestarworkv1alpha1.AppliedResource) owner {
-	switch {
-	case existing == nil:
-		return ownerNone
-	case ownedBy(existing, applied):
-		return ownerThisWork
-	case otherWork(existing) != "":
-		return ownerOtherWork
-	case prev != nil && prev.UID == existing.GetUID():
-		return ownerThisWork
-	}
-	return ownerForeign
-}
-
-// recordIndex indexes the AppliedWork's records by object key.
-func recordIndex(applied *lodestarworkv1alpha1.AppliedWork) map[string]*lodestarworkv1alpha1.AppliedResource {
-	index := make(map[string]*lodestarworkv1alpha1.AppliedResource, len(applied.Status.AppliedResources))
-	for i := range applied.Status.AppliedResources {
-		index[recordKey(applied.Status.AppliedResources[i])] = &applied.Status.AppliedResources[i]
-	}
-	return index
-}
-
 // manifestHash identifies a manifest's content (after strip): 128 bits of SHA-256
 // of its JSON, whose map keys encoding/json sorts.
 func manifestHash(obj *unstructured.Unstructured) string {
@@ -607,13 +640,6 @@ func ownedBy(obj client.Object, applied *lodestarworkv1alpha1.AppliedWork) bool 
 		}
 	}
 	return false
-}
-
-func record(live *unstructured.Unstructured, id workv1alpha1.ResourceIdentifier, hash string) *lodestarworkv1alpha1.AppliedResource {
-	return &lodestarworkv1alpha1.AppliedResource{
-		Group: id.Group, Version: id.Version, Kind: id.Kind, Resource: id.Resource,
-		Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID(), ManifestHash: hash,
-	}
 }
 
 // errorMessage describes err; for a Secret, only the reason and the field paths

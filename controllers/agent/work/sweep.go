@@ -118,7 +118,8 @@ func (s *Sweeper) check(ctx context.Context, applied *lodestarworkv1alpha1.Appli
 		return nil
 	}
 	log.Info("Removing the objects of a Work missing from the hub for longer than the grace period", "missingSince", since)
-	return s.Reconciler.forget(ctrl.LoggerInto(ctx, log), applied, false, nil)
+	_, err = s.Reconciler.forget(ctrl.LoggerInto(ctx, log), applied, false)
+	return err
 }
 
 // workExists asks the cache, then the hub itself, whether the Work exists.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -38,7 +39,6 @@ import (
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/kube"
-	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
@@ -82,6 +82,7 @@ const (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile applies one Work to the member, or cleans it up when it is deleted.
+// The Work's status is written in one place, when Reconcile returns.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	work := &workv1alpha1.Work{}
 	if err := r.Hub.Get(ctx, req.NamespacedName, work); err != nil {
@@ -89,8 +90,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("work", klog.KObj(work)))
 
+	// status is what this reconcile found, when it has something to say.
+	var status *workv1alpha1.WorkStatus
+	defer func() {
+		if status == nil {
+			return
+		}
+		if err := r.applyWorkStatus(ctx, work, *status); err != nil {
+			result, retErr = ctrl.Result{}, errors.Join(retErr, err)
+		}
+	}()
+
 	if !work.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, work)
+		blocked, err := r.reconcileDelete(ctx, work)
+		if len(blocked) > 0 {
+			status = ptr.To(cleanupBlockedStatus(work, blocked))
+		}
+		return ctrl.Result{}, err
 	}
 	if err := kube.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, true); err != nil {
 		return ctrl.Result{}, err
@@ -99,7 +115,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	p, err := planFor(work)
 	if err != nil {
 		// Not knowing how to write, write nothing; a new Work generation is needed.
-		return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.applyWorkStatus(ctx, work, invalidStrategyStatus(work, err)))
+		status = ptr.To(invalidStrategyStatus(work, err))
+		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	applied, err := r.appliedWork(ctx, work)
 	if err != nil {
@@ -112,25 +129,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// Record what was applied, then remove what the Work no longer asks for.
 	records := mergeRecords(applied.Status.AppliedResources, results)
 	kept, blocked, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, p.orphans(work))
-	st := newWorkStatus(work, results, p, r.Readiness, blocked)
-	defer func() {
-		if err := r.applyWorkStatus(ctx, work, st); err != nil {
-			result, retErr = ctrl.Result{}, errors.Join(retErr, err)
-		}
-	}()
+	status = ptr.To(newWorkStatus(work, results, p, r.Readiness, blocked))
 	if err := r.writeRecords(ctx, applied, kept); err != nil {
 		return ctrl.Result{}, errors.Join(cleanupErr, err)
 	}
 	if err := errors.Join(cleanupErr, transientErrors(results)); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: requeueAfter(results, st, p)}, nil
+	return ctrl.Result{RequeueAfter: requeueAfter(results, *status, p)}, nil
 }
 
 // recordCorrections tells, with an event on the Work and in the log, what the agent
-// set back on the member.
+// set back on the member, and which objects passed to this Work from another.
 func (r *Reconciler) recordCorrections(ctx context.Context, work *workv1alpha1.Work, results []result) {
 	for _, res := range results {
+		if res.passedFrom != "" {
+			what := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
+			ctrl.LoggerFrom(ctx).Info("Took over an object another Work let go", "manifest", what, "from", res.passedFrom)
+			if r.Recorder != nil {
+				r.Recorder.Eventf(work, nil, corev1.EventTypeNormal, lodestarworkv1alpha1.EventOwnershipPassed, "Apply",
+					"%s passed to this Work from AppliedWork %s without being deleted", what, res.passedFrom)
+			}
+		}
 		if len(res.corrected) == 0 {
 			continue
 		}
@@ -166,11 +186,11 @@ func orphans(work *workv1alpha1.Work) bool {
 
 // reconcileDelete removes everything the agent created for the Work (or releases
 // it, when the Work orphans), then the AppliedWork, then releases the Work on the
-// hub. While a member's finalizer holds an object, the Work says so in its
-// CleanupBlocked condition and keeps its finalizer.
-func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Work) error {
+// hub. While objects are held on the member it returns what holds them (for the
+// Work's CleanupBlocked condition), and the Work keeps its finalizer.
+func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Work) ([]held, error) {
 	if !controllerutil.ContainsFinalizer(work, lodestarworkv1alpha1.WorkFinalizer) {
-		return nil
+		return nil, nil
 	}
 	orphan := orphans(work)
 	if p, err := planFor(work); err == nil {
@@ -181,105 +201,34 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Wor
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return fmt.Errorf("reading AppliedWork: %w", err)
+		return nil, fmt.Errorf("reading AppliedWork: %w", err)
 	default:
-		if err := r.forget(ctx, applied, orphan, func(blocked []string) error {
-			return r.applyWorkStatus(ctx, work, cleanupBlockedStatus(work, blocked))
-		}); err != nil {
-			return err
+		if blocked, err := r.forget(ctx, applied, orphan); err != nil {
+			return blocked, err
 		}
 	}
 	if err := kube.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, false); err != nil {
-		return err
+		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Removed the Work's objects from the member", "orphaned", orphan)
-	return nil
+	return nil, nil
 }
 
 // forget removes (or with orphan, releases) every object of an AppliedWork, then
-// the AppliedWork itself. When objects are held on the member, it tells blocked
-// what holds them and returns an error, to be retried.
-func (r *Reconciler) forget(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, orphan bool, blocked func([]string) error) error {
-	kept, holders, cleanupErr := r.removeStale(ctx, applied.Status.AppliedResources, map[string]bool{}, applied, orphan)
+// the AppliedWork itself. While objects are held on the member, it returns what
+// holds them and an error, to be retried.
+func (r *Reconciler) forget(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, orphan bool) ([]held, error) {
+	kept, blocked, cleanupErr := r.removeStale(ctx, applied.Status.AppliedResources, map[string]bool{}, applied, orphan)
 	if err := r.writeRecords(ctx, applied, kept); err != nil || cleanupErr != nil {
-		if len(holders) > 0 && blocked != nil {
-			err = errors.Join(err, blocked(holders))
-		}
-		return errors.Join(cleanupErr, err)
+		return blocked, errors.Join(cleanupErr, err)
 	}
 	if err := kube.SetFinalizer(ctx, r.Member, applied, lodestarworkv1alpha1.AppliedWorkFinalizer, false); err != nil {
-		return fmt.Errorf("releasing AppliedWork: %w", err)
+		return nil, fmt.Errorf("releasing AppliedWork: %w", err)
 	}
 	if err := r.Member.Delete(ctx, applied, client.Preconditions{UID: &applied.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting AppliedWork: %w", err)
+		return nil, fmt.Errorf("deleting AppliedWork: %w", err)
 	}
-	return nil
-}
-
-// appliedWork returns the member's AppliedWork for the Work, creating it if needed.
-func (r *Reconciler) appliedWork(ctx context.Context, work *workv1alpha1.Work) (*lodestarworkv1alpha1.AppliedWork, error) {
-	applied := &lodestarworkv1alpha1.AppliedWork{}
-	err := r.Member.Get(ctx, client.ObjectKey{Name: appliedWorkName(work)}, applied)
-	if err == nil {
-		if !applied.DeletionTimestamp.IsZero() {
-			// Deleted by hand on the member. The finalizer keeps it, and with it the
-			// objects that name it as their owner, while the Work lives.
-			ctrl.LoggerFrom(ctx).Info("The AppliedWork was deleted on the member; it is kept while the Work exists")
-			if r.Recorder != nil {
-				r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, lodestarworkv1alpha1.EventAppliedWorkDeleted, "Apply",
-					"the AppliedWork %s was deleted on the member; it is kept (finalizer %s) while this Work exists, so the placed objects stay", applied.Name, lodestarworkv1alpha1.AppliedWorkFinalizer)
-			}
-		}
-		if err := kube.SetFinalizer(ctx, r.Member, applied, lodestarworkv1alpha1.AppliedWorkFinalizer, true); err != nil {
-			return nil, fmt.Errorf("protecting AppliedWork: %w", err)
-		}
-		return applied, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading AppliedWork: %w", err)
-	}
-	applied = &lodestarworkv1alpha1.AppliedWork{
-		ObjectMeta: metav1.ObjectMeta{Name: appliedWorkName(work), Finalizers: []string{lodestarworkv1alpha1.AppliedWorkFinalizer}},
-		Spec:       lodestarworkv1alpha1.AppliedWorkSpec{WorkNamespace: work.Namespace, WorkName: work.Name},
-	}
-	if err := r.Member.Create(ctx, applied); err != nil {
-		return nil, fmt.Errorf("creating AppliedWork: %w", err)
-	}
-	return applied, nil
-}
-
-// writeRecords stores the list of objects the agent answers for, when it changed.
-func (r *Reconciler) writeRecords(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, records []lodestarworkv1alpha1.AppliedResource) error {
-	if equalRecords(applied.Status.AppliedResources, records) {
-		return nil
-	}
-	base := applied.DeepCopy()
-	applied.Status.AppliedResources = records
-	if err := r.Member.Status().Patch(ctx, applied, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("recording applied objects: %w", err)
-	}
-	return nil
-}
-
-// appliedWorkName is the name of a Work's AppliedWork on the member.
-func appliedWorkName(work *workv1alpha1.Work) string {
-	return names.AppliedWork(work.Namespace, work.Name)
-}
-
-// workFor names the Work of an AppliedWork of the agent's hub namespace; false for
-// another namespace's.
-func (r *Reconciler) workFor(ctx context.Context, workNamespace, appliedName string) (string, bool) {
-	if name, ok := strings.CutPrefix(appliedName, workNamespace+"."); ok && names.AppliedWork(workNamespace, name) == appliedName {
-		return name, true
-	}
-	if !names.IsShortened(appliedName) {
-		return "", false
-	}
-	applied := &lodestarworkv1alpha1.AppliedWork{}
-	if err := r.Member.Get(ctx, client.ObjectKey{Name: appliedName}, applied); err != nil || applied.Spec.WorkNamespace != workNamespace {
-		return "", false
-	}
-	return applied.Spec.WorkName, true
+	return nil, nil
 }
 
 // maxRetryDelay caps the backoff of a failing Work: a status that could not be

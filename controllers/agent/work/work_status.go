@@ -35,7 +35,7 @@ const (
 
 // newWorkStatus computes the Work's status from the results of applying its
 // manifests, keeping the transition times of conditions that did not change.
-func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *readiness.Checker, blocked []string) workv1alpha1.WorkStatus {
+func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *readiness.Checker, blocked []held) workv1alpha1.WorkStatus {
 	gen := work.Generation
 	previous := map[int][]metav1.Condition{}
 	for _, mc := range work.Status.ManifestConditions {
@@ -131,17 +131,25 @@ func driftCondition(res result) metav1.Condition {
 	return metav1.Condition{Type: lodestarworkv1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInSync, Message: "the member's object matches the manifest"}
 }
 
-// cleanupBlocked is the Work's CleanupBlocked condition for the objects that are
-// held on the member.
-func cleanupBlocked(blocked []string) metav1.Condition {
-	return summary(lodestarworkv1alpha1.ConditionCleanupBlocked, true, lodestarworkv1alpha1.ReasonWaitingOnMember, "",
-		fmt.Sprintf("%d objects are being deleted on the member and held there; the Work keeps its finalizer until they are gone, or until its deletion policy is Orphan (annotation %s: %s)",
-			len(blocked), lodestarworkv1alpha1.DeletionPolicyAnnotation, lodestarworkv1alpha1.DeletionPolicyOrphan), "", blocked)
+// cleanupBlocked is the Work's CleanupBlocked condition for the objects whose
+// removal is held on the member. Its reason is the first object's.
+func cleanupBlocked(blocked []held) metav1.Condition {
+	what := make([]string, len(blocked))
+	for i, h := range blocked {
+		what[i] = h.what
+	}
+	msg := fmt.Sprintf("%d objects are being deleted on the member and held there", len(blocked))
+	if blocked[0].reason == lodestarworkv1alpha1.ReasonKindNotServed {
+		msg = fmt.Sprintf("%d objects to remove are of a kind the member does not serve now, so the agent cannot look them up; they are kept in the AppliedWork until the kind is served again", len(blocked))
+	}
+	return summary(lodestarworkv1alpha1.ConditionCleanupBlocked, true, blocked[0].reason, "",
+		msg+fmt.Sprintf("; the Work keeps its finalizer until they are gone, or until its deletion policy is Orphan (annotation %s: %s)",
+			lodestarworkv1alpha1.DeletionPolicyAnnotation, lodestarworkv1alpha1.DeletionPolicyOrphan), "", what)
 }
 
 // cleanupBlockedStatus is the status of a deleted Work whose objects are held on
 // the member: its other conditions as they were, with CleanupBlocked.
-func cleanupBlockedStatus(work *workv1alpha1.Work, blocked []string) workv1alpha1.WorkStatus {
+func cleanupBlockedStatus(work *workv1alpha1.Work, blocked []held) workv1alpha1.WorkStatus {
 	return workv1alpha1.WorkStatus{
 		Conditions:         workConditions(work, []metav1.Condition{cleanupBlocked(blocked)}),
 		ManifestConditions: work.Status.ManifestConditions,
@@ -280,5 +288,25 @@ func (r *Reconciler) applyWorkStatus(ctx context.Context, work *workv1alpha1.Wor
 		return nil // Nothing would change: no write to the hub.
 	}
 	patch := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: work.Name, Namespace: work.Namespace}, Status: st}
-	return kube.ApplyStatus(ctx, r.Hub, patch, FieldManager)
+	return kube.ApplyStatusWith(ctx, r.Hub, patch, FieldManager, withOrdinals)
+}
+
+// withOrdinals writes every manifest condition's identifier.ordinal, 0 included:
+// the work-api type omits a zero ordinal, and upstream's newer CRD requires it.
+func withOrdinals(status map[string]any) {
+	mcs, _ := status["manifestConditions"].([]any)
+	for _, mc := range mcs {
+		m, ok := mc.(map[string]any)
+		if !ok {
+			continue
+		}
+		id, ok := m["identifier"].(map[string]any)
+		if !ok {
+			id = map[string]any{}
+			m["identifier"] = id
+		}
+		if _, ok := id["ordinal"]; !ok {
+			id["ordinal"] = int64(0)
+		}
+	}
 }

@@ -35,6 +35,10 @@ import (
 // Name is the cleanup controller's event source.
 const Name = "lodestar-clustercleanup"
 
+// EventMemberCleanupAbandoned is the event on a deleted ClusterProfile when the hub
+// gives up waiting for its unreachable agent to clean the member.
+const EventMemberCleanupAbandoned = "MemberCleanupAbandoned"
+
 // DefaultGracePeriod is how long the hub waits for an unreachable agent to
 // remove what it placed before it gives up on the member and cleans the hub side.
 const DefaultGracePeriod = 10 * time.Minute
@@ -56,8 +60,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile keeps the cleanup finalizer on managed ClusterProfiles and does the
-// cleanup once one is deleted.
+// Reconcile keeps the cleanup finalizer and the Work namespace label on managed
+// ClusterProfiles and does the cleanup once one is deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	profile := &cpv1alpha1.ClusterProfile{}
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
@@ -67,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if profile.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, kube.SetFinalizer(ctx, r.Client, profile, placementv1alpha1.ClusterCleanupFinalizer, true)
+		return ctrl.Result{}, r.markManaged(ctx, profile)
 	}
 	if !controllerutil.ContainsFinalizer(profile, placementv1alpha1.ClusterCleanupFinalizer) {
 		return ctrl.Result{}, nil
@@ -96,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 		if giveUp {
-			r.Recorder.Eventf(profile, nil, corev1.EventTypeWarning, "MemberCleanupAbandoned", "Cleanup",
+			r.Recorder.Eventf(profile, nil, corev1.EventTypeWarning, EventMemberCleanupAbandoned, "Cleanup",
 				"the agent has been unreachable for more than %s: %d Works removed from the hub only; the member keeps their objects", r.GracePeriod, len(works.Items))
 			log.Info("Gave up on an unreachable agent's cleanup; the member keeps its objects", "works", len(works.Items))
 			return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -175,4 +179,24 @@ func (r *Reconciler) profileOfWork(ctx context.Context, w client.Object) []recon
 		}
 	}
 	return out
+}
+
+// markManaged gives a living ClusterProfile the cleanup finalizer and the label
+// naming its Work namespace (placementv1alpha1.WorkNamespaceLabel), in one patch
+// when either is missing.
+func (r *Reconciler) markManaged(ctx context.Context, profile *cpv1alpha1.ClusterProfile) error {
+	ns := names.ClusterNamespace(profile.Name)
+	if controllerutil.ContainsFinalizer(profile, placementv1alpha1.ClusterCleanupFinalizer) && profile.Labels[placementv1alpha1.WorkNamespaceLabel] == ns {
+		return nil
+	}
+	base := profile.DeepCopy()
+	controllerutil.AddFinalizer(profile, placementv1alpha1.ClusterCleanupFinalizer)
+	if profile.Labels == nil {
+		profile.Labels = map[string]string{}
+	}
+	profile.Labels[placementv1alpha1.WorkNamespaceLabel] = ns
+	if err := r.Client.Patch(ctx, profile, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("marking ClusterProfile %s managed: %w", client.ObjectKeyFromObject(profile), err)
+	}
+	return nil
 }

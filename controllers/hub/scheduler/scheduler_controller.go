@@ -40,8 +40,9 @@ import (
 )
 
 const (
-	// Name is the scheduler's name: its field owner, event source and the
-	// schedulerName of the PlacementDecisions it writes.
+	// Name is the scheduler's field owner and event source. The PlacementDecisions
+	// it writes carry the Placement's spec.schedulerName
+	// (placementv1alpha1.DefaultSchedulerName), as the standard asks.
 	Name = "lodestar-scheduler"
 
 	// ClusterManagerName is the spec.clusterManager.name of the ClusterProfiles
@@ -336,7 +337,7 @@ func (r *Reconciler) writeDecisions(ctx context.Context, placement *placementv1a
 			pd.Labels[cpv1alpha1.DecisionKeyLabel] = key
 			pd.Labels[cpv1alpha1.DecisionIndexLabel] = strconv.Itoa(i)
 			pd.Labels[placementv1alpha1.PlacementNameLabel] = key
-			pd.SchedulerName = Name
+			pd.SchedulerName = placementv1alpha1.DefaultSchedulerName
 			pd.Decisions = make([]cpv1alpha1.ClusterDecision, 0, len(slice))
 			for _, c := range slice {
 				pd.Decisions = append(pd.Decisions, cpv1alpha1.ClusterDecision{

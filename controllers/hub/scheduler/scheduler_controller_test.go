@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,11 @@ var hubCP *testenv.ControlPlane
 const clusterSet = "scheduler-test-set"
 
 func TestMain(m *testing.M) {
+	// The package's Gomega defaults, sized for a busy CI machine.
+	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
+	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
+	SetDefaultConsistentlyDuration(testenv.ConsistentlyDuration)
+	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
 	os.Exit(testenv.RunWithHub(m, hub.NewScheme(), startScheduler))
 }
 
@@ -79,6 +85,27 @@ func placement(ns string, selector *metav1.LabelSelector) *placementv1alpha1.Pla
 	}
 }
 
+// update changes obj on the hub with mutate, read afresh and again on a conflict:
+// the scheduler writes Placements' status, and other tests' writes may race too.
+func update[T client.Object](t *testing.T, obj T, mutate func(T)) {
+	t.Helper()
+	NewWithT(t).Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return hubCP.Client.Update(t.Context(), obj)
+	})).To(Succeed())
+}
+
+// reportHealthy writes the ClusterProfile's health as the cluster health
+// controller reports a cluster whose agent is there.
+func reportHealthy(t *testing.T, cp *cpv1alpha1.ClusterProfile) {
+	t.Helper()
+	cp.Status.Conditions = []metav1.Condition{{Type: placementv1alpha1.ControlPlaneHealthyCondition, Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now()}}
+	NewWithT(t).Expect(hubCP.Client.Status().Update(t.Context(), cp)).To(Succeed())
+}
+
 // slices returns the number of clusters in each PlacementDecision slice of p, by
 // the slice's index label.
 func slices(g Gomega, t *testing.T, p *placementv1alpha1.Placement) map[int]int {
@@ -90,7 +117,8 @@ func slices(g Gomega, t *testing.T, p *placementv1alpha1.Placement) map[int]int 
 		idx, err := strconv.Atoi(pd.Labels[cpv1alpha1.DecisionIndexLabel])
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pd.Labels).To(HaveKeyWithValue(cpv1alpha1.DecisionKeyLabel, p.Name))
-		g.Expect(pd.SchedulerName).To(Equal(scheduler.Name))
+		g.Expect(pd.SchedulerName).To(Equal(p.Spec.SchedulerName), "the Placement's schedulerName (defaulted by the API server)")
+		g.Expect(pd.SchedulerName).To(Equal(placementv1alpha1.DefaultSchedulerName))
 		g.Expect(metav1.IsControlledBy(&pd, p)).To(BeTrue())
 		out[idx] = len(pd.Decisions)
 	}
@@ -114,6 +142,7 @@ func TestDecisionSlices(t *testing.T) {
 			Spec: cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
 		}
 		g.Expect(hubCP.Client.Create(ctx, cp)).To(Succeed())
+		reportHealthy(t, cp)
 	}
 	// A profile another cluster manager owns is never scheduled.
 	g.Expect(hubCP.Client.Create(ctx, &cpv1alpha1.ClusterProfile{
@@ -134,9 +163,7 @@ func TestDecisionSlices(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(time.Minute).Should(Succeed())
 
-	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-	p.Spec.ClusterSelector.MatchLabels["tier"] = "small"
-	g.Expect(hubCP.Client.Update(ctx, p)).To(Succeed())
+	update(t, p, func(p *placementv1alpha1.Placement) { p.Spec.ClusterSelector.MatchLabels["tier"] = "small" })
 	g.Eventually(func(g Gomega) {
 		g.Expect(slices(g, t, p)).To(Equal(map[int]int{0: 30}))
 	}).WithTimeout(time.Minute).Should(Succeed())

@@ -1,0 +1,228 @@
+// Package crdrules checks every validation rule (x-kubernetes-validations) of the
+// CRDs Lodestar ships against a real API server, and guards that none is left
+// without a case here: a rule added to config/crd without a case fails
+// TestEveryRuleHasACase.
+package crdrules
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/config"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// The API groups whose CRDs config/crd ships.
+var groups = []string{"placement.lodestar.dev", "work.lodestar.dev", "multicluster.x-k8s.io", "about.k8s.io"}
+
+var apiServer *testenv.ControlPlane
+
+// TestMain starts one API server serving every CRD Lodestar ships (hub and member).
+func TestMain(m *testing.M) {
+	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
+	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
+	scheme := hub.NewScheme()
+	if err := lodestarworkv1alpha1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	os.Exit(testenv.RunWithHub(m, scheme, func(cp *testenv.ControlPlane) (func(), error) {
+		apiServer = cp
+		crds, err := config.MemberCRDs()
+		if err != nil {
+			return nil, err
+		}
+		_, err = envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{CRDs: crds})
+		return nil, err
+	}))
+}
+
+// ruleCase breaks one rule: write makes the write the rule must refuse, and
+// message is the rule's message.
+type ruleCase struct {
+	message string
+	write   func(ctx context.Context, c client.Client, ns string) error
+}
+
+// placementWith creates a Placement changed by mutate.
+func placementWith(mutate func(*placementv1alpha1.PlacementSpec)) func(context.Context, client.Client, string) error {
+	return func(ctx context.Context, c client.Client, ns string) error {
+		p := &placementv1alpha1.Placement{
+			ObjectMeta: metav1.ObjectMeta{Name: "p-" + rand.String(5), Namespace: ns},
+			Spec: placementv1alpha1.PlacementSpec{
+				ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "web"}},
+				ClusterSelector:   &metav1.LabelSelector{},
+			},
+		}
+		mutate(&p.Spec)
+		return c.Create(ctx, p)
+	}
+}
+
+// feedback creates a Placement with one status feedback rule.
+func feedback(rule lodestarworkv1alpha1.FeedbackRule) func(context.Context, client.Client, string) error {
+	return placementWith(func(s *placementv1alpha1.PlacementSpec) { s.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{rule} })
+}
+
+// createThenUpdate creates obj, then updates it changed by mutate.
+func createThenUpdate[T client.Object](obj T, mutate func(T)) func(context.Context, client.Client, string) error {
+	return func(ctx context.Context, c client.Client, ns string) error {
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating the valid object first: %w", err)
+		}
+		mutate(obj)
+		return c.Update(ctx, obj)
+	}
+}
+
+var cases = []ruleCase{
+	{"name and labelSelector are mutually exclusive", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.ResourceSelectors[0].LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+	})},
+	{"schedulerName is immutable", func(ctx context.Context, c client.Client, ns string) error {
+		p := &placementv1alpha1.Placement{
+			ObjectMeta: metav1.ObjectMeta{Name: "p-" + rand.String(5), Namespace: ns},
+			Spec:       placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}}},
+		}
+		return createThenUpdate(p, func(p *placementv1alpha1.Placement) { p.Spec.SchedulerName = "acme" })(ctx, c, ns)
+	}},
+	{"exactly one of expression and propertySort must be set", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.NumberOfClusters = ptr.To[int32](1)
+		s.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1", PropertySort: &placementv1alpha1.PropertySort{Name: "x"}}}
+	})},
+	{"cpu must be a quantity, for example 500m or 4", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "fast"}
+	})},
+	{"memory must be a quantity, for example 512Mi or 8Gi", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.RequiredCapacity = &placementv1alpha1.Capacity{Memory: "lots"}
+	})},
+	{"a toleration with operator Exists takes no value", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Operator: placementv1alpha1.TolerationExists, Value: "v"}}
+	})},
+	{"an empty key needs operator Exists", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Tolerations = []placementv1alpha1.Toleration{{Value: "v"}}
+	})},
+	{"tolerationSeconds applies to effect NoExecute only", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Value: "v", TolerationSeconds: ptr.To[int64](5)}}
+	})},
+	{"preferences need numberOfClusters", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1"}}
+	})},
+	{"topologySpread needs numberOfClusters", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone"}
+	})},
+	{"numberOfClusters cannot exceed the number of clusterNames", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.ClusterNames, s.NumberOfClusters = []string{"a"}, ptr.To[int32](2)
+	})},
+	{"exactly one of jsonPath and cel must be set", feedback(lodestarworkv1alpha1.FeedbackRule{Kind: "ConfigMap",
+		Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "n", JSONPath: ".data.a", CEL: "self.data.a"}}})},
+	{"exactly one of fields and wholeStatus must be set", feedback(lodestarworkv1alpha1.FeedbackRule{Kind: "ConfigMap"})},
+	{"status feedback is never collected from Secrets", feedback(lodestarworkv1alpha1.FeedbackRule{Kind: "Secret", WholeStatus: true})},
+	{"workName is immutable", func(ctx context.Context, c client.Client, _ string) error {
+		aw := &lodestarworkv1alpha1.AppliedWork{ObjectMeta: metav1.ObjectMeta{Name: "aw-" + rand.String(5)},
+			Spec: lodestarworkv1alpha1.AppliedWorkSpec{WorkNamespace: "lodestar-cluster-a", WorkName: "w"}}
+		return createThenUpdate(aw, func(aw *lodestarworkv1alpha1.AppliedWork) { aw.Spec.WorkName = "other" })(ctx, c, "")
+	}},
+	{"workNamespace is immutable", func(ctx context.Context, c client.Client, _ string) error {
+		aw := &lodestarworkv1alpha1.AppliedWork{ObjectMeta: metav1.ObjectMeta{Name: "aw-" + rand.String(5)},
+			Spec: lodestarworkv1alpha1.AppliedWorkSpec{WorkNamespace: "lodestar-cluster-a", WorkName: "w"}}
+		return createThenUpdate(aw, func(aw *lodestarworkv1alpha1.AppliedWork) { aw.Spec.WorkNamespace = "lodestar-cluster-b" })(ctx, c, "")
+	}},
+	{"ClusterManager is immutable", func(ctx context.Context, c client.Client, ns string) error {
+		cp := &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: "c-" + rand.String(5), Namespace: ns},
+			Spec: cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: "someone"}}}
+		return createThenUpdate(cp, func(cp *cpv1alpha1.ClusterProfile) { cp.Spec.ClusterManager.Name = "someone-else" })(ctx, c, ns)
+	}},
+}
+
+// Each case's write is refused by the API server with its rule's message.
+func TestRulesRefuse(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.message, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rules-" + rand.String(6)}}
+			g.Expect(apiServer.Client.Create(t.Context(), ns)).To(Succeed())
+			err := tc.write(t.Context(), apiServer.Client, ns.Name)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tc.message))
+		})
+	}
+}
+
+// The guard: every rule in config/crd has a case above, and every case a rule.
+func TestEveryRuleHasACase(t *testing.T) {
+	g := NewWithT(t)
+	crds, err := config.CRDs(groups...)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(crds).NotTo(BeEmpty())
+	shipped := map[string]string{}
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if v.Schema != nil {
+				collect(shipped, crd.Name+" "+v.Name, v.Schema.OpenAPIV3Schema)
+			}
+		}
+	}
+	g.Expect(shipped).NotTo(BeEmpty())
+	covered := map[string]bool{}
+	for _, tc := range cases {
+		covered[tc.message] = true
+		g.Expect(shipped).To(HaveKey(tc.message), "a case for a rule config/crd no longer has")
+	}
+	var missing []string
+	for msg, where := range shipped {
+		if !covered[msg] {
+			missing = append(missing, fmt.Sprintf("%s (%s)", msg, where))
+		}
+	}
+	sort.Strings(missing)
+	g.Expect(missing).To(BeEmpty(), "CRD validation rules without a case in test/crdrules")
+}
+
+// collect adds the message (or, without one, the rule) of every validation rule
+// in schema and below it.
+func collect(out map[string]string, where string, schema *apiextensionsv1.JSONSchemaProps) {
+	if schema == nil {
+		return
+	}
+	for _, v := range schema.XValidations {
+		msg := v.Message
+		if msg == "" {
+			msg = v.Rule
+		}
+		out[msg] = where
+	}
+	for name, p := range schema.Properties {
+		collect(out, where+"."+name, &p)
+	}
+	if schema.Items != nil {
+		collect(out, where+"[]", schema.Items.Schema)
+		for i := range schema.Items.JSONSchemas {
+			collect(out, where+"[]", &schema.Items.JSONSchemas[i])
+		}
+	}
+	if schema.AdditionalProperties != nil {
+		collect(out, where+"{}", schema.AdditionalProperties.Schema)
+	}
+	for _, list := range [][]apiextensionsv1.JSONSchemaProps{schema.AllOf, schema.AnyOf, schema.OneOf} {
+		for i := range list {
+			collect(out, where, &list[i])
+		}
+	}
+}
