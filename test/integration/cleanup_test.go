@@ -40,10 +40,11 @@ func release(t *testing.T, cluster string, key client.ObjectKey) {
 	}).Should(Succeed())
 }
 
-func workCondition(g Gomega, w *workv1alpha1.Work, t string) *metav1.Condition {
+// cleanupBlockedCondition is the Work's CleanupBlocked condition as the hub has it.
+func cleanupBlockedCondition(g Gomega, w *workv1alpha1.Work) *metav1.Condition {
 	got := &workv1alpha1.Work{}
 	g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKeyFromObject(w), got)).To(Succeed())
-	return meta.FindStatusCondition(got.Status.Conditions, t)
+	return meta.FindStatusCondition(got.Status.Conditions, lodestarworkv1alpha1.ConditionCleanupBlocked)
 }
 
 // An object held on the member by someone else's finalizer is visible on the hub
@@ -62,7 +63,7 @@ func TestBlockedCleanupIsVisibleAndCanBeGivenUp(t *testing.T) {
 	// A manifest removed: its object is deleted, and held.
 	g.Expect(updateOnHub(w, func(w *workv1alpha1.Work) { w.Spec.Workload.Manifests = w.Spec.Workload.Manifests[1:] })).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := workCondition(g, w, lodestarworkv1alpha1.ConditionCleanupBlocked)
+		c := cleanupBlockedCondition(g, w)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("ConfigMap " + ns + "/held (finalizers " + holdFinalizer + ")"))
@@ -74,7 +75,7 @@ func TestBlockedCleanupIsVisibleAndCanBeGivenUp(t *testing.T) {
 	// The member lets go: the condition goes with the object.
 	release(t, member2, heldKey)
 	g.Eventually(func(g Gomega) {
-		g.Expect(workCondition(g, w, lodestarworkv1alpha1.ConditionCleanupBlocked)).To(BeNil())
+		g.Expect(cleanupBlockedCondition(g, w)).To(BeNil())
 		g.Expect(apierrors.IsNotFound(member.Get(ctx, heldKey, &corev1.ConfigMap{}))).To(BeTrue())
 	}).Should(Succeed())
 
@@ -82,7 +83,7 @@ func TestBlockedCleanupIsVisibleAndCanBeGivenUp(t *testing.T) {
 	hold(t, member2, freeKey)
 	g.Expect(hubCP.Client.Delete(ctx, w)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := workCondition(g, w, lodestarworkv1alpha1.ConditionCleanupBlocked)
+		c := cleanupBlockedCondition(g, w)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Message).To(ContainSubstring(holdFinalizer))
 	}).Should(Succeed())

@@ -117,7 +117,7 @@ func TestManifestsReplacedByAnUnservedKind(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "old"}, &corev1.ConfigMap{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the old manifest's object is removed, got %v", err)
-		g.Expect(workCondition(g, w, lodestarworkv1alpha1.ConditionCleanupBlocked)).To(BeNil())
+		g.Expect(cleanupBlockedCondition(g, w)).To(BeNil())
 	}).Should(Succeed())
 }
 
@@ -162,7 +162,7 @@ func TestRecordOfARemovedCRDIsForgotten(t *testing.T) {
 		w.Spec.Workload.Manifests = w.Spec.Workload.Manifests[1:]
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(workCondition(g, w, lodestarworkv1alpha1.ConditionCleanupBlocked)).To(BeNil())
+		g.Expect(cleanupBlockedCondition(g, w)).To(BeNil())
 		applied := &lodestarworkv1alpha1.AppliedWork{}
 		g.Expect(member.Get(ctx, client.ObjectKey{Name: names.AppliedWork(w.Namespace, w.Name)}, applied)).To(Succeed())
 		g.Expect(applied.Status.AppliedResources).To(ConsistOf(HaveField("Name", "plain")), "the widget is no longer recorded")

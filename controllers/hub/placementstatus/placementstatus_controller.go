@@ -1,4 +1,4 @@
-// Package status folds the status the agents report on Works into the status of
+// Package placementstatus folds the status the agents report on Works into the status of
 // their Placement: per cluster, counted, and as the Applied condition.
 package placementstatus
 
