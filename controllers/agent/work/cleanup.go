@@ -83,6 +83,10 @@ func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.App
 	case !ownedBy(obj, applied) && otherWork(obj) != "":
 		log.Info("Not deleting an object that another Work placed")
 		return nil, nil
+	case rec.WaitingFor != "" && !ownedBy(obj, applied):
+		// Waited for, never placed by this Work (its holder orphaned it, say).
+		log.Info("Not deleting an object this Work only waited for")
+		return nil, nil
 	case !obj.GetDeletionTimestamp().IsZero() && !orphan:
 		return &held{what: deletionHolder(rec, obj), reason: lodestarworkv1alpha1.ReasonWaitingOnMember}, nil
 	}

@@ -66,7 +66,8 @@ const (
 // ownership tells who placed existing: an AppliedWork owner reference marks an
 // object a Work created. An object whose UID the AppliedWork records is this
 // Work's even without the reference (lost when the AppliedWork was deleted by hand
-// with --cascade=orphan, for example), unless another Work placed it since.
+// with --cascade=orphan, for example), unless another Work placed it since; so is
+// one it waited for and that its holder released (orphaned) without passing it on.
 func ownership(existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork, prev *lodestarworkv1alpha1.AppliedResource) owner {
 	switch {
 	case existing == nil:
