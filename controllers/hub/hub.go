@@ -31,8 +31,13 @@ const DefaultWorkers = 4
 
 // Options configure the hub controllers.
 type Options struct {
-	// ClusterSetNamespaces are the namespaces whose ClusterProfiles are scheduled.
+	// ClusterSetNamespaces are the cluster sets the hub manages: the namespaces
+	// whose ClusterProfiles get health and cleanup. ClusterProfiles elsewhere are
+	// never acted on.
 	ClusterSetNamespaces []string
+	// DefaultClusterSets are the cluster sets of namespaces that name none
+	// (default: ClusterSetNamespaces).
+	DefaultClusterSets []string
 	// Workers is how many Placements each controller reconciles at once.
 	Workers int
 	// LeaseGracePeriod is how long after its Lease expires an agent still counts
@@ -79,6 +84,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if len(opts.ClusterSetNamespaces) == 0 {
 		opts.ClusterSetNamespaces = []string{scheduler.DefaultClusterSetNamespace}
 	}
+	if len(opts.DefaultClusterSets) == 0 {
+		opts.DefaultClusterSets = opts.ClusterSetNamespaces
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
 	}
@@ -86,10 +94,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := (&scheduler.Reconciler{
-		Client:               mgr.GetClient(),
-		Recorder:             mgr.GetEventRecorder(scheduler.Name),
-		ClusterSetNamespaces: opts.ClusterSetNamespaces,
-		Workers:              opts.Workers,
+		Client:             mgr.GetClient(),
+		Recorder:           mgr.GetEventRecorder(scheduler.Name),
+		DefaultClusterSets: opts.DefaultClusterSets,
+		Workers:            opts.Workers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
@@ -99,18 +107,23 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Mapper:   mgr.GetRESTMapper(),
 		Recorder: mgr.GetEventRecorder(workgenerator.Name),
 		Workers:  opts.Workers,
+
+		DefaultClusterSets: opts.DefaultClusterSets,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the work generator: %w", err)
 	}
-	if err := (&clusterhealth.Reconciler{Client: mgr.GetClient(), GracePeriod: opts.LeaseGracePeriod, Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+	if err := (&clusterhealth.Reconciler{
+		Client: mgr.GetClient(), GracePeriod: opts.LeaseGracePeriod, Workers: opts.Workers, ClusterSetNamespaces: opts.ClusterSetNamespaces,
+	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster health controller: %w", err)
 	}
 	if err := (&clustercleanup.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clustercleanup.Name), GracePeriod: opts.CleanupGracePeriod,
+		ClusterSetNamespaces: opts.ClusterSetNamespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster cleanup controller: %w", err)
 	}
-	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, DefaultClusterSets: opts.DefaultClusterSets}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -99,8 +100,63 @@ func stripServiceAllocations(svc *unstructured.Unstructured) {
 	}
 }
 
+// MaxManifestBytes bounds the rendered manifests of one Work. etcd refuses objects
+// over 1.5 MiB, and the agent adds the Work's status (up to 64 KiB of feedback
+// and the conditions of every manifest): a Work stays well below.
+const MaxManifestBytes = 768 << 10
+
+// TooLargeError says that the rendered manifests exceed MaxManifestBytes.
+type TooLargeError struct {
+	Size    int
+	Largest []string
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the selected objects render to %d KiB, more than a Work may carry (%d KiB); the largest: %s",
+		e.Size>>10, MaxManifestBytes>>10, strings.Join(e.Largest, ", "))
+}
+
+// hubOnlyKinds are kinds whose objects belong to the cluster they are in.
+var hubOnlyKinds = map[schema.GroupKind]string{
+	{Kind: "Event"}:                                    "Events are the hub's own records",
+	{Group: "events.k8s.io", Kind: "Event"}:            "Events are the hub's own records",
+	{Kind: "Pod"}:                                      "Pods run where they are created; place a Deployment, StatefulSet or Job instead",
+	{Group: "coordination.k8s.io", Kind: "Lease"}:      "Leases belong to the controllers of the cluster they are in",
+	{Group: "apps", Kind: "ControllerRevision"}:        "ControllerRevisions belong to their controller on the hub",
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}: "EndpointSlices are made by each cluster for its own Services",
+}
+
+// HubOnlyKind says why objects of kind gk are never placed, or "" when they may be.
+func HubOnlyKind(gk schema.GroupKind) string {
+	return hubOnlyKinds[gk]
+}
+
+// HubOwned says why obj belongs to the hub and is never placed, or "" when it may
+// be: an object another object controls (a Deployment's ReplicaSets, say), the
+// kube-root-ca.crt ConfigMap and the default ServiceAccount every namespace gets,
+// and ServiceAccount token Secrets.
+func HubOwned(obj *unstructured.Unstructured) string {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			return fmt.Sprintf("controlled by %s %s on the hub", ref.Kind, ref.Name)
+		}
+	}
+	switch gk := obj.GroupVersionKind().GroupKind(); {
+	case gk == schema.GroupKind{Kind: "ConfigMap"} && obj.GetName() == "kube-root-ca.crt":
+		return "the hub's own CA bundle, which every namespace gets"
+	case gk == schema.GroupKind{Kind: "ServiceAccount"} && obj.GetName() == "default":
+		return "the ServiceAccount every namespace gets"
+	case gk == schema.GroupKind{Kind: "Secret"}:
+		if t, _, _ := unstructured.NestedString(obj.Object, "type"); t == "kubernetes.io/service-account-token" {
+			return "a ServiceAccount token of the hub"
+		}
+	}
+	return ""
+}
+
 // Manifests renders objs in a deterministic order (group, kind, namespace, name) and
-// returns them as raw manifests with a revision: a hash of their content.
+// returns them as raw manifests with a revision: a hash of their content. More
+// than MaxManifestBytes is a *TooLargeError.
 func Manifests(objs []*unstructured.Unstructured) ([]runtime.RawExtension, string, error) {
 	rendered := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
@@ -118,7 +174,25 @@ func Manifests(objs []*unstructured.Unstructured) ([]runtime.RawExtension, strin
 		raws = append(raws, runtime.RawExtension{Raw: b})
 		all = append(append(all, b...), '\n')
 	}
+	if len(all) > MaxManifestBytes {
+		return nil, "", tooLarge(rendered, raws, len(all))
+	}
 	return raws, names.Hash(string(all))[:16], nil
+}
+
+// tooLarge names the three largest objects.
+func tooLarge(objs []*unstructured.Unstructured, raws []runtime.RawExtension, size int) error {
+	idx := make([]int, len(objs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return len(raws[idx[a]].Raw) > len(raws[idx[b]].Raw) })
+	e := &TooLargeError{Size: size}
+	for _, i := range idx[:min(3, len(idx))] {
+		o := objs[i]
+		e.Largest = append(e.Largest, fmt.Sprintf("%s %s/%s (%d KiB)", o.GetKind(), o.GetNamespace(), o.GetName(), len(raws[i].Raw)>>10))
+	}
+	return e
 }
 
 func less(a, b *unstructured.Unstructured) bool {

@@ -2,10 +2,15 @@ package render
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 )
 
 func configMap(name string, data map[string]any) *unstructured.Unstructured {
@@ -141,4 +146,44 @@ func TestObjectStripsGeneratedJobSelector(t *testing.T) {
 
 	manual := Object(job(true))
 	g.Expect(manual.Object["spec"]).To(HaveKey("selector"), "a selector the user chose stays")
+}
+
+func TestHubOwned(t *testing.T) {
+	g := NewWithT(t)
+	obj := func(kind, name string, mutate func(*unstructured.Unstructured)) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion("v1")
+		o.SetKind(kind)
+		o.SetName(name)
+		if mutate != nil {
+			mutate(o)
+		}
+		return o
+	}
+	g.Expect(HubOwned(obj("ConfigMap", "kube-root-ca.crt", nil))).NotTo(BeEmpty())
+	g.Expect(HubOwned(obj("ServiceAccount", "default", nil))).NotTo(BeEmpty())
+	g.Expect(HubOwned(obj("Secret", "sa-token", func(o *unstructured.Unstructured) { o.Object["type"] = "kubernetes.io/service-account-token" }))).NotTo(BeEmpty())
+	g.Expect(HubOwned(obj("ConfigMap", "web", func(o *unstructured.Unstructured) {
+		o.SetOwnerReferences([]metav1.OwnerReference{{Kind: "Deployment", Name: "web", Controller: ptr.To(true)}})
+	}))).To(ContainSubstring("controlled by Deployment web"))
+	g.Expect(HubOwned(obj("ConfigMap", "web", func(o *unstructured.Unstructured) {
+		o.SetOwnerReferences([]metav1.OwnerReference{{Kind: "Thing", Name: "web"}})
+	}))).To(BeEmpty(), "an owner that does not control it")
+	g.Expect(HubOwned(obj("Secret", "db", nil))).To(BeEmpty())
+	g.Expect(HubOwned(obj("ServiceAccount", "web", nil))).To(BeEmpty())
+	g.Expect(HubOnlyKind(schema.GroupKind{Kind: "Pod"})).NotTo(BeEmpty())
+	g.Expect(HubOnlyKind(schema.GroupKind{Group: "apps", Kind: "Deployment"})).To(BeEmpty())
+}
+
+func TestTooLarge(t *testing.T) {
+	g := NewWithT(t)
+	big := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "big", "namespace": "shop"}, "data": map[string]any{"blob": strings.Repeat("x", MaxManifestBytes)}}}
+	small := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "small", "namespace": "shop"}}}
+	_, _, err := Manifests([]*unstructured.Unstructured{small, big})
+	var tooLarge *TooLargeError
+	g.Expect(errors.As(err, &tooLarge)).To(BeTrue())
+	g.Expect(tooLarge.Largest[0]).To(HavePrefix("ConfigMap shop/big"))
+	g.Expect(err.Error()).To(ContainSubstring("768 KiB"))
 }

@@ -58,8 +58,8 @@ func TestKeepUntilReplaced(t *testing.T) {
 				current[c] = true
 			}
 			res := Schedule(tt.clusters, current, tt.policy, now)
-			g.Expect(Evicted(res, current)).To(Equal([]string{"a"}))
-			g.Expect(KeepUntilReplaced(&res, tt.clusters, current, tt.available)).To(Equal(tt.wantKept))
+			g.Expect(Evicted(res, current, false)).To(Equal([]string{"a"}))
+			g.Expect(KeepUntilReplaced(&res, tt.clusters, current, tt.available, false)).To(Equal(tt.wantKept))
 			g.Expect(names(res.Selected)).To(Equal(tt.want))
 			if tt.wantKept {
 				g.Expect(res.Excluded).To(HaveKeyWithValue(ReasonKeptUntilReplaced, []string{"a"}))

@@ -38,6 +38,10 @@ const (
 	// ReasonKeptUnhealthy is not an exclusion: it names chosen clusters that are
 	// unhealthy and kept because they were chosen before.
 	ReasonKeptUnhealthy = "KeptWhileUnhealthy"
+	// ReasonKeptExpressionError is not an exclusion: it names chosen clusters whose
+	// clusterExpression cannot be evaluated now (a property it reads vanished, say),
+	// kept because they were chosen before. Only a false result removes them.
+	ReasonKeptExpressionError = "KeptWhileExpressionFails"
 )
 
 // Cluster is what the scheduler knows of a member cluster.
@@ -142,8 +146,10 @@ type candidate struct {
 	Cluster
 	current     bool
 	preferAvoid bool // tainted PreferNoSchedule
-	score       float64
-	tiebreak    uint64
+	// expressionFails is set for a chosen cluster kept while its expression errs.
+	expressionFails bool
+	score           float64
+	tiebreak        uint64
 }
 
 // Schedule chooses clusters. current names the clusters chosen before: they stay
@@ -163,6 +169,9 @@ func Schedule(clusters []Cluster, current map[string]bool, p Policy, now time.Ti
 		}
 		if current[c.Name] && !c.Healthy() {
 			res.exclude(ReasonKeptUnhealthy, c.Name)
+		}
+		if cand.expressionFails {
+			res.exclude(ReasonKeptExpressionError, c.Name)
 		}
 		eligible = append(eligible, cand)
 	}
@@ -206,13 +215,18 @@ func filter(c Cluster, current bool, p Policy, now time.Time) (candidate, string
 	if p.Expression != nil {
 		ok, err := p.Expression.Bool(c)
 		switch {
+		case err != nil && current:
+			cand.expressionFails = true
 		case err != nil:
 			return cand, ReasonExpressionError, recheck
 		case !ok:
 			return cand, ReasonExpressionFalse, recheck
 		}
 	}
-	if !hasCapacity(c, placementv1alpha1.PropertyCPUFree, p.CPU) || !hasCapacity(c, placementv1alpha1.PropertyMemoryFree, p.Memory) {
+	// Free capacity is checked when a cluster is chosen, as kube-scheduler checks a
+	// node's: what the Placement itself placed there is no longer free, and a
+	// chosen cluster must not be evicted by its own workload.
+	if !current && (!hasCapacity(c, placementv1alpha1.PropertyCPUFree, p.CPU) || !hasCapacity(c, placementv1alpha1.PropertyMemoryFree, p.Memory)) {
 		return cand, ReasonInsufficientCapacity, recheck
 	}
 	return cand, "", recheck
@@ -263,6 +277,16 @@ func checkTaints(c Cluster, current bool, tolerations []placementv1alpha1.Tolera
 	return "", avoid, recheck
 }
 
+// reservedTaints are Lodestar's own taint keys: a wildcard toleration (Exists
+// without a key) does not tolerate them, so that a tenant cannot keep its
+// workload on a cluster the platform team drains or quarantines; only a
+// toleration that names the key does.
+var reservedTaints = map[string]bool{
+	placementv1alpha1.CordonTaintKey:   true,
+	placementv1alpha1.DrainTaintKey:    true,
+	placementv1alpha1.InvalidTaintsKey: true,
+}
+
 // tolerated returns the toleration that tolerates t, if any.
 func tolerated(t placementv1alpha1.Taint, tolerations []placementv1alpha1.Toleration) (placementv1alpha1.Toleration, bool) {
 	for _, tol := range tolerations {
@@ -271,7 +295,7 @@ func tolerated(t placementv1alpha1.Taint, tolerations []placementv1alpha1.Tolera
 		}
 		switch tol.Operator {
 		case placementv1alpha1.TolerationExists:
-			if tol.Key == "" || tol.Key == t.Key {
+			if tol.Key == "" && !reservedTaints[t.Key] || tol.Key == t.Key {
 				return tol, true
 			}
 		default:

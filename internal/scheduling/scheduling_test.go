@@ -302,3 +302,52 @@ func TestSlices(t *testing.T) {
 		g.Expect(got).To(Equal(tt.want), "n=%d", tt.n)
 	}
 }
+
+// A filter change does not drop a chosen cluster at once: an expression that
+// cannot be evaluated (a property vanished) keeps it, and free capacity is checked
+// only when a cluster is chosen, so a workload never evicts itself.
+func TestChosenClustersSurviveFilterFlaps(t *testing.T) {
+	g := NewWithT(t)
+	expr := mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
+		ClusterExpression: "int(cluster.properties['nodes.lodestar.dev']) > 1"})
+	a := cluster("a", nil, nil) // nodes property gone
+	b := cluster("b", nil, nil)
+	res := Schedule([]Cluster{a, b}, map[string]bool{"a": true}, expr, now)
+	g.Expect(names(res.Selected)).To(Equal([]string{"a"}), "a chosen cluster stays while its expression errs")
+	g.Expect(res.Excluded[ReasonKeptExpressionError]).To(Equal([]string{"a"}))
+	g.Expect(res.Excluded[ReasonExpressionError]).To(Equal([]string{"b"}), "a cluster not chosen is not chosen on an error")
+	a.Properties = map[string]string{"nodes.lodestar.dev": "1"}
+	res = Schedule([]Cluster{a}, map[string]bool{"a": true}, expr, now)
+	g.Expect(Evicted(res, map[string]bool{"a": true}, false)).To(Equal([]string{"a"}), "a false result removes it, make-before-break")
+	g.Expect(Evicted(res, map[string]bool{"a": true}, true)).To(BeEmpty(), "after the user changed the Placement: at once")
+
+	// 4 CPUs were free, 2 are required, a 3-CPU workload was placed: 1 is free now.
+	capacity := mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
+		RequiredCapacity: &placementv1alpha1.Capacity{CPU: "2"}})
+	busy := cluster("busy", nil, map[string]string{placementv1alpha1.PropertyCPUFree: "1"})
+	res = Schedule([]Cluster{busy}, map[string]bool{"busy": true}, capacity, now)
+	g.Expect(names(res.Selected)).To(Equal([]string{"busy"}), "the workload does not evict itself")
+	res = Schedule([]Cluster{busy}, nil, capacity, now)
+	g.Expect(res.Excluded[ReasonInsufficientCapacity]).To(Equal([]string{"busy"}), "not chosen anew without the capacity")
+}
+
+// A wildcard toleration tolerates any taint but Lodestar's own: a tenant cannot
+// keep its workload on a cluster the platform drains or cordons.
+func TestWildcardTolerationSparesLodestarTaints(t *testing.T) {
+	g := NewWithT(t)
+	drained := cluster("drained", nil, nil)
+	drained.Taints = []placementv1alpha1.Taint{{Key: placementv1alpha1.DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute}}
+	gpu := cluster("gpu", nil, nil)
+	gpu.Taints = []placementv1alpha1.Taint{{Key: "gpu", Effect: placementv1alpha1.TaintNoExecute}}
+	current := map[string]bool{"drained": true, "gpu": true}
+	wildcard := mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
+		Tolerations: []placementv1alpha1.Toleration{{Operator: placementv1alpha1.TolerationExists}}})
+	res := Schedule([]Cluster{drained, gpu}, current, wildcard, now)
+	g.Expect(names(res.Selected)).To(Equal([]string{"gpu"}))
+	g.Expect(res.Excluded[ReasonTainted]).To(Equal([]string{"drained"}))
+
+	named := mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
+		Tolerations: []placementv1alpha1.Toleration{{Key: placementv1alpha1.DrainTaintKey, Operator: placementv1alpha1.TolerationExists}}})
+	res = Schedule([]Cluster{drained}, current, named, now)
+	g.Expect(names(res.Selected)).To(Equal([]string{"drained"}), "a toleration that names the key is the platform's choice")
+}

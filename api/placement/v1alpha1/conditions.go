@@ -46,6 +46,9 @@ const (
 	// ReasonInvalidStatusFeedback: a status feedback rule's CEL or JSONPath does not
 	// compile, or it names Secrets.
 	ReasonInvalidStatusFeedback = "InvalidStatusFeedback"
+	// ReasonWorkTooLarge: the selected objects render to more than a Work may
+	// carry (render.MaxManifestBytes); no Work is changed.
+	ReasonWorkTooLarge = "WorkTooLarge"
 	// ReasonRenderFailed: the selected objects could not be rendered into a Work.
 	ReasonRenderFailed = "RenderFailed"
 	// ReasonWorkFailed: a Work could not be written (for example, the cluster's
@@ -53,6 +56,11 @@ const (
 	ReasonWorkFailed = "WorkFailed"
 	// ReasonWaitingForDecisions: the scheduler has not decided yet.
 	ReasonWaitingForDecisions = "WaitingForDecisions"
+	// ReasonDecisionRejected (an event) names PlacementDecisions, or clusters in
+	// them, that the work generator does not act on: not owned by the Placement,
+	// written for another scheduler, or naming a cluster outside the cluster sets
+	// the Placement's namespace may use.
+	ReasonDecisionRejected = "DecisionRejected"
 	// ReasonDeleting: the Placement is being deleted and its Works are being removed.
 	ReasonDeleting = "Deleting"
 

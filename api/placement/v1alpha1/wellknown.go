@@ -57,6 +57,26 @@ const (
 	PlacementFinalizer = "placement.lodestar.dev/cleanup"
 )
 
+// Annotations that make a Placement's PlacementDecision slices one consistent
+// answer. A scheduler writes the same DecisionRevisionAnnotation on every slice of
+// one scheduling result, and the number of slices of that result in
+// DecisionSlicesAnnotation. The work generator deletes a cluster's Work only when
+// every slice carries the same revision and the slices it sees are all of them: a
+// cluster that moves from one slice to another never looks deselected while the
+// slices are written one after the other. An external scheduler that writes more
+// than one slice sets both; without them, Works are added but never removed while
+// the Placement has more than one slice.
+const (
+	DecisionRevisionAnnotation = "placement.lodestar.dev/decision-revision"
+	DecisionSlicesAnnotation   = "placement.lodestar.dev/decision-slices"
+)
+
+// DecisionGenerationAnnotation on Lodestar's PlacementDecisions is the Placement
+// generation they were written for. A chosen cluster that a change of the cluster
+// (its labels or properties) deselects leaves make-before-break; one that a change
+// of the Placement's own spec deselects (an explicit user change) leaves at once.
+const DecisionGenerationAnnotation = "placement.lodestar.dev/decision-generation"
+
 // The agent's heartbeat: a Lease named AgentLeaseName in its cluster's namespace
 // on the hub, labelled AgentLeaseLabel, whose annotations carry the member API
 // server's readiness as the agent sees it.

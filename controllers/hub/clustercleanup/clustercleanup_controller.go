@@ -5,6 +5,7 @@ package clustercleanup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// GracePeriod is how long an unreachable agent has to clean up.
 	GracePeriod time.Duration
+	// ClusterSetNamespaces are the cluster sets the hub manages: ClusterProfiles
+	// elsewhere (a foreign namespace, say) are never acted on.
+	ClusterSetNamespaces []string
 }
 
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch;update;patch
@@ -67,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !lookup.Managed(profile) {
+	if !lookup.Managed(profile) || !slices.Contains(r.ClusterSetNamespaces, profile.Namespace) {
 		return ctrl.Result{}, nil
 	}
 	if profile.DeletionTimestamp.IsZero() {

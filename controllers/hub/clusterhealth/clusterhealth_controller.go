@@ -5,6 +5,7 @@ package clusterhealth
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,6 +45,9 @@ type Reconciler struct {
 	GracePeriod time.Duration
 	// Workers is how many ClusterProfiles are reconciled at once.
 	Workers int
+	// ClusterSetNamespaces are the cluster sets the hub manages: ClusterProfiles
+	// elsewhere (a foreign namespace, say) are never acted on.
+	ClusterSetNamespaces []string
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
@@ -56,7 +60,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !lookup.Managed(profile) {
+	if !lookup.Managed(profile) || !slices.Contains(r.ClusterSetNamespaces, profile.Namespace) {
 		return ctrl.Result{}, nil
 	}
 	lease := &coordinationv1.Lease{}

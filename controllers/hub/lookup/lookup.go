@@ -8,7 +8,9 @@ package lookup
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -96,4 +98,23 @@ func WorkAvailability(w *workv1alpha1.Work) metav1.ConditionStatus {
 		return metav1.ConditionUnknown
 	}
 	return avail.Status
+}
+
+// ClusterSets returns the cluster sets a namespace's Placements may use: those its
+// placementv1alpha1.ClusterSetsAnnotation names, or defaults.
+func ClusterSets(ctx context.Context, c client.Reader, namespace string, defaults []string) ([]string, error) {
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	var sets []string
+	for _, s := range strings.Split(ns.Annotations[placementv1alpha1.ClusterSetsAnnotation], ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			sets = append(sets, s)
+		}
+	}
+	if len(sets) == 0 {
+		return defaults, nil
+	}
+	return sets, nil
 }

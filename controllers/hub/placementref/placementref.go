@@ -5,8 +5,11 @@ package placementref
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -51,25 +54,142 @@ func FromLabels(c client.Reader, nameLabel, nsLabel string) handler.MapFunc {
 	}
 }
 
-// DecidedClusters returns the clusters named by the Placement's PlacementDecisions,
-// each once, and false when no PlacementDecision names the Placement yet.
-func DecidedClusters(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement) ([]string, bool, error) {
+// Decisions is what a Placement's PlacementDecisions say, once checked.
+type Decisions struct {
+	// Clusters are the clusters the accepted decisions name, each once.
+	Clusters []string
+	// Found is set when some PlacementDecision of the Placement is accepted;
+	// without one nothing is known of where the Placement's objects belong.
+	Found bool
+	// Consistent is set when the accepted slices are one whole scheduling result
+	// (see placementv1alpha1.DecisionRevisionAnnotation): only then may a cluster
+	// they do not name lose its Work.
+	Consistent bool
+	// Rejected says, for each decision or slice not acted on, why.
+	Rejected []string
+	// Generation is the Placement generation every accepted slice was written for
+	// (placementv1alpha1.DecisionGenerationAnnotation); empty when they differ or
+	// do not say.
+	Generation string
+}
+
+// Decided reads the Placement's PlacementDecisions and accepts only what may send
+// Works somewhere: slices owned by the Placement and written for its scheduler
+// (spec.schedulerName), and in them only clusters whose ClusterProfile exists, is
+// Lodestar's, and lies in one of sets, the cluster sets the Placement's namespace
+// may use. Whoever wrote the decisions (an external scheduler, a tenant who may
+// create PlacementDecisions), nothing else reaches a Work.
+func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, sets []string) (Decisions, error) {
 	list := &cpv1alpha1.PlacementDecisionList{}
-	if err := c.List(ctx, list, client.InNamespace(placement.Namespace),
+	if err := c.List(ctx, list, client.InNamespace(placement.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels{cpv1alpha1.PlacementKeyLabel: names.LabelValue(placement.Name)}); err != nil {
-		return nil, false, fmt.Errorf("listing PlacementDecisions: %w", err)
+		return Decisions{}, fmt.Errorf("listing PlacementDecisions: %w", err)
 	}
+	var out Decisions
+	scheduler := placement.Spec.SchedulerName
+	if scheduler == "" {
+		scheduler = placementv1alpha1.DefaultSchedulerName
+	}
+	known := map[string]map[string]bool{} // set → cluster names, read when first needed
+	allowed := func(ref cpv1alpha1.ClusterProfileReference) (string, error) {
+		if !slices.Contains(sets, ref.Namespace) {
+			if ref.Namespace == "" {
+				return "names no cluster set (clusterProfileRef.namespace is empty)", nil
+			}
+			return fmt.Sprintf("cluster set %s is not one the namespace may use", ref.Namespace), nil
+		}
+		if known[ref.Namespace] == nil {
+			profiles := &cpv1alpha1.ClusterProfileList{}
+			if err := c.List(ctx, profiles, client.InNamespace(ref.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+				return "", fmt.Errorf("listing ClusterProfiles in %s: %w", ref.Namespace, err)
+			}
+			known[ref.Namespace] = make(map[string]bool, len(profiles.Items))
+			for i := range profiles.Items {
+				if p := &profiles.Items[i]; p.Spec.ClusterManager.Name == placementv1alpha1.ClusterManagerName {
+					known[ref.Namespace][p.Name] = true
+				}
+			}
+		}
+		if !known[ref.Namespace][ref.Name] {
+			return fmt.Sprintf("no ClusterProfile %s/%s that Lodestar manages", ref.Namespace, ref.Name), nil
+		}
+		return "", nil
+	}
+
 	seen := map[string]bool{}
-	var clusters []string
-	for _, pd := range list.Items {
+	revisions := map[string]bool{}
+	declared := map[string]bool{}
+	generations := map[string]bool{}
+	accepted := 0
+	for i := range list.Items {
+		pd := &list.Items[i]
+		switch {
+		case !ownedBy(pd, placement):
+			out.Rejected = append(out.Rejected, fmt.Sprintf("PlacementDecision %s is not owned by the Placement", pd.Name))
+			continue
+		case pd.SchedulerName != scheduler:
+			out.Rejected = append(out.Rejected, fmt.Sprintf("PlacementDecision %s was written for scheduler %q, not %q", pd.Name, pd.SchedulerName, scheduler))
+			continue
+		}
+		accepted++
+		revisions[pd.Annotations[placementv1alpha1.DecisionRevisionAnnotation]] = true
+		declared[pd.Annotations[placementv1alpha1.DecisionSlicesAnnotation]] = true
+		generations[pd.Annotations[placementv1alpha1.DecisionGenerationAnnotation]] = true
 		for _, d := range pd.Decisions {
-			if !seen[d.ClusterProfileRef.Name] {
-				seen[d.ClusterProfileRef.Name] = true
-				clusters = append(clusters, d.ClusterProfileRef.Name)
+			ref := d.ClusterProfileRef
+			why, err := allowed(ref)
+			if err != nil {
+				return Decisions{}, err
+			}
+			if why != "" {
+				out.Rejected = append(out.Rejected, fmt.Sprintf("PlacementDecision %s names cluster %s: %s", pd.Name, ref.Name, why))
+				continue
+			}
+			if !seen[ref.Name] {
+				seen[ref.Name] = true
+				out.Clusters = append(out.Clusters, ref.Name)
 			}
 		}
 	}
-	return clusters, len(list.Items) > 0, nil
+	out.Found = accepted > 0
+	if len(generations) == 1 {
+		for gen := range generations {
+			out.Generation = gen
+		}
+	}
+	out.Consistent = consistent(accepted, revisions, declared)
+	return out, nil
+}
+
+// consistent tells whether accepted slices, carrying these revision and slice
+// count annotations, are one whole scheduling result: one slice, or every slice
+// of one revision, as many as that revision declares.
+func consistent(accepted int, revisions, declared map[string]bool) bool {
+	if accepted <= 1 {
+		return true
+	}
+	if len(revisions) != 1 || len(declared) != 1 {
+		return false
+	}
+	for rev := range revisions {
+		if rev == "" {
+			return false
+		}
+	}
+	for n := range declared {
+		return n == strconv.Itoa(accepted)
+	}
+	return false
+}
+
+// ownedBy tells whether obj names the Placement among its owners.
+func ownedBy(obj metav1.Object, placement *placementv1alpha1.Placement) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == placement.UID && ref.Kind == "Placement" && ref.Name == placement.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // WorkLabels are the labels that tie a Work to its Placement.

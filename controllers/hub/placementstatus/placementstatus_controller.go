@@ -35,6 +35,9 @@ type Reconciler struct {
 	Client client.Client
 	// Workers is how many Placements are reconciled at once.
 	Workers int
+	// DefaultClusterSets are the cluster sets of namespaces that name none
+	// (placementv1alpha1.ClusterSetsAnnotation).
+	DefaultClusterSets []string
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
@@ -50,10 +53,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
 
-	clusters, _, err := placementref.DecidedClusters(ctx, r.Client, placement)
+	sets, err := lookup.ClusterSets(ctx, r.Client, placement.Namespace, r.DefaultClusterSets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	decided, err := placementref.Decided(ctx, r.Client, placement, sets)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	clusters := decided.Clusters
 	works, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -463,3 +463,48 @@ func (f fleet) setVersion(t *testing.T, name, version string) {
 	}
 	g.Expect(hubCP.Client.Status().Update(t.Context(), cp)).To(Succeed())
 }
+
+// A chosen cluster is not dropped by a filter that flaps: its free CPU falling
+// below requiredCapacity because of the Placement's own workload (4 free, 2
+// required, 3 placed: 1 free), or its expression failing because a property it
+// reads vanished. A cluster not chosen yet is judged by both.
+func TestFilterChangesDoNotDropChosenClusters(t *testing.T) {
+	f := newFleet(t)
+	props := map[string]string{placementv1alpha1.PropertyCPUFree: "4", placementv1alpha1.PropertyNodeCount: "3"}
+	f.add(t, "a", profile{properties: props})
+	byCapacity := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
+		s.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "2"}
+	})
+	byExpression := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
+		s.ClusterExpression = "int(cluster.properties['nodes.lodestar.dev']) >= 3"
+	})
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(decided(g, t, byCapacity)).To(ConsistOf("a"))
+		g.Expect(decided(g, t, byExpression)).To(ConsistOf("a"))
+	}).Should(Succeed())
+
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cp := &cpv1alpha1.ClusterProfile{}
+		if err := hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: f.set, Name: "a"}, cp); err != nil {
+			return err
+		}
+		cp.Status.Properties = []cpv1alpha1.Property{{Name: placementv1alpha1.PropertyCPUFree, Value: "1", LastObservedTime: metav1.Now()}}
+		return hubCP.Client.Status().Update(t.Context(), cp)
+	})).To(Succeed())
+	f.add(t, "b", profile{properties: map[string]string{placementv1alpha1.PropertyCPUFree: "1"}})
+
+	g.Eventually(func(g Gomega) {
+		_, got := scheduled(g, t, byExpression)
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElements(
+			And(HaveField("Reason", scheduling.ReasonKeptExpressionError), HaveField("Clusters", ConsistOf("a"))),
+			And(HaveField("Reason", scheduling.ReasonExpressionError), HaveField("Clusters", ConsistOf("b")))))
+		_, got = scheduled(g, t, byCapacity)
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(
+			And(HaveField("Reason", scheduling.ReasonInsufficientCapacity), HaveField("Clusters", ConsistOf("b")))))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(decided(g, t, byCapacity)).To(ConsistOf("a"))
+		g.Expect(decided(g, t, byExpression)).To(ConsistOf("a"))
+	}).Should(Succeed())
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"sort"
@@ -64,8 +65,9 @@ const (
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// ClusterSetNamespaces are the namespaces whose ClusterProfiles are scheduled.
-	ClusterSetNamespaces []string
+	// DefaultClusterSets are the cluster sets of namespaces that name none
+	// (placementv1alpha1.ClusterSetsAnnotation).
+	DefaultClusterSets []string
 
 	// explained remembers when each Placement's scheduling explanation was last
 	// written (client.ObjectKey to time.Time).
@@ -127,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	sets, err := r.clusterSets(ctx, placement.Namespace)
+	sets, err := lookup.ClusterSets(ctx, r.Client, placement.Namespace, r.DefaultClusterSets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -135,18 +137,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	current, err := r.currentDecisions(ctx, placement)
+	current, decidedFor, err := r.currentDecisions(ctx, placement, sets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	res := scheduling.Schedule(clusters, current, policy, time.Now())
+	// A spec change is the user's own: clusters it deselects leave at once.
+	userChange := decidedFor != strconv.FormatInt(placement.Generation, 10)
 	keptUntilReplaced := false
-	if len(scheduling.Evicted(res, current)) > 0 {
+	if len(scheduling.Evicted(res, current, userChange)) > 0 {
 		available, err := r.availableClusters(ctx, placement)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		keptUntilReplaced = scheduling.KeepUntilReplaced(&res, clusters, current, available)
+		keptUntilReplaced = scheduling.KeepUntilReplaced(&res, clusters, current, available, userChange)
 	}
 	if err := r.writeDecisions(ctx, placement, res.Selected); err != nil {
 		return ctrl.Result{}, err
@@ -208,32 +212,13 @@ func summary(res scheduling.Result) string {
 	}
 	reasons := make([]string, 0, len(res.Excluded))
 	for reason, names := range res.Excluded {
-		if reason == scheduling.ReasonKeptUnhealthy || reason == scheduling.ReasonKeptUntilReplaced {
+		if reason == scheduling.ReasonKeptUnhealthy || reason == scheduling.ReasonKeptUntilReplaced || reason == scheduling.ReasonKeptExpressionError {
 			continue
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %d", reason, len(names)))
 	}
 	sort.Strings(reasons)
 	return " (" + strings.Join(reasons, ", ") + ")"
-}
-
-// clusterSets returns the cluster sets a namespace may use: those its
-// ClusterSetsAnnotation names, or the default ones.
-func (r *Reconciler) clusterSets(ctx context.Context, namespace string) ([]string, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
-	}
-	var sets []string
-	for _, s := range strings.Split(ns.Annotations[placementv1alpha1.ClusterSetsAnnotation], ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			sets = append(sets, s)
-		}
-	}
-	if len(sets) == 0 {
-		return r.ClusterSetNamespaces, nil
-	}
-	return sets, nil
 }
 
 // snapshot is what the scheduler read of one cluster set, and when.
@@ -303,17 +288,18 @@ func clusterOf(p *cpv1alpha1.ClusterProfile) scheduling.Cluster {
 	return c
 }
 
-// currentDecisions returns the clusters the Placement's decisions name now.
-func (r *Reconciler) currentDecisions(ctx context.Context, placement *placementv1alpha1.Placement) (map[string]bool, error) {
-	clusters, _, err := placementref.DecidedClusters(ctx, r.Client, placement)
+// currentDecisions returns the clusters the Placement's decisions name now, and
+// the Placement generation they were written for.
+func (r *Reconciler) currentDecisions(ctx context.Context, placement *placementv1alpha1.Placement, sets []string) (map[string]bool, string, error) {
+	decided, err := placementref.Decided(ctx, r.Client, placement, sets)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	out := make(map[string]bool, len(clusters))
-	for _, c := range clusters {
+	out := make(map[string]bool, len(decided.Clusters))
+	for _, c := range decided.Clusters {
 		out[c] = true
 	}
-	return out, nil
+	return out, decided.Generation, nil
 }
 
 // writeDecisions writes one PlacementDecision slice per 100 selected clusters (one
@@ -324,6 +310,7 @@ func (r *Reconciler) writeDecisions(ctx context.Context, placement *placementv1a
 		slices = [][]scheduling.Cluster{nil}
 	}
 	key := names.LabelValue(placement.Name)
+	revision := decisionRevision(selected)
 	for i, slice := range slices {
 		pd := &cpv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: names.DecisionSlice(placement.Name, i), Namespace: placement.Namespace}}
 		_, err := controllerutil.CreateOrPatch(ctx, r.Client, pd, func() error {
@@ -337,6 +324,12 @@ func (r *Reconciler) writeDecisions(ctx context.Context, placement *placementv1a
 			pd.Labels[cpv1alpha1.DecisionKeyLabel] = key
 			pd.Labels[cpv1alpha1.DecisionIndexLabel] = strconv.Itoa(i)
 			pd.Labels[placementv1alpha1.PlacementNameLabel] = key
+			if pd.Annotations == nil {
+				pd.Annotations = map[string]string{}
+			}
+			pd.Annotations[placementv1alpha1.DecisionRevisionAnnotation] = revision
+			pd.Annotations[placementv1alpha1.DecisionSlicesAnnotation] = strconv.Itoa(len(slices))
+			pd.Annotations[placementv1alpha1.DecisionGenerationAnnotation] = strconv.FormatInt(placement.Generation, 10)
 			pd.SchedulerName = placementv1alpha1.DefaultSchedulerName
 			pd.Decisions = make([]cpv1alpha1.ClusterDecision, 0, len(slice))
 			for _, c := range slice {
@@ -352,6 +345,16 @@ func (r *Reconciler) writeDecisions(ctx context.Context, placement *placementv1a
 		}
 	}
 	return r.deleteSlices(ctx, placement, len(slices))
+}
+
+// decisionRevision names one scheduling result: a hash of the clusters chosen, the
+// same on every slice written for it.
+func decisionRevision(selected []scheduling.Cluster) string {
+	h := fnv.New64a()
+	for _, c := range selected {
+		_, _ = fmt.Fprintf(h, "%s/%s\n", c.Namespace, c.Name)
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // deleteSlices deletes the Placement's PlacementDecision slices from index from on.

@@ -54,7 +54,7 @@ func startScheduler(cp *testenv.ControlPlane) (func(), error) {
 	}
 	if err == nil {
 		err = (&scheduler.Reconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), ClusterSetNamespaces: []string{clusterSet},
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), DefaultClusterSets: []string{clusterSet},
 		}).SetupWithManager(mgr)
 	}
 	if err == nil {

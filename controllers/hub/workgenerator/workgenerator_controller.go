@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +60,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Workers is how many Placements are reconciled at once.
 	Workers int
+	// DefaultClusterSets are the cluster sets of namespaces that name none
+	// (placementv1alpha1.ClusterSetsAnnotation).
+	DefaultClusterSets []string
 
 	controller controller.Controller
 	watched    sync.Map // schema.GroupVersionKind → struct{}
@@ -111,16 +116,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	manifests, revision, err := render.Manifests(objs)
+	if tooLarge := (*render.TooLargeError)(nil); errors.As(err, &tooLarge) {
+		// Nothing is written: the Works keep what they carry.
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWorkTooLarge, "%v", tooLarge)
+		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonWorkTooLarge, "Render", "%v", tooLarge)
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
 	if err != nil {
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonRenderFailed, "rendering the selected objects: %v", err)
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	clusters, decided, err := placementref.DecidedClusters(ctx, r.Client, placement)
+	sets, err := lookup.ClusterSets(ctx, r.Client, placement.Namespace, r.DefaultClusterSets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !decided {
+	decided, err := placementref.Decided(ctx, r.Client, placement, sets)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(decided.Rejected) > 0 {
+		log.Info("Ignoring PlacementDecisions that may not send Works", "rejected", decided.Rejected)
+		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonDecisionRejected, "Decide",
+			"ignored: %s", rejectedSummary(decided.Rejected))
+	}
+	clusters := decided.Clusters
+	if !decided.Found {
 		// Without decisions we know nothing new about where the objects belong:
 		// existing Works stay as they are.
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForDecisions, "no PlacementDecision names this Placement yet")
@@ -158,12 +179,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWorkFailed, "%v", err)
 		return ctrl.Result{}, err
 	}
+	if !decided.Consistent {
+		// The slices are being rewritten: a cluster missing now may be moving from
+		// one slice to another. Works are removed once every slice agrees.
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForDecisions,
+			"the PlacementDecision slices are being updated; Works of clusters no longer chosen are removed when they agree")
+		return ctrl.Result{}, nil
+	}
 	if err := r.deleteWorks(ctx, current, clusters); err != nil {
 		return ctrl.Result{}, err
 	}
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
 		"%d objects at revision %s in the Works of %d clusters", len(objs), revision, len(clusters))
 	return ctrl.Result{}, nil
+}
+
+// rejectedSummary joins the first few rejections for an event.
+func rejectedSummary(rejected []string) string {
+	const shown = 5
+	if len(rejected) <= shown {
+		return strings.Join(rejected, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(rejected[:shown], "; "), len(rejected)-shown)
 }
 
 // applyAnnotations returns the Work annotations that carry the Placement's apply
@@ -230,6 +267,9 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 			return nil, &invalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is cluster-scoped; a Placement places only namespaced kinds", i, gvk)}
 		}
+		if why := render.HubOnlyKind(gvk.GroupKind()); why != "" {
+			return nil, &invalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s are never placed: %s", i, gvk.Kind, why)}
+		}
 		if gvk.GroupKind() == (schema.GroupKind{Kind: "Secret"}) && sel.Name == "" {
 			return nil, &invalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: Secrets are placed only when selected by name", i)}
 		}
@@ -254,6 +294,11 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 				continue
 			}
 			if !obj.GetDeletionTimestamp().IsZero() {
+				continue
+			}
+			obj.SetGroupVersionKind(gvk)
+			if why := render.HubOwned(obj); why != "" {
+				ctrl.LoggerFrom(ctx).V(1).Info("Not placing an object that belongs to the hub", "kind", gvk.Kind, "object", klog.KObj(obj), "why", why)
 				continue
 			}
 			key := gvk.GroupKind().String() + "/" + obj.GetName()
