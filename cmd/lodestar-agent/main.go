@@ -28,6 +28,8 @@ func main() {
 	}
 	var qps float64
 	var burst int
+	var hubID string
+	var unservedGrace time.Duration
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoint (net/http/pprof); empty disables it.")
@@ -38,6 +40,8 @@ func main() {
 	flag.DurationVar(&tokenTTL, "hub-token-ttl", fleet.DefaultTokenTTL, "Lifetime of the hub tokens the agent renews itself (at least 10m).")
 	flag.StringVar(&agentNamespace, "agent-namespace", agentNamespace, "The agent's own namespace on the member (default $POD_NAMESPACE or lodestar-system); Works may never write it.")
 	flag.DurationVar(&missingWorkGrace, "missing-work-grace-period", work.DefaultMissingWorkGracePeriod, "How long a Work may be gone from the hub (its finalizer removed while the agent was away, say) before the agent removes what it placed for it.")
+	flag.DurationVar(&unservedGrace, "unserved-kind-grace-period", work.DefaultUnservedKindGracePeriod, "How long cleanup waits for the member to serve a recorded object's kind again before it releases the record.")
+	flag.StringVar(&hubID, "hub-id", "", "The hub's identity in the names of this member's AppliedWorks; empty derives it from the hub's address. Set it to the old identity when the hub moves to another address.")
 	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules, member policy); optional.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the hub and the member API servers (client-side limit each).")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries above --kube-api-qps.")
@@ -68,15 +72,17 @@ func main() {
 	}
 	// The member connection comes from --kubeconfig, or in-cluster.
 	mgr, err := agent.NewManager(agent.Options{
-		ClusterName:            clusterName,
-		ClusterSet:             clusterSet,
-		AgentNamespace:         agentNamespace,
-		TokenFile:              tokenFile,
-		TokenTTL:               tokenTTL,
-		MissingWorkGracePeriod: missingWorkGrace,
-		Hub:                    hubConfig,
-		Member:                 memberConfig,
-		Config:                 config,
+		ClusterName:             clusterName,
+		ClusterSet:              clusterSet,
+		AgentNamespace:          agentNamespace,
+		TokenFile:               tokenFile,
+		TokenTTL:                tokenTTL,
+		MissingWorkGracePeriod:  missingWorkGrace,
+		HubID:                   hubID,
+		UnservedKindGracePeriod: unservedGrace,
+		Hub:                     hubConfig,
+		Member:                  memberConfig,
+		Config:                  config,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 			HealthProbeBindAddress: probeAddr,

@@ -64,8 +64,15 @@ type Options struct {
 	AgentNamespace string
 	// MissingWorkGracePeriod is how long a Work may be gone from the hub (its
 	// finalizer removed while the agent was away, say) before the agent removes
-	// what it placed for it (default 10 minutes).
+	// what it placed for it (default work.DefaultMissingWorkGracePeriod).
 	MissingWorkGracePeriod time.Duration
+	// UnservedKindGracePeriod bounds how long cleanup waits for a recorded kind
+	// the member no longer serves (default work.DefaultUnservedKindGracePeriod).
+	UnservedKindGracePeriod time.Duration
+	// HubID is the hub's identity in the names of the member's AppliedWorks;
+	// empty derives it from the hub's address (names.HubID). Set it to keep the
+	// records when the hub's address changes.
+	HubID string
 }
 
 // Config is the agent's configuration file, owned by the member's admin.
@@ -184,13 +191,20 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the agent's policy: %w", err)
 	}
+	hubID := opts.HubID
+	if hubID == "" {
+		hubID = names.HubID(opts.Hub.Host)
+	}
 	works := &work.Reconciler{
-		Policy:      memberPolicy,
-		Hub:         mgr.GetClient(),
-		Member:      member,
-		MemberCache: memberCache,
-		Readiness:   checker,
-		Recorder:    mgr.GetEventRecorder("lodestar-agent"),
+		HubID: hubID,
+
+		UnservedKindGracePeriod: opts.UnservedKindGracePeriod,
+		Policy:                  memberPolicy,
+		Hub:                     mgr.GetClient(),
+		Member:                  member,
+		MemberCache:             memberCache,
+		Readiness:               checker,
+		Recorder:                mgr.GetEventRecorder("lodestar-agent"),
 	}
 	if err := works.SetupWithManager(mgr, ns); err != nil {
 		return nil, fmt.Errorf("setting up the work controller: %w", err)

@@ -33,11 +33,19 @@ func Work(namespace, placement string) string {
 }
 
 // AppliedWork is the name of the member's AppliedWork for the Work name in the hub
-// namespace workNamespace: "<workNamespace>.<name>", shortened with a hash when that
-// is too long. The namespace keeps two agents on one member (or a member joined
-// again under another name) from sharing a record.
-func AppliedWork(workNamespace, name string) string {
-	return fit(workNamespace+"."+name, validation.DNS1123SubdomainMaxLength)
+// namespace workNamespace of the hub hubID: "<hubID>.<workNamespace>.<name>",
+// shortened with a hash when that is too long. The hub and the namespace keep two
+// agents on one member (of two hubs, or a member joined again under another name)
+// from sharing a record.
+func AppliedWork(hubID, workNamespace, name string) string {
+	return fit(hubID+"."+workNamespace+"."+name, validation.DNS1123SubdomainMaxLength)
+}
+
+// HubID is the identity of a hub as its agents know it: the first 12 hex digits
+// of the SHA-256 of its API server address (scheme and host, no trailing slash).
+// A hub restored from backup under the same address keeps it.
+func HubID(host string) string {
+	return Hash(strings.TrimRight(strings.ToLower(host), "/"))[:12]
 }
 
 // IsShortened tells whether a name made by AppliedWork (or Work) was shortened

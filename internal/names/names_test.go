@@ -49,10 +49,18 @@ func TestClusterNamespace(t *testing.T) {
 
 func TestAppliedWork(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(AppliedWork("lodestar-cluster-a", "demo.web")).To(Equal("lodestar-cluster-a.demo.web"))
-	g.Expect(AppliedWork("lodestar-cluster-a", "demo.web")).NotTo(Equal(AppliedWork("lodestar-cluster-b", "demo.web")))
-	long := AppliedWork("lodestar-cluster-a", strings.Repeat("x", 250))
+	g.Expect(AppliedWork("0123abcd", "lodestar-cluster-a", "demo.web")).To(Equal("0123abcd.lodestar-cluster-a.demo.web"))
+	g.Expect(AppliedWork("0123abcd", "lodestar-cluster-a", "demo.web")).NotTo(Equal(AppliedWork("0123abcd", "lodestar-cluster-b", "demo.web")))
+	g.Expect(AppliedWork("0123abcd", "lodestar-cluster-a", "demo.web")).NotTo(Equal(AppliedWork("4567ef01", "lodestar-cluster-a", "demo.web")), "two hubs")
+	long := AppliedWork("0123abcd", "lodestar-cluster-a", strings.Repeat("x", 250))
 	g.Expect(long).To(HaveLen(253))
 	g.Expect(IsShortened(long)).To(BeTrue())
 	g.Expect(IsShortened("lodestar-cluster-a.demo.web")).To(BeFalse())
+}
+
+func TestHubID(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(HubID("https://hub.example.com:6443")).To(HaveLen(12))
+	g.Expect(HubID("https://hub.example.com:6443/")).To(Equal(HubID("https://HUB.example.com:6443")))
+	g.Expect(HubID("https://hub.example.com:6443")).NotTo(Equal(HubID("https://other.example.com:6443")))
 }

@@ -23,7 +23,6 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
 // Two Works name the same object: the first places it, the second waits. When the
@@ -58,7 +57,7 @@ func TestOwnershipPassesToAnotherWorkWithoutDeletion(t *testing.T) {
 	second := newWork(t, member2, "second-"+rand.String(5), nil,
 		cmManifest(t, ns, "shared", map[string]any{"from": "second"}), cmManifest(t, ns, "own", map[string]any{"k": "v"}))
 	msg := eventuallyManifest(t, second, 0, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonOtherWork)
-	g.Expect(msg).To(ContainSubstring(names.AppliedWork(first.Namespace, first.Name)))
+	g.Expect(msg).To(ContainSubstring(appliedName(first.Namespace, first.Name)))
 	eventuallyManifest(t, second, 1, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 	got := &corev1.ConfigMap{}
 	g.Expect(member.Get(ctx, key, got)).To(Succeed())
@@ -72,7 +71,7 @@ func TestOwnershipPassesToAnotherWorkWithoutDeletion(t *testing.T) {
 		g.Expect(member.Get(ctx, key, got)).To(Succeed())
 		g.Expect(got.UID).To(Equal(original.UID), "the same object, not a new one")
 		g.Expect(got.Data).To(HaveKeyWithValue("from", "second"))
-		g.Expect(got.OwnerReferences).To(ConsistOf(HaveField("Name", names.AppliedWork(second.Namespace, second.Name))))
+		g.Expect(got.OwnerReferences).To(ConsistOf(HaveField("Name", appliedName(second.Namespace, second.Name))))
 	}).Should(Succeed())
 	eventuallyManifest(t, second, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 
@@ -121,23 +120,23 @@ func TestManifestsReplacedByAnUnservedKind(t *testing.T) {
 	}).Should(Succeed())
 }
 
-// An object whose kind's CRD was removed from the member (taking the object with
-// it) does not hold the Work's cleanup forever.
-func TestRecordOfARemovedCRDIsForgotten(t *testing.T) {
+// widgetCRD creates, on member, a CRD of kind Widget in a group of its own, with
+// the given versions (the first one stored), and deletes it when the test ends.
+func widgetCRD(t *testing.T, cluster string, versions ...string) (string, *unstructured.Unstructured) {
+	t.Helper()
 	g := NewWithT(t)
-	ctx := t.Context()
-	ns := "gone-crd-" + newNamespace(t)
-	member := members[member2].Client
 	group := "g" + rand.String(6) + ".example.com"
 	def := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: group, Scope: apiextensionsv1.NamespaceScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
 		},
+	}
+	for i, v := range versions {
+		def.Spec.Versions = append(def.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: i == 0,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object", XPreserveUnknownFields: ptr.To(true)}}})
 	}
 	// The member's client knows no apiextensions types: the CRD goes as unstructured.
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(def)
@@ -145,8 +144,20 @@ func TestRecordOfARemovedCRDIsForgotten(t *testing.T) {
 	crd := &unstructured.Unstructured{Object: content}
 	crd.SetAPIVersion(apiextensionsv1.SchemeGroupVersion.String())
 	crd.SetKind("CustomResourceDefinition")
-	g.Expect(member.Create(ctx, crd)).To(Succeed())
+	member := members[cluster].Client
+	g.Expect(member.Create(t.Context(), crd)).To(Succeed())
 	t.Cleanup(func() { _ = member.Delete(context.Background(), crd) })
+	return group, crd
+}
+
+// An object whose kind's CRD was removed from the member (taking the object with
+// it) does not hold the Work's cleanup forever.
+func TestRecordOfARemovedCRDIsForgotten(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "gone-crd-" + newNamespace(t)
+	member := members[member2].Client
+	group, crd := widgetCRD(t, member2, "v1")
 
 	widget := manifest(t, map[string]any{"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "w1", "namespace": ns}})
 	w := newWork(t, member2, "gone-crd", nil, widget, cmManifest(t, ns, "plain", map[string]any{"k": "v"}))
@@ -164,7 +175,7 @@ func TestRecordOfARemovedCRDIsForgotten(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(cleanupBlockedCondition(g, w)).To(BeNil())
 		applied := &lodestarworkv1alpha1.AppliedWork{}
-		g.Expect(member.Get(ctx, client.ObjectKey{Name: names.AppliedWork(w.Namespace, w.Name)}, applied)).To(Succeed())
+		g.Expect(member.Get(ctx, client.ObjectKey{Name: appliedName(w.Namespace, w.Name)}, applied)).To(Succeed())
 		g.Expect(applied.Status.AppliedResources).To(ConsistOf(HaveField("Name", "plain")), "the widget is no longer recorded")
 	}).Should(Succeed())
 	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)

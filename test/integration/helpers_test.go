@@ -94,7 +94,18 @@ func placementCondition(g Gomega, t *testing.T, key client.ObjectKey, ct string)
 
 // appliedKey is the key of a Work's AppliedWork on its member.
 func appliedKey(w *workv1alpha1.Work) client.ObjectKey {
-	return client.ObjectKey{Name: names.AppliedWork(w.Namespace, w.Name)}
+	return client.ObjectKey{Name: appliedName(w.Namespace, w.Name)}
+}
+
+// appliedName is the name of the AppliedWork of the Work name in workNamespace, as
+// the agents of the test hub name it.
+func appliedName(workNamespace, name string) string {
+	return names.AppliedWork(testHubID(), workNamespace, name)
+}
+
+// testHubID is the test hub's identity as its agents derive it from its address.
+func testHubID() string {
+	return names.HubID(hubCP.Config.Host)
 }
 
 // firstManifestCondition reads a Work from the hub and returns the condition of

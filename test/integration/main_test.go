@@ -19,6 +19,7 @@ import (
 
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
@@ -115,7 +116,13 @@ func startFleet(ctx context.Context) error {
 	}
 	// Short grace periods, so that tests see a stopped agent's cluster become
 	// unreachable, and a deleted one cleaned without its agent, in seconds.
-	if err := hub.Setup(mgr, hub.Options{LeaseGracePeriod: 2 * time.Second, CleanupGracePeriod: 3 * time.Second}); err != nil {
+	// The aux cluster set is managed (health, cleanup) but no namespace uses it
+	// unless it says so.
+	if err := hub.Setup(mgr, hub.Options{
+		ClusterSetNamespaces: []string{scheduler.DefaultClusterSetNamespace, auxSet},
+		DefaultClusterSets:   []string{scheduler.DefaultClusterSetNamespace},
+		LeaseGracePeriod:     2 * time.Second, CleanupGracePeriod: 3 * time.Second,
+	}); err != nil {
 		return err
 	}
 	go func() {

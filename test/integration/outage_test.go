@@ -70,6 +70,8 @@ func TestAgentWithoutTheHub(t *testing.T) {
 	const grace = 4 * time.Second
 	opts := auxAgent(name, proxied, member2)
 	opts.MissingWorkGracePeriod = grace
+	// The same hub through another address: its identity is set, as --hub-id does.
+	opts.HubID = testHubID()
 	startAgent(t, opts)
 
 	ns := "away-" + newNamespace(t)

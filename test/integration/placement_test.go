@@ -141,7 +141,7 @@ func TestPlacementLifecycle(t *testing.T) {
 
 	// The member records what it applied, with UIDs.
 	applied := &lodestarworkv1alpha1.AppliedWork{}
-	g.Expect(members[member1].Client.Get(ctx, client.ObjectKey{Name: names.AppliedWork(names.ClusterNamespace(member1), names.Work(ns, "web"))}, applied)).To(Succeed())
+	g.Expect(members[member1].Client.Get(ctx, client.ObjectKey{Name: appliedName(names.ClusterNamespace(member1), names.Work(ns, "web"))}, applied)).To(Succeed())
 	memberCM := &corev1.ConfigMap{}
 	g.Expect(members[member1].Client.Get(ctx, client.ObjectKeyFromObject(cm), memberCM)).To(Succeed())
 	g.Expect(applied.Status.AppliedResources).To(ContainElement(And(
@@ -165,7 +165,7 @@ func TestPlacementLifecycle(t *testing.T) {
 		expectAbsentFrom(g, t, member1, ns)
 		expectStatus(g, t, key, member2)
 	}).Should(Succeed())
-	err := members[member1].Client.Get(ctx, client.ObjectKey{Name: names.AppliedWork(names.ClusterNamespace(member1), names.Work(ns, "web"))}, &lodestarworkv1alpha1.AppliedWork{})
+	err := members[member1].Client.Get(ctx, client.ObjectKey{Name: appliedName(names.ClusterNamespace(member1), names.Work(ns, "web"))}, &lodestarworkv1alpha1.AppliedWork{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the AppliedWork of a removed Work must be gone")
 
 	// Deleting the Placement removes the workload from the members, then the Placement.

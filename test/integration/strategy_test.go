@@ -160,11 +160,15 @@ func TestTakeover(t *testing.T) {
 	g.Expect(memberConfigMap(t, member2, ns, "differs").OwnerReferences).To(BeEmpty())
 	g.Expect(memberConfigMap(t, member2, ns, "always").Data).To(HaveKeyWithValue("k", "ours"))
 
-	// What was taken over is now the Work's: deleting the Work removes it; what was
-	// left alone stays.
+	// What was taken over was there before the Work: deleting the Work releases it,
+	// as the Work last applied it; what was left alone stays as it was.
 	g.Expect(hubCP.Client.Delete(t.Context(), always)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		err := members[member2].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "always"}, &corev1.ConfigMap{})
+		cm := &corev1.ConfigMap{}
+		g.Expect(members[member2].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "always"}, cm)).To(Succeed())
+		g.Expect(cm.OwnerReferences).To(BeEmpty())
+		g.Expect(cm.Data).To(HaveKeyWithValue("k", "ours"))
+		err := hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(always), &workv1alpha1.Work{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}).Should(Succeed())
 	g.Expect(hubCP.Client.Delete(t.Context(), never)).To(Succeed())

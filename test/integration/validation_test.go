@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 )
 
 // The API server rejects malformed Placements with the CRD's own messages.
@@ -116,19 +117,33 @@ func TestNoMatchingClusters(t *testing.T) {
 	}).Should(Succeed())
 }
 
+// externalDecision is a PlacementDecision as an external scheduler writes it for
+// p (created): owned by p, for p's scheduler, naming refs.
+func externalDecision(p *placementv1alpha1.Placement, name string, refs ...cpv1alpha1.ClusterProfileReference) *cpv1alpha1.PlacementDecision {
+	pd := &cpv1alpha1.PlacementDecision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: p.Namespace, Labels: map[string]string{cpv1alpha1.PlacementKeyLabel: p.Name},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: placementv1alpha1.GroupVersion.String(), Kind: "Placement", Name: p.Name, UID: p.UID,
+			}},
+		},
+		SchedulerName: p.Spec.SchedulerName,
+	}
+	for _, ref := range refs {
+		pd.Decisions = append(pd.Decisions, cpv1alpha1.ClusterDecision{ClusterProfileRef: ref, Reason: "acme says so"})
+	}
+	return pd
+}
+
 // Decisions written by another scheduler are consumed like Lodestar's own.
 func TestExternalSchedulerDecisions(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns, cm, p := configMapPlacement(t)
+	_, cm, p := configMapPlacement(t)
 	p.Spec.SchedulerName = "acme-scheduler"
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 
-	pd := &cpv1alpha1.PlacementDecision{
-		ObjectMeta:    metav1.ObjectMeta{Name: "acme-web", Namespace: ns, Labels: map[string]string{cpv1alpha1.PlacementKeyLabel: p.Name}},
-		Decisions:     []cpv1alpha1.ClusterDecision{{ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Name: member2}, Reason: "acme says so"}},
-		SchedulerName: "acme-scheduler",
-	}
+	pd := externalDecision(p, "acme-web", cpv1alpha1.ClusterProfileReference{Namespace: scheduler.DefaultClusterSetNamespace, Name: member2})
 	g.Expect(hubCP.Client.Create(ctx, pd)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		expectCM := &corev1.ConfigMap{}

@@ -67,6 +67,12 @@ type AppliedResource struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	WaitingFor string `json:"waitingFor,omitempty"`
+	// takenOver is set when the object existed on the member before the Work
+	// placed it (takeover IfNoDiff or Always). When its manifest or Work goes, the
+	// object is released, not deleted, unless the Work's deletionPolicy is
+	// DeleteTakenOver: the agent deletes only what it created.
+	// +optional
+	TakenOver bool `json:"takenOver,omitempty"`
 }
 
 // AppliedWorkStatus lists what the agent applied.

@@ -42,6 +42,9 @@ const (
 	ReasonCreateOnlyKept = "ExistsNotUpdated"
 	// ReasonInSync: ReportOnly, and the member's object matches the manifest.
 	ReasonInSync = "InSync"
+	// ReasonNotCompared: ReportOnly, and the object is a Secret: it exists, and is
+	// never compared, so that the hub cannot learn its values by guessing.
+	ReasonNotCompared = "NotCompared"
 	// ReasonOutOfSync: ReportOnly, and the member's object differs from the manifest.
 	ReasonOutOfSync = "OutOfSync"
 	// ReasonNotFound: ReportOnly, and the object is not on the member.

@@ -15,12 +15,15 @@ const (
 
 // DeletionPolicy says what happens on the member to the objects a Work created
 // when the Work, or one of its manifests, goes.
-// +kubebuilder:validation:Enum=Delete;Orphan
+// +kubebuilder:validation:Enum=Delete;DeleteTakenOver;Orphan
 type DeletionPolicy string
 
 const (
 	// DeletionDelete deletes the objects the Work created (and only those).
 	DeletionDelete DeletionPolicy = "Delete"
+	// DeletionDeleteTakenOver also deletes the objects the Work took over (that
+	// existed on the member before it), which Delete releases.
+	DeletionDeleteTakenOver DeletionPolicy = "DeleteTakenOver"
 	// DeletionOrphan leaves them on the member, released by the Work.
 	DeletionOrphan DeletionPolicy = "Orphan"
 )
@@ -117,9 +120,11 @@ type ApplyStrategy struct {
 	// +kubebuilder:validation:MaxItems=32
 	IgnoreFields []IgnoreField `json:"ignoreFields,omitempty"`
 
-	// deletionPolicy is what happens on the member to the objects a Work created
+	// deletionPolicy is what happens on the member to the objects a Work placed
 	// when the Work (or one of its manifests) goes: Delete (the default) deletes
-	// exactly those objects; Orphan leaves them, released.
+	// exactly the objects the agent created and releases those it took over;
+	// DeleteTakenOver deletes the taken-over ones too; Orphan leaves them all,
+	// released.
 	// +optional
 	// +kubebuilder:default=Delete
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`

@@ -38,3 +38,16 @@ const WorkMissingSinceAnnotation = "work.lodestar.dev/work-missing-since"
 // manifest needed it. The agent never deletes namespaces it created this way:
 // other objects may live in them.
 const CreatedNamespaceLabel = "work.lodestar.dev/created-for-manifests"
+
+// HubLabel on an AppliedWork is the identity of the hub whose Work it records (see
+// names.HubID: a hash of the hub's API server address, or the agent's --hub-id).
+// The identity is also the first part of the AppliedWork's name, so that agents of
+// two hubs on one member, even for clusters of the same name, never share or sweep
+// each other's records: the missing-Work sweeper judges only AppliedWorks of its
+// own hub.
+const HubLabel = "work.lodestar.dev/hub"
+
+// RecordedDeletionPolicyAnnotation on an AppliedWork is the deletion policy of its
+// Work when last applied (Orphan, or absent for Delete). The missing-Work sweeper
+// honours it: the Work is gone when it acts, and an Orphan Work's objects stay.
+const RecordedDeletionPolicyAnnotation = "work.lodestar.dev/deletion-policy"

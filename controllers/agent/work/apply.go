@@ -100,12 +100,15 @@ func (p plan) ignored(gk schema.GroupKind, name string) []diff.Pointer {
 	return out
 }
 
-// orphans tells whether the objects the Work created stay on the member when it
-// (or one of their manifests) goes: the Placement's deletion policy, or the
-// Work's annotation (set by unjoin --orphan, or by hand to give up a cleanup that
-// waits on a member's finalizer).
-func (p plan) orphans(work *workv1alpha1.Work) bool {
-	return orphans(work) || p.strategy.DeletionPolicy == lodestarworkv1alpha1.DeletionOrphan
+// deletionPolicy is what happens to the objects the Work placed when it (or one
+// of their manifests) goes: Orphan when the Work's annotation says so (set by
+// unjoin --orphan, or by hand to give up a cleanup that waits on a member's
+// finalizer), else the Placement's deletion policy.
+func (p plan) deletionPolicy(work *workv1alpha1.Work) lodestarworkv1alpha1.DeletionPolicy {
+	if orphans(work) {
+		return lodestarworkv1alpha1.DeletionOrphan
+	}
+	return p.strategy.DeletionPolicy
 }
 
 // planFor reads the Work's apply strategy and feedback rules. An invalid strategy
@@ -134,7 +137,7 @@ func planFor(work *workv1alpha1.Work) (plan, error) {
 		return p, fmt.Errorf("unknown drift policy %q", p.strategy.WhenDrifted)
 	}
 	switch p.strategy.DeletionPolicy {
-	case lodestarworkv1alpha1.DeletionDelete, lodestarworkv1alpha1.DeletionOrphan:
+	case lodestarworkv1alpha1.DeletionDelete, lodestarworkv1alpha1.DeletionDeleteTakenOver, lodestarworkv1alpha1.DeletionOrphan:
 	default:
 		return p, fmt.Errorf("unknown deletion policy %q", p.strategy.DeletionPolicy)
 	}
@@ -422,6 +425,11 @@ func (r *Reconciler) execute(ctx context.Context, res *result, a action, m manif
 func (r *Reconciler) takeOver(ctx context.Context, res *result, m manifest, existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) result {
 	strategy := m.strategy
 	desired := at(withIgnored(m.obj, existing, m.ignored), existing)
+	if strategy.Takeover == lodestarworkv1alpha1.TakeoverIfNoDiff && m.isSecret {
+		// Whether it would be taken over would tell the hub whether a guessed value
+		// matches the member's Secret.
+		return res.fail(lodestarworkv1alpha1.ReasonNotOwned, "the Secret exists on the member and was not created by this Work; it is left untouched: takeover IfNoDiff never compares Secrets (use takeover Always to take it over)")
+	}
 	if strategy.Takeover == lodestarworkv1alpha1.TakeoverIfNoDiff {
 		paths, err := r.dryRunDiff(ctx, desired, existing)
 		if err != nil {
@@ -441,6 +449,7 @@ func (r *Reconciler) takeOver(ctx context.Context, res *result, m manifest, exis
 		return res.fail(lodestarworkv1alpha1.ReasonApplyFailed, "taking over: %s", errorMessage(res.transient, m.isSecret))
 	}
 	res.record = record(res.live, res.id, m.hash)
+	res.record.TakenOver = true
 	return res.succeed(lodestarworkv1alpha1.ReasonApplied, "taken over (takeover: %s)", strategy.Takeover)
 }
 
@@ -514,6 +523,11 @@ func at(obj, existing *unstructured.Unstructured) *unstructured.Unstructured {
 // report compares the member's object with the manifest and writes nothing.
 func (r *Reconciler) report(ctx context.Context, res *result, obj, existing *unstructured.Unstructured, isSecret bool) result {
 	res.live = existing
+	if isSecret {
+		// Comparing would tell the hub whether a guessed value matches.
+		res.condition = appliedCondition(metav1.ConditionTrue, lodestarworkv1alpha1.ReasonNotCompared, "ReportOnly: the Secret exists on the member; Secrets are never compared, so that the hub cannot learn their values")
+		return *res
+	}
 	paths, err := r.dryRunDiff(ctx, obj, existing)
 	switch {
 	case err != nil:

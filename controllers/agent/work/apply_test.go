@@ -73,12 +73,22 @@ func TestPlanReadsDriftAndDeletionPolicies(t *testing.T) {
 	p, err := planFor(w)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.strategy.WhenDrifted).To(Equal(lodestarworkv1alpha1.DriftCorrect))
-	g.Expect(p.orphans(w)).To(BeFalse())
+	g.Expect(p.deletionPolicy(w)).To(Equal(lodestarworkv1alpha1.DeletionDelete))
 
 	w.Annotations[lodestarworkv1alpha1.ApplyStrategyAnnotation] = `{"whenDrifted":"Report","deletionPolicy":"Orphan","ignoreFields":[{"group":"apps","kind":"Deployment","paths":["/spec/replicas"]}]}`
 	p, err = planFor(w)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(p.orphans(w)).To(BeTrue())
+	g.Expect(p.deletionPolicy(w)).To(Equal(lodestarworkv1alpha1.DeletionOrphan))
+	w.Annotations[lodestarworkv1alpha1.ApplyStrategyAnnotation] = `{"deletionPolicy":"DeleteTakenOver"}`
+	p, err = planFor(w)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.deletionPolicy(w)).To(Equal(lodestarworkv1alpha1.DeletionDeleteTakenOver))
+	w.Annotations[lodestarworkv1alpha1.DeletionPolicyAnnotation] = lodestarworkv1alpha1.DeletionPolicyOrphan
+	g.Expect(p.deletionPolicy(w)).To(Equal(lodestarworkv1alpha1.DeletionOrphan), "unjoin --orphan wins")
+	delete(w.Annotations, lodestarworkv1alpha1.DeletionPolicyAnnotation)
+	w.Annotations[lodestarworkv1alpha1.ApplyStrategyAnnotation] = `{"whenDrifted":"Report","deletionPolicy":"Orphan","ignoreFields":[{"group":"apps","kind":"Deployment","paths":["/spec/replicas"]}]}`
+	p, err = planFor(w)
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.ignored(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web")).To(HaveLen(1))
 	g.Expect(p.ignored(schema.GroupKind{Kind: "ConfigMap"}, "web")).To(BeEmpty())
 

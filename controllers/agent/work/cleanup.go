@@ -2,20 +2,28 @@ package work
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
+
+// DefaultUnservedKindGracePeriod is how long cleanup waits for the member to serve
+// a recorded object's kind again (an aggregated API that is down, say) before it
+// releases the record and leaves the object, if it is there, alone.
+const DefaultUnservedKindGracePeriod = 10 * time.Minute
 
 // held is an object the agent is removing and cannot be done with yet.
 type held struct {
@@ -25,14 +33,15 @@ type held struct {
 	reason string
 }
 
-// removeStale deletes (or, with orphan, releases) the recorded objects that
-// desired does not name and returns the records still to be answered for, and
+// removeStale deletes (or, as the deletion policy says, releases) the recorded
+// objects that desired does not name and returns the records still to be answered for, and
 // what holds the removal of the others. A nil desired means the wanted objects are
 // not known, and nothing is removed. An object is deleted only while it has the
 // recorded UID and the AppliedWork among its owners; one that other owners also
 // hold is released instead of deleted, and one that another Work waits for passes
-// to that Work.
-func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1alpha1.AppliedResource, desired map[string]bool, applied *lodestarworkv1alpha1.AppliedWork, orphan bool) ([]lodestarworkv1alpha1.AppliedResource, []held, error) {
+// to that Work. An object the Work took over is released unless the policy is
+// DeleteTakenOver.
+func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1alpha1.AppliedResource, desired map[string]bool, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy) ([]lodestarworkv1alpha1.AppliedResource, []held, error) {
 	if desired == nil {
 		return records, nil, nil
 	}
@@ -44,7 +53,7 @@ func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1al
 			kept = append(kept, rec)
 			continue
 		}
-		h, err := r.removeOne(ctx, rec, applied, orphan, waiting)
+		h, err := r.removeOne(ctx, rec, applied, policy, waiting)
 		if err != nil {
 			return append(kept, records[i:]...), blocked, err
 		}
@@ -60,21 +69,39 @@ func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1al
 }
 
 // removeOne deletes, releases or passes on one recorded object, and returns what
-// holds it when the agent is not done with it. With orphan it only releases.
-func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork, orphan bool, waiting *waitingWorks) (*held, error) {
+// holds it when the agent is not done with it. With the Orphan policy it only
+// releases; an object taken over is released too, unless the policy is
+// DeleteTakenOver.
+func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy, waiting *waitingWorks) (*held, error) {
+	orphan := policy == lodestarworkv1alpha1.DeletionOrphan
+	release := orphan || rec.TakenOver && policy != lodestarworkv1alpha1.DeletionDeleteTakenOver
 	ref := klog.KRef(rec.Namespace, rec.Name)
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", rec.Kind, "object", ref)
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion(metav1.GroupVersion{Group: rec.Group, Version: rec.Version}.String())
 	obj.SetKind(rec.Kind)
 	err := r.Member.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Name}, obj)
+	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) && !objectNotFound(err) {
+		// The recorded version is not served (the agent's view of the member's
+		// API may lag): the object may be read in a version that is.
+		version, verr := r.servedVersion(ctx, rec)
+		switch {
+		case verr != nil:
+			return nil, verr
+		case version == "":
+			err = &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: rec.Group, Kind: rec.Kind}, SearchedVersions: []string{rec.Version}}
+		default:
+			obj.SetAPIVersion(metav1.GroupVersion{Group: rec.Group, Version: version}.String())
+			err = r.Member.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Name}, obj)
+		}
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
-	case meta.IsNoMatchError(err) && orphan:
+	case meta.IsNoMatchError(err) && release:
 		return nil, nil // Left on the member, whatever it is.
 	case meta.IsNoMatchError(err):
-		return r.unservedKind(ctx, rec)
+		return r.unservedKind(ctx, rec, applied)
 	case err != nil:
 		return nil, fmt.Errorf("reading %s %s: %w", rec.Kind, ref, err)
 	case obj.GetUID() != rec.UID:
@@ -87,19 +114,22 @@ func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.App
 		// Waited for, never placed by this Work (its holder orphaned it, say).
 		log.Info("Not deleting an object this Work only waited for")
 		return nil, nil
-	case !obj.GetDeletionTimestamp().IsZero() && !orphan:
+	case !obj.GetDeletionTimestamp().IsZero() && !release:
 		return &held{what: deletionHolder(rec, obj), reason: lodestarworkv1alpha1.ReasonWaitingOnMember}, nil
 	}
 
-	if orphan || len(obj.GetOwnerReferences()) > 1 {
+	if release || len(obj.GetOwnerReferences()) > 1 {
 		if ownedBy(obj, applied) {
 			if err := r.setOwner(ctx, obj, applied, nil); err != nil {
 				return nil, fmt.Errorf("releasing %s %s: %w", rec.Kind, ref, err)
 			}
 		}
-		if orphan {
+		switch {
+		case orphan:
 			log.Info("Orphaned an object: it stays on the member, released by the Work")
-		} else {
+		case release:
+			log.Info("Released an object the Work took over: it was on the member before, and stays")
+		default:
 			log.Info("Released an object that other owners still hold")
 		}
 		return nil, nil
@@ -145,12 +175,70 @@ func (r *Reconciler) setOwner(ctx context.Context, obj *unstructured.Unstructure
 	return r.Member.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
-// unservedKind judges a recorded object whose kind the member no longer serves.
-// When the kind came from a CustomResourceDefinition that is gone, so is the
-// object (the API server deletes a CRD's objects with it). Otherwise (an
-// aggregated API that is down, a CRD not established) the object may still be
-// there and is held: the Work says so.
-func (r *Reconciler) unservedKind(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource) (*held, error) {
+// objectNotFound tells a NotFound answer about the object itself from one about
+// its API path: the API server answers a version it does not serve with a bare
+// 404 page, which the client reports as an unexpected server response.
+func objectNotFound(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	if d := status.Status().Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// servedVersion returns a version of rec's kind the member serves: for a kind of
+// a CustomResourceDefinition, read from the definition (the authority; the
+// agent's discovery may lag), preferring the stored version; for other kinds,
+// from discovery. It returns "" when no version is served, or the definition is
+// gone.
+func (r *Reconciler) servedVersion(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource) (string, error) {
+	if rec.Group != "" && rec.Resource != "" {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(crdKind.WithVersion("v1"))
+		err := r.Member.Get(ctx, client.ObjectKey{Name: rec.Resource + "." + rec.Group}, crd)
+		switch {
+		case err == nil:
+			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+			served := ""
+			for _, v := range versions {
+				m, _ := v.(map[string]any)
+				name, _ := m["name"].(string)
+				if ok, _ := m["served"].(bool); !ok {
+					continue
+				}
+				if storage, _ := m["storage"].(bool); storage || served == "" {
+					served = name
+				}
+			}
+			return served, nil
+		case apierrors.IsNotFound(err):
+			return "", nil
+		case !meta.IsNoMatchError(err):
+			return "", fmt.Errorf("reading the CustomResourceDefinition of %s: %w", rec.Kind, err)
+		}
+	}
+	mapping, err := r.Member.RESTMapper().RESTMapping(schema.GroupKind{Group: rec.Group, Kind: rec.Kind})
+	if err != nil {
+		return "", nil
+	}
+	return mapping.GroupVersionKind.Version, nil
+}
+
+// unservedKind judges a recorded object whose kind the member serves in no
+// version. When the kind came from a CustomResourceDefinition that is gone, so is
+// the object (the API server deletes a CRD's objects with it). Otherwise (an
+// aggregated API that is down, a CRD that serves no version) the object may still
+// be there and is held, the Work says so and until when: after
+// UnservedKindGracePeriod the record is released, so that cleanup cannot be stuck
+// for ever on what the agent cannot look up.
+func (r *Reconciler) unservedKind(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork) (*held, error) {
 	what := rec.Kind + " " + klog.KRef(rec.Namespace, rec.Name).String()
 	gv := metav1.GroupVersion{Group: rec.Group, Version: rec.Version}.String()
 	if rec.Group != "" && rec.Resource != "" {
@@ -162,7 +250,19 @@ func (r *Reconciler) unservedKind(ctx context.Context, rec lodestarworkv1alpha1.
 			return nil, nil
 		}
 	}
-	return &held{what: what + " (the member does not serve " + gv + "; the agent cannot look it up)", reason: lodestarworkv1alpha1.ReasonKindNotServed}, nil
+	grace := r.UnservedKindGracePeriod
+	if grace <= 0 {
+		grace = DefaultUnservedKindGracePeriod
+	}
+	first, _ := r.unserved.LoadOrStore(string(applied.UID)+"/"+recordKey(rec), time.Now())
+	until := first.(time.Time).Add(grace)
+	if !time.Now().Before(until) {
+		ctrl.LoggerFrom(ctx).Info("Releasing the record of an object whose kind the member has not served for the grace period; the object, if it is there, is left alone",
+			"kind", rec.Kind, "object", klog.KRef(rec.Namespace, rec.Name), "apiVersion", gv, "gracePeriod", grace)
+		return nil, nil
+	}
+	return &held{what: what + " (the member does not serve " + gv + "; the agent cannot look it up; the record is released at " +
+		until.UTC().Format(time.RFC3339) + " if it stays so)", reason: lodestarworkv1alpha1.ReasonKindNotServed}, nil
 }
 
 // waitingWorks finds, once per cleanup pass, the AppliedWorks on the member that
@@ -183,7 +283,7 @@ type waiter struct {
 func (w *waitingWorks) next(ctx context.Context, c client.Client, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork) (*lodestarworkv1alpha1.AppliedWork, error) {
 	if !w.loaded {
 		list := &lodestarworkv1alpha1.AppliedWorkList{}
-		if err := c.List(ctx, list); err != nil {
+		if err := c.List(ctx, list, client.MatchingLabels{lodestarworkv1alpha1.HubLabel: applied.Labels[lodestarworkv1alpha1.HubLabel]}); err != nil {
 			return nil, fmt.Errorf("listing AppliedWorks for one waiting for an object: %w", err)
 		}
 		w.byKey = map[string][]waiter{}

@@ -26,7 +26,7 @@ import (
 // appliedWork returns the member's AppliedWork for the Work, creating it if needed.
 func (r *Reconciler) appliedWork(ctx context.Context, work *workv1alpha1.Work) (*lodestarworkv1alpha1.AppliedWork, error) {
 	applied := &lodestarworkv1alpha1.AppliedWork{}
-	err := r.Member.Get(ctx, client.ObjectKey{Name: appliedWorkName(work)}, applied)
+	err := r.Member.Get(ctx, client.ObjectKey{Name: r.appliedWorkName(work)}, applied)
 	if err == nil {
 		if !applied.DeletionTimestamp.IsZero() {
 			// Deleted by hand on the member. The finalizer keeps it, and with it the
@@ -46,8 +46,11 @@ func (r *Reconciler) appliedWork(ctx context.Context, work *workv1alpha1.Work) (
 		return nil, fmt.Errorf("reading AppliedWork: %w", err)
 	}
 	applied = &lodestarworkv1alpha1.AppliedWork{
-		ObjectMeta: metav1.ObjectMeta{Name: appliedWorkName(work), Finalizers: []string{lodestarworkv1alpha1.AppliedWorkFinalizer}},
-		Spec:       lodestarworkv1alpha1.AppliedWorkSpec{WorkNamespace: work.Namespace, WorkName: work.Name},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: r.appliedWorkName(work), Finalizers: []string{lodestarworkv1alpha1.AppliedWorkFinalizer},
+			Labels: map[string]string{lodestarworkv1alpha1.HubLabel: r.HubID},
+		},
+		Spec: lodestarworkv1alpha1.AppliedWorkSpec{WorkNamespace: work.Namespace, WorkName: work.Name},
 	}
 	if err := r.Member.Create(ctx, applied); err != nil {
 		return nil, fmt.Errorf("creating AppliedWork: %w", err)
@@ -69,21 +72,51 @@ func (r *Reconciler) writeRecords(ctx context.Context, applied *lodestarworkv1al
 }
 
 // appliedWorkName is the name of a Work's AppliedWork on the member.
-func appliedWorkName(work *workv1alpha1.Work) string {
-	return names.AppliedWork(work.Namespace, work.Name)
+func (r *Reconciler) appliedWorkName(work *workv1alpha1.Work) string {
+	return names.AppliedWork(r.HubID, work.Namespace, work.Name)
+}
+
+// recordDeletionPolicy keeps the Work's deletion policy on its AppliedWork (absent
+// for the default, Delete), for the sweeper to honour once the Work is gone.
+func (r *Reconciler) recordDeletionPolicy(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy) error {
+	if recordedDeletionPolicy(applied) == policy {
+		return nil
+	}
+	base := applied.DeepCopy()
+	if policy != lodestarworkv1alpha1.DeletionDelete {
+		if applied.Annotations == nil {
+			applied.Annotations = map[string]string{}
+		}
+		applied.Annotations[lodestarworkv1alpha1.RecordedDeletionPolicyAnnotation] = string(policy)
+	} else {
+		delete(applied.Annotations, lodestarworkv1alpha1.RecordedDeletionPolicyAnnotation)
+	}
+	if err := r.Member.Patch(ctx, applied, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("recording the deletion policy on AppliedWork %s: %w", applied.Name, err)
+	}
+	return nil
+}
+
+// recordedDeletionPolicy is the deletion policy recorded on an AppliedWork.
+func recordedDeletionPolicy(applied *lodestarworkv1alpha1.AppliedWork) lodestarworkv1alpha1.DeletionPolicy {
+	if v, ok := applied.Annotations[lodestarworkv1alpha1.RecordedDeletionPolicyAnnotation]; ok {
+		return lodestarworkv1alpha1.DeletionPolicy(v)
+	}
+	return lodestarworkv1alpha1.DeletionDelete
 }
 
 // workFor names the Work of an AppliedWork of the agent's hub namespace; false for
 // another namespace's.
 func (r *Reconciler) workFor(ctx context.Context, workNamespace, appliedName string) (string, bool) {
-	if name, ok := strings.CutPrefix(appliedName, workNamespace+"."); ok && names.AppliedWork(workNamespace, name) == appliedName {
+	if name, ok := strings.CutPrefix(appliedName, r.HubID+"."+workNamespace+"."); ok && names.AppliedWork(r.HubID, workNamespace, name) == appliedName {
 		return name, true
 	}
 	if !names.IsShortened(appliedName) {
 		return "", false
 	}
 	applied := &lodestarworkv1alpha1.AppliedWork{}
-	if err := r.Member.Get(ctx, client.ObjectKey{Name: appliedName}, applied); err != nil || applied.Spec.WorkNamespace != workNamespace {
+	if err := r.Member.Get(ctx, client.ObjectKey{Name: appliedName}, applied); err != nil || applied.Spec.WorkNamespace != workNamespace ||
+		applied.Labels[lodestarworkv1alpha1.HubLabel] != r.HubID {
 		return "", false
 	}
 	return applied.Spec.WorkName, true
@@ -102,7 +135,10 @@ func mergeRecords(prev []lodestarworkv1alpha1.AppliedResource, results []result)
 			continue
 		}
 		if i, ok := at[res.key]; ok {
+			// An object taken over stays taken over while it is the same object.
+			taken := out[i].TakenOver && out[i].UID == res.record.UID
 			out[i] = *res.record
+			out[i].TakenOver = out[i].TakenOver || taken
 		} else {
 			at[res.key] = len(out)
 			out = append(out, *res.record)

@@ -14,8 +14,9 @@ import (
 )
 
 // DefaultMissingWorkGracePeriod is how long a Work may be missing from the hub
-// before the agent removes what it placed for it.
-const DefaultMissingWorkGracePeriod = 10 * time.Minute
+// before the agent removes what it placed for it: long enough to restore a hub
+// from a backup taken before the Work existed (OCM waits as long).
+const DefaultMissingWorkGracePeriod = 60 * time.Minute
 
 // Sweeper removes what the agent placed for Works that the hub no longer has: a
 // Work whose finalizer was removed by hand, or that was lost with the hub's state,
@@ -73,8 +74,9 @@ func (s *Sweeper) Start(ctx context.Context) error {
 func (s *Sweeper) NeedLeaderElection() bool { return false }
 
 func (s *Sweeper) sweep(ctx context.Context) error {
+	// Only the records of this agent's hub: another hub's Works are not on this one.
 	list := &lodestarworkv1alpha1.AppliedWorkList{}
-	if err := s.Reconciler.Member.List(ctx, list); err != nil {
+	if err := s.Reconciler.Member.List(ctx, list, client.MatchingLabels{lodestarworkv1alpha1.HubLabel: s.Reconciler.HubID}); err != nil {
 		return err
 	}
 	for i := range list.Items {
@@ -117,8 +119,13 @@ func (s *Sweeper) check(ctx context.Context, applied *lodestarworkv1alpha1.Appli
 	if s.Now().Sub(t) < s.GracePeriod {
 		return nil
 	}
-	log.Info("Removing the objects of a Work missing from the hub for longer than the grace period", "missingSince", since)
-	_, err = s.Reconciler.forget(ctrl.LoggerInto(ctx, log), applied, false)
+	policy := recordedDeletionPolicy(applied)
+	if policy == lodestarworkv1alpha1.DeletionOrphan {
+		log.Info("Releasing the objects of an Orphan Work missing from the hub for longer than the grace period", "missingSince", since)
+	} else {
+		log.Info("Removing the objects of a Work missing from the hub for longer than the grace period", "missingSince", since)
+	}
+	_, err = s.Reconciler.forget(ctrl.LoggerInto(ctx, log), applied, policy)
 	return err
 }
 

@@ -58,12 +58,21 @@ type Reconciler struct {
 	MemberCache cache.Cache
 	// Readiness decides whether placed objects are available.
 	Readiness *readiness.Checker
+	// HubID is the hub's identity (names.HubID), part of every AppliedWork's name
+	// and its HubLabel.
+	HubID string
 	// Policy, when set, is the member's own limit on what is applied.
 	Policy *policy.Checker
 	// Recorder, when set, writes events on the hub's Works.
 	Recorder events.EventRecorder
 	// Watch, set by SetupWithManager, starts watching a kind on the member.
 	Watch func(schema.GroupVersionKind) error
+	// UnservedKindGracePeriod bounds how long cleanup waits for a recorded kind the
+	// member no longer serves (default DefaultUnservedKindGracePeriod).
+	UnservedKindGracePeriod time.Duration
+	// unserved remembers when each record was first found of an unserved kind
+	// (AppliedWork UID and record key to time.Time).
+	unserved sync.Map
 	// resync, set by SetupWithManager, brings every Work back (Resync).
 	resync chan event.TypedGenericEvent[*workv1alpha1.Work]
 }
@@ -122,13 +131,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.recordDeletionPolicy(ctx, applied, p.deletionPolicy(work)); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	results := r.applyAll(ctx, work, applied, p)
 	r.recordCorrections(ctx, work, results)
 
 	// Record what was applied, then remove what the Work no longer asks for.
 	records := mergeRecords(applied.Status.AppliedResources, results)
-	kept, blocked, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, p.orphans(work))
+	kept, blocked, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, p.deletionPolicy(work))
 	status = ptr.To(newWorkStatus(work, results, p, r.Readiness, blocked))
 	if err := r.writeRecords(ctx, applied, kept); err != nil {
 		return ctrl.Result{}, errors.Join(cleanupErr, err)
@@ -192,33 +204,36 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Wor
 	if !controllerutil.ContainsFinalizer(work, lodestarworkv1alpha1.WorkFinalizer) {
 		return nil, nil
 	}
-	orphan := orphans(work)
+	policy := lodestarworkv1alpha1.DeletionDelete
+	if orphans(work) {
+		policy = lodestarworkv1alpha1.DeletionOrphan
+	}
 	if p, err := planFor(work); err == nil {
-		orphan = p.orphans(work)
+		policy = p.deletionPolicy(work)
 	}
 	applied := &lodestarworkv1alpha1.AppliedWork{}
-	err := r.Member.Get(ctx, client.ObjectKey{Name: appliedWorkName(work)}, applied)
+	err := r.Member.Get(ctx, client.ObjectKey{Name: r.appliedWorkName(work)}, applied)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, fmt.Errorf("reading AppliedWork: %w", err)
 	default:
-		if blocked, err := r.forget(ctx, applied, orphan); err != nil {
+		if blocked, err := r.forget(ctx, applied, policy); err != nil {
 			return blocked, err
 		}
 	}
 	if err := kube.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, false); err != nil {
 		return nil, err
 	}
-	ctrl.LoggerFrom(ctx).Info("Removed the Work's objects from the member", "orphaned", orphan)
+	ctrl.LoggerFrom(ctx).Info("Removed the Work's objects from the member", "deletionPolicy", policy)
 	return nil, nil
 }
 
-// forget removes (or with orphan, releases) every object of an AppliedWork, then
-// the AppliedWork itself. While objects are held on the member, it returns what
-// holds them and an error, to be retried.
-func (r *Reconciler) forget(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, orphan bool) ([]held, error) {
-	kept, blocked, cleanupErr := r.removeStale(ctx, applied.Status.AppliedResources, map[string]bool{}, applied, orphan)
+// forget removes (or releases, as the deletion policy says) every object of an
+// AppliedWork, then the AppliedWork itself. While objects are held on the member,
+// it returns what holds them and an error, to be retried.
+func (r *Reconciler) forget(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy) ([]held, error) {
+	kept, blocked, cleanupErr := r.removeStale(ctx, applied.Status.AppliedResources, map[string]bool{}, applied, policy)
 	if err := r.writeRecords(ctx, applied, kept); err != nil || cleanupErr != nil {
 		return blocked, errors.Join(cleanupErr, err)
 	}

@@ -51,7 +51,9 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *r
 		if reportsDrift && res.condition.Status == metav1.ConditionTrue {
 			conds = append(conds, driftCondition(res))
 		}
-		if res.live != nil {
+		// Feedback reads only objects the Work answers for: never one it only
+		// reports on (ReportOnly) or waits for.
+		if res.live != nil && res.record != nil && res.record.WaitingFor == "" {
 			if values, errs, ok := p.feedback.Values(res.live); ok {
 				msg, trimmed := feedback.Encode(values, errs, min(maxFeedbackBytes, feedbackLeft))
 				feedbackLeft -= len(msg)
