@@ -65,6 +65,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the SIG-Multicluster one
 	cp config/crd/bases/work.lodestar.dev_*.yaml config/crd/bases/about.k8s.io_*.yaml charts/lodestar-agent/crds/
 	cp config/rbac/hub/role.yaml charts/lodestar-hub/files/role.yaml
 	cp config/admission/agent-works.yaml charts/lodestar-hub/files/agent-works.yaml
+	cp config/admission/agent-tokens.yaml charts/lodestar-hub/files/agent-tokens.yaml
 
 .PHONY: fmt
 fmt: ## Run gofmt.

@@ -79,4 +79,5 @@ func TestChartsShipTheGeneratedFiles(t *testing.T) {
 	crds("lodestar-agent", "work.lodestar.dev", "about.k8s.io")
 	same("lodestar-hub/files/role.yaml", "rbac/hub/role.yaml")
 	same("lodestar-hub/files/agent-works.yaml", "admission/agent-works.yaml")
+	same("lodestar-hub/files/agent-tokens.yaml", "admission/agent-tokens.yaml")
 }

@@ -3,12 +3,16 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -194,6 +198,17 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	hubID := opts.HubID
 	if hubID == "" {
 		hubID = names.HubID(opts.Hub.Host)
+	}
+	memberPolicy.LookupRole = func(kind, namespace, name string) (*unstructured.Unstructured, error) {
+		role := &unstructured.Unstructured{}
+		role.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind(kind))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := member.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, role)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return role, err
 	}
 	works := &work.Reconciler{
 		HubID: hubID,

@@ -36,7 +36,20 @@ type Policy struct {
 	// ClusterRoles that grant every verb or resource, or escalate, bind or
 	// impersonate. Off by default.
 	AllowEscalatingRBAC bool `json:"allowEscalatingRBAC,omitempty"`
+	// AllowedClusterScopedKinds, when set, are the only cluster-scoped kinds
+	// applied (same form as AllowedKinds): CustomResourceDefinitions, admission
+	// webhook configurations and the like are denied unless listed. Unset, any
+	// cluster-scoped kind the other rules allow is applied.
+	AllowedClusterScopedKinds []string `json:"allowedClusterScopedKinds,omitempty"`
+	// NamespacePodSecurity, when set, is the Pod Security Standard (privileged,
+	// baseline or restricted) that namespaces the agent creates for manifests
+	// enforce (the pod-security.kubernetes.io/enforce label).
+	NamespacePodSecurity string `json:"namespacePodSecurity,omitempty"`
 }
+
+// protectedRoles are the default ClusterRoles that grant broad power: binding them
+// escalates.
+var protectedRoles = []string{"cluster-admin", "admin", "edit"}
 
 // Validate checks the patterns.
 func (p Policy) Validate() error {
@@ -47,7 +60,12 @@ func (p Policy) Validate() error {
 			}
 		}
 	}
-	for _, list := range [][]string{p.AllowedKinds, p.DeniedKinds} {
+	switch p.NamespacePodSecurity {
+	case "", "privileged", "baseline", "restricted":
+	default:
+		return fmt.Errorf("namespacePodSecurity %q: want privileged, baseline or restricted", p.NamespacePodSecurity)
+	}
+	for _, list := range [][]string{p.AllowedKinds, p.DeniedKinds, p.AllowedClusterScopedKinds} {
 		for _, k := range list {
 			if k == "" || strings.Count(k, "/") > 1 {
 				return fmt.Errorf("kind %q: want Kind, group/Kind or group/*", k)
@@ -62,6 +80,19 @@ type Checker struct {
 	policy         Policy
 	deniedNS       []string
 	agentNamespace string
+	// LookupRole, when set, reads a Role or ClusterRole of the member (nil when it
+	// does not exist), so that a binding to a role that escalates is denied too.
+	// A role that cannot be read denies the binding.
+	LookupRole func(kind, namespace, name string) (*unstructured.Unstructured, error)
+}
+
+// PodSecurity is the Pod Security Standard namespaces the agent creates enforce,
+// or "".
+func (c *Checker) PodSecurity() string {
+	if c == nil {
+		return ""
+	}
+	return c.policy.NamespacePodSecurity
 }
 
 // NewChecker returns a checker of p.
@@ -90,6 +121,9 @@ func (c *Checker) Denied(gvk schema.GroupVersionKind, namespace string, obj *uns
 	if len(p.AllowedKinds) > 0 && !matchKind(p.AllowedKinds, gvk.GroupKind()) {
 		return fmt.Sprintf("the member's policy allows only kinds %s", strings.Join(p.AllowedKinds, ", "))
 	}
+	if namespace == "" && p.AllowedClusterScopedKinds != nil && !matchKind(p.AllowedClusterScopedKinds, gvk.GroupKind()) {
+		return fmt.Sprintf("the member's policy allows only cluster-scoped kinds %s", strings.Join(p.AllowedClusterScopedKinds, ", "))
+	}
 	ns := namespace
 	if gvk.Group == "" && gvk.Kind == "Namespace" {
 		ns = obj.GetName()
@@ -103,7 +137,7 @@ func (c *Checker) Denied(gvk schema.GroupVersionKind, namespace string, obj *uns
 		}
 	}
 	if !p.AllowEscalatingRBAC && gvk.Group == "rbac.authorization.k8s.io" {
-		if why := escalation(gvk.Kind, obj); why != "" {
+		if why := c.escalation(gvk.Kind, obj); why != "" {
 			return "the member's policy denies escalating RBAC: " + why
 		}
 	}
@@ -139,31 +173,61 @@ func match(patterns []string, s string) bool {
 	return false
 }
 
-// escalation says how an RBAC object escalates, or "".
-func escalation(kind string, obj *unstructured.Unstructured) string {
+// escalation says how an RBAC object escalates, or "": a ClusterRole that
+// aggregates others (it grows with whatever is labelled to match), a binding to
+// cluster-admin, admin or edit or to a role that escalates, a role granting every
+// verb or resource, or escalate, bind or impersonate.
+func (c *Checker) escalation(kind string, obj *unstructured.Unstructured) string {
 	switch kind {
 	case "ClusterRoleBinding", "RoleBinding":
 		ref, _, _ := unstructured.NestedStringMap(obj.Object, "roleRef")
-		if ref["kind"] == "ClusterRole" && ref["name"] == "cluster-admin" {
-			return fmt.Sprintf("%s %s binds cluster-admin", kind, obj.GetName())
+		if ref["kind"] == "ClusterRole" && slices.Contains(protectedRoles, ref["name"]) {
+			return fmt.Sprintf("%s %s binds %s", kind, obj.GetName(), ref["name"])
+		}
+		if c.LookupRole == nil {
+			return ""
+		}
+		ns := ""
+		if ref["kind"] == "Role" {
+			ns = obj.GetNamespace()
+		}
+		role, err := c.LookupRole(ref["kind"], ns, ref["name"])
+		if err != nil {
+			return fmt.Sprintf("%s %s binds %s %s, which the agent cannot read to check: %v", kind, obj.GetName(), ref["kind"], ref["name"], err)
+		}
+		if role != nil {
+			// Its rules as the member has them (an aggregated role's included).
+			if why := rulesEscalate(ref["kind"], role); why != "" {
+				return fmt.Sprintf("%s %s binds %s %s, which escalates (%s)", kind, obj.GetName(), ref["kind"], ref["name"], why)
+			}
 		}
 	case "ClusterRole", "Role":
-		rules, _, _ := unstructured.NestedSlice(obj.Object, "rules")
-		for i, r := range rules {
-			rule, ok := r.(map[string]any)
-			if !ok {
-				continue
+		if _, found := obj.Object["aggregationRule"]; found && kind == "ClusterRole" {
+			return fmt.Sprintf("ClusterRole %s aggregates other ClusterRoles (aggregationRule)", obj.GetName())
+		}
+		return rulesEscalate(kind, obj)
+	}
+	return ""
+}
+
+// rulesEscalate says which rule of a Role or ClusterRole grants every verb or
+// resource, or escalate, bind or impersonate, or "".
+func rulesEscalate(kind string, obj *unstructured.Unstructured) string {
+	rules, _, _ := unstructured.NestedSlice(obj.Object, "rules")
+	for i, r := range rules {
+		rule, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+		for _, v := range verbs {
+			if v == "*" || v == "escalate" || v == "bind" || v == "impersonate" {
+				return fmt.Sprintf("%s %s rule %d grants verb %q", kind, obj.GetName(), i, v)
 			}
-			verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
-			resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
-			for _, v := range verbs {
-				if v == "*" || v == "escalate" || v == "bind" || v == "impersonate" {
-					return fmt.Sprintf("%s %s rule %d grants verb %q", kind, obj.GetName(), i, v)
-				}
-			}
-			if slices.Contains(resources, "*") {
-				return fmt.Sprintf("%s %s rule %d grants every resource", kind, obj.GetName(), i)
-			}
+		}
+		if slices.Contains(resources, "*") {
+			return fmt.Sprintf("%s %s rule %d grants every resource", kind, obj.GetName(), i)
 		}
 	}
 	return ""

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -78,4 +79,39 @@ func TestValidate(t *testing.T) {
 	g.Expect(Policy{AllowedNamespaces: []string{"[bad"}}.Validate()).To(MatchError(ContainSubstring("namespace pattern")))
 	g.Expect(Policy{DeniedKinds: []string{"a/b/c"}}.Validate()).To(MatchError(ContainSubstring("group/Kind")))
 	g.Expect(Policy{AllowedKinds: []string{"apps/*", "ConfigMap"}}.Validate()).To(Succeed())
+}
+
+// The escalations a member is protected from unless its admin allows them, and
+// cluster-scoped kinds off the allow list.
+func TestEscalationsAndClusterScopedKinds(t *testing.T) {
+	g := NewWithT(t)
+	wide := m("rbac.authorization.k8s.io/v1", "ClusterRole", "", "wide", rules([]any{"*"}, []any{"pods"}))
+	c, err := NewChecker(Policy{AllowedClusterScopedKinds: []string{"Namespace", "rbac.authorization.k8s.io/*"}}, "lodestar-system")
+	g.Expect(err).NotTo(HaveOccurred())
+	c.LookupRole = func(kind, namespace, name string) (*unstructured.Unstructured, error) {
+		switch {
+		case kind == "ClusterRole" && name == "wide":
+			return wide.obj, nil
+		case name == "secret":
+			return nil, errors.New("forbidden")
+		}
+		return nil, nil
+	}
+	denied := func(mf manifest) string { return c.Denied(mf.gvk, mf.ns, mf.obj) }
+	binding := func(kind, ns, roleKind, role string) manifest {
+		return rbac(kind, ns, map[string]any{"roleRef": map[string]any{"kind": roleKind, "name": role}})
+	}
+	g.Expect(denied(rbac("ClusterRole", "", map[string]any{"aggregationRule": map[string]any{}}))).To(ContainSubstring("aggregationRule"))
+	g.Expect(denied(binding("RoleBinding", "shop", "ClusterRole", "admin"))).To(ContainSubstring("binds admin"))
+	g.Expect(denied(binding("ClusterRoleBinding", "", "ClusterRole", "edit"))).To(ContainSubstring("binds edit"))
+	g.Expect(denied(binding("RoleBinding", "shop", "ClusterRole", "wide"))).To(ContainSubstring("which escalates"))
+	g.Expect(denied(binding("RoleBinding", "shop", "ClusterRole", "view"))).To(BeEmpty(), "a role that does not escalate")
+	g.Expect(denied(binding("RoleBinding", "shop", "Role", "secret"))).To(ContainSubstring("cannot read"))
+	g.Expect(denied(m("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com", nil))).To(ContainSubstring("only cluster-scoped kinds"))
+	g.Expect(denied(m("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "hook", nil))).To(ContainSubstring("only cluster-scoped kinds"))
+	g.Expect(denied(m("v1", "Namespace", "", "shop", nil))).To(BeEmpty())
+	g.Expect(denied(m("v1", "ConfigMap", "shop", "c", nil))).To(BeEmpty(), "namespaced kinds are not limited by the cluster-scoped list")
+
+	_, err = NewChecker(Policy{NamespacePodSecurity: "lenient"}, "")
+	g.Expect(err).To(MatchError(ContainSubstring("namespacePodSecurity")))
 }

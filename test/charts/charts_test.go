@@ -10,14 +10,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
+	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -88,6 +92,8 @@ func TestHubChartRenders(t *testing.T) {
 	g.Expect(docs).To(HaveKey("Role/test-lodestar-hub-leader-election"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-agent-works"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-agent-works"))
+	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-agent-tokens"))
+	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-agent-tokens"))
 	// The chart's defaults are the binary's.
 	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--leader-elect=true", "--kube-api-qps=200", "--zap-log-level=info",
 		"--clusterset-namespaces="+placementv1alpha1.DefaultClusterSet,
@@ -121,9 +127,69 @@ func TestAgentChartRenders(t *testing.T) {
 
 	docs, err = render(t, "lodestar-agent", "--set", "clusterName=edge-7", "--set", "memberRBAC.clusterAdmin=false")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(containerArgs(g, docs, "test-lodestar-agent")).To(ContainElements("--cluster-set="+placementv1alpha1.DefaultClusterSet,
-		"--missing-work-grace-period="+strings.TrimSuffix(work.DefaultMissingWorkGracePeriod.String(), "0s")), "the chart's defaults are the binary's")
+	args := containerArgs(g, docs, "test-lodestar-agent")
+	g.Expect(args).To(ContainElement("--cluster-set="+placementv1alpha1.DefaultClusterSet), "the chart's defaults are the binary's")
+	g.Expect(args).To(ContainElement(WithTransform(func(arg string) time.Duration {
+		d, _ := time.ParseDuration(strings.TrimPrefix(arg, "--missing-work-grace-period="))
+		return d
+	}, Equal(work.DefaultMissingWorkGracePeriod))), "the chart's missing-Work grace period is the binary's")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(docs).NotTo(HaveKey("ClusterRoleBinding/test-lodestar-agent-cluster-admin"))
 	g.Expect(docs).NotTo(HaveKey("Secret/lodestar-hub-kubeconfig"), "an existing Secret is used")
+}
+
+// The agent chart's default member policy protects the member: the escalations,
+// CRDs and admission webhooks are denied, ordinary objects are not, and the
+// namespaces the agent creates enforce the baseline Pod Security Standard.
+func TestAgentChartDefaultPolicyProtectsTheMember(t *testing.T) {
+	g := NewWithT(t)
+	docs, err := render(t, "lodestar-agent", "--set", "clusterName=edge-7")
+	g.Expect(err).NotTo(HaveOccurred())
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	g.Expect(os.WriteFile(file, []byte(docs["ConfigMap/test-lodestar-agent-config"]["data"].(map[string]any)["config.yaml"].(string)), 0o600)).To(Succeed())
+	config, err := agent.LoadConfig(file)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(config.Policy.NamespacePodSecurity).To(Equal("baseline"))
+	checker, err := policy.NewChecker(config.Policy, "lodestar-system")
+	g.Expect(err).NotTo(HaveOccurred())
+	impersonator := object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "impersonator",
+		map[string]any{"rules": []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"users"}, "verbs": []any{"impersonate"}}}})
+	checker.LookupRole = func(kind, _, name string) (*unstructured.Unstructured, error) {
+		if kind == "ClusterRole" && name == "impersonator" {
+			return impersonator, nil
+		}
+		return nil, nil
+	}
+	binding := func(name, role string) *unstructured.Unstructured {
+		return object("rbac.authorization.k8s.io/v1", "RoleBinding", "shop", name,
+			map[string]any{"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role}})
+	}
+	for _, denied := range []*unstructured.Unstructured{
+		object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "grows", map[string]any{"aggregationRule": map[string]any{}}),
+		object("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "root",
+			map[string]any{"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"}}),
+		binding("admins", "admin"), binding("editors", "edit"), binding("impersonators", "impersonator"),
+		impersonator,
+		object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com", nil),
+		object("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "", "hook", nil),
+	} {
+		g.Expect(checker.Denied(denied.GroupVersionKind(), denied.GetNamespace(), denied)).NotTo(BeEmpty(), "%s %s", denied.GetKind(), denied.GetName())
+	}
+	for _, allowed := range []*unstructured.Unstructured{
+		binding("viewers", "view"),
+		object("v1", "Namespace", "", "shop", nil),
+		object("apps/v1", "Deployment", "shop", "web", nil),
+	} {
+		g.Expect(checker.Denied(allowed.GroupVersionKind(), allowed.GetNamespace(), allowed)).To(BeEmpty(), "%s %s", allowed.GetKind(), allowed.GetName())
+	}
+}
+
+// object is an unstructured object with extra top-level fields.
+func object(apiVersion, kind, namespace, name string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": namespace}}}
+	for k, v := range fields {
+		u.Object[k] = v
+	}
+	return u
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
@@ -41,8 +42,9 @@ const (
 )
 
 // agentConfig is the member admins' configuration of the agents: a readiness rule
-// for a custom kind.
-var agentConfig = agent.Config{ReadinessRules: []readiness.Rule{{
+// for a custom kind, and the baseline Pod Security Standard for the namespaces
+// they create (as the agent chart's default policy).
+var agentConfig = agent.Config{Policy: policy.Policy{NamespacePodSecurity: "baseline"}, ReadinessRules: []readiness.Rule{{
 	Group:     gadgetGroup,
 	Kind:      "Gadget",
 	Available: "has(self.status) && self.status.phase == 'Ready'",

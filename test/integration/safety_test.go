@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -23,6 +26,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -469,5 +473,116 @@ func TestWorkKeptUntilEverySliceAgrees(t *testing.T) {
 		w := &workv1alpha1.Work{}
 		err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(ref(2).Name), Name: names.Work(tenant, p.Name)}, w)
 		g.Expect(apierrors.IsNotFound(err) || err == nil && !w.DeletionTimestamp.IsZero()).To(BeTrue(), "the Work of c-002 is deleted: %v", err)
+	}).Should(Succeed())
+}
+
+// Cleanup trusts only the cluster sets the hub manages: a ClusterProfile named
+// like a member, created and deleted in a namespace that is not one, is never
+// marked, and its deletion removes nothing of that member's.
+func TestForeignClusterProfileDeletesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	foreign := newNamespace(t)
+	impostor := &cpv1alpha1.ClusterProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: member1, Namespace: foreign},
+		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
+	}
+	g.Expect(hubCP.Client.Create(ctx, impostor)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		got := &cpv1alpha1.ClusterProfile{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(impostor), got)).To(Succeed())
+		g.Expect(got.Finalizers).To(BeEmpty())
+		g.Expect(got.Status.Conditions).To(BeEmpty(), "no health is judged")
+	}).Should(Succeed())
+	g.Expect(hubCP.Client.Delete(ctx, impostor)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(impostor), &cpv1alpha1.ClusterProfile{}))
+	}).Should(BeTrue())
+	g.Consistently(func(g Gomega) {
+		ns := &corev1.Namespace{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: names.ClusterNamespace(member1)}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp.IsZero()).To(BeTrue(), "member-1's namespace stays")
+		profile := getProfile(g, scheduler.DefaultClusterSetNamespace, member1)
+		g.Expect(profile.DeletionTimestamp.IsZero()).To(BeTrue())
+	}).Should(Succeed())
+}
+
+// Namespaces the agent creates for manifests enforce the member policy's Pod
+// Security Standard: a tenant's privileged hostPath pod is rejected there.
+func TestCreatedNamespacesEnforcePodSecurity(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "psa-" + rand.String(5)
+	w := newWork(t, member2, "psa", nil, cmManifest(t, ns, "settings", map[string]any{"k": "v"}))
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+	created := &corev1.Namespace{}
+	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Name: ns}, created)).To(Succeed())
+	g.Expect(created.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "baseline"))
+
+	privileged := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+				VolumeMounts: []corev1.VolumeMount{{Name: "host", MountPath: "/host"}}}},
+			Volumes: []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}},
+		},
+	}
+	err := members[member2].Client.Create(ctx, privileged)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("PodSecurity"))
+}
+
+// The hub bounds the lifetime of the tokens an agent renews itself: 24 hours.
+func TestAgentTokenLifetimeIsBoundedByTheHub(t *testing.T) {
+	g := NewWithT(t)
+	cs, err := kubernetes.NewForConfig(agentConfigs[member1])
+	g.Expect(err).NotTo(HaveOccurred())
+	request := func(d time.Duration) error {
+		_, err := cs.CoreV1().ServiceAccounts(names.ClusterNamespace(member1)).CreateToken(t.Context(), fleet.AgentServiceAccount,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(d.Seconds()))}}, metav1.CreateOptions{})
+		return err
+	}
+	g.Expect(request(time.Hour)).To(Succeed())
+	err = request(48 * time.Hour)
+	g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("at most 24 hours"))
+}
+
+// A cluster name that another cluster set's profile claims gets no Work: its hub
+// namespace would be shared, and one set's Works could reach the other set's
+// cluster.
+func TestAmbiguousClusterNameGetsNoWork(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	set, tenant := sliceFleet(t, 1)
+	other := newNamespace(t)
+	name := set + "-c-001"
+	// Claimed as the hub claims the profiles of the sets it manages.
+	twin := &cpv1alpha1.ClusterProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: other, Labels: map[string]string{placementv1alpha1.WorkNamespaceLabel: names.ClusterNamespace(name)}},
+		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
+	}
+	g.Expect(hubCP.Client.Create(ctx, twin)).To(Succeed())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "twin", Namespace: tenant}, Data: map[string]string{"k": "v"}}
+	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
+	p := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: "twin", Namespace: tenant},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: cm.Name}},
+			SchedulerName:     "acme-scheduler",
+		},
+	}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, externalDecision(p, "acme-0", cpv1alpha1.ClusterProfileReference{Namespace: set, Name: name}))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(hubCP.Client.List(ctx, events, client.InNamespace(tenant))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(
+			HaveField("Reason", placementv1alpha1.ReasonDecisionRejected),
+			HaveField("Note", ContainSubstring("is used in cluster sets")))))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(name), Name: names.Work(tenant, p.Name)}, &workv1alpha1.Work{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "got %v", err)
 	}).Should(Succeed())
 }

@@ -678,6 +678,10 @@ func errorMessage(err error, isSecret bool) string {
 	return msg
 }
 
+// podSecurityEnforceLabel is the Pod Security admission label that enforces a
+// standard on a namespace's pods.
+const podSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
+
 // ensureNamespace creates namespace ns when it does not exist.
 func (r *Reconciler) ensureNamespace(ctx context.Context, ns string) error {
 	err := r.Member.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
@@ -685,6 +689,11 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, ns string) error {
 		return err
 	}
 	created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{lodestarworkv1alpha1.CreatedNamespaceLabel: "true"}}}
+	if level := r.Policy.PodSecurity(); level != "" {
+		// The member's policy: pods in namespaces the agent makes meet this
+		// Pod Security Standard.
+		created.Labels[podSecurityEnforceLabel] = level
+	}
 	if err := r.Member.Create(ctx, created); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}

@@ -225,8 +225,11 @@ func (r *Reconciler) servedVersion(ctx context.Context, rec lodestarworkv1alpha1
 		}
 	}
 	mapping, err := r.Member.RESTMapper().RESTMapping(schema.GroupKind{Group: rec.Group, Kind: rec.Kind})
-	if err != nil {
-		return "", nil
+	switch {
+	case meta.IsNoMatchError(err):
+		return "", nil // Served in no version.
+	case err != nil:
+		return "", fmt.Errorf("looking up the versions of %s: %w", rec.Kind, err)
 	}
 	return mapping.GroupVersionKind.Version, nil
 }

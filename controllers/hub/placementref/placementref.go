@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -112,6 +113,20 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 		}
 		if !known[ref.Namespace][ref.Name] {
 			return fmt.Sprintf("no ClusterProfile %s/%s that Lodestar manages", ref.Namespace, ref.Name), nil
+		}
+		// A cluster's Works go to the hub namespace of its name: a name that
+		// another cluster set's profile claims (the hub marks the profiles of the
+		// sets it manages with their Work namespace) could send one set's Works to
+		// the other's cluster.
+		same, err := lookup.ClusterProfilesNamed(ctx, c, ref.Name)
+		if err != nil {
+			return "", err
+		}
+		for i := range same {
+			p := &same[i]
+			if p.Namespace != ref.Namespace && lookup.Managed(p) && p.Labels[placementv1alpha1.WorkNamespaceLabel] == names.ClusterNamespace(ref.Name) {
+				return fmt.Sprintf("cluster name %s is used in cluster sets %s and %s; its Works would be ambiguous", ref.Name, ref.Namespace, p.Namespace), nil
+			}
 		}
 		return "", nil
 	}
