@@ -66,6 +66,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the SIG-Multicluster one
 	cp config/rbac/hub/role.yaml charts/lodestar-hub/files/role.yaml
 	cp config/admission/agent-works.yaml charts/lodestar-hub/files/agent-works.yaml
 	cp config/admission/agent-tokens.yaml charts/lodestar-hub/files/agent-tokens.yaml
+	cp config/optional-admission/cluster-names.yaml charts/lodestar-hub/files/cluster-names.yaml
 
 .PHONY: fmt
 fmt: ## Run gofmt.

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml admission/*.yaml rbac/hub/role.yaml rbac/agent/role.yaml rbac/agent-clusterprofile/role.yaml
+//go:embed crd/bases/*.yaml admission/*.yaml optional-admission/*.yaml rbac/hub/role.yaml rbac/agent/role.yaml rbac/agent-clusterprofile/role.yaml
 var files embed.FS
 
 // CRDs returns the CRDs whose API group is one of groups.
@@ -84,13 +84,25 @@ func rules(name string) ([]rbacv1.PolicyRule, error) {
 // HubAdmissionPolicies are the ValidatingAdmissionPolicies (and their bindings) a
 // hub installs, from config/admission.
 func HubAdmissionPolicies() ([]client.Object, error) {
-	entries, err := fs.ReadDir(files, "admission")
+	return admissionPolicies("admission")
+}
+
+// ClusterNamesPolicy is the optional policy (with its binding for the default
+// cluster set) that refuses a ClusterProfile whose name another managed cluster
+// set uses, from config/optional-admission.
+func ClusterNamesPolicy() ([]client.Object, error) {
+	return admissionPolicies("optional-admission")
+}
+
+// admissionPolicies decodes the policies and bindings of the files in dir.
+func admissionPolicies(dir string) ([]client.Object, error) {
+	entries, err := fs.ReadDir(files, dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []client.Object
 	for _, e := range entries {
-		b, err := files.ReadFile(path.Join("admission", e.Name()))
+		b, err := files.ReadFile(path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}

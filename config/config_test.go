@@ -80,4 +80,5 @@ func TestChartsShipTheGeneratedFiles(t *testing.T) {
 	same("lodestar-hub/files/role.yaml", "rbac/hub/role.yaml")
 	same("lodestar-hub/files/agent-works.yaml", "admission/agent-works.yaml")
 	same("lodestar-hub/files/agent-tokens.yaml", "admission/agent-tokens.yaml")
+	same("lodestar-hub/files/cluster-names.yaml", "optional-admission/cluster-names.yaml")
 }

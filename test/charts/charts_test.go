@@ -94,14 +94,19 @@ func TestHubChartRenders(t *testing.T) {
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-agent-works"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-agent-tokens"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-agent-tokens"))
+	g.Expect(docs).NotTo(HaveKey("ValidatingAdmissionPolicy/lodestar-cluster-names"), "opt-in")
 	// The chart's defaults are the binary's.
 	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--leader-elect=true", "--kube-api-qps=200", "--zap-log-level=info",
 		"--clusterset-namespaces="+placementv1alpha1.DefaultClusterSet,
 		"--agent-lease-grace-period="+clusterhealth.DefaultGracePeriod.String(), "--cluster-cleanup-grace-period="+strings.TrimSuffix(clustercleanup.DefaultGracePeriod.String(), "0s")))
 
 	docs, err = render(t, "lodestar-hub", "--set", "replicas=3", "--set", "kubeAPI.qps=50", "--set", "logLevel=debug",
-		"--set", "image.repository=registry.example/lodestar-hub", "--set", "image.tag=v9", "--set", "agentWorkPolicy=false")
+		"--set", "image.repository=registry.example/lodestar-hub", "--set", "image.tag=v9", "--set", "agentWorkPolicy=false",
+		"--set", "clusterSetNamespaces={lodestar-fleet,edge}", "--set", "clusterNamePolicy=true")
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-cluster-names"))
+	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-cluster-names-lodestar-fleet"))
+	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-cluster-names-edge"), "one binding per managed cluster set")
 	d := docs["Deployment/test-lodestar-hub"]
 	g.Expect(d["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(3))
 	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--kube-api-qps=50", "--zap-log-level=debug"))

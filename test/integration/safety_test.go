@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,8 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/config"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -118,6 +121,22 @@ func addSliceCluster(t *testing.T, set, name string) {
 	})
 }
 
+// configMapOn creates, in tenant, a ConfigMap and a Placement of the same name
+// that places it, with spec changed by mutate.
+func configMapOn(t *testing.T, tenant, name string, mutate func(*placementv1alpha1.PlacementSpec)) *placementv1alpha1.Placement {
+	t.Helper()
+	g := NewWithT(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tenant}, Data: map[string]string{"k": "v"}}
+	g.Expect(hubCP.Client.Create(t.Context(), cm)).To(Succeed())
+	p := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tenant},
+		Spec:       placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: name}}},
+	}
+	mutate(&p.Spec)
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	return p
+}
+
 // A Placement over more than 100 clusters has two PlacementDecision slices. A
 // cluster that sorts first pushes the last cluster of slice 0 into slice 1; while
 // the slices are written one after the other that cluster is in neither, and its
@@ -126,16 +145,9 @@ func TestClusterMovingBetweenSlicesKeepsItsWork(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	set, tenant := sliceFleet(t, 101)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sliced", Namespace: tenant}, Data: map[string]string{"k": "v"}}
-	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
-	p := &placementv1alpha1.Placement{
-		ObjectMeta: metav1.ObjectMeta{Name: "sliced", Namespace: tenant},
-		Spec: placementv1alpha1.PlacementSpec{
-			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: cm.Name}},
-			ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"slice": "yes"}},
-		},
-	}
-	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	p := configMapOn(t, tenant, "sliced", func(s *placementv1alpha1.PlacementSpec) {
+		s.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"slice": "yes"}}
+	})
 	works := func(g Gomega) []workv1alpha1.Work {
 		list := &workv1alpha1.WorkList{}
 		g.Expect(hubCP.Client.List(ctx, list, client.MatchingLabels{placementv1alpha1.PlacementNamespaceLabel: tenant})).To(Succeed())
@@ -186,6 +198,17 @@ func TestClusterMovingBetweenSlicesKeepsItsWork(t *testing.T) {
 	g.Expect(deleted).To(BeEmpty(), "Works deleted while their clusters moved between slices")
 }
 
+// runAux joins an aux cluster named after prefix and runs its agent on member-2,
+// with its options changed by mutate; it returns the cluster's name, the options
+// and how to stop the agent.
+func runAux(t *testing.T, prefix string, mutate func(*agent.Options)) (string, agent.Options, func()) {
+	t.Helper()
+	name, cfg := joinAux(t, prefix, 0)
+	opts := auxAgent(name, cfg, member2)
+	mutate(&opts)
+	return name, opts, startAgent(t, opts)
+}
+
 // The missing-Work sweeper judges only its own hub's records and honours Orphan:
 // an AppliedWork of another hub (same cluster name, a Work this hub never had)
 // and its object survive the grace period; the objects of an Orphan Work removed
@@ -194,10 +217,7 @@ func TestSweeperLeavesAnotherHubsAndOrphanWorks(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	member := members[member2].Client
-	name, cfg := joinAux(t, "sweep", 0)
-	opts := auxAgent(name, cfg, member2)
-	opts.MissingWorkGracePeriod = 2 * time.Second
-	stop := startAgent(t, opts)
+	name, opts, stop := runAux(t, "sweep", func(o *agent.Options) { o.MissingWorkGracePeriod = 2 * time.Second })
 	ns := "sweep-" + rand.String(5)
 
 	// Another hub's record, for a cluster of the same name.
@@ -375,10 +395,7 @@ func TestCleanupOfUnservedKindsIsBounded(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	member := members[member2].Client
-	name, cfg := joinAux(t, "unserved", 0)
-	opts := auxAgent(name, cfg, member2)
-	opts.UnservedKindGracePeriod = 3 * time.Second
-	startAgent(t, opts)
+	name, _, _ := runAux(t, "unserved", func(o *agent.Options) { o.UnservedKindGracePeriod = 3 * time.Second })
 	ns := "unserved-" + rand.String(5)
 	moved, movedCRD := widgetCRD(t, member2, "v1", "v2")
 	gone, goneCRD := widgetCRD(t, member2, "v1")
@@ -416,16 +433,7 @@ func TestWorkKeptUntilEverySliceAgrees(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	set, tenant := sliceFleet(t, 3)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sliced", Namespace: tenant}, Data: map[string]string{"k": "v"}}
-	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
-	p := &placementv1alpha1.Placement{
-		ObjectMeta: metav1.ObjectMeta{Name: "sliced", Namespace: tenant},
-		Spec: placementv1alpha1.PlacementSpec{
-			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: cm.Name}},
-			SchedulerName:     "acme-scheduler",
-		},
-	}
-	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	p := configMapOn(t, tenant, "sliced", func(s *placementv1alpha1.PlacementSpec) { s.SchedulerName = "acme-scheduler" })
 	ref := func(n int) cpv1alpha1.ClusterProfileReference {
 		return cpv1alpha1.ClusterProfileReference{Namespace: set, Name: fmt.Sprintf("%s-c-%03d", set, n)}
 	}
@@ -476,15 +484,51 @@ func TestWorkKeptUntilEverySliceAgrees(t *testing.T) {
 	}).Should(Succeed())
 }
 
+// A cluster name is unique across the cluster sets the hub manages, enforced by
+// the hub's (optional) admission policy: a ClusterProfile named like a cluster of
+// the default set is refused in any other namespace.
+func TestClusterNamesAreUniqueAcrossSets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	policies, err := config.ClusterNamesPolicy()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, p := range policies {
+		g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+		t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), p) })
+	}
+	// In a namespace the hub does not manage, so that a twin admitted before the
+	// policy takes effect is never acted on.
+	foreign := newNamespace(t)
+	g.Eventually(func(g Gomega) {
+		twin := &cpv1alpha1.ClusterProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: member1, Namespace: foreign},
+			Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
+		}
+		err := hubCP.Client.Create(ctx, twin)
+		if err == nil {
+			_ = hubCP.Client.Delete(ctx, twin)
+		}
+		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("cluster name " + member1 + " is already used in cluster set " + scheduler.DefaultClusterSetNamespace))
+	}).Should(Succeed())
+	// A name of its own is admitted.
+	g.Expect(hubCP.Client.Create(ctx, &cpv1alpha1.ClusterProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "unique-" + rand.String(5), Namespace: foreign},
+		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
+	})).To(Succeed())
+}
+
 // Cleanup trusts only the cluster sets the hub manages: a ClusterProfile named
-// like a member, created and deleted in a namespace that is not one, is never
-// marked, and its deletion removes nothing of that member's.
+// like a cluster of another set (the name policy is optional), created and deleted
+// in a namespace that is not a managed set, is never marked, and its deletion
+// removes nothing of that cluster's.
 func TestForeignClusterProfileDeletesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
+	victim, _ := joinAux(t, "victim", 0)
 	foreign := newNamespace(t)
 	impostor := &cpv1alpha1.ClusterProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: member1, Namespace: foreign},
+		ObjectMeta: metav1.ObjectMeta{Name: victim, Namespace: foreign},
 		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
 	}
 	g.Expect(hubCP.Client.Create(ctx, impostor)).To(Succeed())
@@ -500,9 +544,9 @@ func TestForeignClusterProfileDeletesNothing(t *testing.T) {
 	}).Should(BeTrue())
 	g.Consistently(func(g Gomega) {
 		ns := &corev1.Namespace{}
-		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: names.ClusterNamespace(member1)}, ns)).To(Succeed())
-		g.Expect(ns.DeletionTimestamp.IsZero()).To(BeTrue(), "member-1's namespace stays")
-		profile := getProfile(g, scheduler.DefaultClusterSetNamespace, member1)
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: names.ClusterNamespace(victim)}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp.IsZero()).To(BeTrue(), "the cluster's namespace stays")
+		profile := getProfile(g, auxSet, victim)
 		g.Expect(profile.DeletionTimestamp.IsZero()).To(BeTrue())
 	}).Should(Succeed())
 }
@@ -563,16 +607,7 @@ func TestAmbiguousClusterNameGetsNoWork(t *testing.T) {
 		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
 	}
 	g.Expect(hubCP.Client.Create(ctx, twin)).To(Succeed())
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "twin", Namespace: tenant}, Data: map[string]string{"k": "v"}}
-	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
-	p := &placementv1alpha1.Placement{
-		ObjectMeta: metav1.ObjectMeta{Name: "twin", Namespace: tenant},
-		Spec: placementv1alpha1.PlacementSpec{
-			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: cm.Name}},
-			SchedulerName:     "acme-scheduler",
-		},
-	}
-	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	p := configMapOn(t, tenant, "twin", func(s *placementv1alpha1.PlacementSpec) { s.SchedulerName = "acme-scheduler" })
 	g.Expect(hubCP.Client.Create(ctx, externalDecision(p, "acme-0", cpv1alpha1.ClusterProfileReference{Namespace: set, Name: name}))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		events := &eventsv1.EventList{}
@@ -585,4 +620,43 @@ func TestAmbiguousClusterNameGetsNoWork(t *testing.T) {
 		err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(name), Name: names.Work(tenant, p.Name)}, &workv1alpha1.Work{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "got %v", err)
 	}).Should(Succeed())
+}
+
+// A Work whose objects render to more than a Work may carry is not written: the
+// Placement says why, naming the largest objects, and loses nothing placed.
+func TestOversizeWorkIsNotWritten(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, cm, p := configMapPlacement(t)
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonWorkSynchronized))
+	}).Should(Succeed())
+	works := &workv1alpha1.WorkList{}
+	g.Expect(hubCP.Client.List(ctx, works, client.MatchingLabels{placementv1alpha1.PlacementNamespaceLabel: ns})).To(Succeed())
+	g.Expect(works.Items).NotTo(BeEmpty())
+	work := &works.Items[0]
+	cluster, _ := names.ClusterFromNamespace(work.Namespace)
+
+	// A ConfigMap of 900 KiB: it fits etcd and a ConfigMap, not a Work.
+	g.Expect(hubCP.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: ns, Labels: map[string]string{"size": "big"}},
+		Data: map[string]string{"blob": strings.Repeat("x", 900<<10)}})).To(Succeed())
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, placementv1alpha1.ResourceSelector{
+			Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"size": "big"}}})
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonWorkTooLarge))
+		g.Expect(c.Message).To(ContainSubstring("ConfigMap " + ns + "/big"))
+	}).Should(Succeed())
+	got := &workv1alpha1.Work{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(work), got)).To(Succeed())
+	g.Expect(got.Spec.Workload.Manifests).To(HaveLen(1), "the Work keeps what it carried")
+	g.Expect(string(got.Spec.Workload.Manifests[0].Raw)).To(ContainSubstring(cm.Name))
+	g.Eventually(func() error {
+		return members[cluster].Client.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+	}).Should(Succeed(), "what was placed stays")
 }

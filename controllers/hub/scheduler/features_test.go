@@ -508,3 +508,28 @@ func TestFilterChangesDoNotDropChosenClusters(t *testing.T) {
 		g.Expect(decided(g, t, byExpression)).To(ConsistOf("a"))
 	}).Should(Succeed())
 }
+
+// A tenant's wildcard toleration does not keep its Placement on a cluster the
+// platform drains: only a toleration that names Lodestar's drain key does.
+func TestWildcardTolerationDoesNotTolerateADrain(t *testing.T) {
+	f := newFleet(t)
+	f.add(t, "stays", profile{})
+	f.add(t, "drained", profile{})
+	wildcard := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
+		s.Tolerations = []placementv1alpha1.Toleration{{Operator: placementv1alpha1.TolerationExists}}
+	})
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) { g.Expect(decided(g, t, wildcard)).To(ConsistOf("stays", "drained")) }).Should(Succeed())
+	b, _ := json.Marshal([]placementv1alpha1.Taint{{Key: placementv1alpha1.DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute, TimeAdded: time.Now().UTC().Format(time.RFC3339)}})
+	update(t, &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: f.set, Name: "drained"}}, func(cp *cpv1alpha1.ClusterProfile) {
+		cp.Annotations = map[string]string{placementv1alpha1.TaintsAnnotation: string(b)}
+	})
+	// "stays" is available, so the drained cluster leaves at once.
+	availableWork(t, wildcard, "stays")
+	g.Eventually(func(g Gomega) {
+		g.Expect(decided(g, t, wildcard)).To(ConsistOf("stays"))
+		_, got := scheduled(g, t, wildcard)
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(
+			And(HaveField("Reason", scheduling.ReasonTainted), HaveField("Clusters", ConsistOf("drained")))))
+	}).Should(Succeed())
+}
