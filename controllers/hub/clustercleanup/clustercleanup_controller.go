@@ -5,7 +5,6 @@ package clustercleanup
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,12 +66,9 @@ type Reconciler struct {
 // Reconcile keeps the cleanup finalizer and the Work namespace label on managed
 // ClusterProfiles and does the cleanup once one is deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	profile := &cpv1alpha1.ClusterProfile{}
-	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !lookup.Managed(profile) || !slices.Contains(r.ClusterSetNamespaces, profile.Namespace) {
-		return ctrl.Result{}, nil
+	profile, err := lookup.ManagedProfile(ctx, r.Client, req.NamespacedName, r.ClusterSetNamespaces)
+	if profile == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	if profile.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.markManaged(ctx, profile)

@@ -5,7 +5,6 @@ package clusterhealth
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"time"
 
@@ -56,15 +55,12 @@ type Reconciler struct {
 
 // Reconcile sets one ClusterProfile's conditions from its agent's Lease.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	profile := &cpv1alpha1.ClusterProfile{}
-	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !lookup.Managed(profile) || !slices.Contains(r.ClusterSetNamespaces, profile.Namespace) {
-		return ctrl.Result{}, nil
+	profile, err := lookup.ManagedProfile(ctx, r.Client, req.NamespacedName, r.ClusterSetNamespaces)
+	if profile == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	lease := &coordinationv1.Lease{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(profile.Name), Name: placementv1alpha1.AgentLeaseName}, lease)
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(profile.Name), Name: placementv1alpha1.AgentLeaseName}, lease)
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}

@@ -8,6 +8,7 @@ package lookup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,6 +83,20 @@ func ClusterProfilesNamed(ctx context.Context, c client.Reader, name string) ([]
 // Managed tells whether Lodestar manages a ClusterProfile.
 func Managed(p *cpv1alpha1.ClusterProfile) bool {
 	return p.Spec.ClusterManager.Name == placementv1alpha1.ClusterManagerName
+}
+
+// ManagedProfile reads the ClusterProfile of key for a controller that acts only on
+// Lodestar's ClusterProfiles in the cluster sets the hub manages (sets). It returns
+// nil, and no error, when the profile is gone or not one to act on.
+func ManagedProfile(ctx context.Context, c client.Reader, key client.ObjectKey, sets []string) (*cpv1alpha1.ClusterProfile, error) {
+	profile := &cpv1alpha1.ClusterProfile{}
+	if err := c.Get(ctx, key, profile); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !Managed(profile) || !slices.Contains(sets, profile.Namespace) {
+		return nil, nil
+	}
+	return profile, nil
 }
 
 // ManagedProfiles lets only the ClusterProfiles Lodestar manages through.

@@ -176,6 +176,16 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 	return out, nil
 }
 
+// DecidedIn is Decided for the cluster sets the Placement's namespace may use
+// (lookup.ClusterSets, with defaultSets for a namespace that names none).
+func DecidedIn(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, defaultSets []string) (Decisions, error) {
+	sets, err := lookup.ClusterSets(ctx, c, placement.Namespace, defaultSets)
+	if err != nil {
+		return Decisions{}, err
+	}
+	return Decided(ctx, c, placement, sets)
+}
+
 // consistent tells whether accepted slices, carrying these revision and slice
 // count annotations, are one whole scheduling result: one slice, or every slice
 // of one revision, as many as that revision declares.

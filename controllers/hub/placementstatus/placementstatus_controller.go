@@ -53,11 +53,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
 
-	sets, err := lookup.ClusterSets(ctx, r.Client, placement.Namespace, r.DefaultClusterSets)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	decided, err := placementref.Decided(ctx, r.Client, placement, sets)
+	decided, err := placementref.DecidedIn(ctx, r.Client, placement, r.DefaultClusterSets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -127,11 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	sets, err := lookup.ClusterSets(ctx, r.Client, placement.Namespace, r.DefaultClusterSets)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	decided, err := placementref.Decided(ctx, r.Client, placement, sets)
+	decided, err := placementref.DecidedIn(ctx, r.Client, placement, r.DefaultClusterSets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
