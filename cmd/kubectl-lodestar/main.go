@@ -1,5 +1,6 @@
 // Command kubectl-lodestar is the kubectl plugin for operating a Lodestar fleet from
-// the hub: `kubectl lodestar join|cordon|drain|uncordon|unjoin <cluster>`.
+// the hub: `kubectl lodestar join|cordon|drain|uncordon|unjoin <cluster>` and
+// `kubectl lodestar rollout status|history|undo|pause|resume|approve <placement>`.
 package main
 
 import (
@@ -33,6 +34,7 @@ Usage:
   kubectl lodestar drain <cluster> [flags]     move what runs there elsewhere, make-before-break (taint NoExecute)
   kubectl lodestar uncordon <cluster> [flags]  undo cordon and drain
   kubectl lodestar unjoin <cluster> [flags]    remove a cluster: what was placed there is deleted (or kept, --orphan)
+  kubectl lodestar rollout <verb> <placement>  status|history|undo|pause|resume|approve a Placement's rollout
 
 Every command takes --kubeconfig (the hub; default $KUBECONFIG or ~/.kube/config),
 --context and --cluster-set (default lodestar-fleet). "kubectl lodestar <command> -h"
@@ -55,6 +57,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	cmd, args := args[0], args[1:]
+	if cmd == "rollout" {
+		return runRollout(ctx, args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("kubectl lodestar "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", "", "Kubeconfig of the hub (default: $KUBECONFIG or ~/.kube/config).")

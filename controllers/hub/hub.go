@@ -102,11 +102,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
 	if err := (&workgenerator.Reconciler{
-		Client:   mgr.GetClient(),
-		Cache:    mgr.GetCache(),
-		Mapper:   mgr.GetRESTMapper(),
-		Recorder: mgr.GetEventRecorder(workgenerator.Name),
-		Workers:  opts.Workers,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Cache:     mgr.GetCache(),
+		Mapper:    mgr.GetRESTMapper(),
+		Recorder:  mgr.GetEventRecorder(workgenerator.Name),
+		Workers:   opts.Workers,
 
 		DefaultClusterSets: opts.DefaultClusterSets,
 	}).SetupWithManager(mgr); err != nil {

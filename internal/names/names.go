@@ -59,6 +59,12 @@ func DecisionSlice(placement string, i int) string {
 	return fit(placement, validation.DNS1123SubdomainMaxLength-8) + "-" + strconv.Itoa(i)
 }
 
+// Revision is the name of a Placement's PlacementRevision of the manifests whose
+// hash is hash: "<placement>-<first 10 digits of the hash>", shortened when too long.
+func Revision(placement, hash string) string {
+	return fit(placement, validation.DNS1123SubdomainMaxLength-11) + "-" + hash[:min(10, len(hash))]
+}
+
 // HashedLabelPrefix starts a label value that stands for a hashed name.
 const HashedLabelPrefix = "h-"
 

@@ -16,6 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -148,6 +149,38 @@ var cases = []ruleCase{
 		cp := &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: "c-" + rand.String(5), Namespace: ns},
 			Spec: cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: "someone"}}}
 		return createThenUpdate(cp, func(cp *cpv1alpha1.ClusterProfile) { cp.Spec.ClusterManager.Name = "someone-else" })(ctx, c, ns)
+	}},
+	{"rolling applies to type Rolling only", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutAllAtOnce, Rolling: &placementv1alpha1.RollingStrategy{}}
+	})},
+	{"type Staged needs stages, and only type Staged takes them", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged}
+	})},
+	{"maxUnavailable and maxSurge cannot both be 0", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling, Rolling: &placementv1alpha1.RollingStrategy{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromString("0%"))}}
+	})},
+	{"an integer of at least 0 or a percentage", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling, Rolling: &placementv1alpha1.RollingStrategy{
+			MaxUnavailable: ptr.To(intstr.FromString("half"))}}
+	})},
+	{"an integer of at least 1 or a percentage", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged, Stages: []placementv1alpha1.RolloutStage{
+			{Name: "dev", MaxConcurrency: ptr.To(intstr.FromInt32(0))}}}
+	})},
+	{"a PlacementRevision is immutable", func(ctx context.Context, c client.Client, ns string) error {
+		rev := &placementv1alpha1.PlacementRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns},
+			Spec: placementv1alpha1.PlacementRevisionSpec{Placement: "web", Revision: 1, Hash: "abc"}}
+		return createThenUpdate(rev, func(rev *placementv1alpha1.PlacementRevision) { rev.Spec.Hash = "def" })(ctx, c, ns)
+	}},
+	{"name exactly one of stage and clusters", func(ctx context.Context, c client.Client, ns string) error {
+		return c.Create(ctx, &placementv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns},
+			Spec: placementv1alpha1.RolloutApprovalSpec{Placement: "web", Revision: "web-1", Stage: "prod", Clusters: []string{"x"}}})
+	}},
+	{"a RolloutApproval is immutable", func(ctx context.Context, c client.Client, ns string) error {
+		a := &placementv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns},
+			Spec: placementv1alpha1.RolloutApprovalSpec{Placement: "web", Revision: "web-1", Stage: "prod"}}
+		return createThenUpdate(a, func(a *placementv1alpha1.RolloutApproval) { a.Spec.Stage = "dev" })(ctx, c, ns)
 	}},
 }
 

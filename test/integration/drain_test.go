@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +17,6 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
-	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
 // onOneThenEither creates p (numberOfClusters 1) on the production member first,
@@ -97,9 +97,13 @@ func TestDrainKeepsTheClusterUntilTheReplacementIsAvailable(t *testing.T) {
 		g.Expect(workOf(g, p, member2)).NotTo(BeNil(), "the replacement is placed")
 		got := &placementv1alpha1.Placement{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
-		g.Expect(got.Status.Scheduling).NotTo(BeNil())
-		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(And(
-			HaveField("Reason", scheduling.ReasonKeptUntilReplaced), HaveField("Clusters", ConsistOf(member1)))))
+		g.Expect(got.Status.Rollout).NotTo(BeNil())
+		g.Expect(got.Status.Rollout.Clusters).To(ContainElement(And(
+			HaveField("Name", member1), HaveField("State", placementv1alpha1.ClusterSkipped))))
+		progressing := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ProgressingCondition)
+		g.Expect(progressing).NotTo(BeNil())
+		g.Expect(progressing.Reason).To(Equal(placementv1alpha1.ReasonRolloutInProgress))
+		g.Expect(progressing.Message).To(ContainSubstring("keeping " + member1))
 	}).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		old := workOf(g, p, member1)

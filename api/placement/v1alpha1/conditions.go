@@ -20,6 +20,12 @@ const (
 	// aggregator.
 	AvailableCondition = "Available"
 
+	// ProgressingCondition is True while a revision is being rolled out or
+	// clusters the Placement left are being removed, and False when the rollout is
+	// complete or stopped (paused, waiting for approval, deadline or failure budget
+	// exceeded); the reason says which. Written by the work generator.
+	ProgressingCondition = "Progressing"
+
 	// DriftedCondition is True when a selected cluster reports a placed object
 	// changed on the member and left so (applyStrategy.whenDrifted: Report). Present
 	// only with that policy. Written by the status aggregator.
@@ -43,6 +49,9 @@ const (
 	// ReasonInvalidResourceSelector: a resource selector names an unknown or
 	// cluster-scoped kind, or has an invalid label selector.
 	ReasonInvalidResourceSelector = "InvalidResourceSelector"
+	// ReasonInvalidStrategy: spec.strategy cannot be used (a stage's cluster
+	// selector does not parse).
+	ReasonInvalidStrategy = "InvalidStrategy"
 	// ReasonInvalidStatusFeedback: a status feedback rule's CEL or JSONPath does not
 	// compile, or it names Secrets.
 	ReasonInvalidStatusFeedback = "InvalidStatusFeedback"
@@ -84,4 +93,29 @@ const (
 	ReasonDriftDetected = "DriftDetected"
 	// ReasonNoDrift: no cluster reports a drifted object.
 	ReasonNoDrift = "NoDrift"
+
+	// Reasons of the Progressing condition.
+
+	// ReasonRolloutInProgress: clusters are being given the target revision, or
+	// clusters the Placement left are kept until their replacements are Available.
+	ReasonRolloutInProgress = "RolloutInProgress"
+	// ReasonRolloutComplete: every selected cluster is Available at the target
+	// revision and no cluster the Placement left still has its objects.
+	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonRolloutPaused: spec.paused is set.
+	ReasonRolloutPaused = "RolloutPaused"
+	// ReasonWaitingForApproval: the next stage, or the next clusters, wait for a
+	// RolloutApproval of the target revision.
+	ReasonWaitingForApproval = "WaitingForApproval"
+	// ReasonProgressDeadlineExceeded: a cluster was not Available within
+	// progressDeadlineSeconds (it counts as failed), or clusters the Placement left
+	// were removed before their replacements were Available.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonFailureBudgetExceeded: more clusters failed at the target revision than
+	// maxFailures allows; no further cluster is updated until fewer fail, the
+	// budget is raised, or a new revision (a fix or an undo) is made.
+	ReasonFailureBudgetExceeded = "FailureBudgetExceeded"
+	// ReasonRolloutBlocked: maxUnavailable is 0 and every cluster left to update is
+	// Available, so none may be taken down for the update.
+	ReasonRolloutBlocked = "RolloutBlocked"
 )

@@ -22,7 +22,8 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &Placement{}, &PlacementList{})
+	scheme.AddKnownTypes(GroupVersion, &Placement{}, &PlacementList{},
+		&PlacementRevision{}, &PlacementRevisionList{}, &RolloutApproval{}, &RolloutApprovalList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -93,6 +93,27 @@ type PlacementSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
 	StatusFeedback []lodestarworkv1alpha1.FeedbackRule `json:"statusFeedback,omitempty"`
+
+	// strategy says how a new revision of the placed objects reaches the selected
+	// clusters: AllAtOnce (the default), Rolling, Staged or External. Whatever the
+	// strategy, clusters the Placement leaves keep the objects until the clusters
+	// added in their place report them Available, or the progress deadline passes.
+	// +optional
+	Strategy *RolloutStrategy `json:"strategy,omitempty"`
+
+	// paused stops the rollout: no further cluster is given the target revision
+	// (clusters already given it finish) and no cluster fails by the progress
+	// deadline while it is set. Default false.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// revisionHistoryLimit is how many PlacementRevisions are kept, besides those a
+	// Work or the rollout still uses. Default 10.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
 // ResourceSelector selects objects of one kind in the Placement's namespace, by name
@@ -129,8 +150,9 @@ type ResourceSelector struct {
 // PlacementStatus is what Lodestar observed of a Placement. Each hub controller owns
 // its own fields and conditions and writes only those (server-side apply).
 type PlacementStatus struct {
-	// conditions are Scheduled (written by the scheduler), WorkSynchronized (the work
-	// generator), Applied and Available (the status aggregator).
+	// conditions are Scheduled (written by the scheduler), WorkSynchronized and
+	// Progressing (the work generator), Applied and Available (the status
+	// aggregator).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -181,6 +203,11 @@ type PlacementStatus struct {
 	// object changed on the member and left so (applyStrategy.whenDrifted: Report).
 	// +optional
 	DriftedClusters int32 `json:"driftedClusters,omitempty"`
+
+	// rollout is where the rollout of the target revision is. Written by the work
+	// generator.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // ClusterStatus is the state of a Placement's objects on one member cluster.
@@ -232,6 +259,8 @@ type ClusterStatus struct {
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableClusters`
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,priority=1
 // +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`,priority=1
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.rollout.targetRevisionNumber`
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Placement struct {

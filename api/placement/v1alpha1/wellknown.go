@@ -51,8 +51,22 @@ const (
 	PlacementNamespaceLabel = "placement.lodestar.dev/namespace"
 	// ClusterLabel on a Work names the cluster it is for.
 	ClusterLabel = "placement.lodestar.dev/cluster"
-	// RevisionAnnotation on a Work is a hash of its manifests.
+	// RevisionAnnotation on a Work is a hash of its manifests, the hash of the
+	// PlacementRevision it holds.
 	RevisionAnnotation = "placement.lodestar.dev/revision"
+	// RevisionSinceAnnotation on a Work is when (RFC 3339) the work generator gave
+	// it its current revision: a rollout counts the progress deadline and the soak
+	// time of a cluster from it, never from an earlier revision's transitions.
+	RevisionSinceAnnotation = "placement.lodestar.dev/revision-since"
+	// LeavingSinceAnnotation on a Work is when (RFC 3339) its cluster left the
+	// Placement's decisions; the Work is kept until the clusters added in its
+	// place are Available, or the progress deadline passes.
+	LeavingSinceAnnotation = "placement.lodestar.dev/leaving-since"
+	// RevisionHashLabel on a PlacementRevision is its manifests' hash.
+	RevisionHashLabel = "placement.lodestar.dev/revision-hash"
+	// ChangeCauseAnnotation on a Placement, when set, is the change cause of the
+	// next PlacementRevision, as for Deployments.
+	ChangeCauseAnnotation = "kubernetes.io/change-cause"
 	// PlacementFinalizer holds a Placement until its Works are gone from the hub.
 	PlacementFinalizer = "placement.lodestar.dev/cleanup"
 )

@@ -68,6 +68,8 @@ type Decisions struct {
 	Consistent bool
 	// Rejected says, for each decision or slice not acted on, why.
 	Rejected []string
+	// Sets are the cluster sets the Placement's namespace may use.
+	Sets []string
 	// Generation is the Placement generation every accepted slice was written for
 	// (placementv1alpha1.DecisionGenerationAnnotation); empty when they differ or
 	// do not say.
@@ -86,7 +88,7 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 		client.MatchingLabels{cpv1alpha1.PlacementKeyLabel: names.LabelValue(placement.Name)}); err != nil {
 		return Decisions{}, fmt.Errorf("listing PlacementDecisions: %w", err)
 	}
-	var out Decisions
+	out := Decisions{Sets: sets}
 	scheduler := placement.Spec.SchedulerName
 	if scheduler == "" {
 		scheduler = placementv1alpha1.DefaultSchedulerName

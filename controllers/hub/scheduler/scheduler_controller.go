@@ -53,10 +53,6 @@ const (
 	// DefaultClusterSetNamespace holds the ClusterProfiles of the default cluster set.
 	DefaultClusterSetNamespace = placementv1alpha1.DefaultClusterSet
 
-	// replacementPoll is how often a Placement that keeps a drained cluster until
-	// its replacement is available looks at the replacement again.
-	replacementPoll = 2 * time.Second
-
 	// clusterChangeWindow gathers ClusterProfile changes before rescheduling.
 	clusterChangeWindow = 500 * time.Millisecond
 )
@@ -86,7 +82,6 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
@@ -137,21 +132,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	current, decidedFor, err := r.currentDecisions(ctx, placement, sets)
+	current, err := r.currentDecisions(ctx, placement, sets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// Clusters that leave the decisions keep the Placement's objects until the
+	// clusters added are Available: the work generator's rollout gate sees to it.
 	res := scheduling.Schedule(clusters, current, policy, time.Now())
-	// A spec change is the user's own: clusters it deselects leave at once.
-	userChange := decidedFor != strconv.FormatInt(placement.Generation, 10)
-	keptUntilReplaced := false
-	if len(scheduling.Evicted(res, current, userChange)) > 0 {
-		available, err := r.availableClusters(ctx, placement)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		keptUntilReplaced = scheduling.KeepUntilReplaced(&res, clusters, current, available, userChange)
-	}
 	if err := r.writeDecisions(ctx, placement, res.Selected); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -160,10 +147,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	result := ctrl.Result{}
 	if res.RecheckAfter > 0 {
 		result.RequeueAfter = res.RecheckAfter + time.Second
-	}
-	if keptUntilReplaced && (result.RequeueAfter == 0 || result.RequeueAfter > replacementPoll) {
-		// Work availability does not trigger the scheduler: look again soon.
-		result.RequeueAfter = replacementPoll
 	}
 	switch {
 	case len(res.Selected) == 0:
@@ -176,23 +159,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%d clusters chosen", len(res.Selected))
 	}
 	return result, nil
-}
-
-// availableClusters names the clusters whose Work of the Placement reports every
-// object Available at its current generation.
-func (r *Reconciler) availableClusters(ctx context.Context, placement *placementv1alpha1.Placement) (map[string]bool, error) {
-	works, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for i := range works {
-		w := &works[i]
-		if cluster, ok := names.ClusterFromNamespace(w.Namespace); ok && lookup.WorkAvailability(w) == metav1.ConditionTrue {
-			out[cluster] = true
-		}
-	}
-	return out, nil
 }
 
 // warnOnce records a Warning event when the Scheduled condition changes to the
@@ -212,7 +178,7 @@ func summary(res scheduling.Result) string {
 	}
 	reasons := make([]string, 0, len(res.Excluded))
 	for reason, names := range res.Excluded {
-		if reason == scheduling.ReasonKeptUnhealthy || reason == scheduling.ReasonKeptUntilReplaced || reason == scheduling.ReasonKeptExpressionError {
+		if reason == scheduling.ReasonKeptUnhealthy || reason == scheduling.ReasonKeptExpressionError {
 			continue
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %d", reason, len(names)))
@@ -288,18 +254,17 @@ func clusterOf(p *cpv1alpha1.ClusterProfile) scheduling.Cluster {
 	return c
 }
 
-// currentDecisions returns the clusters the Placement's decisions name now, and
-// the Placement generation they were written for.
-func (r *Reconciler) currentDecisions(ctx context.Context, placement *placementv1alpha1.Placement, sets []string) (map[string]bool, string, error) {
+// currentDecisions returns the clusters the Placement's decisions name now.
+func (r *Reconciler) currentDecisions(ctx context.Context, placement *placementv1alpha1.Placement, sets []string) (map[string]bool, error) {
 	decided, err := placementref.Decided(ctx, r.Client, placement, sets)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	out := make(map[string]bool, len(decided.Clusters))
 	for _, c := range decided.Clusters {
 		out[c] = true
 	}
-	return out, decided.Generation, nil
+	return out, nil
 }
 
 // writeDecisions writes one PlacementDecision slice per 100 selected clusters (one

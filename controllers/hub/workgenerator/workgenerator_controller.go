@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -44,6 +46,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/render"
+	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
 
 // Name is the work generator's field owner and event source.
@@ -54,10 +57,12 @@ const workWriters = 16
 
 // Reconciler generates Works.
 type Reconciler struct {
-	Client   client.Client
-	Cache    cache.Cache
-	Mapper   meta.RESTMapper
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads from the API server, past the cache: revision numbers.
+	APIReader client.Reader
+	Cache     cache.Cache
+	Mapper    meta.RESTMapper
+	Recorder  events.EventRecorder
 	// Workers is how many Placements are reconciled at once.
 	Workers int
 	// DefaultClusterSets are the cluster sets of namespaces that name none
@@ -66,12 +71,20 @@ type Reconciler struct {
 
 	controller controller.Controller
 	watched    sync.Map // schema.GroupVersionKind → struct{}
+	// expected are Work writes the cache may not show yet (expectationKey →
+	// expectation), so that the gate never counts a cluster twice.
+	expected sync.Map
+	// active tells, per Placement (client.ObjectKey → bool), whether its rollout
+	// or a removal is under way, when Work status reports concern the generator.
+	active sync.Map
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placementrevisions,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=rolloutapprovals,verbs=get;list;watch
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -136,12 +149,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonDecisionRejected, "Decide",
 			"ignored: %s", rejectedSummary(decided.Rejected))
 	}
-	clusters := decided.Clusters
 	if !decided.Found {
 		// Without decisions we know nothing new about where the objects belong:
 		// existing Works stay as they are.
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForDecisions, "no PlacementDecision names this Placement yet")
 		return ctrl.Result{}, nil
+	}
+
+	return r.rollOut(ctx, placement, st, objs, content{manifests: manifests, hash: revision}, annotations, decided)
+}
+
+// rollOut moves the selected clusters to the target revision through the gate of
+// the Placement's strategy, and removes the Works of the clusters it left once
+// the clusters added in their place are Available.
+func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.Placement, st *status,
+	objs []*unstructured.Unstructured, rendered content, annotations map[string]string, decided placementref.Decisions) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	now := time.Now()
+	strategy, err := rollout.StrategyFor(placement.Spec.Strategy)
+	if err != nil {
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidStrategy, "%v", err)
+		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonInvalidStrategy, "Rollout", "%v", err)
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	target, revs, wait, err := r.targetRevision(ctx, placement, objs, rendered)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	targetContent := rendered
+	if target.Spec.Hash != rendered.hash {
+		targetContent = revisionContent(target)
 	}
 
 	// Works already up to date are skipped without a copy or a patch: after a
@@ -150,23 +187,101 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	upToDate := map[string]bool{}
+	byCluster := map[string]*workv1alpha1.Work{}
 	for i := range current {
-		if workUpToDate(&current[i], placement, manifests, revision, annotations) {
-			upToDate[current[i].Namespace] = true
+		if cluster, ok := names.ClusterFromNamespace(current[i].Namespace); ok && current[i].DeletionTimestamp.IsZero() {
+			byCluster[cluster] = &current[i]
+		}
+	}
+	selected := map[string]bool{}
+	for _, c := range decided.Clusters {
+		selected[c] = true
+	}
+
+	// The clusters the Placement left, kept make-before-break.
+	var leaving []rollout.Leaving
+	var leavingWorks []*workv1alpha1.Work
+	if decided.Consistent {
+		for cluster, w := range byCluster {
+			if selected[cluster] {
+				continue
+			}
+			since, err := r.leavingSince(ctx, w, now)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			revoked, err := r.revoked(ctx, cluster, decided.Sets)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			leaving = append(leaving, rollout.Leaving{Name: cluster, Since: since, Available: lookup.WorkAvailability(w) == metav1.ConditionTrue, Revoked: revoked})
+			leavingWorks = append(leavingWorks, w)
 		}
 	}
 
-	// Works are written concurrently: a Placement may fan out to thousands.
+	var labelsOf map[string]map[string]string
+	if strategy.Type == placementv1alpha1.RolloutStaged {
+		if labelsOf, err = clusterLabels(ctx, r.Client, decided.Clusters, decided.Sets); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	state := rollout.State{Target: target.Spec.Hash, Paused: placement.Spec.Paused, Leaving: len(leaving)}
+	var stableRev *placementv1alpha1.PlacementRevision
+	if prev := placement.Status.Rollout; prev != nil {
+		if i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == prev.StableRevision }); i >= 0 {
+			stableRev = &revs[i]
+			state.Stable = stableRev.Spec.Hash
+		}
+		if prev.TargetRevision == target.Name {
+			state.Stage, state.StageClusters = prev.CurrentStage, prev.StageClusters
+			if prev.StageStartTime != nil {
+				state.StageStarted = prev.StageStartTime.Time
+			}
+		}
+	}
+	if strategy.Type == placementv1alpha1.RolloutStaged || strategy.Type == placementv1alpha1.RolloutExternal {
+		if state.ApprovedStages, state.ApprovedClusters, err = approvals(ctx, r.Client, placement, target.Name); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	gate := make([]rollout.Cluster, 0, len(decided.Clusters))
+	for _, c := range decided.Clusters {
+		gate = append(gate, r.gateCluster(placement, c, byCluster[c], labelsOf[c]))
+	}
+	plan := rollout.Compute(gate, strategy, state, now)
+
+	// What each selected cluster's Work carries now.
+	contentOf := map[string]content{}
+	for _, c := range plan.Start {
+		contentOf[c] = targetContent
+	}
+	for _, c := range plan.PlaceStable {
+		contentOf[c] = revisionContent(stableRev)
+	}
 	var eg errgroup.Group
 	eg.SetLimit(workWriters)
-	for _, cluster := range clusters {
-		if upToDate[names.ClusterNamespace(cluster)] {
-			continue
+	for _, cluster := range decided.Clusters {
+		w := byCluster[cluster]
+		c, ok := contentOf[cluster]
+		if !ok {
+			if w == nil {
+				continue // waits for the gate
+			}
+			c = workContent(w) // keeps its revision; labels and annotations follow the Placement
+		}
+		since := now.UTC().Format(time.RFC3339)
+		if w != nil && w.Annotations[placementv1alpha1.RevisionAnnotation] == c.hash {
+			since = w.Annotations[placementv1alpha1.RevisionSinceAnnotation]
+			if workUpToDate(w, placement, c.manifests, c.hash, annotations) {
+				continue
+			}
 		}
 		eg.Go(func() error {
-			if err := r.writeWork(ctx, placement, cluster, manifests, revision, annotations); err != nil {
+			if err := r.writeWork(ctx, placement, cluster, c, since, annotations); err != nil {
 				return fmt.Errorf("writing the Work for cluster %s: %w", cluster, err)
+			}
+			if w == nil || w.Annotations[placementv1alpha1.RevisionAnnotation] != c.hash {
+				r.expected.Store(expectationKey(placement, cluster), expectation{hash: c.hash, since: parseTime(since, now)})
 			}
 			return nil
 		})
@@ -175,19 +290,118 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWorkFailed, "%v", err)
 		return ctrl.Result{}, err
 	}
+
+	removal := rollout.Remove(leaving, gate, strategy.Deadline, now)
+	for _, w := range leavingWorks {
+		cluster, _ := names.ClusterFromNamespace(w.Namespace)
+		if !slices.Contains(removal.Remove, cluster) {
+			continue
+		}
+		if err := r.deleteWork(ctx, w); err != nil {
+			return ctrl.Result{}, err
+		}
+		if slices.Contains(removal.Forced, cluster) {
+			r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonProgressDeadlineExceeded, "Remove",
+				"removed the Work of cluster %s, which the Placement left, before the clusters added were Available (progress deadline %s)", cluster, strategy.Deadline)
+		}
+	}
+	keep := []string{target.Name}
+	if stableRev != nil {
+		keep = append(keep, stableRev.Name)
+	}
+	if err := r.pruneRevisions(ctx, placement, revs, current, keep...); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	stable := ""
+	if stableRev != nil {
+		stable = stableRev.Name
+	}
+	if plan.Complete {
+		stable = target.Name
+	}
+	byHash := map[string]string{}
+	revName := map[string]string{}
+	for i := range revs {
+		revName[revs[i].Spec.Hash] = revs[i].Name
+	}
+	for _, g := range gate {
+		byHash[g.Name] = revName[g.Revision]
+	}
+	for _, w := range leavingWorks {
+		cluster, _ := names.ClusterFromNamespace(w.Namespace)
+		byHash[cluster] = revName[w.Annotations[placementv1alpha1.RevisionAnnotation]]
+	}
+	st.rollout = rolloutStatus(target, stable, plan, removal, byHash)
+	status, reason, msg := progressing(target, plan, removal, placement.Spec.Paused, len(decided.Clusters))
+	st.progressing.Set(placementv1alpha1.ProgressingCondition, status, reason, "%s", msg)
+	if reason == placementv1alpha1.ReasonFailureBudgetExceeded {
+		r.warnOnce(placement, reason, msg)
+	}
+
+	// Work status reports concern this Placement while its rollout, or a removal,
+	// is under way.
+	r.active.Store(client.ObjectKeyFromObject(placement), !plan.Complete || len(removal.Kept) > 0 || len(leaving) > len(removal.Remove))
+
+	result := ctrl.Result{}
+	for _, d := range []time.Duration{plan.RecheckAfter, removal.RecheckAfter, wait} {
+		if d > 0 && (result.RequeueAfter == 0 || d < result.RequeueAfter) {
+			result.RequeueAfter = d
+		}
+	}
 	if !decided.Consistent {
 		// The slices are being rewritten: a cluster missing now may be moving from
 		// one slice to another. Works are removed once every slice agrees.
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForDecisions,
 			"the PlacementDecision slices are being updated; Works of clusters no longer chosen are removed when they agree")
-		return ctrl.Result{}, nil
+		return result, nil
 	}
-	if err := r.deleteWorks(ctx, current, clusters); err != nil {
-		return ctrl.Result{}, err
-	}
+	log.V(4).Info("Rolled out", "target", target.Spec.Revision, "start", len(plan.Start), "removed", len(removal.Remove))
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
-		"%d objects at revision %s in the Works of %d clusters", len(objs), revision, len(clusters))
-	return ctrl.Result{}, nil
+		"%d objects at revision %d (%s); the Works of %d clusters hold what the rollout gives them", len(objs), target.Spec.Revision, target.Spec.Hash, len(decided.Clusters))
+	return result, nil
+}
+
+// revisionContent is what a PlacementRevision carries.
+func revisionContent(rev *placementv1alpha1.PlacementRevision) content {
+	c := content{hash: rev.Spec.Hash}
+	for _, m := range rev.Spec.Manifests {
+		c.manifests = append(c.manifests, m.RawExtension)
+	}
+	return c
+}
+
+// workContent is what a Work carries now.
+func workContent(w *workv1alpha1.Work) content {
+	c := content{hash: w.Annotations[placementv1alpha1.RevisionAnnotation]}
+	for _, m := range w.Spec.Workload.Manifests {
+		c.manifests = append(c.manifests, m.RawExtension)
+	}
+	return c
+}
+
+// revoked tells whether the Placement may no longer use a cluster at all: no
+// ClusterProfile of its name that Lodestar manages lies in the sets.
+func (r *Reconciler) revoked(ctx context.Context, cluster string, sets []string) (bool, error) {
+	profiles, err := lookup.ClusterProfilesNamed(ctx, r.Client, cluster)
+	if err != nil {
+		return false, err
+	}
+	for i := range profiles {
+		if p := &profiles[i]; lookup.Managed(p) && slices.Contains(sets, p.Namespace) && p.DeletionTimestamp.IsZero() {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// warnOnce records a Warning event when the Progressing condition changes to the
+// reason, not at every reconcile.
+func (r *Reconciler) warnOnce(placement *placementv1alpha1.Placement, reason, msg string) {
+	if c := meta.FindStatusCondition(placement.Status.Conditions, placementv1alpha1.ProgressingCondition); c != nil && c.Reason == reason {
+		return
+	}
+	r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, reason, "Rollout", "%s", msg)
 }
 
 // rejectedSummary joins the first few rejections for an event.
@@ -310,7 +524,7 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 }
 
 // writeWork creates or updates the Work that carries the manifests to cluster.
-func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1.Placement, cluster string, manifests []runtime.RawExtension, revision string, annotations map[string]string) error {
+func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1.Placement, cluster string, c content, since string, annotations map[string]string) error {
 	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
 		Name:      names.Work(placement.Namespace, placement.Name),
 		Namespace: names.ClusterNamespace(cluster),
@@ -326,7 +540,9 @@ func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1
 		if work.Annotations == nil {
 			work.Annotations = map[string]string{}
 		}
-		work.Annotations[placementv1alpha1.RevisionAnnotation] = revision
+		work.Annotations[placementv1alpha1.RevisionAnnotation] = c.hash
+		work.Annotations[placementv1alpha1.RevisionSinceAnnotation] = since
+		delete(work.Annotations, placementv1alpha1.LeavingSinceAnnotation)
 		for _, k := range []string{lodestarworkv1alpha1.ApplyStrategyAnnotation, lodestarworkv1alpha1.StatusFeedbackAnnotation} {
 			if v, ok := annotations[k]; ok {
 				work.Annotations[k] = v
@@ -335,8 +551,8 @@ func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1
 			}
 		}
 		controllerutil.AddFinalizer(work, lodestarworkv1alpha1.WorkFinalizer)
-		work.Spec.Workload.Manifests = make([]workv1alpha1.Manifest, 0, len(manifests))
-		for _, m := range manifests {
+		work.Spec.Workload.Manifests = make([]workv1alpha1.Manifest, 0, len(c.manifests))
+		for _, m := range c.manifests {
 			work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1alpha1.Manifest{RawExtension: m})
 		}
 		return nil
@@ -349,6 +565,9 @@ func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1
 // bytes. When in doubt (the API server re-encoded a manifest, say) it says no, and
 // writeWork compares properly.
 func workUpToDate(w *workv1alpha1.Work, placement *placementv1alpha1.Placement, manifests []runtime.RawExtension, revision string, annotations map[string]string) bool {
+	if _, leaving := w.Annotations[placementv1alpha1.LeavingSinceAnnotation]; leaving {
+		return false
+	}
 	if !w.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(w, lodestarworkv1alpha1.WorkFinalizer) ||
 		w.Annotations[placementv1alpha1.RevisionAnnotation] != revision || len(w.Spec.Workload.Manifests) != len(manifests) {
 		return false
@@ -389,11 +608,19 @@ func (r *Reconciler) deleteWorks(ctx context.Context, works []workv1alpha1.Work,
 		if keepNS[w.Namespace] || !w.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.Client.Delete(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace}}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting Work %s: %w", klog.KObj(w), err)
+		if err := r.deleteWork(ctx, w); err != nil {
+			return err
 		}
-		ctrl.LoggerFrom(ctx).Info("Deleted Work of a cluster the Placement no longer selects", "work", klog.KObj(w))
 	}
+	return nil
+}
+
+// deleteWork deletes a Work of the Placement.
+func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error {
+	if err := r.Client.Delete(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace}}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Work %s: %w", klog.KObj(w), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleted Work of a cluster the Placement no longer selects", "work", klog.KObj(w))
 	return nil
 }
 
@@ -405,12 +632,38 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
-		// Status reports do not concern the generator; edits and deletions of its Works do.
+		// Edits and deletions of its Works concern the generator; their status
+		// reports only while a rollout or a removal of their Placement is under way.
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&workv1alpha1.Work{}, kube.CoalescingHandler(r.activePlacement(placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)), statusWindow)).
+		Watches(&placementv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(approvedPlacement)).
 		Build(r)
 	r.controller = c
 	return err
+}
+
+// statusWindow gathers the Work status reports of a Placement under rollout.
+const statusWindow = 250 * time.Millisecond
+
+// activePlacement lets through the Placements whose rollout or removal is under way.
+func (r *Reconciler) activePlacement(mapFn handler.MapFunc) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		reqs := mapFn(ctx, obj)
+		return slices.DeleteFunc(reqs, func(req reconcile.Request) bool {
+			v, ok := r.active.Load(req.NamespacedName)
+			return ok && !v.(bool)
+		})
+	}
+}
+
+// approvedPlacement maps a RolloutApproval to its Placement.
+func approvedPlacement(_ context.Context, obj client.Object) []reconcile.Request {
+	a, ok := obj.(*placementv1alpha1.RolloutApproval)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.Placement}}}
 }
 
 // ensureWatch starts watching gvk on the hub the first time a Placement selects it.

@@ -3,29 +3,56 @@ package workgenerator
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 )
 
-// status is the work generator's WorkSynchronized condition, as one reconcile found it.
+// status is the work generator's part of a Placement's status, as one reconcile
+// found it: the WorkSynchronized and Progressing conditions and status.rollout.
 type status struct {
 	synchronized kube.Decision
+	progressing  kube.Decision
+	rollout      *placementv1alpha1.RolloutStatus
 }
 
 func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...any) {
 	s.synchronized.Set(placementv1alpha1.WorkSynchronizedCondition, st, reason, format, args...)
 }
 
-// applyStatus writes the WorkSynchronized condition; it writes nothing when the
-// reconcile ended on a transient error before it knew the state.
+// applyStatus writes the generator's conditions and status.rollout. What a
+// reconcile did not decide (it ended early) is written as it was, since fields
+// an owner leaves out of an apply are removed; nothing is written when nothing
+// changed.
 func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, s *status) error {
-	c, ok := s.synchronized.For(placement.Status.Conditions, placement.Generation)
-	if !ok || kube.SameCondition(placement.Status.Conditions, c) {
+	existing := placement.Status.Conditions
+	changed := false
+	var conditions []metav1.Condition
+	for _, d := range []struct {
+		decision *kube.Decision
+		t        string
+	}{{&s.synchronized, placementv1alpha1.WorkSynchronizedCondition}, {&s.progressing, placementv1alpha1.ProgressingCondition}} {
+		if c, ok := d.decision.For(existing, placement.Generation); ok {
+			changed = changed || !kube.SameCondition(existing, c)
+			conditions = append(conditions, c)
+		} else if old := meta.FindStatusCondition(existing, d.t); old != nil {
+			conditions = append(conditions, *old)
+		}
+	}
+	ro := s.rollout
+	if ro == nil {
+		ro = placement.Status.Rollout
+	} else if !equality.Semantic.DeepEqual(ro, placement.Status.Rollout) {
+		changed = true
+	}
+	if !changed {
 		return nil
 	}
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
-	patch.Status.Conditions = []metav1.Condition{c}
+	patch.Status.Conditions = conditions
+	patch.Status.Rollout = ro
 	return kube.ApplyStatus(ctx, r.Client, patch, Name)
 }

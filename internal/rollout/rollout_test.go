@@ -1,0 +1,378 @@
+package rollout
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	old    = "old"
+	target = "new"
+)
+
+// at is a cluster whose Work holds rev since t0, Available since t0 (or not).
+func at(name, rev string, available bool) Cluster {
+	c := Cluster{Name: name, Revision: rev, Since: t0, Applied: metav1.ConditionTrue, Available: metav1.ConditionUnknown}
+	if available {
+		c.Available, c.AvailableSince = metav1.ConditionTrue, t0
+	}
+	return c
+}
+
+func withLabels(c Cluster, kv ...string) Cluster {
+	c.Labels = map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		c.Labels[kv[i]] = kv[i+1]
+	}
+	return c
+}
+
+func rolling(maxUnavailable, maxSurge intstr.IntOrString) Strategy {
+	s, _ := StrategyFor(&placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
+		Rolling: &placementv1alpha1.RollingStrategy{MaxUnavailable: &maxUnavailable, MaxSurge: &maxSurge}})
+	return s
+}
+
+func states(p Plan) map[string]placementv1alpha1.ClusterRolloutState {
+	out := map[string]placementv1alpha1.ClusterRolloutState{}
+	for _, c := range p.Clusters {
+		out[c.Name] = c.State
+	}
+	return out
+}
+
+func TestAllAtOnceStartsEveryCluster(t *testing.T) {
+	g := NewWithT(t)
+	s, err := StrategyFor(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	p := Compute([]Cluster{at("a", old, true), at("b", old, false), {Name: "c"}}, s, State{Target: target}, t0)
+	g.Expect(p.Start).To(ConsistOf("a", "b", "c"))
+	g.Expect(p.Done).To(BeFalse())
+}
+
+func TestRollingRespectsMaxUnavailable(t *testing.T) {
+	s := rolling(intstr.FromInt32(1), intstr.FromInt32(1))
+	tests := []struct {
+		name      string
+		clusters  []Cluster
+		wantStart []string
+		blocked   bool
+	}{
+		{name: "one at a time", clusters: []Cluster{at("a", old, true), at("b", old, true), at("c", old, true)},
+			wantStart: []string{"a"}},
+		{name: "one in flight: nothing more", clusters: []Cluster{at("a", target, false), at("b", old, true)}},
+		{name: "a soaking cluster is still in flight", clusters: func() []Cluster {
+			c := at("a", target, true)
+			return []Cluster{c, at("b", old, true)}
+		}()},
+		// kubefleet "one failed to apply bound binding and four failed non ready
+		// bound bindings, outdated resources with maxUnavailable specified".
+		{name: "clusters not Available anyway are updated without using maxUnavailable",
+			clusters:  []Cluster{at("a", old, false), at("b", old, false), at("c", old, false), at("d", old, false), at("e", old, true)},
+			wantStart: []string{"a", "b", "c", "d", "e"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := s
+			s.MaxFailures = 1
+			s.MinAvailable = time.Minute
+			p := Compute(tt.clusters, s, State{Target: target}, t0.Add(time.Second))
+			if tt.wantStart == nil {
+				g.Expect(p.Start).To(BeEmpty())
+			} else {
+				g.Expect(p.Start).To(ConsistOf(tt.wantStart))
+			}
+		})
+	}
+	t.Run("a failed cluster leaves room for the next", func(t *testing.T) {
+		g := NewWithT(t)
+		s := s
+		s.MaxFailures = 1
+		f := at("a", target, false)
+		f.Applied, f.Message = metav1.ConditionFalse, "boom"
+		p := Compute([]Cluster{f, at("b", old, true)}, s, State{Target: target}, t0.Add(time.Second))
+		g.Expect(p.Start).To(ConsistOf("b"))
+		g.Expect(p.Failed).To(ConsistOf("a"))
+		g.Expect(p.BudgetExceeded).To(BeFalse())
+	})
+}
+
+// kubefleet "test bound ready bindings, maxUnavailable is set to zero - rollout blocked".
+func TestMaxUnavailableZeroBlocksUpdatesButNotMoves(t *testing.T) {
+	g := NewWithT(t)
+	s := rolling(intstr.FromInt32(0), intstr.FromInt32(1))
+	p := Compute([]Cluster{at("a", old, true), at("b", old, true)}, s, State{Target: target}, t0)
+	g.Expect(p.Start).To(BeEmpty())
+	g.Expect(p.Blocked).To(BeTrue())
+
+	// A move: two clusters left, two added; maxSurge 1 gives one at a time.
+	p = Compute([]Cluster{{Name: "c"}, {Name: "d"}}, s, State{Target: target, Leaving: 2}, t0)
+	g.Expect(p.Start).To(ConsistOf("c"))
+	p = Compute([]Cluster{at("c", target, true), {Name: "d"}}, s, State{Target: target, Leaving: 1}, t0)
+	g.Expect(p.Start).To(ConsistOf("d"))
+}
+
+func TestSoakCountsFromThisRevision(t *testing.T) {
+	g := NewWithT(t)
+	s := rolling(intstr.FromInt32(1), intstr.FromInt32(1))
+	s.MinAvailable = time.Minute
+	// Available since long before; given the target at t0: the soak runs from t0
+	// (ocm#1207: an old transition time let every cluster through at once).
+	c := at("a", target, true)
+	c.AvailableSince = t0.Add(-time.Hour)
+	p := Compute([]Cluster{c, at("b", old, true)}, s, State{Target: target}, t0.Add(30*time.Second))
+	g.Expect(states(p)).To(HaveKeyWithValue("a", placementv1alpha1.ClusterSoaking))
+	g.Expect(p.Start).To(BeEmpty())
+	g.Expect(p.RecheckAfter).To(Equal(30 * time.Second))
+
+	p = Compute([]Cluster{c, at("b", old, true)}, s, State{Target: target}, t0.Add(time.Minute))
+	g.Expect(states(p)).To(HaveKeyWithValue("a", placementv1alpha1.ClusterSucceeded))
+	g.Expect(p.Start).To(ConsistOf("b"))
+
+	// Available at the new revision only later: counted from that transition.
+	c.AvailableSince = t0.Add(time.Minute)
+	p = Compute([]Cluster{c}, s, State{Target: target}, t0.Add(90*time.Second))
+	g.Expect(states(p)).To(HaveKeyWithValue("a", placementv1alpha1.ClusterSoaking))
+}
+
+// kubernetes "DeploymentTimedOut"; ocm "Failed status outside of the timeout
+// duration": a breached deadline is a failure, and spends the budget.
+func TestDeadlineBreachCountsAsFailure(t *testing.T) {
+	g := NewWithT(t)
+	s := rolling(intstr.FromInt32(1), intstr.FromInt32(1))
+	s.Deadline = time.Minute
+	clusters := []Cluster{at("a", target, false), at("b", old, true)}
+	p := Compute(clusters, s, State{Target: target}, t0.Add(59*time.Second))
+	g.Expect(states(p)).To(HaveKeyWithValue("a", placementv1alpha1.ClusterUpdating))
+	g.Expect(p.RecheckAfter).To(Equal(time.Second))
+
+	p = Compute(clusters, s, State{Target: target}, t0.Add(time.Minute))
+	g.Expect(states(p)).To(HaveKeyWithValue("a", placementv1alpha1.ClusterFailed))
+	g.Expect(p.Clusters[0].ByDeadline).To(BeTrue())
+	g.Expect(p.BudgetExceeded).To(BeTrue(), "maxFailures 0")
+	g.Expect(p.Start).To(BeEmpty(), "the rollout stops by itself")
+
+	// Paused: the clock stops, nothing fails by the deadline, nothing starts.
+	p = Compute(clusters, s, State{Target: target, Paused: true}, t0.Add(time.Hour))
+	g.Expect(states(p)).To(HaveKeyWithValue("a", placementv1alpha1.ClusterUpdating))
+	g.Expect(p.Start).To(BeEmpty())
+}
+
+// ocm "rolling exceeds max failure" and "rolling deadline meets and tolerate max failure".
+func TestFailureBudget(t *testing.T) {
+	g := NewWithT(t)
+	s := rolling(intstr.FromString("100%"), intstr.FromInt32(1))
+	s.MaxFailures = 1
+	failed := func(name string) Cluster {
+		c := at(name, target, false)
+		c.Applied, c.Message = metav1.ConditionFalse, "boom"
+		return c
+	}
+	degraded := at("b", target, true)
+	degraded.Degraded = true
+	clusters := []Cluster{failed("a"), at("c", old, true), at("d", old, true)}
+	p := Compute(clusters, s, State{Target: target}, t0)
+	g.Expect(p.BudgetExceeded).To(BeFalse())
+	g.Expect(p.Start).To(ConsistOf("c", "d"))
+
+	p = Compute(append(clusters, degraded), s, State{Target: target}, t0)
+	g.Expect(p.BudgetExceeded).To(BeTrue())
+	g.Expect(p.Failed).To(ConsistOf("a", "b"))
+	g.Expect(p.Start).To(BeEmpty())
+
+	// A new revision (a fix, or an undo): the clusters that failed start again
+	// without counting, as they are not Available anyway.
+	p = Compute([]Cluster{failed("a"), degraded, at("c", target, true)}, s, State{Target: "fix"}, t0)
+	g.Expect(p.BudgetExceeded).To(BeFalse())
+	g.Expect(p.Start).To(ContainElement("a"))
+}
+
+func staged(stages ...Stage) Strategy {
+	s, _ := StrategyFor(nil)
+	s.Type = placementv1alpha1.RolloutStaged
+	s.Stages = stages
+	return s
+}
+
+func envStage(name, env string, approval bool) Stage {
+	return Stage{Name: name, Selector: labels.SelectorFromSet(labels.Set{"env": env}), MaxConcurrency: intstr.FromInt32(1), Approval: approval}
+}
+
+// kubefleet "Should not start rolling out 1st stage" → "Should accept the approval
+// request and start to rollout 1st stage", and the approval of an old revision.
+func TestStagedWaitsForApproval(t *testing.T) {
+	g := NewWithT(t)
+	s := staged(envStage("dev", "dev", false), envStage("prod", "prod", true))
+	clusters := []Cluster{withLabels(at("d1", old, true), "env", "dev"), withLabels(at("p1", old, true), "env", "prod"),
+		withLabels(at("p2", old, true), "env", "prod")}
+
+	p := Compute(clusters, s, State{Target: target}, t0)
+	g.Expect(p.Start).To(ConsistOf("d1"))
+	g.Expect(p.Stage).To(Equal("dev"))
+	g.Expect(p.StageClusters).To(ConsistOf("d1"))
+
+	clusters[0] = withLabels(at("d1", target, true), "env", "dev")
+	st := State{Target: target, Stage: p.Stage, StageStarted: p.StageStarted, StageClusters: p.StageClusters}
+	p = Compute(clusters, s, st, t0.Add(time.Minute))
+	g.Expect(p.Start).To(BeEmpty())
+	g.Expect(p.WaitingForApproval).To(Equal("prod"))
+	g.Expect(p.Stage).To(Equal("prod"))
+
+	// An approval of another revision is not passed in: nothing changes.
+	st = State{Target: target, Stage: p.Stage, ApprovedStages: map[string]bool{"dev": true}}
+	p = Compute(clusters, s, st, t0.Add(time.Minute))
+	g.Expect(p.WaitingForApproval).To(Equal("prod"))
+
+	st.ApprovedStages = map[string]bool{"prod": true}
+	p = Compute(clusters, s, st, t0.Add(time.Minute))
+	g.Expect(p.Start).To(ConsistOf("p1"), "maxConcurrency 1")
+	g.Expect(p.StageClusters).To(ConsistOf("p1", "p2"))
+}
+
+// kubefleet "Should skip the entire empty stage (stage2) and complete update run".
+func TestEmptyStageIsSkipped(t *testing.T) {
+	g := NewWithT(t)
+	s := staged(envStage("canary", "canary", true), envStage("prod", "prod", false))
+	clusters := []Cluster{withLabels(at("p1", old, true), "env", "prod")}
+	p := Compute(clusters, s, State{Target: target}, t0)
+	g.Expect(p.WaitingForApproval).To(BeEmpty(), "no canary cluster: its approval is not waited for")
+	g.Expect(p.Start).To(ConsistOf("p1"))
+	g.Expect(p.Stage).To(Equal("prod"))
+}
+
+func TestStageMembershipIsFrozen(t *testing.T) {
+	g := NewWithT(t)
+	s := staged(envStage("dev", "dev", false), envStage("prod", "prod", false))
+	// dev started with d1 alone; d2 joined dev later (relabelled): it waits for
+	// the end, and the stage completes on d1.
+	clusters := []Cluster{withLabels(at("d1", target, true), "env", "dev"), withLabels(at("d2", old, true), "env", "dev"),
+		withLabels(at("p1", old, true), "env", "prod")}
+	st := State{Target: target, Stage: "dev", StageStarted: t0, StageClusters: []string{"d1"}}
+	p := Compute(clusters, s, st, t0.Add(time.Minute))
+	g.Expect(p.Stage).To(Equal("prod"))
+	g.Expect(p.Start).To(ConsistOf("p1"))
+	for _, c := range p.Clusters {
+		if c.Name == "d2" {
+			g.Expect(c.Stage).To(Equal(UnmatchedStage))
+		}
+	}
+	// A member that left the Placement during its stage is not waited for.
+	st = State{Target: target, Stage: "dev", StageStarted: t0, StageClusters: []string{"d1", "gone"}}
+	p = Compute(clusters[:1], s, st, t0.Add(time.Minute))
+	g.Expect(p.Complete).To(BeTrue())
+}
+
+func TestStageSoakAndUnmatchedGoLast(t *testing.T) {
+	g := NewWithT(t)
+	dev := envStage("dev", "dev", false)
+	dev.Soak = time.Minute
+	s := staged(dev)
+	clusters := []Cluster{withLabels(at("d1", target, true), "env", "dev"), at("x", old, true)}
+	st := State{Target: target, Stage: "dev", StageStarted: t0, StageClusters: []string{"d1"}}
+	p := Compute(clusters, s, st, t0.Add(30*time.Second))
+	g.Expect(states(p)).To(HaveKeyWithValue("d1", placementv1alpha1.ClusterSoaking))
+	g.Expect(p.Start).To(BeEmpty())
+	p = Compute(clusters, s, st, t0.Add(time.Minute))
+	g.Expect(p.Start).To(ConsistOf("x"))
+	g.Expect(p.Stage).To(Equal(UnmatchedStage))
+}
+
+func TestExternalStartsOnlyApprovedClusters(t *testing.T) {
+	g := NewWithT(t)
+	s, _ := StrategyFor(&placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutExternal})
+	clusters := []Cluster{at("a", old, true), at("b", old, true)}
+	p := Compute(clusters, s, State{Target: target}, t0)
+	g.Expect(p.Start).To(BeEmpty())
+	g.Expect(p.WaitingForApproval).To(Equal("clusters"))
+	p = Compute(clusters, s, State{Target: target, ApprovedClusters: map[string]bool{"b": true}}, t0)
+	g.Expect(p.Start).To(ConsistOf("b"))
+}
+
+// ocm TestGetRolloutCluster_ClusterAdded: a cluster added during a rollout gets
+// the stable revision and is updated through the gates.
+func TestClusterAddedDuringARollout(t *testing.T) {
+	g := NewWithT(t)
+	s := rolling(intstr.FromInt32(1), intstr.FromInt32(1))
+	p := Compute([]Cluster{at("a", target, false), at("b", old, true), {Name: "c"}}, s, State{Target: target, Stable: old}, t0)
+	g.Expect(p.PlaceStable).To(ConsistOf("c"))
+	g.Expect(p.Start).To(BeEmpty())
+
+	// With nothing under way the target goes straight to it.
+	p = Compute([]Cluster{at("a", target, true), {Name: "c"}}, s, State{Target: target, Stable: target}, t0)
+	g.Expect(p.Start).To(ConsistOf("c"))
+}
+
+func TestCompleteAndDone(t *testing.T) {
+	g := NewWithT(t)
+	s := rolling(intstr.FromInt32(1), intstr.FromInt32(1))
+	s.MaxFailures = 1
+	f := at("b", target, false)
+	f.Applied = metav1.ConditionFalse
+	p := Compute([]Cluster{at("a", target, true), f}, s, State{Target: target}, t0)
+	g.Expect(p.Done).To(BeTrue())
+	g.Expect(p.Complete).To(BeFalse())
+	p = Compute([]Cluster{at("a", target, true)}, s, State{Target: target}, t0)
+	g.Expect(p.Complete).To(BeTrue())
+}
+
+func TestPercentages(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(scaled(intstr.FromString("25%"), 10, false)).To(Equal(2))
+	g.Expect(scaled(intstr.FromString("25%"), 2, false)).To(Equal(1), "at least 1")
+	g.Expect(scaled(intstr.FromString("0%"), 10, false)).To(Equal(0))
+	g.Expect(scaled(intstr.FromString("10%"), 1000, false)).To(Equal(100))
+	_, err := StrategyFor(&placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged,
+		Stages: []placementv1alpha1.RolloutStage{{Name: "x", ClusterSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bad"}}}}}})
+	g.Expect(err).To(MatchError(ContainSubstring("stages[0].clusterSelector")))
+	s, err := StrategyFor(&placementv1alpha1.RolloutStrategy{ProgressDeadlineSeconds: ptr.To[int32](30)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.Deadline).To(Equal(30 * time.Second))
+}
+
+// karmada "Delete the old ones first, then create the new ones" is what must not
+// happen; karmada#7455: no replacement must not mean "remove".
+func TestRemoveIsMakeBeforeBreak(t *testing.T) {
+	leaving := []Leaving{{Name: "old1", Since: t0, Available: true}, {Name: "old2", Since: t0, Available: true}}
+	tests := []struct {
+		name       string
+		selected   []Cluster
+		leaving    []Leaving
+		now        time.Time
+		wantRemove []string
+		wantForced []string
+	}{
+		{name: "no replacement Available yet: both kept", selected: []Cluster{{Name: "new1"}, at("new2", target, false)}, leaving: leaving, now: t0},
+		{name: "one replacement Available: one goes", selected: []Cluster{at("new1", target, true), at("new2", target, false)}, leaving: leaving, now: t0,
+			wantRemove: []string{"old1"}},
+		{name: "both Available: both go", selected: []Cluster{at("new1", target, true), at("new2", target, true)}, leaving: leaving, now: t0,
+			wantRemove: []string{"old1", "old2"}},
+		{name: "a copy that is not Available serves nothing", selected: []Cluster{{Name: "new1"}}, leaving: []Leaving{{Name: "old1", Since: t0}}, now: t0,
+			wantRemove: []string{"old1"}},
+		{name: "nothing selected any more: they go", leaving: leaving, now: t0, wantRemove: []string{"old1", "old2"}},
+		{name: "revoked: at once", selected: []Cluster{{Name: "new1"}}, leaving: []Leaving{{Name: "old1", Since: t0, Available: true, Revoked: true}}, now: t0,
+			wantRemove: []string{"old1"}},
+		{name: "deadline passed: forced", selected: []Cluster{{Name: "new1"}}, leaving: leaving[:1], now: t0.Add(10 * time.Minute),
+			wantRemove: []string{"old1"}, wantForced: []string{"old1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := Remove(tt.leaving, tt.selected, 10*time.Minute, tt.now)
+			g.Expect(r.Remove).To(Equal(tt.wantRemove))
+			g.Expect(r.Forced).To(Equal(tt.wantForced))
+			g.Expect(len(r.Remove)+len(r.Kept)).To(Equal(len(tt.leaving)), fmt.Sprint(r))
+		})
+	}
+}

@@ -1,0 +1,204 @@
+// Package rolloutctl is what `kubectl lodestar rollout` does on the hub: read a
+// Placement's rollout, list its revisions, pause, resume, approve, and undo.
+package rolloutctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// ErrRolloutFailed is returned when a rollout stopped on a breached progress
+// deadline or failure budget.
+var ErrRolloutFailed = errors.New("the rollout failed")
+
+// Report is where a Placement's rollout is.
+type Report struct {
+	// Message is one line for a person.
+	Message string
+	// Done is set when the rollout is complete.
+	Done bool
+	// Failed is set when it stopped on its deadline or failure budget.
+	Failed bool
+}
+
+// Status reads the Placement's rollout.
+func Status(ctx context.Context, c client.Client, key client.ObjectKey) (Report, error) {
+	p := &placementv1alpha1.Placement{}
+	if err := c.Get(ctx, key, p); err != nil {
+		return Report{}, err
+	}
+	cond := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.ProgressingCondition)
+	if cond == nil || cond.ObservedGeneration != p.Generation {
+		return Report{Message: fmt.Sprintf("waiting for the rollout of generation %d to start", p.Generation)}, nil
+	}
+	r := Report{Message: fmt.Sprintf("%s: %s", cond.Reason, cond.Message)}
+	switch cond.Reason {
+	case placementv1alpha1.ReasonRolloutComplete:
+		r.Done = true
+	case placementv1alpha1.ReasonProgressDeadlineExceeded, placementv1alpha1.ReasonFailureBudgetExceeded:
+		r.Failed = true
+	}
+	return r, nil
+}
+
+// Wait reports the rollout each time it changes until it is complete (nil), it
+// failed (ErrRolloutFailed) or the timeout passes.
+func Wait(ctx context.Context, c client.Client, key client.ObjectKey, timeout, poll time.Duration, progress func(string)) error {
+	last := ""
+	var failed bool
+	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+		r, err := Status(ctx, c, key)
+		if err != nil {
+			return false, err
+		}
+		if r.Message != last {
+			progress(r.Message)
+			last = r.Message
+		}
+		failed = r.Failed
+		return r.Done || r.Failed, nil
+	})
+	if failed {
+		return ErrRolloutFailed
+	}
+	if err != nil && wait.Interrupted(err) {
+		return fmt.Errorf("the rollout is not complete after %s: %s", timeout, last)
+	}
+	return err
+}
+
+// History lists the Placement's revisions, oldest first.
+func History(ctx context.Context, c client.Client, key client.ObjectKey) ([]placementv1alpha1.PlacementRevision, error) {
+	list := &placementv1alpha1.PlacementRevisionList{}
+	if err := c.List(ctx, list, client.InNamespace(key.Namespace),
+		client.MatchingLabels{placementv1alpha1.PlacementNameLabel: names.LabelValue(key.Name)}); err != nil {
+		return nil, fmt.Errorf("listing PlacementRevisions: %w", err)
+	}
+	out := slices.DeleteFunc(list.Items, func(r placementv1alpha1.PlacementRevision) bool { return r.Spec.Placement != key.Name })
+	slices.SortFunc(out, func(a, b placementv1alpha1.PlacementRevision) int { return int(a.Spec.Revision - b.Spec.Revision) })
+	return out, nil
+}
+
+// SetPaused sets or clears spec.paused.
+func SetPaused(ctx context.Context, c client.Client, key client.ObjectKey, paused bool) error {
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	patch := fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused)
+	return c.Patch(ctx, p, client.RawPatch("application/merge-patch+json", patch))
+}
+
+// Approve creates a RolloutApproval of the Placement's target revision for a
+// stage, or for clusters.
+func Approve(ctx context.Context, c client.Client, key client.ObjectKey, stage string, clusters []string) (*placementv1alpha1.RolloutApproval, error) {
+	if (stage == "") == (len(clusters) == 0) {
+		return nil, errors.New("name a stage or clusters to approve")
+	}
+	p := &placementv1alpha1.Placement{}
+	if err := c.Get(ctx, key, p); err != nil {
+		return nil, err
+	}
+	if p.Status.Rollout == nil || p.Status.Rollout.TargetRevision == "" {
+		return nil, fmt.Errorf("placement %s has no rollout yet", key)
+	}
+	target := p.Status.Rollout.TargetRevision
+	what := stage
+	if what == "" {
+		sorted := slices.Sorted(slices.Values(clusters))
+		what = "clusters-" + names.Hash(strings.Join(sorted, ","))[:8]
+	}
+	a := &placementv1alpha1.RolloutApproval{
+		ObjectMeta: metav1.ObjectMeta{Name: names.LabelValue(target + "-" + what), Namespace: key.Namespace},
+		Spec:       placementv1alpha1.RolloutApprovalSpec{Placement: key.Name, Revision: target, Stage: stage, Clusters: clusters},
+	}
+	if err := c.Create(ctx, a); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating RolloutApproval %s: %w", a.Name, err)
+	}
+	return a, nil
+}
+
+// Undo writes the objects of an earlier revision back to the Placement's
+// namespace, as `kubectl rollout undo` rewrites a Deployment's template: the hub
+// stays the source of truth, and the Placement rolls that revision out through
+// its strategy's gates. toRevision 0 is the revision before the target. Objects
+// the earlier revision does not have are left as they are.
+func Undo(ctx context.Context, c client.Client, key client.ObjectKey, toRevision int64) (*placementv1alpha1.PlacementRevision, error) {
+	p := &placementv1alpha1.Placement{}
+	if err := c.Get(ctx, key, p); err != nil {
+		return nil, err
+	}
+	revs, err := History(ctx, c, key)
+	if err != nil {
+		return nil, err
+	}
+	var current int64
+	if p.Status.Rollout != nil {
+		current = p.Status.Rollout.TargetRevisionNumber
+	}
+	var to *placementv1alpha1.PlacementRevision
+	for i := range revs {
+		r := &revs[i]
+		if (toRevision > 0 && r.Spec.Revision == toRevision) || (toRevision == 0 && r.Spec.Revision < current) {
+			to = r
+		}
+	}
+	if to == nil {
+		if toRevision > 0 {
+			return nil, fmt.Errorf("placement %s has no revision %d (kept: %s)", key, toRevision, numbers(revs))
+		}
+		return nil, fmt.Errorf("placement %s has no revision before %d", key, current)
+	}
+	for _, m := range to.Spec.Manifests {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(m.Raw); err != nil {
+			return nil, fmt.Errorf("revision %d holds a manifest that does not decode: %w", to.Spec.Revision, err)
+		}
+		obj.SetNamespace(key.Namespace)
+		if err := replace(ctx, c, obj); err != nil {
+			return nil, fmt.Errorf("writing %s %s back: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return to, nil
+}
+
+// replace writes obj over the hub object of its name, keeping what belongs to the
+// hub copy (identity, owners, finalizers, status), or creates it.
+func replace(ctx context.Context, c client.Client, obj *unstructured.Unstructured) error {
+	current := &unstructured.Unstructured{}
+	current.SetGroupVersionKind(obj.GroupVersionKind())
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), current)
+	if apierrors.IsNotFound(err) {
+		return c.Create(ctx, obj)
+	}
+	if err != nil {
+		return err
+	}
+	obj.SetResourceVersion(current.GetResourceVersion())
+	obj.SetUID(current.GetUID())
+	obj.SetOwnerReferences(current.GetOwnerReferences())
+	obj.SetFinalizers(current.GetFinalizers())
+	if status, ok := current.Object["status"]; ok {
+		obj.Object["status"] = status
+	}
+	return c.Update(ctx, obj)
+}
+
+func numbers(revs []placementv1alpha1.PlacementRevision) string {
+	out := make([]string, 0, len(revs))
+	for _, r := range revs {
+		out = append(out, fmt.Sprint(r.Spec.Revision))
+	}
+	return strings.Join(out, ", ")
+}
