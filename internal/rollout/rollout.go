@@ -589,6 +589,9 @@ type Leaving struct {
 	// Revoked is set when the Placement may no longer use the cluster at all (its
 	// cluster set, or its ClusterProfile, is gone): it is removed at once.
 	Revoked bool
+	// Deadline, when set, replaces the progress deadline for this cluster (the
+	// failover grace period of an unreachable cluster).
+	Deadline time.Duration
 }
 
 // Removal says what becomes of the clusters a Placement left.
@@ -636,13 +639,13 @@ func Remove(leaving []Leaving, selected []Cluster, deadline time.Duration, now t
 		case available-1 >= len(selected):
 			r.Remove = append(r.Remove, l.Name)
 			available--
-		case !now.Before(l.Since.Add(deadline)):
+		case !now.Before(l.Since.Add(cmp.Or(l.Deadline, deadline))):
 			r.Remove = append(r.Remove, l.Name)
 			r.Forced = append(r.Forced, l.Name)
 			available--
 		default:
 			r.Kept = append(r.Kept, l.Name)
-			if d := l.Since.Add(deadline).Sub(now); r.RecheckAfter == 0 || d < r.RecheckAfter {
+			if d := l.Since.Add(cmp.Or(l.Deadline, deadline)).Sub(now); r.RecheckAfter == 0 || d < r.RecheckAfter {
 				r.RecheckAfter = d
 			}
 		}

@@ -77,6 +77,13 @@ func PolicyFor(spec placementv1alpha1.PlacementSpec, seed string) (Policy, error
 		n := int(*spec.NumberOfClusters)
 		p.N = &n
 	}
+	if f := spec.Failover; f != nil {
+		after := 300 * time.Second
+		if f.TolerationSeconds != nil {
+			after = time.Duration(*f.TolerationSeconds) * time.Second
+		}
+		p.FailoverAfter = &after
+	}
 	for i, pref := range spec.Preferences {
 		cp := Preference{Weight: int(pref.Weight)}
 		switch {

@@ -61,6 +61,9 @@ type Cluster struct {
 	// Taints are its taints; TaintsErr says why they could not be read.
 	Taints    []placementv1alpha1.Taint
 	TaintsErr error
+	// UnreachableSince is when its agent was last found unreachable (the
+	// AgentReachable condition's transition time, when not True).
+	UnreachableSince time.Time
 }
 
 // Unhealthy conditions: a cluster with one of these False is not chosen anew.
@@ -109,6 +112,11 @@ type Policy struct {
 	MaxSkew   int
 	// Seed makes the tiebreak deterministic per Placement.
 	Seed string
+	// FailoverAfter, when set (spec.failover), is how long a chosen cluster's
+	// agent may be unreachable before the cluster is replaced.
+	FailoverAfter *time.Duration
+	// Exclude are clusters not to choose: those being failed over.
+	Exclude map[string]bool
 }
 
 // Preference is a compiled preference.
@@ -195,6 +203,9 @@ func Schedule(clusters []Cluster, current map[string]bool, p Policy, now time.Ti
 // a toleration of it expires.
 func filter(c Cluster, current bool, p Policy, now time.Time) (candidate, string, time.Duration) {
 	cand := candidate{Cluster: c, current: current}
+	if p.Exclude[c.Name] {
+		return cand, ReasonFailedOver, 0
+	}
 	if p.Names != nil && !p.Names[c.Name] {
 		return cand, ReasonNotInClusterNames, 0
 	}

@@ -150,6 +150,9 @@ var cases = []ruleCase{
 			Spec: cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: "someone"}}}
 		return createThenUpdate(cp, func(cp *cpv1alpha1.ClusterProfile) { cp.Spec.ClusterManager.Name = "someone-else" })(ctx, c, ns)
 	}},
+	{"failover needs numberOfClusters", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Failover = &placementv1alpha1.Failover{}
+	})},
 	{"rolling applies to type Rolling only", placementWith(func(s *placementv1alpha1.PlacementSpec) {
 		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutAllAtOnce, Rolling: &placementv1alpha1.RollingStrategy{}}
 	})},

@@ -40,6 +40,14 @@ const (
 	ReasonNoMatchingClusters = "NoMatchingClusters"
 	// ReasonInvalidClusterSelector: the cluster selector cannot be parsed.
 	ReasonInvalidClusterSelector = "InvalidClusterSelector"
+	// ReasonFailoverBlocked: a chosen cluster's agent has been unreachable longer
+	// than spec.failover.tolerationSeconds, and it is kept: no other cluster can
+	// replace it, more than half the chosen clusters are unreachable at once (a
+	// partition), or failovers are being rate-limited.
+	ReasonFailoverBlocked = "FailoverBlocked"
+	// ReasonFailedOver (an event) names a chosen cluster replaced because its
+	// agent was unreachable.
+	ReasonFailedOver = "FailedOver"
 	// ReasonNotEnoughClusters: fewer clusters than numberOfClusters can be chosen;
 	// the ones that can are.
 	ReasonNotEnoughClusters = "NotEnoughClusters"

@@ -9,6 +9,7 @@ import (
 // PlacementSpec says which objects of the Placement's namespace go to which clusters.
 // +kubebuilder:validation:XValidation:rule="!has(self.preferences) || has(self.numberOfClusters)",message="preferences need numberOfClusters"
 // +kubebuilder:validation:XValidation:rule="!has(self.topologySpread) || has(self.numberOfClusters)",message="topologySpread needs numberOfClusters"
+// +kubebuilder:validation:XValidation:rule="!has(self.failover) || has(self.numberOfClusters)",message="failover needs numberOfClusters"
 // +kubebuilder:validation:XValidation:rule="!has(self.numberOfClusters) || !has(self.clusterNames) || self.numberOfClusters <= size(self.clusterNames)",message="numberOfClusters cannot exceed the number of clusterNames"
 type PlacementSpec struct {
 	// resourceSelectors selects the objects of the Placement's own namespace that are
@@ -106,6 +107,13 @@ type PlacementSpec struct {
 	// deadline while it is set. Default false.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// failover, when set, replaces a chosen cluster whose agent has been
+	// unreachable for tolerationSeconds by another eligible cluster; only with
+	// numberOfClusters. Off by default: a Placement that names its clusters, or
+	// takes every matching one, never loses a copy to a disconnect.
+	// +optional
+	Failover *Failover `json:"failover,omitempty"`
 
 	// revisionHistoryLimit is how many PlacementRevisions are kept, besides those a
 	// Work or the rollout still uses. Default 10.

@@ -367,3 +367,23 @@ type RolloutApprovalList struct {
 	// items are the RolloutApprovals.
 	Items []RolloutApproval `json:"items"`
 }
+
+// Failover replaces chosen clusters whose agent is unreachable.
+type Failover struct {
+	// tolerationSeconds is how long a chosen cluster's agent may be unreachable
+	// before the cluster is replaced. Default 300.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	TolerationSeconds *int32 `json:"tolerationSeconds,omitempty"`
+
+	// gracePeriodSeconds is how long the unreachable cluster's Work is kept when
+	// its replacement is not Available; once the replacement is, it goes at once.
+	// Default 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=604800
+	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
+}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -76,6 +77,9 @@ type Reconciler struct {
 	snapshots      map[string]snapshot
 	// Workers is how many Placements are reconciled at once.
 	Workers int
+
+	limiterOnce sync.Once
+	limiter     *rate.Limiter
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
@@ -138,15 +142,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// Clusters that leave the decisions keep the Placement's objects until the
 	// clusters added are Available: the work generator's rollout gate sees to it.
-	res := scheduling.Schedule(clusters, current, policy, time.Now())
+	now := time.Now()
+	failover := r.failover(ctx, placement, clusters, current, &policy, now)
+	res := scheduling.Schedule(clusters, current, policy, now)
 	if err := r.writeDecisions(ctx, placement, res.Selected); err != nil {
 		return ctrl.Result{}, err
 	}
 	st.result = res
 
 	result := ctrl.Result{}
-	if res.RecheckAfter > 0 {
-		result.RequeueAfter = res.RecheckAfter + time.Second
+	for _, d := range []time.Duration{res.RecheckAfter, failover.RecheckAfter} {
+		if d > 0 && (result.RequeueAfter == 0 || d+time.Second < result.RequeueAfter) {
+			result.RequeueAfter = d + time.Second
+		}
 	}
 	switch {
 	case len(res.Selected) == 0:
@@ -155,10 +163,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	case res.Unsatisfied:
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNotEnoughClusters, "%d of the %d clusters asked for could be chosen%s", len(res.Selected), *placement.Spec.NumberOfClusters, summary(res))
 		r.warnOnce(placement, placementv1alpha1.ReasonNotEnoughClusters, st)
+	case failover.Blocked != "":
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonFailoverBlocked, "%d clusters chosen; %s", len(res.Selected), failover.Blocked)
+		r.warnOnce(placement, placementv1alpha1.ReasonFailoverBlocked, st)
 	default:
 		st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%d clusters chosen", len(res.Selected))
 	}
 	return result, nil
+}
+
+// failoverRate bounds failovers fleet-wide: a burst of failoverBurst, then
+// failoverRate per second.
+const (
+	failoverRate  = 1
+	failoverBurst = 10
+)
+
+// failover replaces the chosen clusters whose agent has been unreachable longer
+// than the Placement's failover toleration: they are excluded from policy and
+// from current. Failovers are rate-limited across the fleet; when the limit is
+// reached, the clusters stay chosen for now and the plan says so.
+func (r *Reconciler) failover(ctx context.Context, placement *placementv1alpha1.Placement, clusters []scheduling.Cluster, current map[string]bool, policy *scheduling.Policy, now time.Time) scheduling.FailoverPlan {
+	plan := scheduling.Failover(clusters, current, *policy, now)
+	if len(plan.Replace) == 0 {
+		return plan
+	}
+	r.limiterOnce.Do(func() { r.limiter = rate.NewLimiter(failoverRate, failoverBurst) })
+	if !r.limiter.AllowN(now, len(plan.Replace)) {
+		plan.Blocked = fmt.Sprintf("failovers are rate-limited (%d per second across the fleet); %s waits", failoverRate, strings.Join(plan.Replace, ", "))
+		plan.RecheckAfter = time.Second
+		plan.Replace = nil
+		return plan
+	}
+	policy.Exclude = map[string]bool{}
+	for _, name := range plan.Replace {
+		policy.Exclude[name] = true
+		delete(current, name)
+		ctrl.LoggerFrom(ctx).Info("Failing over an unreachable cluster", "cluster", name)
+		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonFailedOver, "Schedule",
+			"cluster %s has been unreachable for more than %s: replaced; its copy stays until the replacement is Available", name, *policy.FailoverAfter)
+	}
+	return plan
 }
 
 // warnOnce records a Warning event when the Scheduled condition changes to the
@@ -251,6 +296,9 @@ func clusterOf(p *cpv1alpha1.ClusterProfile) scheduling.Cluster {
 		c.Conditions[cond.Type] = string(cond.Status)
 	}
 	c.Taints, c.TaintsErr = scheduling.ParseTaints(p.Annotations[placementv1alpha1.TaintsAnnotation])
+	if r := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AgentReachableCondition); r != nil && r.Status != metav1.ConditionTrue {
+		c.UnreachableSince = r.LastTransitionTime.Time
+	}
 	return c
 }
 

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -210,11 +211,17 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			revoked, err := r.revoked(ctx, cluster, decided.Sets)
+			revoked, reachable, err := r.profileState(ctx, cluster, decided.Sets)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			leaving = append(leaving, rollout.Leaving{Name: cluster, Since: since, Available: lookup.WorkAvailability(w) == metav1.ConditionTrue, Revoked: revoked})
+			l := rollout.Leaving{Name: cluster, Since: since, Available: lookup.WorkAvailability(w) == metav1.ConditionTrue, Revoked: revoked}
+			if f := placement.Spec.Failover; f != nil && !reachable {
+				// A failed-over cluster's copy waits for its replacement at most
+				// the failover grace period.
+				l.Deadline = time.Duration(ptr.Deref(f.GracePeriodSeconds, 600)) * time.Second
+			}
+			leaving = append(leaving, l)
 			leavingWorks = append(leavingWorks, w)
 		}
 	}
@@ -380,19 +387,21 @@ func workContent(w *workv1alpha1.Work) content {
 	return c
 }
 
-// revoked tells whether the Placement may no longer use a cluster at all: no
-// ClusterProfile of its name that Lodestar manages lies in the sets.
-func (r *Reconciler) revoked(ctx context.Context, cluster string, sets []string) (bool, error) {
+// profileState tells whether the Placement may no longer use a cluster at all (no
+// ClusterProfile of its name that Lodestar manages lies in the sets: revoked),
+// and whether its agent is reachable.
+func (r *Reconciler) profileState(ctx context.Context, cluster string, sets []string) (revoked, reachable bool, err error) {
 	profiles, err := lookup.ClusterProfilesNamed(ctx, r.Client, cluster)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	for i := range profiles {
 		if p := &profiles[i]; lookup.Managed(p) && slices.Contains(sets, p.Namespace) && p.DeletionTimestamp.IsZero() {
-			return false, nil
+			return false, !meta.IsStatusConditionFalse(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) &&
+				!meta.IsStatusConditionPresentAndEqual(p.Status.Conditions, placementv1alpha1.AgentReachableCondition, metav1.ConditionUnknown), nil
 		}
 	}
-	return true, nil
+	return true, false, nil
 }
 
 // warnOnce records a Warning event when the Progressing condition changes to the
