@@ -31,8 +31,8 @@ type FailoverPlan struct {
 // Failover decides the failover of a Placement with numberOfClusters and
 // spec.failover (p.FailoverAfter). A chosen cluster whose agent has been
 // unreachable (since UnreachableSince) for the toleration is replaced, unless:
-// more than half the chosen clusters are unreachable at once, which is a
-// partition rather than a cluster failure; or the clusters due cannot all be
+// two or more, and more than half, of the chosen clusters are unreachable at
+// once, which is a partition rather than a cluster failure; or the clusters due cannot all be
 // replaced, in which case none is removed (an empty replacement never means
 // "remove").
 func Failover(clusters []Cluster, current map[string]bool, p Policy, now time.Time) FailoverPlan {
@@ -63,7 +63,10 @@ func Failover(clusters []Cluster, current map[string]bool, p Policy, now time.Ti
 	if len(due) == 0 {
 		return plan
 	}
-	if 2*unreachable > chosen {
+	// One cluster of one is a cluster failure; two or more making up more than
+	// half the chosen ones look like a partition. (A hub cut off from the whole
+	// fleet leaves no healthy replacement either, which also blocks.)
+	if unreachable >= 2 && 2*unreachable > chosen {
 		plan.Blocked = fmt.Sprintf("%d of %d chosen clusters are unreachable at once (a partition, not a cluster failure): none is replaced", unreachable, chosen)
 		return plan
 	}

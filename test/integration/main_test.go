@@ -162,6 +162,7 @@ func startFleet(ctx context.Context) error {
 }
 
 func stopFleet() {
+	stopExtraMembers()
 	for _, cp := range append([]*testenv.ControlPlane{hubCP}, members[member1], members[member2]) {
 		if err := cp.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping a control plane:", err)

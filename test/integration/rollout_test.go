@@ -1,0 +1,540 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/rolloutctl"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// Two more members for the rollout tests, joined in the aux cluster set: member-3
+// runs workloads (like member-1), member-4 is an API server alone.
+const (
+	member3 = "member-3"
+	member4 = "member-4"
+)
+
+var (
+	extraOnce   sync.Once
+	extraErr    error
+	extraAgents = map[string]func(){} // cluster → stop its agent
+	extraHub    = map[string]*rest.Config{}
+	extraMu     sync.Mutex
+)
+
+// extraMembers starts member-3 and member-4 with their agents, once for the
+// package; stopFleet stops them.
+func extraMembers(t *testing.T) {
+	t.Helper()
+	extraOnce.Do(func() {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, m := range []struct {
+			name  string
+			start func(string, *k8sruntime.Scheme) (*testenv.ControlPlane, error)
+		}{{member3, testenv.StartFullMember}, {member4, testenv.StartMember}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cp, err := m.start(m.name, agent.NewScheme())
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					extraErr = err
+					return
+				}
+				members[m.name] = cp
+			}()
+		}
+		wg.Wait()
+		if extraErr != nil {
+			return
+		}
+		for _, name := range []string{member3, member4} {
+			cfg, err := fleet.Join(context.Background(), hubCP.Config, hubCP.Client, fleet.JoinOptions{
+				Name: name, ClusterSet: auxSet, Labels: map[string]string{"rollout-test": "true"}, TokenTTL: 48 * time.Hour})
+			if err != nil {
+				extraErr = err
+				return
+			}
+			extraHub[name] = cfg
+			if extraErr = startExtraAgent(name); extraErr != nil {
+				return
+			}
+		}
+	})
+	g := NewWithT(t)
+	g.Expect(extraErr).NotTo(HaveOccurred())
+	for _, name := range []string{member3, member4} {
+		g.Eventually(func(g Gomega) {
+			g.Expect(meta.IsStatusConditionTrue(getProfile(g, auxSet, name).Status.Conditions, placementv1alpha1.AgentReachableCondition)).To(BeTrue())
+		}).Should(Succeed())
+	}
+}
+
+// startExtraAgent runs the agent of an extra member until stopExtraAgent.
+func startExtraAgent(name string) error {
+	a, err := agent.NewManager(agent.Options{
+		ClusterName: name, ClusterSet: auxSet, Hub: extraHub[name], Member: members[name].Config,
+		Manager:        ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+		Config:         agentConfig,
+		AgentNamespace: "lodestar-system",
+		LeaseDuration:  2 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "agent stopped:", name, err)
+		}
+	}()
+	extraMu.Lock()
+	extraAgents[name] = func() { cancel(); <-done }
+	extraMu.Unlock()
+	return nil
+}
+
+func stopExtraAgent(name string) {
+	extraMu.Lock()
+	stop := extraAgents[name]
+	delete(extraAgents, name)
+	extraMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// stopExtraMembers stops what extraMembers started.
+func stopExtraMembers() {
+	for _, name := range []string{member3, member4} {
+		stopExtraAgent(name)
+		if cp := members[name]; cp != nil {
+			if err := cp.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "stopping a control plane:", err)
+			}
+		}
+	}
+}
+
+// rolloutNamespace creates a namespace whose Placements may use the default and
+// the aux cluster sets, with the web ConfigMap (greeting v1) in it.
+func rolloutNamespace(t *testing.T) string {
+	t.Helper()
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	g.Expect(updateOnHub(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[placementv1alpha1.ClusterSetsAnnotation] = placementv1alpha1.DefaultClusterSet + "," + auxSet
+	})).To(Succeed())
+	cm, _, _ := webObjects(ns)
+	cm.Data["greeting"] = "v1"
+	g.Expect(hubCP.Client.Create(t.Context(), cm)).To(Succeed())
+	return ns
+}
+
+// greetingPlacement is a Placement of the web ConfigMap on the named clusters.
+func greetingPlacement(ns string, clusters []string, strategy *placementv1alpha1.RolloutStrategy) *placementv1alpha1.Placement {
+	return &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "web-config"}},
+			ClusterNames:      clusters,
+			Strategy:          strategy,
+		},
+	}
+}
+
+func setGreeting(t *testing.T, ns, greeting string) {
+	t.Helper()
+	NewWithT(t).Expect(updateOnHub(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}},
+		func(cm *corev1.ConfigMap) { cm.Data["greeting"] = greeting })).To(Succeed())
+}
+
+// greetingOn is the web ConfigMap's greeting on a member, "" when absent.
+func greetingOn(g Gomega, cluster, ns string) string {
+	cm := &corev1.ConfigMap{}
+	err := members[cluster].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web-config"}, cm)
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return cm.Data["greeting"]
+}
+
+// progressing is the Placement's Progressing condition at its generation.
+func progressing(g Gomega, key client.ObjectKey) (*placementv1alpha1.Placement, *metav1.Condition) {
+	p := &placementv1alpha1.Placement{}
+	g.Expect(hubCP.Client.Get(context.Background(), key, p)).To(Succeed())
+	c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.ProgressingCondition)
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
+	return p, c
+}
+
+// expectRolledOut waits until the Placement's rollout of revision number is
+// complete and every cluster has the greeting.
+func expectRolledOut(t *testing.T, key client.ObjectKey, number int64, greeting string, clusters ...string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		p, c := progressing(g, key)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRolloutComplete), c.Message)
+		g.Expect(p.Status.Rollout.TargetRevisionNumber).To(Equal(number))
+		g.Expect(p.Status.Rollout.StableRevision).To(Equal(p.Status.Rollout.TargetRevision))
+		for _, cl := range clusters {
+			g.Expect(greetingOn(g, cl, key.Namespace)).To(Equal(greeting), "on %s", cl)
+		}
+	}).Should(Succeed())
+}
+
+// A Rolling update over four members never has more than maxUnavailable of them
+// not Available, sampled all along; paused, it gives no cluster the new revision.
+func TestRollingUpdateKeepsMaxUnavailable(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ns := rolloutNamespace(t)
+	clusters := []string{member1, member2, member3, member4}
+	p := greetingPlacement(ns, clusters, &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
+		Rolling: &placementv1alpha1.RollingStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1)), MinAvailableSeconds: 1}})
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	expectRolledOut(t, key, 1, "v1", clusters...)
+
+	// Sample every Work until the rollout is done.
+	var maxUnavailable, maxMixed atomic.Int32
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			unavailable, revisions := int32(0), map[string]int32{}
+			for _, cl := range clusters {
+				w := &workv1alpha1.Work{}
+				if err := hubCP.Client.Get(context.Background(), client.ObjectKey{Namespace: names.ClusterNamespace(cl), Name: names.Work(ns, "web")}, w); err != nil {
+					unavailable++ // gone counts as not Available
+					continue
+				}
+				if lookup.WorkAvailability(w) != metav1.ConditionTrue {
+					unavailable++
+				}
+				revisions[w.Annotations[placementv1alpha1.RevisionAnnotation]]++
+			}
+			if unavailable > maxUnavailable.Load() {
+				maxUnavailable.Store(unavailable)
+			}
+			if len(revisions) > 1 {
+				maxMixed.Store(1)
+			}
+		}
+	}()
+	setGreeting(t, ns, "v2")
+	expectRolledOut(t, key, 2, "v2", clusters...)
+	close(stop)
+	<-sampled
+	g.Expect(maxUnavailable.Load()).To(BeNumerically("<=", 1), "at most maxUnavailable (1) cluster not Available")
+	g.Expect(maxMixed.Load()).To(BeNumerically("==", 1), "clusters were updated one after the other, not at once")
+
+	// Paused: no cluster is given the next revision.
+	g.Expect(rolloutctl.SetPaused(t.Context(), hubCP.Client, key, true)).To(Succeed())
+	setGreeting(t, ns, "v3")
+	g.Eventually(func(g Gomega) {
+		got, c := progressing(g, key)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRolloutPaused))
+		g.Expect(got.Status.Rollout.TargetRevisionNumber).To(BeEquivalentTo(3))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		for _, cl := range clusters {
+			g.Expect(greetingOn(g, cl, ns)).To(Equal("v2"))
+		}
+	}).Should(Succeed())
+	g.Expect(rolloutctl.SetPaused(t.Context(), hubCP.Client, key, false)).To(Succeed())
+	expectRolledOut(t, key, 3, "v3", clusters...)
+
+	revs, err := rolloutctl.History(t.Context(), hubCP.Client, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(HaveLen(3))
+	g.Expect(revs[0].Spec.ChangeCause).To(Equal("first revision: 1 objects"))
+	g.Expect(revs[1].Spec.ChangeCause).To(Equal("changed ConfigMap/web-config"))
+	g.Expect(revs[2].Name).To(Equal(names.Revision("web", revs[2].Spec.Hash)))
+	g.Expect(revs[2].OwnerReferences).To(ContainElement(HaveField("Name", "web")))
+}
+
+// Rapid edits land in few revisions, and the last one wins.
+func TestRapidEditsAreCoalesced(t *testing.T) {
+	g := NewWithT(t)
+	ns := rolloutNamespace(t)
+	p := greetingPlacement(ns, []string{member2}, nil)
+	p.Spec.RevisionHistoryLimit = ptr.To[int32](2)
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	expectRolledOut(t, key, 1, "v1", member2)
+	for i := range 5 {
+		setGreeting(t, ns, fmt.Sprintf("edit-%d", i))
+	}
+	g.Eventually(func(g Gomega) {
+		_, c := progressing(g, key)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRolloutComplete))
+		g.Expect(greetingOn(g, member2, ns)).To(Equal("edit-4"))
+	}).Should(Succeed())
+	got, _ := progressing(g, key)
+	g.Expect(got.Status.Rollout.TargetRevisionNumber).To(BeNumerically("<=", 3), "five edits in a burst make at most two revisions")
+	g.Eventually(func(g Gomega) {
+		revs, err := rolloutctl.History(t.Context(), hubCP.Client, key)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(revs).To(HaveLen(2), "revisionHistoryLimit 2")
+	}).Should(Succeed())
+}
+
+// A Staged rollout stops before a stage that needs approval; an approval of
+// another revision does nothing; a RolloutApproval of the target starts it.
+func TestStagedRolloutWaitsForApproval(t *testing.T) {
+	g := NewWithT(t)
+	ns := rolloutNamespace(t)
+	p := greetingPlacement(ns, []string{member1, member2}, &placementv1alpha1.RolloutStrategy{
+		Type: placementv1alpha1.RolloutStaged,
+		Stages: []placementv1alpha1.RolloutStage{
+			{Name: "staging", ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "staging"}}},
+			{Name: "production", ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}}, Approval: placementv1alpha1.ApprovalRequired},
+		},
+	})
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	expectRolledOut(t, key, 1, "v1", member1, member2)
+
+	setGreeting(t, ns, "v2")
+	g.Eventually(func(g Gomega) {
+		got, c := progressing(g, key)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonWaitingForApproval), c.Message)
+		g.Expect(got.Status.Rollout.CurrentStage).To(Equal("production"))
+		g.Expect(got.Status.Rollout.Clusters).To(ContainElement(And(HaveField("Name", member1), HaveField("Stage", "production"),
+			HaveField("State", placementv1alpha1.ClusterPending))))
+		g.Expect(greetingOn(g, member2, ns)).To(Equal("v2"))
+	}).Should(Succeed())
+
+	revs, err := rolloutctl.History(t.Context(), hubCP.Client, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(HaveLen(2))
+	old := &placementv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: ns},
+		Spec: placementv1alpha1.RolloutApprovalSpec{Placement: "web", Revision: revs[0].Name, Stage: "production"}}
+	g.Expect(hubCP.Client.Create(t.Context(), old)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(greetingOn(g, member1, ns)).To(Equal("v1"), "production waits for an approval of revision 2")
+	}).Should(Succeed())
+
+	a, err := rolloutctl.Approve(t.Context(), hubCP.Client, key, "production", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a.Spec.Revision).To(Equal(revs[1].Name))
+	expectRolledOut(t, key, 2, "v2", member1, member2)
+}
+
+// A cluster that fails stops the rollout by itself (maxFailures 0): the next
+// cluster keeps the stable revision. Going back to the previous objects heals it.
+func TestFailingClusterStopsTheRollout(t *testing.T) {
+	g := NewWithT(t)
+	ns := rolloutNamespace(t)
+	p := greetingPlacement(ns, []string{member1, member2}, &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
+		Rolling: &placementv1alpha1.RollingStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1))}})
+	p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, placementv1alpha1.ResourceSelector{Version: "v1", Kind: "ConfigMap", Name: "conflict"})
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	expectRolledOut(t, key, 1, "v1", member1, member2)
+
+	// Both members already have a ConfigMap "conflict" that Lodestar did not
+	// place; the new revision places one, which the agents refuse to take over.
+	for _, m := range []string{member1, member2} {
+		g.Expect(members[m].Client.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conflict", Namespace: ns}})).To(Succeed())
+	}
+	conflict := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conflict", Namespace: ns}, Data: map[string]string{"k": "v"}}
+	g.Expect(hubCP.Client.Create(t.Context(), conflict)).To(Succeed())
+
+	var failed string
+	g.Eventually(func(g Gomega) {
+		got, c := progressing(g, key)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonFailureBudgetExceeded), c.Message)
+		g.Expect(got.Status.Rollout.FailedClusters).To(BeEquivalentTo(1))
+		i := slices.IndexFunc(got.Status.Rollout.Clusters, func(c placementv1alpha1.ClusterRollout) bool { return c.State == placementv1alpha1.ClusterFailed })
+		g.Expect(i).To(BeNumerically(">=", 0))
+		failed = got.Status.Rollout.Clusters[i].Name
+		g.Expect(c.Message).To(ContainSubstring(failed))
+	}).Should(Succeed())
+	other := member1
+	if failed == member1 {
+		other = member2
+	}
+	g.Consistently(func(g Gomega) {
+		w := workOf(g, p, other)
+		g.Expect(w.Spec.Workload.Manifests).To(HaveLen(1), "the other cluster keeps revision 1")
+	}).Should(Succeed())
+
+	// The fix: the hub goes back to revision 1's objects, which is revision 1
+	// again; the failed cluster is given it without waiting for a budget.
+	g.Expect(hubCP.Client.Delete(t.Context(), conflict)).To(Succeed())
+	expectRolledOut(t, key, 1, "v1", member1, member2)
+}
+
+// Undo writes an earlier revision's objects back to the hub namespace and rolls
+// them out.
+func TestUndoRestoresThePreviousObjects(t *testing.T) {
+	g := NewWithT(t)
+	ns := rolloutNamespace(t)
+	p := greetingPlacement(ns, []string{member1, member2}, nil)
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	expectRolledOut(t, key, 1, "v1", member1, member2)
+	setGreeting(t, ns, "v2")
+	expectRolledOut(t, key, 2, "v2", member1, member2)
+
+	to, err := rolloutctl.Undo(t.Context(), hubCP.Client, key, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(to.Spec.Revision).To(BeEquivalentTo(1))
+	cm := &corev1.ConfigMap{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "web-config"}, cm)).To(Succeed())
+	g.Expect(cm.Data["greeting"]).To(Equal("v1"), "the hub stays the source of truth")
+	expectRolledOut(t, key, 1, "v1", member1, member2)
+
+	_, err = rolloutctl.Undo(t.Context(), hubCP.Client, key, 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	expectRolledOut(t, key, 2, "v2", member1, member2)
+	_, err = rolloutctl.Undo(t.Context(), hubCP.Client, key, 9)
+	g.Expect(err).To(MatchError(ContainSubstring("no revision 9")))
+}
+
+// Editing the cluster selection moves a Deployment with minReadySeconds between
+// two members that run workloads with no moment when neither has it available.
+func TestSelectorEditMovesWithoutDisruption(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ns := rolloutNamespace(t)
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.MinReadySeconds = 10
+	deploy.Spec.Replicas = ptr.To[int32](1)
+	g.Expect(hubCP.Client.Create(t.Context(), deploy)).To(Succeed())
+	p := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}},
+			ClusterNames:      []string{member1},
+		},
+	}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	available := func(cluster string) bool {
+		d := &appsv1.Deployment{}
+		if err := members[cluster].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
+			return false
+		}
+		return d.Status.AvailableReplicas >= 1 && d.DeletionTimestamp.IsZero()
+	}
+	g.Eventually(func() bool { return available(member1) }).Should(BeTrue())
+
+	var gap atomic.Bool
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if !available(member1) && !available(member3) {
+				gap.Store(true)
+			}
+		}
+	}()
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.ClusterNames = []string{member3} })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(workOf(g, p, member1)).To(BeNil())
+		g.Expect(available(member3)).To(BeTrue())
+		_, c := progressing(g, client.ObjectKeyFromObject(p))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRolloutComplete), c.Message)
+	}).Should(Succeed())
+	close(stop)
+	<-sampled
+	g.Expect(gap.Load()).To(BeFalse(), "there was a moment when no member had the Deployment available")
+	g.Eventually(func(g Gomega) {
+		err := members[member1].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}).Should(Succeed())
+}
+
+// With spec.failover, a chosen cluster whose agent stops is replaced once the
+// toleration passes, and its copy goes only when the replacement is Available;
+// with no replacement possible, nothing moves and the condition says why.
+func TestFailoverWithAnAgentStopped(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ns := rolloutNamespace(t)
+	p := greetingPlacement(ns, []string{member4}, nil)
+	p.Spec.NumberOfClusters = ptr.To[int32](1)
+	p.Spec.Failover = &placementv1alpha1.Failover{TolerationSeconds: ptr.To[int32](2), GracePeriodSeconds: ptr.To[int32](600)}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	expectRolledOut(t, key, 1, "v1", member4)
+
+	stopExtraAgent(member4)
+	t.Cleanup(func() {
+		if err := startExtraAgent(member4); err != nil {
+			t.Errorf("restarting the agent of %s: %v", member4, err)
+		}
+	})
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.ScheduledCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonFailoverBlocked), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("no other cluster can replace it"))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(workOf(g, p, member4)).NotTo(BeNil(), "no replacement: the copy stays")
+	}).Should(Succeed())
+
+	// A replacement is possible now.
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.ClusterNames = []string{member4, member2} })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(greetingOn(g, member2, ns)).To(Equal("v1"))
+		// Deleted on the hub; its agent, stopped, removes its finalizer when back.
+		w := workOf(g, p, member4)
+		g.Expect(w == nil || !w.DeletionTimestamp.IsZero()).To(BeTrue(), "the unreachable cluster's Work goes once the replacement is Available")
+		c := placementCondition(g, t, key, placementv1alpha1.ScheduledCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonScheduled))
+	}).Should(Succeed())
+	events := &corev1.EventList{}
+	g.Expect(hubCP.Client.List(t.Context(), events, client.InNamespace(ns))).To(Succeed())
+	g.Expect(events.Items).To(ContainElement(HaveField("Reason", placementv1alpha1.ReasonFailedOver)))
+}
