@@ -41,6 +41,7 @@ up() {
   say "Applying config/samples/ to the hub"
   "$kubectl" "${hub[@]}" apply --server-side -f config/samples/demo-app.yaml
   "$kubectl" "${hub[@]}" apply --server-side -f config/samples/placement.yaml
+  "$kubectl" "${hub[@]}" apply --server-side -f config/samples/staged-rollout.yaml
 
   say "Waiting for the sample app to be available on its clusters"
   if ! "$kubectl" "${hub[@]}" -n demo wait placement/web --for=condition=Available --timeout=180s; then

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/rolloutctl"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -41,6 +42,30 @@ func TestSamples(t *testing.T) {
 			g.Expect(mc.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, svc)).To(Succeed())
 			g.Expect(svc.Spec.ClusterIP).NotTo(BeEmpty(), "each member allocates its own cluster IP")
 		}
+	}).Should(Succeed())
+
+	// The staged sample: a change reaches staging, and production only once approved.
+	release := client.ObjectKey{Namespace: "demo", Name: "release"}
+	expectRolledOut(t, release, 1, "", member1, member2)
+	g.Expect(updateOnHub(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "release"}},
+		func(cm *corev1.ConfigMap) { cm.Data["notes"] = "second release" })).To(Succeed())
+	notes := func(g Gomega, cluster string) string {
+		cm := &corev1.ConfigMap{}
+		g.Expect(members[cluster].Client.Get(ctx, release, cm)).To(Succeed())
+		return cm.Data["notes"]
+	}
+	g.Eventually(func(g Gomega) {
+		_, c := progressing(g, release)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonWaitingForApproval), c.Message)
+		g.Expect(notes(g, member2)).To(Equal("second release"))
+		g.Expect(notes(g, member1)).To(Equal("first release"))
+	}).Should(Succeed())
+	_, err = rolloutctl.Approve(ctx, hubCP.Client, release, "production", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		_, c := progressing(g, release)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRolloutComplete), c.Message)
+		g.Expect(notes(g, member1)).To(Equal("second release"))
 	}).Should(Succeed())
 
 	// The hub's cluster IP is not copied to the members.

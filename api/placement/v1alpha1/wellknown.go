@@ -86,9 +86,8 @@ const (
 )
 
 // DecisionGenerationAnnotation on Lodestar's PlacementDecisions is the Placement
-// generation they were written for. A chosen cluster that a change of the cluster
-// (its labels or properties) deselects leaves make-before-break; one that a change
-// of the Placement's own spec deselects (an explicit user change) leaves at once.
+// generation they were written for, for consumers that want to know which spec a
+// decision answers.
 const DecisionGenerationAnnotation = "placement.lodestar.dev/decision-generation"
 
 // The agent's heartbeat: a Lease named AgentLeaseName in its cluster's namespace
