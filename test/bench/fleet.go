@@ -45,7 +45,7 @@ type fleet struct {
 	sim      *simulator
 	simStop  context.CancelFunc
 	clusters int
-	// only, when not empty, names the scenario groups to run (p1, p1-busy, p2,
+	// only, when not empty, names the scenario groups to run (p1, p1-busy, p2, r1,
 	// p3, p4); earlier groups still set up what later ones need.
 	only []string
 	// pprof is the address of the hub manager's profiling endpoint; empty for none.

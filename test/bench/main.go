@@ -69,7 +69,7 @@ func main() {
 	bin := flag.String("bin", "bin", "Directory holding lodestar-hub and lodestar-agent.")
 	readme := flag.String("readme", "README.md", "README whose benchmark table is replaced; empty to leave it.")
 	reportOnly := flag.Bool("report", false, "Only write the table from the results already in --out.")
-	only := flag.String("only", "", "Comma-separated scenario groups to run (p1, p1-busy, p2, p3, p4); empty runs all. For profiling: the README table is left alone.")
+	only := flag.String("only", "", "Comma-separated scenario groups to run (p1, p1-busy, p2, r1, p3, p4); empty runs all. For profiling: the README table is left alone.")
 	pprofAddr := flag.String("pprof", "", "With an address (host:port), serve net/http/pprof for this process there and for the hub manager on the next port.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr)))

@@ -117,7 +117,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 			return err
 		}
 	}
-	if !f.want("p1-busy", "p2", "p3") {
+	if !f.want("p1-busy", "p2", "r1", "p3") {
 		return nil
 	}
 
@@ -146,7 +146,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		}
 	}
 
-	if !f.want("p2", "p3") {
+	if !f.want("p2", "r1", "p3") {
 		return nil
 	}
 	// P2: fan-out to 1000, then 5000 clusters, each recorded as soon as measured.
@@ -164,6 +164,14 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	say("P2: 1000 clusters in %.2fs", d.Seconds())
 	if err := record(p2); err != nil {
 		return err
+	}
+	if f.want("r1") {
+		if err := f.rolling(ctx, client.ObjectKey{Namespace: "bench-p2", Name: "to-1000"}, bw, record); err != nil {
+			return err
+		}
+	}
+	if !f.want("p2", "p3") {
+		return nil
 	}
 	say("registering 4000 more simulated clusters")
 	start = time.Now()
