@@ -2,8 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 )
 
 // RolloutStrategyType says how a new revision of a Placement reaches its clusters.
@@ -152,18 +152,18 @@ type RolloutStage struct {
 type ClusterRolloutState string
 
 const (
-	// ClusterPending: the cluster has not been given the target revision yet.
+	// ClusterPending means the cluster has not been given the target revision yet.
 	ClusterPending ClusterRolloutState = "Pending"
-	// ClusterUpdating: the cluster has the target revision and is not Available yet.
+	// ClusterUpdating means the cluster has the target revision and is not Available yet.
 	ClusterUpdating ClusterRolloutState = "Updating"
-	// ClusterSoaking: Available at the target revision, not yet for the soak time.
+	// ClusterSoaking means the cluster is Available at the target revision, not yet for the soak time.
 	ClusterSoaking ClusterRolloutState = "Soaking"
-	// ClusterSucceeded: Available at the target revision for the soak time.
+	// ClusterSucceeded means the cluster is Available at the target revision for the soak time.
 	ClusterSucceeded ClusterRolloutState = "Succeeded"
-	// ClusterFailed: applying failed, an object is Degraded, or the cluster was not
+	// ClusterFailed means applying failed, an object is Degraded, or the cluster was not
 	// Available within the progress deadline.
 	ClusterFailed ClusterRolloutState = "Failed"
-	// ClusterSkipped: the cluster left the Placement, or its stage, during the
+	// ClusterSkipped means the cluster left the Placement, or its stage, during the
 	// rollout.
 	ClusterSkipped ClusterRolloutState = "Skipped"
 )
@@ -276,7 +276,14 @@ type PlacementRevisionSpec struct {
 	// manifests are the rendered objects, as the Works carry them.
 	// +optional
 	// +listType=atomic
-	Manifests []workv1alpha1.Manifest `json:"manifests,omitempty"`
+	Manifests []RevisionManifest `json:"manifests,omitempty"`
+}
+
+// RevisionManifest is one rendered object, as a Work's manifest carries it.
+type RevisionManifest struct {
+	// +kubebuilder:validation:EmbeddedResource
+	// +kubebuilder:pruning:PreserveUnknownFields
+	runtime.RawExtension `json:",inline"`
 }
 
 // PlacementRevision is an immutable rendering of the objects a Placement places:

@@ -97,7 +97,7 @@ func (r *Reconciler) targetRevision(ctx context.Context, placement *placementv1a
 		},
 	}
 	for _, m := range c.manifests {
-		rev.Spec.Manifests = append(rev.Spec.Manifests, workv1alpha1.Manifest{RawExtension: m})
+		rev.Spec.Manifests = append(rev.Spec.Manifests, placementv1alpha1.RevisionManifest{RawExtension: m})
 	}
 	if err := controllerutil.SetControllerReference(placement, rev, r.Client.Scheme()); err != nil {
 		return nil, nil, 0, err
