@@ -608,14 +608,19 @@ type Removal struct {
 // Placement left keep their objects while fewer copies would be Available than
 // clusters are selected, and at most until the deadline from when they left.
 // Copies that are not Available serve nothing and go first; a Placement that
-// selects no cluster any more has nothing to wait for.
+// selects no cluster any more has nothing to wait for. The deadline forces
+// nothing while a selected cluster has not been given the objects yet (the
+// rollout is paused, stopped, or waits for approval): its replacement never had
+// its chance.
 func Remove(leaving []Leaving, selected []Cluster, deadline time.Duration, now time.Time) Removal {
 	var r Removal
 	available := 0
+	held := false
 	for _, c := range selected {
 		if c.Revision != "" && c.Available == metav1.ConditionTrue {
 			available++
 		}
+		held = held || c.Revision == ""
 	}
 	leaving = slices.Clone(leaving)
 	slices.SortFunc(leaving, func(a, b Leaving) int {
@@ -639,13 +644,13 @@ func Remove(leaving []Leaving, selected []Cluster, deadline time.Duration, now t
 		case available-1 >= len(selected):
 			r.Remove = append(r.Remove, l.Name)
 			available--
-		case !now.Before(l.Since.Add(cmp.Or(l.Deadline, deadline))):
+		case !held && !now.Before(l.Since.Add(cmp.Or(l.Deadline, deadline))):
 			r.Remove = append(r.Remove, l.Name)
 			r.Forced = append(r.Forced, l.Name)
 			available--
 		default:
 			r.Kept = append(r.Kept, l.Name)
-			if d := l.Since.Add(cmp.Or(l.Deadline, deadline)).Sub(now); r.RecheckAfter == 0 || d < r.RecheckAfter {
+			if d := l.Since.Add(cmp.Or(l.Deadline, deadline)).Sub(now); !held && (r.RecheckAfter == 0 || d < r.RecheckAfter) {
 				r.RecheckAfter = d
 			}
 		}

@@ -363,8 +363,10 @@ func TestRemoveIsMakeBeforeBreak(t *testing.T) {
 		{name: "nothing selected any more: they go", leaving: leaving, now: t0, wantRemove: []string{"old1", "old2"}},
 		{name: "revoked: at once", selected: []Cluster{{Name: "new1"}}, leaving: []Leaving{{Name: "old1", Since: t0, Available: true, Revoked: true}}, now: t0,
 			wantRemove: []string{"old1"}},
-		{name: "deadline passed: forced", selected: []Cluster{{Name: "new1"}}, leaving: leaving[:1], now: t0.Add(10 * time.Minute),
+		{name: "deadline passed: forced", selected: []Cluster{at("new1", target, false)}, leaving: leaving[:1], now: t0.Add(10 * time.Minute),
 			wantRemove: []string{"old1"}, wantForced: []string{"old1"}},
+		{name: "deadline passed, but the replacement was never given the objects (paused): kept", selected: []Cluster{{Name: "new1"}},
+			leaving: leaving[:1], now: t0.Add(time.Hour)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,9 +6,10 @@ const (
 	// PlacementDecisions for its current generation. Written by the scheduler.
 	ScheduledCondition = "Scheduled"
 
-	// WorkSynchronizedCondition is True when every selected cluster has a Work with
-	// the current rendering of the selected objects and no other cluster has one.
-	// Written by the work generator.
+	// WorkSynchronizedCondition is True when every selected cluster's Work holds
+	// what the rollout gives it (the target revision, or the one it keeps until the
+	// strategy lets it move) and the Works of the clusters the Placement left are
+	// removed or kept make-before-break. Written by the work generator.
 	WorkSynchronizedCondition = "WorkSynchronized"
 
 	// AppliedCondition is True when every selected cluster reports its Work applied

@@ -107,6 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 
 	if !placement.DeletionTimestamp.IsZero() {
+		r.forget(placement)
 		return ctrl.Result{}, r.reconcileDelete(ctx, placement, st)
 	}
 	if err := kube.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, true); err != nil {
@@ -367,6 +368,18 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
 		"%d objects at revision %d (%s); the Works of %d clusters hold what the rollout gives them", len(objs), target.Spec.Revision, target.Spec.Hash, len(decided.Clusters))
 	return result, nil
+}
+
+// forget drops what the generator remembers of a Placement being deleted.
+func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
+	r.active.Delete(client.ObjectKeyFromObject(placement))
+	prefix := expectationKey(placement, "")
+	r.expected.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), prefix) {
+			r.expected.Delete(k)
+		}
+		return true
+	})
 }
 
 // revisionContent is what a PlacementRevision carries.
