@@ -17,9 +17,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -148,8 +150,25 @@ func SameCondition(existing []metav1.Condition, c metav1.Condition) bool {
 // CoalescingHandler enqueues the requests mapFn returns after delay, so that a
 // burst of events for the same object leads to one reconcile.
 func CoalescingHandler(mapFn handler.MapFunc, delay time.Duration) handler.EventHandler {
+	return coalescing(mapFn, delay, nil)
+}
+
+// BackgroundHandler is CoalescingHandler at low priority (with the controller's
+// priority queue, controller-runtime's default): the reconciles it asks for wait
+// behind those of changes (a new Placement, new decisions), so that a burst of
+// status reports across many Placements never delays them.
+func BackgroundHandler(mapFn handler.MapFunc, delay time.Duration) handler.EventHandler {
+	return coalescing(mapFn, delay, ptr.To(handler.LowPriority))
+}
+
+func coalescing(mapFn handler.MapFunc, delay time.Duration, priority *int) handler.EventHandler {
 	add := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 		for _, req := range mapFn(ctx, obj) {
+			if ok && priority != nil {
+				pq.AddWithOpts(priorityqueue.AddOpts{After: delay, Priority: priority}, req)
+				continue
+			}
 			q.AddAfter(req, delay)
 		}
 	}

@@ -231,7 +231,7 @@ func (p *planner) evaluate(c *Cluster, soak time.Duration) {
 			from = c.Since
 		}
 		if left := from.Add(soak).Sub(p.now); left > 0 {
-			cp.State, cp.Reason = placementv1alpha1.ClusterSoaking, fmt.Sprintf("Available; counts as updated in %s", left.Round(time.Second))
+			cp.State, cp.Reason = placementv1alpha1.ClusterSoaking, fmt.Sprintf("Available; counts as updated after %s at this revision", soak)
 			p.recheckIn(left)
 			return
 		}

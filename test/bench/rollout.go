@@ -21,15 +21,18 @@ import (
 // rolling runs R1: a change rolled out over the 1000 clusters of an available
 // Placement with Rolling maxUnavailable 10%, until the rollout is complete; and
 // the hub's write rate meanwhile (from the hub API server's own request counter:
-// the hub manager's writes and the simulated members' status reports).
-func (f *fleet) rolling(ctx context.Context, key client.ObjectKey, bw float64, record func(*Result) error) error {
-	p := &placementv1alpha1.Placement{}
-	if err := f.admin.Get(ctx, key, p); err != nil {
+// the hub manager's writes and the simulated members' status reports). The
+// Placement is removed afterwards.
+func (f *fleet) rolling(ctx context.Context, bw float64, record func(*Result) error) error {
+	ns := "bench-r1"
+	if err := f.app(ctx, ns); err != nil {
 		return err
 	}
+	p := placementFor(ns, "rolling", map[string]string{"fleet": "sim"})
 	p.Spec.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
 		Rolling: &placementv1alpha1.RollingStrategy{MaxUnavailable: ptrTo(intstr.FromString("10%"))}}
-	if err := f.admin.Update(ctx, p); err != nil {
+	key := client.ObjectKeyFromObject(p)
+	if _, err := f.place(ctx, p, 1000, 5*time.Minute, false); err != nil {
 		return err
 	}
 	writesBefore, err := f.hubWrites(ctx)
@@ -67,7 +70,10 @@ func (f *fleet) rolling(ctx context.Context, key client.ObjectKey, bw float64, r
 	r.add("hub writes per second (manager and simulated members)", (writesAfter-writesBefore)/d.Seconds(), "writes/s")
 	r.FractionOfBw = 1000 / d.Seconds() / bw
 	say("R1: 1000 clusters, 10%% at a time, in %.2fs", d.Seconds())
-	return record(r)
+	if err := record(r); err != nil {
+		return err
+	}
+	return f.remove(ctx, key, 5*time.Minute)
 }
 
 func ptrTo[T any](v T) *T { return &v }

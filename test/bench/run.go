@@ -135,7 +135,12 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	}); err != nil {
 		return err
 	}
-	if err := f.waitPlacements(ctx, bg, 1000, func(p *placementv1alpha1.Placement) bool { return p.Status.AvailableClusters == 1 }); err != nil {
+	// Set-up ends when the hub has nothing left to do for them: available, and
+	// their rollout reported complete (the work generator's last write).
+	if err := f.waitPlacements(ctx, bg, 1000, func(p *placementv1alpha1.Placement) bool {
+		c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.ProgressingCondition)
+		return p.Status.AvailableClusters == 1 && c != nil && c.Reason == placementv1alpha1.ReasonRolloutComplete
+	}); err != nil {
 		return fmt.Errorf("1000 background Placements: %w", err)
 	}
 	say("1000 Placements available in %s", time.Since(start).Round(time.Millisecond))
@@ -166,7 +171,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	if f.want("r1") {
-		if err := f.rolling(ctx, client.ObjectKey{Namespace: "bench-p2", Name: "to-1000"}, bw, record); err != nil {
+		if err := f.rolling(ctx, bw, record); err != nil {
 			return err
 		}
 	}

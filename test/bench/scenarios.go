@@ -103,17 +103,26 @@ func (f *fleet) place(ctx context.Context, p *placementv1alpha1.Placement, want 
 	}
 	d := time.Since(start)
 	if remove {
-		if err := f.admin.Delete(ctx, p); err != nil {
+		if err := f.remove(ctx, client.ObjectKeyFromObject(p), timeout); err != nil {
 			return 0, err
-		}
-		if _, err := waitFor(ctx, timeout, 50*time.Millisecond, func() (bool, error) {
-			err := f.admin.Get(ctx, client.ObjectKeyFromObject(p), &placementv1alpha1.Placement{})
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-		}); err != nil {
-			return 0, fmt.Errorf("removing %s: %w", client.ObjectKeyFromObject(p), err)
 		}
 	}
 	return d, nil
+}
+
+// remove deletes a Placement and waits until it is gone, which is when the
+// members are clean.
+func (f *fleet) remove(ctx context.Context, key client.ObjectKey, timeout time.Duration) error {
+	if err := f.admin.Delete(ctx, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		return err
+	}
+	if _, err := waitFor(ctx, timeout, 50*time.Millisecond, func() (bool, error) {
+		err := f.admin.Get(ctx, key, &placementv1alpha1.Placement{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}); err != nil {
+		return fmt.Errorf("removing %s: %w", key, err)
+	}
+	return nil
 }
 
 // percentiles returns p50, p90 and max in seconds.

@@ -59,7 +59,8 @@ const workWriters = 16
 // Reconciler generates Works.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads from the API server, past the cache: revision numbers.
+	// APIReader reads from the API server, past the cache: a revision made by an
+	// earlier reconcile that the cache does not show yet.
 	APIReader client.Reader
 	Cache     cache.Cache
 	Mapper    meta.RESTMapper
@@ -75,9 +76,15 @@ type Reconciler struct {
 	// expected are Work writes the cache may not show yet (expectationKey →
 	// expectation), so that the gate never counts a cluster twice.
 	expected sync.Map
-	// active tells, per Placement (client.ObjectKey → bool), whether its rollout
-	// or a removal is under way, when Work status reports concern the generator.
+	// active tells, per Placement (client.ObjectKey → activity), how Work status
+	// reports concern the generator.
 	active sync.Map
+	// lastRevision is the PlacementRevision last made for each Placement
+	// (client.ObjectKey → madeRevision).
+	lastRevision sync.Map
+	// statusWritten is when each Placement's status was last written
+	// (client.ObjectKey → time.Time), to pace writes that only move counts.
+	statusWritten sync.Map
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch;update;patch
@@ -91,7 +98,7 @@ type Reconciler struct {
 
 // Reconcile brings the Works of one Placement in line with its selected objects and
 // its PlacementDecisions.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -103,6 +110,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	defer func() {
 		if err := r.applyStatus(ctx, placement, st); err != nil {
 			retErr = errors.Join(retErr, err)
+		}
+		if d := st.deferred; d > 0 && retErr == nil && (result.RequeueAfter == 0 || d < result.RequeueAfter) {
+			// Only counts wait: behind the reconciles of changes.
+			result.RequeueAfter, result.Priority = d, ptr.To(handler.LowPriority)
 		}
 	}()
 
@@ -340,7 +351,7 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 		cluster, _ := names.ClusterFromNamespace(w.Namespace)
 		byHash[cluster] = revName[w.Annotations[placementv1alpha1.RevisionAnnotation]]
 	}
-	st.rollout = rolloutStatus(target, stable, plan, removal, byHash)
+	st.rollout = rolloutStatus(target, stable, plan, removal, byHash, strategy.Type == placementv1alpha1.RolloutAllAtOnce)
 	status, reason, msg := progressing(target, plan, removal, placement.Spec.Paused, len(decided.Clusters))
 	st.progressing.Set(placementv1alpha1.ProgressingCondition, status, reason, "%s", msg)
 	if reason == placementv1alpha1.ReasonFailureBudgetExceeded {
@@ -348,8 +359,16 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 	}
 
 	// Work status reports concern this Placement while its rollout, or a removal,
-	// is under way.
-	r.active.Store(client.ObjectKeyFromObject(placement), !plan.Complete || len(removal.Kept) > 0 || len(leaving) > len(removal.Remove))
+	// is under way: promptly when they open a gate, at a slower pace when they
+	// only move the status (AllAtOnce, nothing to remove).
+	switch {
+	case plan.Complete && len(leaving) == len(removal.Remove):
+		r.active.Store(client.ObjectKeyFromObject(placement), idle)
+	case strategy.Type == placementv1alpha1.RolloutAllAtOnce && len(leaving) == 0:
+		r.active.Store(client.ObjectKeyFromObject(placement), reporting)
+	default:
+		r.active.Store(client.ObjectKeyFromObject(placement), gating)
+	}
 
 	result := ctrl.Result{}
 	for _, d := range []time.Duration{plan.RecheckAfter, removal.RecheckAfter, wait} {
@@ -373,6 +392,8 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 // forget drops what the generator remembers of a Placement being deleted.
 func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 	r.active.Delete(client.ObjectKeyFromObject(placement))
+	r.statusWritten.Delete(client.ObjectKeyFromObject(placement))
+	r.lastRevision.Delete(client.ObjectKeyFromObject(placement))
 	prefix := expectationKey(placement, "")
 	r.expected.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), prefix) {
@@ -649,6 +670,7 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error
 // SetupWithManager registers the work generator. Watches on the kinds that
 // Placements select are added as Placements name them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	workPlacement := placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("workgenerator").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
@@ -658,23 +680,44 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// reports only while a rollout or a removal of their Placement is under way.
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&workv1alpha1.Work{}, kube.CoalescingHandler(r.activePlacement(placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)), statusWindow)).
+		Watches(&workv1alpha1.Work{}, kube.CoalescingHandler(r.activePlacement(workPlacement, gating), statusWindow)).
+		Watches(&workv1alpha1.Work{}, kube.BackgroundHandler(r.activePlacement(workPlacement, reporting), reportWindow)).
 		Watches(&placementv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(approvedPlacement)).
 		Build(r)
 	r.controller = c
 	return err
 }
 
-// statusWindow gathers the Work status reports of a Placement under rollout.
-const statusWindow = 250 * time.Millisecond
+// How Work status reports of a Placement concern the generator.
+type activity int
 
-// activePlacement lets through the Placements whose rollout or removal is under way.
-func (r *Reconciler) activePlacement(mapFn handler.MapFunc) handler.MapFunc {
+const (
+	// gating: a rollout or a removal waits for them (statusWindow).
+	gating activity = iota
+	// reporting: they only move the rollout's status (reportWindow).
+	reporting
+	// idle: they do not concern it.
+	idle
+)
+
+// statusWindow gathers the Work status reports of a Placement whose rollout or
+// removal waits for them; reportWindow those that only move its status.
+const (
+	statusWindow = 250 * time.Millisecond
+	reportWindow = time.Second
+)
+
+// activePlacement lets through the Placements whose Work status reports are of
+// the kind want; a Placement not reconciled yet counts as gating.
+func (r *Reconciler) activePlacement(mapFn handler.MapFunc, want activity) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		reqs := mapFn(ctx, obj)
 		return slices.DeleteFunc(reqs, func(req reconcile.Request) bool {
-			v, ok := r.active.Load(req.NamespacedName)
-			return ok && !v.(bool)
+			got := gating
+			if v, ok := r.active.Load(req.NamespacedName); ok {
+				got = v.(activity)
+			}
+			return got != want
 		})
 	}
 }

@@ -41,6 +41,13 @@ type content struct {
 	hash      string
 }
 
+// madeRevision is a PlacementRevision this manager made, which the cache may not
+// show yet.
+type madeRevision struct {
+	number int64
+	at     time.Time
+}
+
 // expectation is a Work write the cache may not show yet.
 type expectation struct {
 	hash  string
@@ -60,10 +67,27 @@ func (r *Reconciler) targetRevision(ctx context.Context, placement *placementv1a
 			return &revs[i], revs, 0, nil
 		}
 	}
+	// The newest revision: the cache's, or one made a moment ago that the cache
+	// does not show yet (so that a revision is never numbered twice).
+	var number int64
+	var newestAt time.Time
+	var previous *placementv1alpha1.PlacementRevision
 	if len(revs) > 0 {
-		newest := &revs[0]
-		if wait := time.Until(newest.CreationTimestamp.Add(revisionWindow)); wait > 0 {
-			prev := newest
+		previous = &revs[0]
+		number, newestAt = revs[0].Spec.Revision, revs[0].CreationTimestamp.Time
+	}
+	key := client.ObjectKeyFromObject(placement)
+	if v, ok := r.lastRevision.Load(key); ok {
+		if made := v.(madeRevision); made.number >= number {
+			number, newestAt = made.number, made.at
+		}
+	}
+	if st := placement.Status.Rollout; st != nil && st.TargetRevisionNumber > number {
+		number = st.TargetRevisionNumber
+	}
+	if !newestAt.IsZero() {
+		if wait := time.Until(newestAt.Add(revisionWindow)); wait > 0 && len(revs) > 0 {
+			prev := &revs[0]
 			if st := placement.Status.Rollout; st != nil {
 				if i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == st.TargetRevision }); i >= 0 {
 					prev = &revs[i]
@@ -72,17 +96,7 @@ func (r *Reconciler) targetRevision(ctx context.Context, placement *placementv1a
 			return prev, revs, wait, nil
 		}
 	}
-	// The number comes from the API server, not the cache: a revision made a
-	// moment ago must not be numbered again.
-	live, err := r.revisions(ctx, r.APIReader, placement)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	var number int64 = 1
-	var previous *placementv1alpha1.PlacementRevision
-	if len(live) > 0 {
-		number, previous = live[0].Spec.Revision+1, &live[0]
-	}
+	number++
 	rev := &placementv1alpha1.PlacementRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: names.Revision(placement.Name, c.hash), Namespace: placement.Namespace,
@@ -102,7 +116,9 @@ func (r *Reconciler) targetRevision(ctx context.Context, placement *placementv1a
 	if err := controllerutil.SetControllerReference(placement, rev, r.Client.Scheme()); err != nil {
 		return nil, nil, 0, err
 	}
-	if err := r.Client.Create(ctx, rev); apierrors.IsAlreadyExists(err) {
+	if err := r.Client.Create(ctx, rev); err == nil {
+		r.lastRevision.Store(key, madeRevision{number: number, at: time.Now()})
+	} else if apierrors.IsAlreadyExists(err) {
 		// Made by an earlier reconcile the cache does not show yet.
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(rev), rev); err != nil {
 			return nil, nil, 0, fmt.Errorf("reading PlacementRevision %s: %w", rev.Name, err)
@@ -319,7 +335,10 @@ func (r *Reconciler) leavingSince(ctx context.Context, w *workv1alpha1.Work, now
 }
 
 // rolloutStatus is status.rollout for a plan and the clusters being removed.
-func rolloutStatus(target *placementv1alpha1.PlacementRevision, stable string, plan rollout.Plan, removal rollout.Removal, byHash map[string]string) *placementv1alpha1.RolloutStatus {
+// With routine (AllAtOnce), clusters merely on their way to the target are not
+// listed: every cluster is, and the counts say how far; failed and kept clusters
+// are.
+func rolloutStatus(target *placementv1alpha1.PlacementRevision, stable string, plan rollout.Plan, removal rollout.Removal, byHash map[string]string, routine bool) *placementv1alpha1.RolloutStatus {
 	st := &placementv1alpha1.RolloutStatus{
 		TargetRevision: target.Name, TargetRevisionNumber: target.Spec.Revision, StableRevision: stable,
 		CurrentStage: plan.Stage, StageClusters: plan.StageClusters,
@@ -336,6 +355,9 @@ func rolloutStatus(target *placementv1alpha1.PlacementRevision, stable string, p
 	for _, cp := range plan.Clusters {
 		if cp.State == placementv1alpha1.ClusterSucceeded {
 			st.UpdatedClusters++
+			continue
+		}
+		if routine && cp.State != placementv1alpha1.ClusterFailed {
 			continue
 		}
 		listed = append(listed, placementv1alpha1.ClusterRollout{Name: cp.Name, Stage: cp.Stage, State: cp.State, Reason: truncate(cp.Reason, 1024)})

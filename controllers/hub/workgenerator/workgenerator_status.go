@@ -2,10 +2,13 @@ package workgenerator
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/kube"
@@ -17,7 +20,14 @@ type status struct {
 	synchronized kube.Decision
 	progressing  kube.Decision
 	rollout      *placementv1alpha1.RolloutStatus
+	// deferred, when set, is when a write skipped for pace is due.
+	deferred time.Duration
 }
+
+// statusPace is the least time between two status writes of a Placement that
+// change only counts and per-cluster states; a change of a condition's status or
+// reason, of the target, stable revision or stage is written at once.
+const statusPace = time.Second
 
 func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...any) {
 	s.synchronized.Set(placementv1alpha1.WorkSynchronizedCondition, st, reason, format, args...)
@@ -29,7 +39,7 @@ func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...a
 // changed.
 func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, s *status) error {
 	existing := placement.Status.Conditions
-	changed := false
+	changed, material := false, false
 	var conditions []metav1.Condition
 	for _, d := range []struct {
 		decision *kube.Decision
@@ -37,6 +47,8 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	}{{&s.synchronized, placementv1alpha1.WorkSynchronizedCondition}, {&s.progressing, placementv1alpha1.ProgressingCondition}} {
 		if c, ok := d.decision.For(existing, placement.Generation); ok {
 			changed = changed || !kube.SameCondition(existing, c)
+			old := meta.FindStatusCondition(existing, d.t)
+			material = material || old == nil || old.Status != c.Status || old.Reason != c.Reason || old.ObservedGeneration != c.ObservedGeneration
 			conditions = append(conditions, c)
 		} else if old := meta.FindStatusCondition(existing, d.t); old != nil {
 			conditions = append(conditions, *old)
@@ -45,12 +57,22 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	ro := s.rollout
 	if ro == nil {
 		ro = placement.Status.Rollout
-	} else if !equality.Semantic.DeepEqual(ro, placement.Status.Rollout) {
+	} else if old := placement.Status.Rollout; !equality.Semantic.DeepEqual(ro, old) {
 		changed = true
+		material = material || old == nil || old.TargetRevision != ro.TargetRevision || old.StableRevision != ro.StableRevision ||
+			old.CurrentStage != ro.CurrentStage || old.FailedClusters != ro.FailedClusters
 	}
 	if !changed {
 		return nil
 	}
+	key := client.ObjectKeyFromObject(placement)
+	if last, ok := r.statusWritten.Load(key); ok && !material {
+		if wait := statusPace - time.Since(last.(time.Time)); wait > 0 {
+			s.deferred = wait
+			return nil
+		}
+	}
+	r.statusWritten.Store(key, time.Now())
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
 	patch.Status.Conditions = conditions
 	patch.Status.Rollout = ro
