@@ -159,7 +159,7 @@ func run(out, bin, readme, only, pprofAddr string) error {
 }
 
 // order is the order of scenarios in the table.
-var order = []string{"baseline", "P1-qps20", "P1", "P1-busy", "P2-1000", "P2-5000", "P3", "footprint-hub", "P4", "footprint-agent"}
+var order = []string{"baseline", "P1-qps20", "P1", "P1-busy", "P2-1000", "R1", "P2-5000", "P3", "footprint-hub", "P4", "footprint-agent"}
 
 // report writes the table of the results in out, and into the README.
 func report(out, readme string, took time.Duration) error {
