@@ -48,6 +48,8 @@ up() {
     "$kubectl" "${hub[@]}" -n demo get placement web -o yaml
     echo "The Placement did not become available; logs are in $dir/logs"; exit 1
   fi
+  "$kubectl" "${hub[@]}" -n demo wait placement/web --timeout=60s \
+    --for=jsonpath='{.status.conditions[?(@.type=="Progressing")].reason}'=RolloutComplete >/dev/null
 
   say "The Placement on the hub"
   "$kubectl" "${hub[@]}" -n demo get placement web -o wide
