@@ -141,30 +141,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unknown command %q", cmd)
 	}
 
-	// Flags may come before or after the cluster name.
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if len(positional) != 1 {
-		return fmt.Errorf("%s takes one cluster name, got %d arguments", cmd, len(positional))
-	}
-	name := positional[0]
-
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: *kubeContext}).ClientConfig()
+	name, err := oneArgument(fs, args, cmd+" takes one cluster name")
 	if err != nil {
-		return fmt.Errorf("reading the hub kubeconfig: %w", err)
+		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
+	loader := hubLoader(*kubeconfig, *kubeContext)
+	cfg, c, err := hubClient(loader)
 	if err != nil {
 		return err
 	}
@@ -188,6 +170,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "cluster %s uncordoned\n", name)
 	}
 	return nil
+}
+
+// oneArgument parses flags that may come before or after the one positional
+// argument, and returns it.
+func oneArgument(fs *flag.FlagSet, args []string, what string) (string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return "", err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(positional) != 1 {
+		return "", fmt.Errorf("%s, got %d arguments", what, len(positional))
+	}
+	return positional[0], nil
+}
+
+// hubLoader loads the hub kubeconfig: the file (default $KUBECONFIG or
+// ~/.kube/config) and context given.
+func hubLoader(kubeconfig, kubeContext string) clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+}
+
+// hubClient connects to the hub.
+func hubClient(loader clientcmd.ClientConfig) (*rest.Config, client.Client, error) {
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the hub kubeconfig: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
+	return cfg, c, err
 }
 
 func orDefault(s, d string) string {

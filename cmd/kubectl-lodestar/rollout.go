@@ -10,10 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/rolloutctl"
 )
 
@@ -62,38 +60,21 @@ func runRollout(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprint(stderr, rolloutUsage)
 		return fmt.Errorf("unknown rollout command %q", verb)
 	}
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if len(positional) != 1 {
-		return fmt.Errorf("rollout %s takes one Placement name, got %d arguments", verb, len(positional))
-	}
-
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: *kubeContext})
-	cfg, err := loader.ClientConfig()
+	name, err := oneArgument(fs, args, "rollout "+verb+" takes one Placement name")
 	if err != nil {
-		return fmt.Errorf("reading the hub kubeconfig: %w", err)
+		return err
+	}
+	loader := hubLoader(*kubeconfig, *kubeContext)
+	_, c, err := hubClient(loader)
+	if err != nil {
+		return err
 	}
 	if namespace == "" {
 		if namespace, _, err = loader.Namespace(); err != nil {
 			return err
 		}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
-	if err != nil {
-		return err
-	}
-	key := client.ObjectKey{Namespace: namespace, Name: positional[0]}
+	key := client.ObjectKey{Namespace: namespace, Name: name}
 	switch verb {
 	case "status":
 		if !*watch {

@@ -147,6 +147,24 @@ func stopExtraMembers() {
 	}
 }
 
+// sample calls probe every interval until the returned stop, which returns once
+// the last probe is done.
+func sample(every time.Duration, probe func()) (stop func()) {
+	done, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(every):
+			}
+			probe()
+		}
+	}()
+	return func() { close(done); <-sampled }
+}
+
 // rolloutNamespace creates a namespace whose Placements may use the default and
 // the aux cluster sets, with the web ConfigMap (greeting v1) in it.
 func rolloutNamespace(t *testing.T) string {
@@ -236,40 +254,29 @@ func TestRollingUpdateKeepsMaxUnavailable(t *testing.T) {
 
 	// Sample every Work until the rollout is done.
 	var maxUnavailable, maxMixed atomic.Int32
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
+	stop := sample(20*time.Millisecond, func() {
+		unavailable, revisions := int32(0), map[string]int32{}
+		for _, cl := range clusters {
+			w := &workv1alpha1.Work{}
+			if err := hubCP.Client.Get(context.Background(), client.ObjectKey{Namespace: names.ClusterNamespace(cl), Name: names.Work(ns, "web")}, w); err != nil {
+				unavailable++ // gone counts as not Available
+				continue
 			}
-			unavailable, revisions := int32(0), map[string]int32{}
-			for _, cl := range clusters {
-				w := &workv1alpha1.Work{}
-				if err := hubCP.Client.Get(context.Background(), client.ObjectKey{Namespace: names.ClusterNamespace(cl), Name: names.Work(ns, "web")}, w); err != nil {
-					unavailable++ // gone counts as not Available
-					continue
-				}
-				if lookup.WorkAvailability(w) != metav1.ConditionTrue {
-					unavailable++
-				}
-				revisions[w.Annotations[placementv1alpha1.RevisionAnnotation]]++
+			if lookup.WorkAvailability(w) != metav1.ConditionTrue {
+				unavailable++
 			}
-			if unavailable > maxUnavailable.Load() {
-				maxUnavailable.Store(unavailable)
-			}
-			if len(revisions) > 1 {
-				maxMixed.Store(1)
-			}
+			revisions[w.Annotations[placementv1alpha1.RevisionAnnotation]]++
 		}
-	}()
+		if unavailable > maxUnavailable.Load() {
+			maxUnavailable.Store(unavailable)
+		}
+		if len(revisions) > 1 {
+			maxMixed.Store(1)
+		}
+	})
 	setGreeting(t, ns, "v2")
 	expectRolledOut(t, key, 2, "v2", clusters...)
-	close(stop)
-	<-sampled
+	stop()
 	g.Expect(maxUnavailable.Load()).To(BeNumerically("<=", 1), "at most maxUnavailable (1) cluster not Available")
 	g.Expect(maxMixed.Load()).To(BeNumerically("==", 1), "clusters were updated one after the other, not at once")
 
@@ -466,21 +473,11 @@ func TestSelectorEditMovesWithoutDisruption(t *testing.T) {
 	g.Eventually(func() bool { return available(member1) }).Should(BeTrue())
 
 	var gap atomic.Bool
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			if !available(member1) && !available(member3) {
-				gap.Store(true)
-			}
+	stop := sample(50*time.Millisecond, func() {
+		if !available(member1) && !available(member3) {
+			gap.Store(true)
 		}
-	}()
+	})
 	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.ClusterNames = []string{member3} })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(workOf(g, p, member1)).To(BeNil())
@@ -488,8 +485,7 @@ func TestSelectorEditMovesWithoutDisruption(t *testing.T) {
 		_, c := progressing(g, client.ObjectKeyFromObject(p))
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRolloutComplete), c.Message)
 	}).Should(Succeed())
-	close(stop)
-	<-sampled
+	stop()
 	g.Expect(gap.Load()).To(BeFalse(), "there was a moment when no member had the Deployment available")
 	g.Eventually(func(g Gomega) {
 		err := members[member1].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
