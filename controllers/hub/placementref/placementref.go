@@ -70,10 +70,6 @@ type Decisions struct {
 	Rejected []string
 	// Sets are the cluster sets the Placement's namespace may use.
 	Sets []string
-	// Generation is the Placement generation every accepted slice was written for
-	// (placementv1alpha1.DecisionGenerationAnnotation); empty when they differ or
-	// do not say.
-	Generation string
 }
 
 // Decided reads the Placement's PlacementDecisions and accepts only what may send
@@ -136,7 +132,6 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 	seen := map[string]bool{}
 	revisions := map[string]bool{}
 	declared := map[string]bool{}
-	generations := map[string]bool{}
 	accepted := 0
 	for i := range list.Items {
 		pd := &list.Items[i]
@@ -151,7 +146,6 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 		accepted++
 		revisions[pd.Annotations[placementv1alpha1.DecisionRevisionAnnotation]] = true
 		declared[pd.Annotations[placementv1alpha1.DecisionSlicesAnnotation]] = true
-		generations[pd.Annotations[placementv1alpha1.DecisionGenerationAnnotation]] = true
 		for _, d := range pd.Decisions {
 			ref := d.ClusterProfileRef
 			why, err := allowed(ref)
@@ -169,11 +163,6 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 		}
 	}
 	out.Found = accepted > 0
-	if len(generations) == 1 {
-		for gen := range generations {
-			out.Generation = gen
-		}
-	}
 	out.Consistent = consistent(accepted, revisions, declared)
 	return out, nil
 }
