@@ -324,20 +324,15 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 				"removed the Work of cluster %s, which the Placement left, before the clusters added were Available (progress deadline %s)", cluster, strategy.Deadline)
 		}
 	}
-	keep := []string{target.Name}
-	if stableRev != nil {
-		keep = append(keep, stableRev.Name)
-	}
-	if err := r.pruneRevisions(ctx, placement, revs, current, keep...); err != nil {
-		return ctrl.Result{}, err
-	}
-
 	stable := ""
 	if stableRev != nil {
 		stable = stableRev.Name
 	}
 	if plan.Complete {
 		stable = target.Name
+	}
+	if err := r.pruneRevisions(ctx, placement, revs, current, target.Name, stable); err != nil {
+		return ctrl.Result{}, err
 	}
 	byHash := map[string]string{}
 	revName := map[string]string{}
