@@ -139,6 +139,15 @@ func (d *Decision) For(existing []metav1.Condition, gen int64) (metav1.Condition
 	return Condition(existing, c), true
 }
 
+// Truncate shortens a message to at most n bytes, ending in "..." when cut, for
+// condition messages and status fields that have a maximum length.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
 // SameCondition tells whether existing already has c as it would be written: same
 // status, reason, message and observed generation. Controllers use it to skip
 // writes that would change nothing.

@@ -68,7 +68,7 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *r
 		for _, c := range conds {
 			c.ObservedGeneration = gen
 			if c.Type != lodestarworkv1alpha1.ConditionStatusFeedback {
-				c.Message = truncate(c.Message, maxMessage)
+				c.Message = kube.Truncate(c.Message, maxMessage)
 			}
 			merged = append(merged, kube.Condition(previous[res.id.Ordinal], c))
 		}
@@ -164,7 +164,7 @@ func invalidStrategyStatus(work *workv1alpha1.Work, err error) workv1alpha1.Work
 	return workv1alpha1.WorkStatus{
 		Conditions: workConditions(work, []metav1.Condition{{
 			Type: lodestarworkv1alpha1.ConditionApplied, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInvalidStrategy,
-			Message: truncate(err.Error(), maxMessage) + "; nothing was applied",
+			Message: kube.Truncate(err.Error(), maxMessage) + "; nothing was applied",
 		}}),
 		ManifestConditions: work.Status.ManifestConditions,
 	}
@@ -179,7 +179,7 @@ func workConditions(work *workv1alpha1.Work, conds []metav1.Condition, optional 
 	}
 	for _, c := range conds {
 		c.ObservedGeneration = work.Generation
-		c.Message = truncate(c.Message, maxMessage)
+		c.Message = kube.Truncate(c.Message, maxMessage)
 		meta.SetStatusCondition(&out, c)
 	}
 	return out
@@ -219,7 +219,7 @@ func trimStatus(st *workv1alpha1.WorkStatus, budget int) (bool, string) {
 		}},
 		{"messages shortened", func(c *metav1.Condition) bool {
 			if c.Type != lodestarworkv1alpha1.ConditionStatusFeedback {
-				c.Message = truncate(c.Message, 64)
+				c.Message = kube.Truncate(c.Message, 64)
 			}
 			return false
 		}},
@@ -275,13 +275,6 @@ func joinSteps(steps []string) string {
 		out += s
 	}
 	return out
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // applyWorkStatus writes the Work's status on the hub; the agent is its only writer.

@@ -58,7 +58,7 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) A
 		cond := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionApplied)
 		cs.Available = lookup.WorkAvailability(&w)
 		if d := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionDrifted); d != nil && d.Status == metav1.ConditionTrue && d.ObservedGeneration == w.Generation {
-			cs.Drift = truncate(d.Message, maxDriftMessage)
+			cs.Drift = kube.Truncate(d.Message, maxDriftMessage)
 		}
 		blocked := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionCleanupBlocked)
 		switch {
@@ -159,13 +159,6 @@ func listed(byCluster map[string]placementv1alpha1.ClusterStatus) ([]placementv1
 
 func condition(t string, status metav1.ConditionStatus, reason, format string, args ...any) metav1.Condition {
 	return metav1.Condition{Type: t, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // sample names up to maxNamedFailures of the clusters, sorted.

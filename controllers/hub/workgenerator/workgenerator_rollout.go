@@ -23,6 +23,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
@@ -150,7 +151,7 @@ func (r *Reconciler) revisions(ctx context.Context, c client.Reader, placement *
 // the previous revision.
 func changeCause(placement *placementv1alpha1.Placement, previous *placementv1alpha1.PlacementRevision, objs []*unstructured.Unstructured, c content) string {
 	if cause := placement.Annotations[placementv1alpha1.ChangeCauseAnnotation]; cause != "" {
-		return truncate(cause, 1024)
+		return kube.Truncate(cause, 1024)
 	}
 	if previous == nil {
 		return fmt.Sprintf("first revision: %d objects", len(objs))
@@ -185,7 +186,7 @@ func changeCause(placement *placementv1alpha1.Placement, previous *placementv1al
 			parts = append(parts, p.verb+" "+rollout.Summary(p.keys, 5))
 		}
 	}
-	return truncate(strings.Join(parts, "; "), 1024)
+	return kube.Truncate(strings.Join(parts, "; "), 1024)
 }
 
 // manifestKey is Kind/name of a rendered manifest.
@@ -195,13 +196,6 @@ func manifestKey(raw []byte) string {
 		return "?"
 	}
 	return u.GetKind() + "/" + u.GetName()
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // pruneRevisions deletes the revisions beyond spec.revisionHistoryLimit that no
@@ -260,11 +254,11 @@ func (r *Reconciler) gateCluster(placement *placementv1alpha1.Placement, name st
 	if a := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionApplied); a != nil && a.ObservedGeneration == w.Generation {
 		c.Applied = a.Status
 		if a.Status == metav1.ConditionFalse {
-			c.Message = truncate(a.Message, 512)
+			c.Message = kube.Truncate(a.Message, 512)
 		}
 	}
 	if d := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionDegraded); d != nil && d.ObservedGeneration == w.Generation && d.Status == metav1.ConditionTrue {
-		c.Degraded, c.Message = true, truncate(d.Message, 512)
+		c.Degraded, c.Message = true, kube.Truncate(d.Message, 512)
 	}
 	return c
 }
@@ -360,7 +354,7 @@ func rolloutStatus(target *placementv1alpha1.PlacementRevision, stable string, p
 		if routine && cp.State != placementv1alpha1.ClusterFailed {
 			continue
 		}
-		listed = append(listed, placementv1alpha1.ClusterRollout{Name: cp.Name, Stage: cp.Stage, State: cp.State, Reason: truncate(cp.Reason, 1024)})
+		listed = append(listed, placementv1alpha1.ClusterRollout{Name: cp.Name, Stage: cp.Stage, State: cp.State, Reason: kube.Truncate(cp.Reason, 1024)})
 	}
 	for _, name := range removal.Kept {
 		listed = append(listed, placementv1alpha1.ClusterRollout{Name: name, State: placementv1alpha1.ClusterSkipped,
@@ -455,7 +449,7 @@ func failedSummary(plan rollout.Plan) string {
 	var parts []string
 	for _, c := range plan.Clusters {
 		if c.State == placementv1alpha1.ClusterFailed {
-			parts = append(parts, c.Name+" ("+truncate(c.Reason, 200)+")")
+			parts = append(parts, c.Name+" ("+kube.Truncate(c.Reason, 200)+")")
 		}
 	}
 	return rollout.Summary(parts, 5)
