@@ -2,10 +2,13 @@ package scheduling
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
 	"k8s.io/apiserver/pkg/cel/library"
 )
@@ -61,21 +64,22 @@ func CompileExpression(src string) (*Expression, error) {
 }
 
 func (e *Expression) eval(c Cluster) (any, error) {
-	out, _, err := e.prg.Eval(map[string]any{"cluster": ClusterView{
-		Name:       c.Name,
-		Namespace:  c.Namespace,
-		Labels:     orEmpty(c.Labels),
-		Properties: orEmpty(c.Properties),
-		Version:    c.Version,
-		Conditions: orEmpty(c.Conditions),
-	}})
+	out, err := e.result(c)
+	if err != nil {
+		return nil, err
+	}
+	return out.Value(), nil
+}
+
+func (e *Expression) result(c Cluster) (ref.Val, error) {
+	out, _, err := e.prg.Eval(map[string]any{"cluster": view(c)})
 	if err != nil {
 		return nil, err
 	}
 	if types.IsError(out) {
 		return nil, fmt.Errorf("%v", out)
 	}
-	return out.Value(), nil
+	return out, nil
 }
 
 // Bool evaluates the expression as a condition.
@@ -111,6 +115,77 @@ func (e *Expression) Number(c Cluster) (float64, error) {
 		return n, nil
 	}
 	return 0, fmt.Errorf("%q yields %T, not a number or bool", e.source, v)
+}
+
+// JSON evaluates the expression as a JSON value: null, a bool, a number (an int
+// stays an int), a string, or a list or map (with string keys) of them.
+func (e *Expression) JSON(c Cluster) (any, error) {
+	out, err := e.result(c)
+	if err != nil {
+		return nil, err
+	}
+	return jsonOf(out)
+}
+
+// jsonOf converts a CEL value to its JSON form.
+func jsonOf(v ref.Val) (any, error) {
+	switch v.Type() {
+	case types.NullType:
+		return nil, nil
+	case types.BoolType:
+		return bool(v.(types.Bool)), nil
+	case types.IntType:
+		return int64(v.(types.Int)), nil
+	case types.UintType:
+		return uint64(v.(types.Uint)), nil
+	case types.DoubleType:
+		d := float64(v.(types.Double))
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return nil, fmt.Errorf("the result %v is not a JSON number", d)
+		}
+		return d, nil
+	case types.StringType:
+		return string(v.(types.String)), nil
+	}
+	switch t := v.(type) {
+	case traits.Mapper:
+		out := map[string]any{}
+		for it := t.Iterator(); it.HasNext() == types.True; {
+			k := it.Next()
+			key, ok := k.(types.String)
+			if !ok {
+				return nil, fmt.Errorf("a map key %v is not a string", k)
+			}
+			val, err := jsonOf(t.Get(k))
+			if err != nil {
+				return nil, err
+			}
+			out[string(key)] = val
+		}
+		return out, nil
+	case traits.Lister:
+		out := []any{}
+		for it := t.Iterator(); it.HasNext() == types.True; {
+			val, err := jsonOf(it.Next())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, val)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("the result is a %s, which has no JSON form (convert it with string(), int() or double())", v.Type().TypeName())
+}
+
+func view(c Cluster) ClusterView {
+	return ClusterView{
+		Name:       c.Name,
+		Namespace:  c.Namespace,
+		Labels:     orEmpty(c.Labels),
+		Properties: orEmpty(c.Properties),
+		Version:    c.Version,
+		Conditions: orEmpty(c.Conditions),
+	}
 }
 
 func orEmpty(m map[string]string) map[string]string {

@@ -76,6 +76,11 @@ func placementWith(mutate func(*placementv1alpha1.PlacementSpec)) func(context.C
 	}
 }
 
+// override creates a Placement with one override.
+func override(o placementv1alpha1.Override) func(context.Context, client.Client, string) error {
+	return placementWith(func(s *placementv1alpha1.PlacementSpec) { s.Overrides = []placementv1alpha1.Override{o} })
+}
+
 // feedback creates a Placement with one status feedback rule.
 func feedback(rule lodestarworkv1alpha1.FeedbackRule) func(context.Context, client.Client, string) error {
 	return placementWith(func(s *placementv1alpha1.PlacementSpec) { s.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{rule} })
@@ -170,6 +175,24 @@ var cases = []ruleCase{
 	{"an integer of at least 1 or a percentage", placementWith(func(s *placementv1alpha1.PlacementSpec) {
 		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged, Stages: []placementv1alpha1.RolloutStage{
 			{Name: "dev", MaxConcurrency: ptr.To(intstr.FromInt32(0))}}}
+	})},
+	{"an override has exactly one action: jsonPatch, mergePatch, image, remove or delete: true", override(placementv1alpha1.Override{
+		Name: "two", Remove: []placementv1alpha1.OverridePath{"/spec/x"}, Delete: true,
+	})},
+	{"an override may not change apiVersion, kind, status or metadata other than labels and annotations", override(placementv1alpha1.Override{
+		Name: "name", Remove: []placementv1alpha1.OverridePath{"/metadata/labels/ok", "/metadata/name"},
+	})},
+	{"remove, move and copy take no valueExpression", override(placementv1alpha1.Override{
+		Name: "remove", JSONPatch: []placementv1alpha1.JSONPatchOperation{{Op: "remove", Path: "/spec/replicas", ValueExpression: "3"}},
+	})},
+	{"move and copy take from; the other operations do not", override(placementv1alpha1.Override{
+		Name: "nofrom", JSONPatch: []placementv1alpha1.JSONPatchOperation{{Op: "copy", Path: "/data/b"}},
+	})},
+	{"move may not take from apiVersion, kind, status or metadata other than labels and annotations", override(placementv1alpha1.Override{
+		Name: "move", JSONPatch: []placementv1alpha1.JSONPatchOperation{{Op: "move", Path: "/metadata/labels/name", From: "/metadata/name"}},
+	})},
+	{"an image override sets at least one of registry, repository and tag", override(placementv1alpha1.Override{
+		Name: "image", Image: &placementv1alpha1.ImageOverride{Containers: []string{"app"}},
 	})},
 	{"a PlacementRevision is immutable", func(ctx context.Context, c client.Client, ns string) error {
 		rev := &placementv1alpha1.PlacementRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns},

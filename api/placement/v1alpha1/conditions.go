@@ -67,6 +67,12 @@ const (
 	// ReasonWorkTooLarge: the selected objects render to more than a Work may
 	// carry (render.MaxManifestBytes); no Work is changed.
 	ReasonWorkTooLarge = "WorkTooLarge"
+	// ReasonInvalidOverride: an override's CEL expression does not compile, or its
+	// literal patch cannot be used; no Work changes until it is fixed.
+	ReasonInvalidOverride = "InvalidOverride"
+	// ReasonOverrideFailed: an override failed on some clusters, whose Works keep
+	// their last good content; the other clusters proceed.
+	ReasonOverrideFailed = "OverrideFailed"
 	// ReasonRenderFailed: the selected objects could not be rendered into a Work.
 	ReasonRenderFailed = "RenderFailed"
 	// ReasonWorkFailed: a Work could not be written (for example, the cluster's

@@ -115,6 +115,17 @@ type PlacementSpec struct {
 	// +optional
 	Failover *Failover `json:"failover,omitempty"`
 
+	// overrides customise the placed objects per cluster: an ordered list of rules,
+	// each for some clusters and objects, with one action (jsonPatch, mergePatch,
+	// image, remove or delete). Later rules win. A rule that fails on a cluster
+	// leaves that cluster's Work at its last good content; the others proceed.
+	// Overrides are part of each PlacementRevision and roll out with the objects.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Overrides []Override `json:"overrides,omitempty"`
+
 	// revisionHistoryLimit is how many PlacementRevisions are kept, besides those a
 	// Work or the rollout still uses. Default 10.
 	// +optional

@@ -260,7 +260,7 @@ type PlacementRevisionSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	Revision int64 `json:"revision"`
 
-	// hash is the hash of the manifests, as the Works carry it
+	// hash is the hash of the manifests and overrides, as the Works carry it
 	// (placement.lodestar.dev/revision).
 	// +required
 	// +kubebuilder:validation:MaxLength=64
@@ -273,10 +273,18 @@ type PlacementRevisionSpec struct {
 	// +kubebuilder:validation:MaxLength=1024
 	ChangeCause string `json:"changeCause,omitempty"`
 
-	// manifests are the rendered objects, as the Works carry them.
+	// manifests are the rendered objects, as the Works carry them before
+	// overrides.
 	// +optional
 	// +listType=atomic
 	Manifests []RevisionManifest `json:"manifests,omitempty"`
+
+	// overrides are the Placement's spec.overrides of this revision, which each
+	// cluster's Work is rendered with.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Overrides []Override `json:"overrides,omitempty"`
 }
 
 // RevisionManifest is one rendered object, as a Work's manifest carries it.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -271,7 +270,7 @@ func (r *Reconciler) clusterSet(ctx context.Context, ns string) ([]scheduling.Cl
 		if !lookup.Managed(p) || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		clusters = append(clusters, clusterOf(p))
+		clusters = append(clusters, scheduling.ClusterOf(p))
 	}
 	r.snapshotsMu.Lock()
 	if r.snapshots == nil {
@@ -280,26 +279,6 @@ func (r *Reconciler) clusterSet(ctx context.Context, ns string) ([]scheduling.Cl
 	r.snapshots[ns] = snapshot{changes: changes, clusters: clusters}
 	r.snapshotsMu.Unlock()
 	return clusters, nil
-}
-
-// clusterOf is what the scheduler reads of a ClusterProfile; it copies what it
-// keeps, as the profile may be the cache's own.
-func clusterOf(p *cpv1alpha1.ClusterProfile) scheduling.Cluster {
-	c := scheduling.Cluster{
-		Name: p.Name, Namespace: p.Namespace, Labels: maps.Clone(p.Labels), Version: p.Status.Version.Kubernetes,
-		Properties: map[string]string{}, Conditions: map[string]string{},
-	}
-	for _, prop := range p.Status.Properties {
-		c.Properties[prop.Name] = prop.Value
-	}
-	for _, cond := range p.Status.Conditions {
-		c.Conditions[cond.Type] = string(cond.Status)
-	}
-	c.Taints, c.TaintsErr = scheduling.ParseTaints(p.Annotations[placementv1alpha1.TaintsAnnotation])
-	if r := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AgentReachableCondition); r != nil && r.Status != metav1.ConditionTrue {
-		c.UnreachableSince = r.LastTransitionTime.Time
-	}
-	return c
 }
 
 // currentDecisions returns the clusters the Placement's decisions name now.
