@@ -45,6 +45,11 @@ type Cluster struct {
 	Degraded bool
 	// Message says why it is not applied, or degraded.
 	Message string
+	// OverrideFailed says why the target revision cannot be rendered for the
+	// cluster (an override fails on it). Such a cluster keeps what it has, is
+	// Failed at the target, and does not count against maxFailures: nothing on it
+	// broke, and the other clusters proceed.
+	OverrideFailed string
 }
 
 // Stage is one stage of a Staged strategy.
@@ -143,6 +148,8 @@ type ClusterPlan struct {
 	Reason string
 	// ByDeadline is set for a cluster Failed by the progress deadline.
 	ByDeadline bool
+	// OverrideFailed is set for a cluster Failed because an override fails on it.
+	OverrideFailed bool
 }
 
 // Plan is the gate's answer.
@@ -213,8 +220,10 @@ type planner struct {
 // must have been Available at the target.
 func (p *planner) evaluate(c *Cluster, soak time.Duration) {
 	cp := p.byName[c.Name]
-	cp.ByDeadline = false
+	cp.ByDeadline, cp.OverrideFailed = false, false
 	switch {
+	case c.OverrideFailed != "" && c.Revision != p.st.Target:
+		cp.State, cp.Reason, cp.OverrideFailed = placementv1alpha1.ClusterFailed, "OverrideFailed: "+c.OverrideFailed, true
 	case c.Revision == "":
 		cp.State, cp.Reason = placementv1alpha1.ClusterPending, "no Work yet"
 	case c.Revision != p.st.Target:
@@ -259,12 +268,16 @@ func (p *planner) recheckIn(d time.Duration) {
 // budget counts the failed clusters and tells whether starting is allowed.
 func (p *planner) budget() bool {
 	p.plan.Failed = nil
+	budgeted := 0
 	for _, cp := range p.order {
 		if cp.State == placementv1alpha1.ClusterFailed {
 			p.plan.Failed = append(p.plan.Failed, cp.Name)
+			if !cp.OverrideFailed {
+				budgeted++
+			}
 		}
 	}
-	p.plan.BudgetExceeded = len(p.plan.Failed) > p.s.MaxFailures
+	p.plan.BudgetExceeded = budgeted > p.s.MaxFailures
 	return !p.plan.BudgetExceeded && !p.st.Paused
 }
 
@@ -294,10 +307,10 @@ func (p *planner) placeAdded() {
 	}
 	for i := range p.clusters {
 		c := &p.clusters[i]
-		if c.Revision != "" {
+		cp := p.byName[c.Name]
+		if c.Revision != "" || cp.OverrideFailed {
 			continue
 		}
-		cp := p.byName[c.Name]
 		if room <= 0 {
 			cp.Reason = fmt.Sprintf("waiting: maxSurge %s copies beyond the selected clusters while %d clusters left keep theirs", p.s.MaxSurge.String(), p.st.Leaving)
 			continue

@@ -199,6 +199,46 @@ func TestFailureBudget(t *testing.T) {
 	g.Expect(p.Start).To(ContainElement("a"))
 }
 
+// A cluster an override fails on keeps what it has, is Failed at the target and
+// does not count against maxFailures: the others proceed, under every strategy.
+func TestOverrideFailedClusterDoesNotStopTheOthers(t *testing.T) {
+	g := NewWithT(t)
+	overrideFailed := func(c Cluster) Cluster {
+		c.OverrideFailed = "rule replicas: no such key: region"
+		return c
+	}
+	allAtOnce, err := StrategyFor(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	clusters := []Cluster{overrideFailed(at("a", old, true)), at("b", old, true), overrideFailed(Cluster{Name: "c"}), {Name: "d"}}
+	p := Compute(clusters, allAtOnce, State{Target: target}, t0)
+	g.Expect(p.BudgetExceeded).To(BeFalse())
+	g.Expect(p.Start).To(ConsistOf("b", "d"), "neither a (kept at its revision) nor c (no Work) is given the target")
+	g.Expect(p.Failed).To(ConsistOf("a", "c"))
+	g.Expect(states(p)).To(HaveKeyWithValue("a", placementv1alpha1.ClusterFailed))
+	g.Expect(p.Clusters[0].Reason).To(HavePrefix("OverrideFailed: rule replicas"))
+
+	// Rolling with one cluster at a time: the failed one uses no room.
+	p = Compute([]Cluster{overrideFailed(at("a", old, true)), at("b", old, true), at("c", old, true)},
+		rolling(intstr.FromInt32(1), intstr.FromInt32(0)), State{Target: target}, t0)
+	g.Expect(p.Start).To(ConsistOf("b"))
+
+	// Once the others are Available at the target, the rollout is done, not complete.
+	p = Compute([]Cluster{overrideFailed(at("a", old, true)), at("b", target, true)}, allAtOnce, State{Target: target}, t0)
+	g.Expect(p.Done).To(BeTrue())
+	g.Expect(p.Complete).To(BeFalse())
+
+	// A cluster already at the target whose content no longer renders keeps it and
+	// its state.
+	p = Compute([]Cluster{overrideFailed(at("a", target, true))}, allAtOnce, State{Target: target}, t0)
+	g.Expect(states(p)).To(HaveKeyWithValue("a", placementv1alpha1.ClusterSucceeded))
+
+	// A stage finishes with it failed.
+	st := staged(envStage("dev", "dev", false), envStage("prod", "prod", false))
+	p = Compute([]Cluster{overrideFailed(withLabels(at("a", old, true), "env", "dev")), withLabels(at("b", old, true), "env", "prod")},
+		st, State{Target: target}, t0)
+	g.Expect(p.Start).To(ConsistOf("b"))
+}
+
 func staged(stages ...Stage) Strategy {
 	s, _ := StrategyFor(nil)
 	s.Type = placementv1alpha1.RolloutStaged
