@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,6 +170,14 @@ func Undo(ctx context.Context, c client.Client, key client.ObjectKey, toRevision
 		obj.SetNamespace(key.Namespace)
 		if err := replace(ctx, c, obj); err != nil {
 			return nil, fmt.Errorf("writing %s %s back: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	// The revision's overrides too, so that the rendering is that revision again.
+	if !equality.Semantic.DeepEqual(p.Spec.Overrides, to.Spec.Overrides) {
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Spec.Overrides = to.Spec.Overrides
+		if err := c.Patch(ctx, p, patch); err != nil {
+			return nil, fmt.Errorf("writing the overrides of revision %d back: %w", to.Spec.Revision, err)
 		}
 	}
 	return to, nil

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -46,6 +47,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/overrides"
 	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
@@ -85,6 +87,10 @@ type Reconciler struct {
 	// statusWritten is when each Placement's status was last written
 	// (client.ObjectKey → time.Time), to pace writes that only move counts.
 	statusWritten sync.Map
+	// compiledSets are the compiled overrides of revisions (hash → *overrides.Set).
+	compiledSets sync.Map
+	// failing are the clusters each Placement's overrides fail on.
+	failing failingIndex
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch;update;patch
@@ -127,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 	objs, err := r.selectObjects(ctx, placement)
 	if err != nil {
-		var invalid *invalidSelectorError
+		var invalid *InvalidSelectorError
 		if errors.As(err, &invalid) {
 			st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidResourceSelector, "%s", invalid.Error())
 			r.Recorder.Eventf(placement, nil, "Warning", placementv1alpha1.ReasonInvalidResourceSelector, "SelectResources", "%s", invalid.Error())
@@ -139,6 +145,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidStatusFeedback, "%v", err)
 		r.Recorder.Eventf(placement, nil, "Warning", placementv1alpha1.ReasonInvalidStatusFeedback, "Render", "%v", err)
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if _, err := overrides.Compile(placement.Spec.Overrides); err != nil {
+		// Before any Work changes: the rules are the user's to fix.
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidOverride, "%v", err)
+		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonInvalidOverride, "Render", "%v", err)
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	manifests, revision, err := render.Manifests(objs)
@@ -169,7 +181,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	return r.rollOut(ctx, placement, st, objs, content{manifests: manifests, hash: revision}, annotations, decided)
+	hash, err := overrides.Hash(revision, placement.Spec.Overrides)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.rollOut(ctx, placement, st, objs, content{manifests: manifests, hash: hash, overrides: placement.Spec.Overrides}, annotations, decided)
 }
 
 // rollOut moves the selected clusters to the target revision through the gate of
@@ -238,11 +254,34 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 		}
 	}
 
-	var labelsOf map[string]map[string]string
+	rd, err := r.newRenderer(ctx, decided.Clusters, decided.Sets, revs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	labelsOf := map[string]map[string]string{}
 	if strategy.Type == placementv1alpha1.RolloutStaged {
-		if labelsOf, err = clusterLabels(ctx, r.Client, decided.Clusters, decided.Sets); err != nil {
+		profiles, err := clusterProfiles(ctx, r.Client, decided.Clusters, decided.Sets)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
+		for name, p := range profiles {
+			labelsOf[name] = p.Labels
+		}
+	}
+	// What the target revision is on each selected cluster; the clusters an
+	// override fails on keep what they have.
+	targetOf := map[string]content{}
+	failed := map[string]string{}
+	for _, c := range decided.Clusters {
+		tc, err := rd.content(targetContent, c)
+		if why := overrideFailure(err); why != "" {
+			failed[c] = why
+			continue
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		targetOf[c] = tc
 	}
 	state := rollout.State{Target: target.Spec.Hash, Paused: placement.Spec.Paused, Leaving: len(leaving)}
 	var stableRev *placementv1alpha1.PlacementRevision
@@ -265,17 +304,31 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 	}
 	gate := make([]rollout.Cluster, 0, len(decided.Clusters))
 	for _, c := range decided.Clusters {
-		gate = append(gate, r.gateCluster(placement, c, byCluster[c], labelsOf[c]))
+		g := r.gateCluster(placement, c, byCluster[c], labelsOf[c])
+		g.OverrideFailed = failed[c]
+		gate = append(gate, g)
 	}
 	plan := rollout.Compute(gate, strategy, state, now)
 
 	// What each selected cluster's Work carries now.
 	contentOf := map[string]content{}
 	for _, c := range plan.Start {
-		contentOf[c] = targetContent
+		contentOf[c] = targetOf[c]
 	}
 	for _, c := range plan.PlaceStable {
-		contentOf[c] = revisionContent(stableRev)
+		sc, err := rd.content(revisionContent(stableRev), c)
+		if why := overrideFailure(err); why != "" {
+			failed[c] = why
+			continue
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		contentOf[c] = sc
+	}
+	revByHash := map[string]*placementv1alpha1.PlacementRevision{}
+	for i := range revs {
+		revByHash[revs[i].Spec.Hash] = &revs[i]
 	}
 	var eg errgroup.Group
 	eg.SetLimit(workWriters)
@@ -286,7 +339,19 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 			if w == nil {
 				continue // waits for the gate
 			}
-			c = workContent(w) // keeps its revision; labels and annotations follow the Placement
+			// Keeps its revision, rendered anew for the cluster as it is now (its
+			// labels may have changed); labels and annotations follow the Placement.
+			c = workContent(w)
+			if rev := revByHash[c.hash]; rev != nil && len(rev.Spec.Overrides) > 0 {
+				rc, err := rd.content(revisionContent(rev), cluster)
+				if why := overrideFailure(err); why != "" {
+					failed[cluster] = why
+				} else if err != nil {
+					return ctrl.Result{}, err
+				} else {
+					c = rc
+				}
+			}
 		}
 		since := now.UTC().Format(time.RFC3339)
 		if w != nil && w.Annotations[placementv1alpha1.RevisionAnnotation] == c.hash {
@@ -379,6 +444,15 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 		return result, nil
 	}
 	log.V(4).Info("Rolled out", "target", target.Spec.Revision, "start", len(plan.Start), "removed", len(removal.Remove))
+	r.failing.set(client.ObjectKeyFromObject(placement), slices.Collect(maps.Keys(failed)))
+	if len(failed) > 0 {
+		msg := overrideFailures(failed, len(decided.Clusters))
+		if c := meta.FindStatusCondition(placement.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition); c == nil || c.Message != msg {
+			r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonOverrideFailed, "Render", "%s", msg)
+		}
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonOverrideFailed, "%s", msg)
+		return result, nil
+	}
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
 		"%d objects at revision %d (%s); the Works of %d clusters hold what the rollout gives them", len(objs), target.Spec.Revision, target.Spec.Hash, len(decided.Clusters))
 	return result, nil
@@ -389,6 +463,7 @@ func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 	r.active.Delete(client.ObjectKeyFromObject(placement))
 	r.statusWritten.Delete(client.ObjectKeyFromObject(placement))
 	r.lastRevision.Delete(client.ObjectKeyFromObject(placement))
+	r.failing.set(client.ObjectKeyFromObject(placement), nil)
 	prefix := expectationKey(placement, "")
 	r.expected.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), prefix) {
@@ -400,7 +475,7 @@ func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 
 // revisionContent is what a PlacementRevision carries.
 func revisionContent(rev *placementv1alpha1.PlacementRevision) content {
-	c := content{hash: rev.Spec.Hash}
+	c := content{hash: rev.Spec.Hash, overrides: rev.Spec.Overrides}
 	for _, m := range rev.Spec.Manifests {
 		c.manifests = append(c.manifests, m.RawExtension)
 	}
@@ -493,51 +568,67 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 	return kube.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, false)
 }
 
-// invalidSelectorError is a resource selector that can never select anything.
-type invalidSelectorError struct{ msg string }
+// InvalidSelectorError is a resource selector that can never select anything.
+type InvalidSelectorError struct{ msg string }
 
-func (e *invalidSelectorError) Error() string { return e.msg }
+func (e *InvalidSelectorError) Error() string { return e.msg }
 
 // selectObjects returns the objects of the Placement's namespace that its resource
-// selectors select, each once.
+// selectors select, each once, from the cache (watching each kind it lists).
 func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1alpha1.Placement) ([]*unstructured.Unstructured, error) {
+	return SelectObjects(ctx, r.Mapper, placement, func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error) {
+		if err := r.ensureWatch(gvk); err != nil {
+			return nil, err
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, err
+		}
+		return list.Items, nil
+	})
+}
+
+// Lister lists the objects of a kind in a namespace whose labels match.
+type Lister func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error)
+
+// SelectObjects returns the objects that the Placement's resource selectors select
+// in its namespace, each once: the work generator's selection, also used by
+// `kubectl lodestar render`. A selector that can never select anything is an
+// *InvalidSelectorError.
+func SelectObjects(ctx context.Context, mapper meta.RESTMapper, placement *placementv1alpha1.Placement, list Lister) ([]*unstructured.Unstructured, error) {
 	seen := map[string]bool{}
 	var out []*unstructured.Unstructured
 	for i, sel := range placement.Spec.ResourceSelectors {
 		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
-		mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if meta.IsNoMatchError(err) {
-			return nil, &invalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s", i, gvk)}
+			return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s", i, gvk)}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("mapping %s: %w", gvk, err)
 		}
 		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-			return nil, &invalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is cluster-scoped; a Placement places only namespaced kinds", i, gvk)}
+			return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is cluster-scoped; a Placement places only namespaced kinds", i, gvk)}
 		}
 		if why := render.HubOnlyKind(gvk.GroupKind()); why != "" {
-			return nil, &invalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s are never placed: %s", i, gvk.Kind, why)}
+			return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s are never placed: %s", i, gvk.Kind, why)}
 		}
 		if gvk.GroupKind() == (schema.GroupKind{Kind: "Secret"}) && sel.Name == "" {
-			return nil, &invalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: Secrets are placed only when selected by name", i)}
+			return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: Secrets are placed only when selected by name", i)}
 		}
 		selector := labels.Everything()
 		if sel.LabelSelector != nil {
 			if selector, err = metav1.LabelSelectorAsSelector(sel.LabelSelector); err != nil {
-				return nil, &invalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d].labelSelector: %v", i, err)}
+				return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d].labelSelector: %v", i, err)}
 			}
 		}
-		if err := r.ensureWatch(gvk); err != nil {
-			return nil, err
-		}
-
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(placement.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		items, err := list(ctx, gvk, placement.Namespace, selector)
+		if err != nil {
 			return nil, fmt.Errorf("listing %s in %s: %w", gvk, placement.Namespace, err)
 		}
-		for j := range list.Items {
-			obj := &list.Items[j]
+		for j := range items {
+			obj := &items[j]
 			if sel.Name != "" && obj.GetName() != sel.Name {
 				continue
 			}
@@ -554,7 +645,6 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 				continue
 			}
 			seen[key] = true
-			obj.SetGroupVersionKind(gvk)
 			out = append(out, obj)
 		}
 	}
@@ -678,6 +768,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&workv1alpha1.Work{}, kube.CoalescingHandler(r.activePlacement(workPlacement, gating), statusWindow)).
 		Watches(&workv1alpha1.Work{}, kube.BackgroundHandler(r.activePlacement(workPlacement, reporting), reportWindow)).
 		Watches(&placementv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(approvedPlacement)).
+		// A cluster's labels or properties may change what overrides make of it.
+		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsOverriding(workPlacement)), builder.WithPredicates(viewChanged)).
 		Build(r)
 	r.controller = c
 	return err

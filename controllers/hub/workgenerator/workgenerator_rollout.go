@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,8 @@ const expectationTTL = time.Minute
 type content struct {
 	manifests []runtime.RawExtension
 	hash      string
+	// overrides render the manifests per cluster; none once rendered.
+	overrides []placementv1alpha1.Override
 }
 
 // madeRevision is a PlacementRevision this manager made, which the cache may not
@@ -108,7 +111,7 @@ func (r *Reconciler) targetRevision(ctx context.Context, placement *placementv1a
 		},
 		Spec: placementv1alpha1.PlacementRevisionSpec{
 			Placement: placement.Name, Revision: number, Hash: c.hash,
-			ChangeCause: changeCause(placement, previous, objs, c),
+			ChangeCause: changeCause(placement, previous, objs, c), Overrides: c.overrides,
 		},
 	}
 	for _, m := range c.manifests {
@@ -178,6 +181,9 @@ func changeCause(placement *placementv1alpha1.Placement, previous *placementv1al
 	}
 	slices.Sort(removed)
 	var parts []string
+	if !equality.Semantic.DeepEqual(previous.Spec.Overrides, c.overrides) {
+		parts = append(parts, "changed overrides")
+	}
 	for _, p := range []struct {
 		verb string
 		keys []string
@@ -220,6 +226,7 @@ func (r *Reconciler) pruneRevisions(ctx context.Context, placement *placementv1a
 		if err := r.Client.Delete(ctx, rv); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting PlacementRevision %s: %w", rv.Name, err)
 		}
+		r.compiledSets.Delete(rv.Spec.Hash)
 		ctrl.LoggerFrom(ctx).V(1).Info("Pruned revision", "revision", rv.Spec.Revision)
 	}
 	return nil
@@ -272,25 +279,6 @@ func parseTime(s string, fallback time.Time) time.Time {
 		return t
 	}
 	return fallback
-}
-
-// clusterLabels returns the labels of the clusters' ClusterProfiles in the sets,
-// for the stages of a Staged strategy.
-func clusterLabels(ctx context.Context, c client.Reader, clusters []string, sets []string) (map[string]map[string]string, error) {
-	out := map[string]map[string]string{}
-	for _, name := range clusters {
-		profiles, err := lookup.ClusterProfilesNamed(ctx, c, name)
-		if err != nil {
-			return nil, err
-		}
-		for i := range profiles {
-			if p := &profiles[i]; lookup.Managed(p) && slices.Contains(sets, p.Namespace) {
-				out[name] = p.Labels
-				break
-			}
-		}
-	}
-	return out, nil
 }
 
 // approvals returns what the RolloutApprovals of the Placement's target revision

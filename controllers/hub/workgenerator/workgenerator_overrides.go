@@ -1,0 +1,273 @@
+package workgenerator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/overrides"
+	"github.com/lodestar-dev/lodestar/internal/render"
+	"github.com/lodestar-dev/lodestar/internal/rollout"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+)
+
+// renderer renders revisions for the clusters of one reconcile: each revision
+// once per set of rules that apply with the same values, however many clusters
+// share them.
+type renderer struct {
+	r     *Reconciler
+	views map[string]scheduling.Cluster
+	memo  map[string]rendered
+}
+
+type rendered struct {
+	c   content
+	err error
+}
+
+// newRenderer reads the clusters' ClusterProfiles when a revision in use has
+// overrides.
+func (r *Reconciler) newRenderer(ctx context.Context, clusters, sets []string, revs []placementv1alpha1.PlacementRevision) (*renderer, error) {
+	rd := &renderer{r: r, views: map[string]scheduling.Cluster{}, memo: map[string]rendered{}}
+	if !slices.ContainsFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return len(rv.Spec.Overrides) > 0 }) {
+		return rd, nil
+	}
+	profiles, err := clusterProfiles(ctx, r.Client, clusters, sets)
+	if err != nil {
+		return nil, err
+	}
+	for name, p := range profiles {
+		rd.views[name] = scheduling.ClusterOf(p)
+	}
+	return rd, nil
+}
+
+// content is what a cluster's Work holds at revision c: c itself without
+// overrides. An override that fails on the cluster is an *overrides.Error.
+func (rd *renderer) content(c content, cluster string) (content, error) {
+	if len(c.overrides) == 0 {
+		return c, nil
+	}
+	set, err := rd.r.compiled(c)
+	if err != nil {
+		return content{}, err
+	}
+	view, ok := rd.views[cluster]
+	if !ok {
+		view = scheduling.Cluster{Name: cluster}
+	}
+	bound, err := set.Bind(view)
+	if err != nil {
+		return content{}, err
+	}
+	if bound.Key() == "" {
+		return c, nil
+	}
+	key := c.hash + "/" + bound.Key()
+	if m, ok := rd.memo[key]; ok {
+		return m.c, m.err
+	}
+	res, err := renderBound(bound, c.manifests)
+	out := content{manifests: res.Manifests, hash: c.hash, overrides: c.overrides}
+	rd.memo[key] = rendered{c: out, err: err}
+	return out, err
+}
+
+// renderBound applies overrides bound to a cluster to manifests, and checks that
+// the result fits in a Work.
+func renderBound(bound *overrides.Bound, manifests []runtime.RawExtension) (overrides.Result, error) {
+	res, err := bound.Apply(manifests)
+	if err != nil {
+		return overrides.Result{}, err
+	}
+	return res, checkSize(res.Manifests)
+}
+
+// Preview is what the Work of the Placement on a cluster holds for the objects
+// objs, by the work generator's own steps: the manifests rendered from the
+// objects (returned too, as base) and the overrides applied for the cluster.
+func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Placement, cluster scheduling.Cluster) ([]runtime.RawExtension, overrides.Result, error) {
+	base, _, err := render.Manifests(objs)
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	set, err := overrides.Compile(placement.Spec.Overrides)
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	bound, err := set.Bind(cluster)
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	res, err := renderBound(bound, base)
+	return base, res, err
+}
+
+// checkSize refuses rendered manifests larger than a Work may carry.
+func checkSize(manifests []runtime.RawExtension) error {
+	size := 0
+	for _, m := range manifests {
+		size += len(m.Raw) + 1
+	}
+	if size > render.MaxManifestBytes {
+		return &overrides.Error{Rule: "(all)", Action: "result", Err: fmt.Errorf("the overridden objects render to %d KiB, more than a Work may carry (%d KiB)", size>>10, render.MaxManifestBytes>>10)}
+	}
+	return nil
+}
+
+// compiled returns the compiled overrides of a revision, compiling them once.
+func (r *Reconciler) compiled(c content) (*overrides.Set, error) {
+	if v, ok := r.compiledSets.Load(c.hash); ok {
+		return v.(*overrides.Set), nil
+	}
+	set, err := overrides.Compile(c.overrides)
+	if err != nil {
+		return nil, &overrides.Error{Rule: "(compile)", Action: "revision " + c.hash, Err: err}
+	}
+	r.compiledSets.Store(c.hash, set)
+	return set, nil
+}
+
+// overrideFailure says why an override fails on a cluster, or "" for another error.
+func overrideFailure(err error) string {
+	var e *overrides.Error
+	if errors.As(err, &e) {
+		return e.Error()
+	}
+	return ""
+}
+
+// overrideFailures summarises the clusters overrides fail on, for the
+// WorkSynchronized condition.
+func overrideFailures(failed map[string]string, selected int) string {
+	names := slices.Sorted(maps.Keys(failed))
+	parts := make([]string, 0, 3)
+	for _, n := range names[:min(3, len(names))] {
+		parts = append(parts, n+": "+failed[n])
+	}
+	return fmt.Sprintf("overrides fail on %d of %d clusters, whose Works keep their last good content: %s",
+		len(failed), selected, rollout.Summary(parts, 3))
+}
+
+// clusterProfiles returns the ClusterProfiles of the clusters in the sets, by name.
+func clusterProfiles(ctx context.Context, c client.Reader, clusters []string, sets []string) (map[string]*cpv1alpha1.ClusterProfile, error) {
+	out := map[string]*cpv1alpha1.ClusterProfile{}
+	for _, name := range clusters {
+		profiles, err := lookup.ClusterProfilesNamed(ctx, c, name)
+		if err != nil {
+			return nil, err
+		}
+		for i := range profiles {
+			if p := &profiles[i]; lookup.Managed(p) && slices.Contains(sets, p.Namespace) {
+				out[name] = p
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// failingIndex remembers, per cluster, the Placements whose overrides fail on it,
+// so that a change of the cluster that may fix them reconciles them even where
+// the cluster has no Work of theirs.
+type failingIndex struct {
+	mu          sync.Mutex
+	byCluster   map[string]map[client.ObjectKey]bool
+	byPlacement map[client.ObjectKey][]string
+}
+
+// set records the clusters the Placement's overrides fail on now.
+func (f *failingIndex) set(key client.ObjectKey, clusters []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byCluster == nil {
+		f.byCluster, f.byPlacement = map[string]map[client.ObjectKey]bool{}, map[client.ObjectKey][]string{}
+	}
+	for _, c := range f.byPlacement[key] {
+		delete(f.byCluster[c], key)
+		if len(f.byCluster[c]) == 0 {
+			delete(f.byCluster, c)
+		}
+	}
+	delete(f.byPlacement, key)
+	if len(clusters) == 0 {
+		return
+	}
+	f.byPlacement[key] = clusters
+	for _, c := range clusters {
+		if f.byCluster[c] == nil {
+			f.byCluster[c] = map[client.ObjectKey]bool{}
+		}
+		f.byCluster[c][key] = true
+	}
+}
+
+func (f *failingIndex) placements(cluster string) []client.ObjectKey {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Collect(maps.Keys(f.byCluster[cluster]))
+}
+
+// placementsOverriding maps a change of a ClusterProfile to the Placements with
+// overrides that have a Work on the cluster, or whose overrides fail on it.
+func (r *Reconciler) placementsOverriding(workPlacement handler.MapFunc) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		keys := map[client.ObjectKey]bool{}
+		for _, k := range r.failing.placements(obj.GetName()) {
+			keys[k] = true
+		}
+		works := &workv1alpha1.WorkList{}
+		if err := r.Client.List(ctx, works, client.InNamespace(names.ClusterNamespace(obj.GetName())), client.UnsafeDisableDeepCopy); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the Works of a changed cluster", "cluster", obj.GetName())
+			return nil
+		}
+		for i := range works.Items {
+			for _, req := range workPlacement(ctx, &works.Items[i]) {
+				p := &placementv1alpha1.Placement{}
+				if err := r.Client.Get(ctx, req.NamespacedName, p); err == nil && len(p.Spec.Overrides) > 0 {
+					keys[req.NamespacedName] = true
+				}
+			}
+		}
+		reqs := make([]reconcile.Request, 0, len(keys))
+		for k := range keys {
+			reqs = append(reqs, reconcile.Request{NamespacedName: k})
+		}
+		return reqs
+	}
+}
+
+// viewChanged lets through the ClusterProfile changes that overrides can see:
+// labels, properties, version and condition statuses (not heartbeats).
+var viewChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		a, okA := e.ObjectOld.(*cpv1alpha1.ClusterProfile)
+		b, okB := e.ObjectNew.(*cpv1alpha1.ClusterProfile)
+		if !okA || !okB {
+			return false
+		}
+		va, vb := scheduling.ClusterOf(a), scheduling.ClusterOf(b)
+		return !maps.Equal(va.Labels, vb.Labels) || !maps.Equal(va.Properties, vb.Properties) ||
+			va.Version != vb.Version || !maps.Equal(va.Conditions, vb.Conditions)
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
