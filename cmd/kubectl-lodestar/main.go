@@ -1,6 +1,7 @@
 // Command kubectl-lodestar is the kubectl plugin for operating a Lodestar fleet from
 // the hub: `kubectl lodestar join|cordon|drain|uncordon|unjoin <cluster>` and
-// `kubectl lodestar rollout status|history|undo|pause|resume|approve <placement>`.
+// `kubectl lodestar rollout status|history|undo|pause|resume|approve <placement>`
+// and `kubectl lodestar render <placement> --cluster <name>`.
 package main
 
 import (
@@ -35,6 +36,8 @@ Usage:
   kubectl lodestar uncordon <cluster> [flags]  undo cordon and drain
   kubectl lodestar unjoin <cluster> [flags]    remove a cluster: what was placed there is deleted (or kept, --orphan)
   kubectl lodestar rollout <verb> <placement>  status|history|undo|pause|resume|approve a Placement's rollout
+  kubectl lodestar render <placement> --cluster <name> [-o yaml|json|diff] [-f file]
+                                               what the cluster's Work holds, with the overrides applied
 
 Every command takes --kubeconfig (the hub; default $KUBECONFIG or ~/.kube/config),
 --context and --cluster-set (default lodestar-fleet). "kubectl lodestar <command> -h"
@@ -57,8 +60,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	cmd, args := args[0], args[1:]
-	if cmd == "rollout" {
+	switch cmd {
+	case "rollout":
 		return runRollout(ctx, args, stdout, stderr)
+	case "render":
+		return runRender(ctx, args, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("kubectl lodestar "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -1,0 +1,160 @@
+// Package renderctl is `kubectl lodestar render`: what a cluster's Work of a
+// Placement holds, by the work generator's own selection and rendering, from the
+// hub's objects or from a file before it is applied.
+package renderctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
+	"github.com/lodestar-dev/lodestar/internal/overrides"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+)
+
+// Options say what to render.
+type Options struct {
+	// Placement names the Placement.
+	Placement client.ObjectKey
+	// Cluster is the name of the cluster's ClusterProfile.
+	Cluster string
+	// Local are objects to use instead of the hub's copies: the Placement, and
+	// objects it may select.
+	Local []*unstructured.Unstructured
+}
+
+// Render returns the manifests before overrides (base) and what the cluster's
+// Work holds, with the changes each rule made.
+func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExtension, overrides.Result, error) {
+	placement, err := placementFor(ctx, c, o.Placement, o.Local)
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	view, err := clusterView(ctx, c, o.Placement.Namespace, o.Cluster)
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	objs, err := workgenerator.SelectObjects(ctx, c.RESTMapper(), placement, hubAndLocal(c, o.Local))
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	base, res, err := workgenerator.Preview(objs, placement, view)
+	if err != nil {
+		return nil, overrides.Result{}, fmt.Errorf("placement %s on cluster %s: %w", o.Placement.Name, o.Cluster, err)
+	}
+	return base, res, nil
+}
+
+// ReadObjects reads the YAML or JSON documents of a file; objects without a
+// namespace get namespace.
+func ReadObjects(path, namespace string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	var out []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		if obj.GetKind() == "" || obj.GetName() == "" {
+			return nil, fmt.Errorf("reading %s: a document without kind or metadata.name", path)
+		}
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace(namespace)
+		}
+		out = append(out, obj)
+	}
+}
+
+// placementFor is the Placement of key from the file's objects, or else the hub's.
+func placementFor(ctx context.Context, c client.Client, key client.ObjectKey, local []*unstructured.Unstructured) (*placementv1alpha1.Placement, error) {
+	for _, o := range local {
+		if o.GroupVersionKind().GroupKind() != placementv1alpha1.GroupVersion.WithKind("Placement").GroupKind() || o.GetName() != key.Name {
+			continue
+		}
+		p := &placementv1alpha1.Placement{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, p, true); err != nil {
+			return nil, fmt.Errorf("placement %s in the file: %w", key.Name, err)
+		}
+		p.Namespace = key.Namespace
+		return p, nil
+	}
+	p := &placementv1alpha1.Placement{}
+	if err := c.Get(ctx, key, p); err != nil {
+		return nil, fmt.Errorf("reading placement %s: %w", key, err)
+	}
+	return p, nil
+}
+
+// clusterView is the cluster as the work generator sees it: its ClusterProfile in
+// a cluster set the namespace may use.
+func clusterView(ctx context.Context, c client.Client, namespace, name string) (scheduling.Cluster, error) {
+	sets, err := lookup.ClusterSets(ctx, c, namespace, []string{placementv1alpha1.DefaultClusterSet})
+	if err != nil {
+		return scheduling.Cluster{}, err
+	}
+	for _, set := range sets {
+		p := &cpv1alpha1.ClusterProfile{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: set, Name: name}, p)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return scheduling.Cluster{}, err
+		}
+		if lookup.Managed(p) {
+			return scheduling.ClusterOf(p), nil
+		}
+	}
+	return scheduling.Cluster{}, fmt.Errorf("cluster %s has no ClusterProfile in the cluster sets namespace %s may use (%s)", name, namespace, strings.Join(sets, ", "))
+}
+
+// hubAndLocal lists the hub's objects, with those of the file in place of the
+// hub's of the same name.
+func hubAndLocal(c client.Client, local []*unstructured.Unstructured) workgenerator.Lister {
+	return func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, err
+		}
+		var out []unstructured.Unstructured
+		fromFile := map[string]bool{}
+		for _, o := range local {
+			if o.GroupVersionKind().GroupKind() == gvk.GroupKind() && o.GetNamespace() == namespace && selector.Matches(labels.Set(o.GetLabels())) {
+				out = append(out, *o.DeepCopy())
+				fromFile[o.GetName()] = true
+			}
+		}
+		for _, o := range list.Items {
+			if !fromFile[o.GetName()] {
+				out = append(out, o)
+			}
+		}
+		return out, nil
+	}
+}
