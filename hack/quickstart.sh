@@ -60,6 +60,9 @@ up() {
   say "Per cluster"
   "$kubectl" "${hub[@]}" -n demo get placement web \
     -o jsonpath='{range .status.clusters[*]}{.name}{"\tapplied="}{.applied}{"\tavailable="}{.available}{"\t"}{.message}{"\n"}{end}' | column -t -s $'\t'
+  echo
+  say "What member-2's copy changes (the sample's overrides; kubectl lodestar render)"
+  "${LODESTAR_BIN:?}/kubectl-lodestar" render web -n demo --cluster member-2 -o diff --kubeconfig "$dir/hub.kubeconfig"
   for m in member-1 member-2; do
     echo
     say "On $m"

@@ -42,6 +42,18 @@ func TestSamples(t *testing.T) {
 			g.Expect(mc.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, svc)).To(Succeed())
 			g.Expect(svc.Spec.ClusterIP).NotTo(BeEmpty(), "each member allocates its own cluster IP")
 		}
+		// The sample's overrides: staging runs one replica, each ConfigMap names its region.
+		for cluster, want := range map[string]struct {
+			replicas int32
+			region   string
+		}{member1: {2, "eu-west"}, member2: {1, "us-east"}} {
+			d := &appsv1.Deployment{}
+			g.Expect(members[cluster].Client.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, d)).To(Succeed())
+			g.Expect(*d.Spec.Replicas).To(Equal(want.replicas), cluster)
+			cm := &corev1.ConfigMap{}
+			g.Expect(members[cluster].Client.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web-config"}, cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveKeyWithValue("region", want.region), cluster)
+		}
 	}).Should(Succeed())
 
 	// The staged sample: a change reaches staging, and production only once approved.
