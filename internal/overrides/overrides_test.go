@@ -130,9 +130,9 @@ func TestRender(t *testing.T) {
 		},
 		wantCM: map[string]string{"/data/color": `"blue"`},
 	}, {
-		name: "image: the tag of named containers only, dropping a digest",
+		name:      "image: the tag of named containers only, dropping a digest",
 		overrides: []placementv1alpha1.Override{{Name: "pin", Image: &placementv1alpha1.ImageOverride{Containers: []string{"proxy", "init"}, Tag: "v1.31"}}},
-		cluster: eu,
+		cluster:   eu,
 		want: map[string]string{
 			"/spec/template/spec/initContainers/0/image": `"busybox:v1.31"`,
 			"/spec/template/spec/containers/0/image":     `"ghcr.io/shop/web:1.0"`,
@@ -145,10 +145,10 @@ func TestRender(t *testing.T) {
 		cluster: us,
 		want:    map[string]string{"/spec/template/spec/containers/0/image": `"ghcr.io/shop/web:1.0"`},
 	}, {
-		name: "remove: a missing path is no error",
+		name:      "remove: a missing path is no error",
 		overrides: []placementv1alpha1.Override{{Name: "strip", Remove: []placementv1alpha1.OverridePath{"/spec/replicas", "/spec/nothing/here", "/metadata/labels/app"}}},
-		cluster: eu,
-		want:    map[string]string{"/spec/replicas": "-", "/metadata/labels/app": "-"},
+		cluster:   eu,
+		want:      map[string]string{"/spec/replicas": "-", "/metadata/labels/app": "-"},
 	}, {
 		name: "replace of a path that is not there fails, naming the operation and object",
 		overrides: []placementv1alpha1.Override{{Name: "typo", Targets: []placementv1alpha1.OverrideTarget{{Kind: "Deployment", Group: "apps"}},
