@@ -216,6 +216,22 @@ func hubClient(loader clientcmd.ClientConfig) (*rest.Config, client.Client, erro
 	return cfg, c, err
 }
 
+// hubClientIn connects to the hub for a namespaced command: namespace, or the
+// kubeconfig context's when empty.
+func hubClientIn(kubeconfig, kubeContext, namespace string) (client.Client, string, error) {
+	loader := hubLoader(kubeconfig, kubeContext)
+	_, c, err := hubClient(loader)
+	if err != nil {
+		return nil, "", err
+	}
+	if namespace == "" {
+		if namespace, _, err = loader.Namespace(); err != nil {
+			return nil, "", err
+		}
+	}
+	return c, namespace, nil
+}
+
 func orDefault(s, d string) string {
 	if s == "" {
 		return d

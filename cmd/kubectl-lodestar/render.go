@@ -60,15 +60,9 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if output != "yaml" && output != "json" && output != "diff" {
 		return fmt.Errorf("--output %q: yaml, json or diff", output)
 	}
-	loader := hubLoader(*kubeconfig, *kubeContext)
-	_, c, err := hubClient(loader)
+	c, namespace, err := hubClientIn(*kubeconfig, *kubeContext, namespace)
 	if err != nil {
 		return err
-	}
-	if namespace == "" {
-		if namespace, _, err = loader.Namespace(); err != nil {
-			return err
-		}
 	}
 
 	opts := renderctl.Options{Placement: client.ObjectKey{Namespace: namespace, Name: name}, Cluster: *cluster}

@@ -64,15 +64,9 @@ func runRollout(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	loader := hubLoader(*kubeconfig, *kubeContext)
-	_, c, err := hubClient(loader)
+	c, namespace, err := hubClientIn(*kubeconfig, *kubeContext, namespace)
 	if err != nil {
 		return err
-	}
-	if namespace == "" {
-		if namespace, _, err = loader.Namespace(); err != nil {
-			return err
-		}
 	}
 	key := client.ObjectKey{Namespace: namespace, Name: name}
 	switch verb {
