@@ -86,9 +86,7 @@ func TestDrainKeepsTheClusterUntilTheReplacementIsAvailable(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	cm, deploy, _ := webObjects(ns)
-	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
-	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	createWebApp(t, ns, nil)
 	// member-2 has no controller manager: its Deployment never becomes Available.
 	p := webPlacement(ns)
 	onOneThenEither(t, p)

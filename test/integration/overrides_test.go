@@ -58,9 +58,7 @@ func TestOverridesPerCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	cm, deploy, _ := webObjects(ns)
-	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
-	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	createWebApp(t, ns, nil)
 	setClusterLabels(t, member1, map[string]string{"env": "production", "region": "eu-west", "tier": "edge"})
 	setProperty(t, member2, "replicas.example.com", "3")
 
@@ -227,10 +225,7 @@ func TestOverrideExamples(t *testing.T) {
 			p := &placementv1alpha1.Placement{}
 			g.Expect(yaml.UnmarshalStrict(b, p)).To(Succeed())
 			ns := newNamespace(t)
-			cm, deploy, _ := webObjects(ns)
-			cm.Data["debug"] = "true"
-			g.Expect(hubCP.Client.Create(t.Context(), cm)).To(Succeed())
-			g.Expect(hubCP.Client.Create(t.Context(), deploy)).To(Succeed())
+			createWebApp(t, ns, func(cm *corev1.ConfigMap) { cm.Data["debug"] = "true" })
 			p.Namespace = ns
 			g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 			check, ok := expect[p.Name]

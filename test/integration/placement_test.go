@@ -42,6 +42,19 @@ func webObjects(ns string) (*corev1.ConfigMap, *appsv1.Deployment, *corev1.Confi
 	return cm, deploy, unselected
 }
 
+// createWebApp creates the web ConfigMap (changed by edit, when given) and
+// Deployment of webObjects on the hub.
+func createWebApp(t *testing.T, ns string, edit func(*corev1.ConfigMap)) {
+	t.Helper()
+	g := NewWithT(t)
+	cm, deploy, _ := webObjects(ns)
+	if edit != nil {
+		edit(cm)
+	}
+	g.Expect(hubCP.Client.Create(t.Context(), cm)).To(Succeed())
+	g.Expect(hubCP.Client.Create(t.Context(), deploy)).To(Succeed())
+}
+
 func webPlacement(ns string) *placementv1alpha1.Placement {
 	return &placementv1alpha1.Placement{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},

@@ -254,16 +254,18 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 		}
 	}
 
-	rd, err := r.newRenderer(ctx, decided.Clusters, decided.Sets, revs)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	labelsOf := map[string]map[string]string{}
-	if strategy.Type == placementv1alpha1.RolloutStaged {
-		profiles, err := clusterProfiles(ctx, r.Client, decided.Clusters, decided.Sets)
-		if err != nil {
+	// The clusters' profiles, read once: the stages select by their labels, and
+	// overrides render from them.
+	staged := strategy.Type == placementv1alpha1.RolloutStaged
+	var profiles map[string]*cpv1alpha1.ClusterProfile
+	if staged || slices.ContainsFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return len(rv.Spec.Overrides) > 0 }) {
+		if profiles, err = clusterProfiles(ctx, r.Client, decided.Clusters, decided.Sets); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	rd := r.newRenderer(profiles)
+	labelsOf := map[string]map[string]string{}
+	if staged {
 		for name, p := range profiles {
 			labelsOf[name] = p.Labels
 		}

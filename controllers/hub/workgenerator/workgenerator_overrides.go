@@ -42,21 +42,13 @@ type rendered struct {
 	err error
 }
 
-// newRenderer reads the clusters' ClusterProfiles when a revision in use has
-// overrides.
-func (r *Reconciler) newRenderer(ctx context.Context, clusters, sets []string, revs []placementv1alpha1.PlacementRevision) (*renderer, error) {
+// newRenderer renders for the clusters of profiles (by name).
+func (r *Reconciler) newRenderer(profiles map[string]*cpv1alpha1.ClusterProfile) *renderer {
 	rd := &renderer{r: r, views: map[string]scheduling.Cluster{}, memo: map[string]rendered{}}
-	if !slices.ContainsFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return len(rv.Spec.Overrides) > 0 }) {
-		return rd, nil
-	}
-	profiles, err := clusterProfiles(ctx, r.Client, clusters, sets)
-	if err != nil {
-		return nil, err
-	}
 	for name, p := range profiles {
 		rd.views[name] = scheduling.ClusterOf(p)
 	}
-	return rd, nil
+	return rd
 }
 
 // content is what a cluster's Work holds at revision c: c itself without
