@@ -236,3 +236,20 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// Decode reads the values of a StatusFeedback condition's message; numbers are
+// json.Number, so that integers stay exact.
+func Decode(msg string) (map[string]any, error) {
+	var m struct {
+		Values map[string]any `json:"values"`
+	}
+	dec := json.NewDecoder(strings.NewReader(msg))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("the feedback message is not the documented JSON: %w", err)
+	}
+	if m.Values == nil {
+		m.Values = map[string]any{}
+	}
+	return m.Values, nil
+}

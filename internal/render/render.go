@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -154,13 +155,29 @@ func HubOwned(obj *unstructured.Unstructured) string {
 	return ""
 }
 
+// HubGenerationAnnotation on a placed object names the generation of the hub
+// object it was rendered from; set when the Placement reflects status
+// (statusReflection: Aggregate), so that the hub can tell which clusters run its
+// current spec.
+const HubGenerationAnnotation = "placement.lodestar.dev/hub-generation"
+
 // Manifests renders objs in a deterministic order (group, kind, namespace, name) and
 // returns them as raw manifests with a revision: a hash of their content. More
-// than MaxManifestBytes is a *TooLargeError.
-func Manifests(objs []*unstructured.Unstructured) ([]runtime.RawExtension, string, error) {
+// than MaxManifestBytes is a *TooLargeError. With hubGeneration, each manifest
+// carries HubGenerationAnnotation.
+func Manifests(objs []*unstructured.Unstructured, hubGeneration bool) ([]runtime.RawExtension, string, error) {
 	rendered := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
-		rendered = append(rendered, Object(o))
+		r := Object(o)
+		if hubGeneration {
+			ann := r.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[HubGenerationAnnotation] = strconv.FormatInt(o.GetGeneration(), 10)
+			r.SetAnnotations(ann)
+		}
+		rendered = append(rendered, r)
 	}
 	sort.Slice(rendered, func(i, j int) bool { return less(rendered[i], rendered[j]) })
 

@@ -68,9 +68,9 @@ func TestManifestsOrderAndRevision(t *testing.T) {
 	g := NewWithT(t)
 	a, b := configMap("a", map[string]any{"k": "1"}), configMap("b", map[string]any{"k": "2"})
 
-	raws1, rev1, err := Manifests([]*unstructured.Unstructured{b, a})
+	raws1, rev1, err := Manifests([]*unstructured.Unstructured{b, a}, false)
 	g.Expect(err).NotTo(HaveOccurred())
-	raws2, rev2, err := Manifests([]*unstructured.Unstructured{a, b})
+	raws2, rev2, err := Manifests([]*unstructured.Unstructured{a, b}, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rev1).To(Equal(rev2), "order of input must not change the revision")
 	g.Expect(raws1).To(HaveLen(2))
@@ -80,16 +80,25 @@ func TestManifestsOrderAndRevision(t *testing.T) {
 	g.Expect(json.Unmarshal(raws1[0].Raw, &first)).To(Succeed())
 	g.Expect(first["metadata"].(map[string]any)["name"]).To(Equal("a"))
 
-	_, rev3, err := Manifests([]*unstructured.Unstructured{a, configMap("b", map[string]any{"k": "changed"})})
+	_, rev3, err := Manifests([]*unstructured.Unstructured{a, configMap("b", map[string]any{"k": "changed"})}, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rev3).NotTo(Equal(rev1), "a change of content must change the revision")
 
 	// The hub-only fields do not affect the revision.
 	b2 := configMap("b", map[string]any{"k": "2"})
 	b2.SetResourceVersion("99")
-	_, rev4, err := Manifests([]*unstructured.Unstructured{a, b2})
+	_, rev4, err := Manifests([]*unstructured.Unstructured{a, b2}, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rev4).To(Equal(rev1))
+
+	// Reflecting status, each manifest names the hub generation it is from.
+	b2.SetGeneration(7)
+	raws5, rev5, err := Manifests([]*unstructured.Unstructured{a, b2}, true)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rev5).NotTo(Equal(rev1))
+	var second map[string]any
+	g.Expect(json.Unmarshal(raws5[1].Raw, &second)).To(Succeed())
+	g.Expect(second["metadata"].(map[string]any)["annotations"]).To(HaveKeyWithValue(HubGenerationAnnotation, "7"))
 }
 
 func TestObjectStripsServiceAllocations(t *testing.T) {
@@ -181,7 +190,7 @@ func TestTooLarge(t *testing.T) {
 		"metadata": map[string]any{"name": "big", "namespace": "shop"}, "data": map[string]any{"blob": strings.Repeat("x", MaxManifestBytes)}}}
 	small := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "small", "namespace": "shop"}}}
-	_, _, err := Manifests([]*unstructured.Unstructured{small, big})
+	_, _, err := Manifests([]*unstructured.Unstructured{small, big}, false)
 	var tooLarge *TooLargeError
 	g.Expect(errors.As(err, &tooLarge)).To(BeTrue())
 	g.Expect(tooLarge.Largest[0]).To(HavePrefix("ConfigMap shop/big"))

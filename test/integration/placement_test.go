@@ -209,7 +209,7 @@ func TestGeneratedWorkRoundTrips(t *testing.T) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(cm), u)).To(Succeed())
-	manifests, revision, err := render.Manifests([]*unstructured.Unstructured{u})
+	manifests, revision, err := render.Manifests([]*unstructured.Unstructured{u}, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(w.Annotations).To(HaveKeyWithValue(placementv1alpha1.RevisionAnnotation, revision))
 	g.Expect(w.Spec.Workload.Manifests).To(HaveLen(1))

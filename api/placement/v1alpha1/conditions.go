@@ -31,6 +31,12 @@ const (
 	// changed on the member and left so (applyStrategy.whenDrifted: Report). Present
 	// only with that policy. Written by the status aggregator.
 	DriftedCondition = "Drifted"
+
+	// StatusReflectedCondition is True when the status of every placed object
+	// that is reflected (spec.statusReflection: Aggregate) is written on the hub,
+	// and False when an object's status has another writer or cannot be written.
+	// Present only with Aggregate. Written by the status aggregator.
+	StatusReflectedCondition = "StatusReflected"
 )
 
 // Condition reasons of a Placement.
@@ -108,6 +114,16 @@ const (
 	ReasonDriftDetected = "DriftDetected"
 	// ReasonNoDrift: no cluster reports a drifted object.
 	ReasonNoDrift = "NoDrift"
+
+	// ReasonStatusReflected: the hub's placed objects carry their clusters' status.
+	ReasonStatusReflected = "StatusReflected"
+	// ReasonOtherStatusWriter: something else (for example kube-controller-manager
+	// on a hub that runs workloads) writes a placed object's status on the hub, so
+	// Lodestar does not.
+	ReasonOtherStatusWriter = "OtherStatusWriter"
+	// ReasonReflectionFailed: a placed object's status could not be written on the
+	// hub.
+	ReasonReflectionFailed = "ReflectionFailed"
 
 	// Reasons of the Progressing condition.
 

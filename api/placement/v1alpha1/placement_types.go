@@ -95,6 +95,20 @@ type PlacementSpec struct {
 	// +kubebuilder:validation:MaxItems=20
 	StatusFeedback []lodestarworkv1alpha1.FeedbackRule `json:"statusFeedback,omitempty"`
 
+	// statusSummaries reduce status feedback values over all the clusters (Sum,
+	// Min, Max, Avg, Count, optionally per group) into status.summaries.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	StatusSummaries []StatusSummary `json:"statusSummaries,omitempty"`
+
+	// statusReflection: None (the default) or Aggregate, which writes the status
+	// of the placed workloads on the hub from their clusters' copies (for hubs
+	// that run no controller for them; see docs/hub.md).
+	// +optional
+	StatusReflection StatusReflection `json:"statusReflection,omitempty"`
+
 	// strategy says how a new revision of the placed objects reaches the selected
 	// clusters: AllAtOnce (the default), Rolling, Staged or External. Whatever the
 	// strategy, clusters the Placement leaves keep the objects until the clusters
@@ -227,6 +241,14 @@ type PlacementStatus struct {
 	// generator.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// summaries are the results of spec.statusSummaries, in their order. Written
+	// by the status aggregator.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Summaries []SummaryStatus `json:"summaries,omitempty"`
 }
 
 // ClusterStatus is the state of a Placement's objects on one member cluster.
@@ -266,6 +288,27 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Drift string `json:"drift,omitempty"`
+
+	// reasons are the first reasons the cluster's objects are not applied or not
+	// available, each naming the object, for example "PersistentVolumeClaim
+	// shop/uploads: the claim is Pending".
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:items:MaxLength=1024
+	Reasons []string `json:"reasons,omitempty"`
+
+	// objects are the placed objects on the cluster that are not available or
+	// that report status feedback, at most 32; the others are available.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Objects []ObjectStatus `json:"objects,omitempty"`
+
+	// unlistedObjects is how many objects that are not available or report
+	// feedback are not in objects, by its cap or the status's size budget.
+	// +optional
+	UnlistedObjects int32 `json:"unlistedObjects,omitempty"`
 }
 
 // Placement places objects of its namespace on the member clusters it selects.

@@ -52,6 +52,8 @@ type result struct {
 	corrected []string
 	// ranOnce is set for a Job that ran and is gone from the member.
 	ranOnce bool
+	// blocker names what holds back the pods of an object that is not available.
+	blocker string
 	// passedFrom names the AppliedWork that placed the object before and let it
 	// go to this Work, undeleted.
 	passedFrom string
@@ -741,7 +743,7 @@ func manifestReadiness(checker *readiness.Checker, res result) []metav1.Conditio
 	case res.live == nil || res.condition.Status != metav1.ConditionTrue && res.condition.Reason != lodestarworkv1alpha1.ReasonOutOfSync:
 		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonNotApplied, Message: "the object is not applied"}}
 	}
-	h := checker.Evaluate(res.live)
+	h := blockerReadiness(checker.Evaluate(res.live), res)
 	status := func(b bool) metav1.ConditionStatus {
 		if b {
 			return metav1.ConditionTrue

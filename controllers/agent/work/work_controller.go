@@ -141,6 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// Record what was applied, then remove what the Work no longer asks for.
 	records := mergeRecords(applied.Status.AppliedResources, results)
 	kept, blocked, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, p.deletionPolicy(work))
+	r.namePodBlockers(ctx, results)
 	status = ptr.To(newWorkStatus(work, results, p, r.Readiness, blocked))
 	if err := r.writeRecords(ctx, applied, kept); err != nil {
 		return ctrl.Result{}, errors.Join(cleanupErr, err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,6 +39,8 @@ type Reconciler struct {
 	// DefaultClusterSets are the cluster sets of namespaces that name none
 	// (placementv1alpha1.ClusterSetsAnnotation).
 	DefaultClusterSets []string
+
+	views views
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
@@ -49,6 +52,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.views.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
@@ -63,6 +69,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	agg := Aggregate(clusters, works, placement.Spec.ApplyStrategy != nil && placement.Spec.ApplyStrategy.WhenDrifted == lodestarworkv1alpha1.DriftReport)
+	vs := byCluster(r.views.refresh(req.NamespacedName, works))
+	agg.describe(vs)
+	if agg.Summaries, err = r.summaries(ctx, placement, clusters, vs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if placement.Spec.StatusReflection == placementv1alpha1.ReflectionAggregate {
+		agg.ReflectCondition = r.reflect(ctx, placement, clusters, vs)
+	}
 	return ctrl.Result{}, r.applyStatus(ctx, placement, agg)
 }
 

@@ -40,6 +40,12 @@ type Aggregation struct {
 	AvailableCondition metav1.Condition
 	// DriftCondition is set when the Placement reports drift (whenDrifted: Report).
 	DriftCondition *metav1.Condition
+	// Summaries are the results of the Placement's status summaries.
+	Summaries []placementv1alpha1.SummaryStatus
+	// ReflectCondition is set when the Placement reflects status (Aggregate).
+	ReflectCondition *metav1.Condition
+	// unavailable are the selected clusters not available, sorted.
+	unavailable []string
 }
 
 // Aggregate computes, from the clusters the Placement's decisions name and its
@@ -97,6 +103,7 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) A
 		}
 	}
 	agg.Clusters, agg.Unlisted = listed(byCluster)
+	agg.unavailable = slices.Sorted(slices.Values(unavailable))
 	agg.Drifted = int32(len(drifted))
 	if reportsDrift {
 		c := condition(placementv1alpha1.DriftedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonNoDrift, "no cluster reports a placed object changed on the member")
@@ -130,6 +137,36 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) A
 		agg.AvailableCondition = condition(available, metav1.ConditionTrue, placementv1alpha1.ReasonAvailable, "available on all %d clusters", len(decided))
 	}
 	return agg
+}
+
+// maxReasons is how many reasons each listed cluster carries.
+const maxReasons = 3
+
+// describe adds to each listed cluster the reasons its objects are not applied or
+// available and the objects' detail, from the views of its Work, and names the
+// first reason in the Available condition.
+func (agg *Aggregation) describe(vs map[string]*view) {
+	b := &detailBudget{}
+	for i := range agg.Clusters {
+		cs := &agg.Clusters[i]
+		v := vs[cs.Name]
+		if v == nil {
+			continue
+		}
+		cs.Reasons = v.reasons(maxReasons)
+		cs.Objects, cs.UnlistedObjects = v.objectStatuses(b)
+	}
+	if agg.AvailableCondition.Status != metav1.ConditionFalse {
+		return
+	}
+	for _, c := range agg.unavailable {
+		if v := vs[c]; v != nil {
+			if r := v.reasons(1); len(r) > 0 {
+				agg.AvailableCondition.Message += fmt.Sprintf(" (%s: %s)", c, r[0])
+				return
+			}
+		}
+	}
 }
 
 // listed returns the clusters to list in the status, sorted by name: all of them
@@ -193,7 +230,15 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	patch.Status.DriftedClusters = agg.Drifted
 	patch.Status.Clusters = agg.Clusters
 	patch.Status.UnlistedClusters = agg.Unlisted
-	if kube.SameCondition(st.Conditions, agg.Condition) && kube.SameCondition(st.Conditions, agg.AvailableCondition) && sameDrift &&
+	patch.Status.Summaries = agg.Summaries
+	sameReflect := meta.FindStatusCondition(st.Conditions, placementv1alpha1.StatusReflectedCondition) == nil
+	if agg.ReflectCondition != nil {
+		agg.ReflectCondition.ObservedGeneration = placement.Generation
+		patch.Status.Conditions = append(patch.Status.Conditions, kube.Condition(placement.Status.Conditions, *agg.ReflectCondition))
+		sameReflect = kube.SameCondition(st.Conditions, *agg.ReflectCondition)
+	}
+	if kube.SameCondition(st.Conditions, agg.Condition) && kube.SameCondition(st.Conditions, agg.AvailableCondition) && sameDrift && sameReflect &&
+		equality.Semantic.DeepEqual(st.Summaries, agg.Summaries) &&
 		st.AppliedClusters == agg.Applied && st.AvailableClusters == agg.Available && st.DriftedClusters == agg.Drifted &&
 		st.UnlistedClusters == agg.Unlisted && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
 		return nil // Nothing would change.

@@ -45,6 +45,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
+	"github.com/lodestar-dev/lodestar/internal/reflection"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
@@ -141,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{}, err
 	}
-	annotations, err := applyAnnotations(placement)
+	annotations, err := applyAnnotations(placement, objs)
 	if err != nil {
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidStatusFeedback, "%v", err)
 		r.Recorder.Eventf(placement, nil, "Warning", placementv1alpha1.ReasonInvalidStatusFeedback, "Render", "%v", err)
@@ -153,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonInvalidOverride, "Render", "%v", err)
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-	manifests, revision, err := render.Manifests(objs)
+	manifests, revision, err := render.Manifests(objs, reflects(placement))
 	if tooLarge := (*render.TooLargeError)(nil); errors.As(err, &tooLarge) {
 		// Nothing is written: the Works keep what they carry.
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWorkTooLarge, "%v", tooLarge)
@@ -528,10 +529,16 @@ func rejectedSummary(rejected []string) string {
 	return fmt.Sprintf("%s; and %d more", strings.Join(rejected[:shown], "; "), len(rejected)-shown)
 }
 
+// reflects tells whether the Placement reflects its objects' status on the hub.
+func reflects(placement *placementv1alpha1.Placement) bool {
+	return placement.Spec.StatusReflection == placementv1alpha1.ReflectionAggregate
+}
+
 // applyAnnotations returns the Work annotations that carry the Placement's apply
-// strategy and status feedback rules to the agents. Feedback rules whose CEL or
-// JSONPath do not compile are an error.
-func applyAnnotations(placement *placementv1alpha1.Placement) (map[string]string, error) {
+// strategy and status feedback rules to the agents: its own rules, and with
+// status reflection those that report the placed objects' status. Feedback rules
+// whose CEL or JSONPath do not compile are an error.
+func applyAnnotations(placement *placementv1alpha1.Placement, objs []*unstructured.Unstructured) (map[string]string, error) {
 	out := map[string]string{}
 	if s := placement.Spec.ApplyStrategy; s != nil {
 		b, err := json.Marshal(s.Defaulted())
@@ -540,9 +547,16 @@ func applyAnnotations(placement *placementv1alpha1.Placement) (map[string]string
 		}
 		out[lodestarworkv1alpha1.ApplyStrategyAnnotation] = string(b)
 	}
-	if rules := placement.Spec.StatusFeedback; len(rules) > 0 {
+	if rules := placement.Spec.StatusFeedback; len(rules) > 0 || reflects(placement) {
 		if _, err := feedback.Compile(rules); err != nil {
 			return nil, fmt.Errorf("spec.%w", err)
+		}
+		if reflects(placement) {
+			kinds := map[schema.GroupKind]bool{}
+			for _, o := range objs {
+				kinds[o.GroupVersionKind().GroupKind()] = true
+			}
+			rules = reflection.Rules(rules, slices.Collect(maps.Keys(kinds)))
 		}
 		b, err := json.Marshal(rules)
 		if err != nil {

@@ -96,7 +96,7 @@ func renderBound(bound *overrides.Bound, manifests []runtime.RawExtension) (over
 // objs, by the work generator's own steps: the manifests rendered from the
 // objects (returned too, as base) and the overrides applied for the cluster.
 func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Placement, cluster scheduling.Cluster) ([]runtime.RawExtension, overrides.Result, error) {
-	base, _, err := render.Manifests(objs)
+	base, _, err := render.Manifests(objs, reflects(placement))
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}

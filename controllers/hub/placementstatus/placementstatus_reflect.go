@@ -1,0 +1,178 @@
+package placementstatus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/reflection"
+)
+
+// +kubebuilder:rbac:groups=*,resources=*/status,verbs=get;patch
+
+// reflected is one placed object of the hub and its copies on the clusters.
+type reflected struct {
+	gvk    schema.GroupVersionKind
+	name   string
+	copies []clusterObject
+}
+
+// clusterObject is one cluster's report of a placed object.
+type clusterObject struct {
+	cluster string
+	object  objectView
+}
+
+// rank orders object states from best to worst: the worst copy's conditions are
+// the ones the hub object shows.
+var rank = map[placementv1alpha1.ObjectState]int{
+	placementv1alpha1.ObjectAvailable: 0, placementv1alpha1.ObjectUnknown: 1, placementv1alpha1.ObjectProgressing: 2,
+	placementv1alpha1.ObjectNotApplied: 3, placementv1alpha1.ObjectDegraded: 4,
+}
+
+// reflect writes the status of the Placement's placed objects on the hub from
+// their copies on the decided clusters (statusReflection: Aggregate), and returns
+// the StatusReflected condition. An object whose status something else writes
+// on the hub is left to that writer.
+func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.Placement, decided []string, vs map[string]*view) *metav1.Condition {
+	objects := map[string]*reflected{}
+	for _, c := range decided {
+		v := vs[c]
+		if v == nil {
+			continue
+		}
+		for _, o := range v.objects {
+			if o.id.Namespace != placement.Namespace || o.id.Kind == "" {
+				continue
+			}
+			gvk := schema.GroupVersionKind{Group: o.id.Group, Version: o.id.Version, Kind: o.id.Kind}
+			key := gvk.String() + "/" + o.id.Name
+			ro := objects[key]
+			if ro == nil {
+				ro = &reflected{gvk: gvk, name: o.id.Name}
+				objects[key] = ro
+			}
+			ro.copies = append(ro.copies, clusterObject{cluster: c, object: o})
+		}
+	}
+	keys := make([]string, 0, len(objects))
+	for k := range objects {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+
+	var written int
+	var others, failed []string
+	for _, k := range keys {
+		ro := objects[k]
+		what := fmt.Sprintf("%s %s/%s", ro.gvk.Kind, placement.Namespace, ro.name)
+		err := r.reflectOne(ctx, placement.Namespace, ro, len(decided))
+		var other *otherWriterError
+		switch {
+		case err == nil:
+			written++
+		case errors.As(err, &other):
+			others = append(others, fmt.Sprintf("%s by %s", what, other.manager))
+		case errors.Is(err, errNothingToReflect):
+		default:
+			ctrl.LoggerFrom(ctx).Error(err, "Cannot reflect status on the hub", "object", what)
+			failed = append(failed, fmt.Sprintf("%s: %v", what, err))
+		}
+	}
+	c := condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonStatusReflected,
+		"the status of %d placed objects on the hub is written from their clusters", written)
+	switch {
+	case len(others) > 0:
+		c = condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonOtherStatusWriter,
+			"something else writes the status of %d placed objects on the hub, so Lodestar does not (a hub that runs workload controllers; see docs/hub.md): %s",
+			len(others), strings.Join(firstN(others, maxNamedFailures), "; "))
+	case len(failed) > 0:
+		c = condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonReflectionFailed,
+			"the status of %d placed objects could not be written on the hub: %s", len(failed), strings.Join(firstN(failed, maxNamedFailures), "; "))
+	}
+	c.Message = kube.Truncate(c.Message, 4096)
+	return &c
+}
+
+var errNothingToReflect = errors.New("nothing to reflect")
+
+type otherWriterError struct{ manager string }
+
+func (e *otherWriterError) Error() string { return "status written by " + e.manager }
+
+// reflectOne writes one hub object's status from its copies, when it changes.
+func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *reflected, selected int) error {
+	hub := &unstructured.Unstructured{}
+	hub.SetGroupVersionKind(ro.gvk)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ro.name}, hub); err != nil {
+		if apierrors.IsNotFound(err) {
+			return errNothingToReflect
+		}
+		return err
+	}
+	if m := otherStatusWriter(hub); m != "" {
+		return &otherWriterError{manager: m}
+	}
+	copies := make([]reflection.Copy, 0, len(ro.copies))
+	for _, c := range ro.copies {
+		copies = append(copies, reflection.NewCopy(c.cluster, c.object.values, c.object.current, hub.GetGeneration(), rank[c.object.state]))
+	}
+	previous, _, _ := unstructured.NestedInt64(hub.Object, "status", "observedGeneration")
+	st, ok := reflection.Status(ro.gvk.GroupKind(), copies, selected, hub.GetGeneration(), previous)
+	if !ok {
+		return errNothingToReflect
+	}
+	if sameJSON(hub.Object["status"], st) {
+		return nil
+	}
+	patch := &unstructured.Unstructured{Object: map[string]any{"status": st}}
+	patch.SetGroupVersionKind(ro.gvk)
+	patch.SetNamespace(namespace)
+	patch.SetName(ro.name)
+	return kube.ApplyStatus(ctx, r.Client, patch, Name)
+}
+
+// otherStatusWriter names a field manager other than the status aggregator that
+// wrote the object's status, or "".
+func otherStatusWriter(obj *unstructured.Unstructured) string {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Subresource == "status" && mf.Manager != Name {
+			return mf.Manager
+		}
+	}
+	return ""
+}
+
+// sameJSON compares two JSON values by their encoding.
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	var va, vb any
+	if json.Unmarshal(ja, &va) != nil || json.Unmarshal(jb, &vb) != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(va, vb)
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+}

@@ -1,0 +1,197 @@
+package placementstatus
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sync"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/feedback"
+	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// maxObjectMessage bounds an object's message in the Placement's status.
+const maxObjectMessage = 512
+
+// view is what the status aggregator reads of one Work: per placed object, its
+// state and feedback as the agent reported them. Views are kept between
+// reconciles while the Work's resourceVersion is unchanged, so a reconcile decodes
+// only the Works that changed since the last.
+type view struct {
+	rv      string
+	cluster string
+	objects []objectView
+}
+
+// objectView is one manifest's report.
+type objectView struct {
+	id      workv1alpha1.ResourceIdentifier
+	state   placementv1alpha1.ObjectState
+	message string
+	// current: the agent reported this manifest at the Work's generation.
+	current bool
+	// feedback is the JSON object of the feedback values, when there are any.
+	feedback []byte
+	// values are the feedback values decoded (numbers as json.Number).
+	values map[string]any
+}
+
+// manifestPrefix is the "manifest N (Kind ns/name): " an agent's Applied message
+// starts with; the Placement names the object itself.
+var manifestPrefix = regexp.MustCompile(`^manifest \d+ \([^)]*\): `)
+
+func viewOf(w *workv1alpha1.Work) *view {
+	cluster, _ := names.ClusterFromNamespace(w.Namespace)
+	v := &view{rv: w.ResourceVersion, cluster: cluster, objects: make([]objectView, 0, len(w.Status.ManifestConditions))}
+	for _, mc := range w.Status.ManifestConditions {
+		o := objectView{id: mc.Identifier, state: placementv1alpha1.ObjectUnknown}
+		applied := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionApplied)
+		o.current = applied != nil && applied.ObservedGeneration == w.Generation
+		avail := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionAvailable)
+		degraded := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionDegraded)
+		switch {
+		case !o.current:
+			o.message = fmt.Sprintf("not reported for generation %d of the Work yet", w.Generation)
+		case applied.Status != metav1.ConditionTrue:
+			o.state, o.message = placementv1alpha1.ObjectNotApplied, manifestPrefix.ReplaceAllString(applied.Message, "")
+		case avail != nil && avail.Status == metav1.ConditionTrue:
+			o.state = placementv1alpha1.ObjectAvailable
+		case degraded != nil && degraded.Status == metav1.ConditionTrue:
+			o.state, o.message = placementv1alpha1.ObjectDegraded, degraded.Message
+		case avail != nil:
+			o.state, o.message = placementv1alpha1.ObjectProgressing, avail.Message
+		default:
+			o.message = "no availability reported"
+		}
+		o.message = kube.Truncate(o.message, maxObjectMessage)
+		if fb := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionStatusFeedback); fb != nil && fb.ObservedGeneration == w.Generation {
+			if values, err := feedback.Decode(fb.Message); err == nil && len(values) > 0 {
+				o.values = values
+				o.feedback, _ = json.Marshal(values)
+			}
+		}
+		v.objects = append(v.objects, o)
+	}
+	return v
+}
+
+// describeID names an object as the Placement's messages do: "Kind ns/name".
+func describeID(id workv1alpha1.ResourceIdentifier) string {
+	if id.Namespace == "" {
+		return id.Kind + " " + id.Name
+	}
+	return id.Kind + " " + id.Namespace + "/" + id.Name
+}
+
+// reasons are the first why-nots of a cluster, each naming its object.
+func (v *view) reasons(n int) []string {
+	var out []string
+	for _, o := range v.objects {
+		if o.state == placementv1alpha1.ObjectAvailable || !o.current {
+			continue
+		}
+		out = append(out, kube.Truncate(describeID(o.id)+": "+o.message, 1024))
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
+// detailBudget bounds what the objects of the listed clusters add to the
+// Placement's status: past it, feedback is left out, then whole objects.
+type detailBudget struct{ objects, feedback int }
+
+const (
+	maxObjectsPerCluster = 32
+	objectsBudget        = 96 << 10
+	feedbackBudget       = 128 << 10
+)
+
+// objectStatuses lists the objects of a cluster that are not available or report
+// feedback, within the budget, and how many it left out.
+func (v *view) objectStatuses(b *detailBudget) ([]placementv1alpha1.ObjectStatus, int32) {
+	var out []placementv1alpha1.ObjectStatus
+	var unlisted int32
+	for _, o := range v.objects {
+		if o.state == placementv1alpha1.ObjectAvailable && o.feedback == nil {
+			continue
+		}
+		size := len(o.id.Group) + len(o.id.Kind) + len(o.id.Namespace) + len(o.id.Name) + len(o.message) + 64
+		if len(out) == maxObjectsPerCluster || b.objects+size > objectsBudget {
+			unlisted++
+			continue
+		}
+		b.objects += size
+		os := placementv1alpha1.ObjectStatus{Group: o.id.Group, Kind: o.id.Kind, Namespace: o.id.Namespace, Name: o.id.Name, State: o.state}
+		if o.state != placementv1alpha1.ObjectAvailable {
+			os.Message = o.message
+		}
+		if o.feedback != nil && b.feedback+len(o.feedback) <= feedbackBudget {
+			b.feedback += len(o.feedback)
+			os.Feedback = jsonOf(o.feedback)
+		}
+		out = append(out, os)
+	}
+	return out, unlisted
+}
+
+// views keeps the views of each Placement's Works between reconciles.
+type views struct {
+	mu          sync.Mutex
+	byPlacement map[types.NamespacedName]map[string]*view
+}
+
+// refresh returns the views of works, reusing those whose Work did not change,
+// and keeps them (only them) for the next reconcile of the Placement.
+func (vs *views) refresh(key types.NamespacedName, works []workv1alpha1.Work) map[string]*view {
+	vs.mu.Lock()
+	prev := vs.byPlacement[key]
+	vs.mu.Unlock()
+	next := make(map[string]*view, len(works))
+	for i := range works {
+		w := &works[i]
+		if v, ok := prev[w.Namespace]; ok && v.rv == w.ResourceVersion {
+			next[w.Namespace] = v
+			continue
+		}
+		next[w.Namespace] = viewOf(w)
+	}
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if vs.byPlacement == nil {
+		vs.byPlacement = map[types.NamespacedName]map[string]*view{}
+	}
+	vs.byPlacement[key] = next
+	return next
+}
+
+// forget drops the views of a Placement that is gone.
+func (vs *views) forget(key types.NamespacedName) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	delete(vs.byPlacement, key)
+}
+
+// byCluster indexes views by cluster name.
+func byCluster(vs map[string]*view) map[string]*view {
+	out := make(map[string]*view, len(vs))
+	for _, v := range vs {
+		out[v.cluster] = v
+	}
+	return out
+}
+
+func jsonOf(b []byte) *apiextensionsv1.JSON {
+	return &apiextensionsv1.JSON{Raw: bytes.Clone(b)}
+}

@@ -1,0 +1,91 @@
+package placementstatus
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+)
+
+// reportedWork is a Work of cluster at generation 2 whose agent reported a PVC
+// Pending and a Deployment available with feedback (reported at generation fbGen).
+func reportedWork(cluster string, ready string, fbGen int64) workv1alpha1.Work {
+	w := work(cluster, 2, 2, metav1.ConditionTrue)
+	w.ResourceVersion = "1"
+	cond := func(t string, st metav1.ConditionStatus, msg string, gen int64) metav1.Condition {
+		return metav1.Condition{Type: t, Status: st, Reason: "R", Message: msg, ObservedGeneration: gen}
+	}
+	w.Status.ManifestConditions = []workv1alpha1.ManifestCondition{
+		{Identifier: workv1alpha1.ResourceIdentifier{Version: "v1", Kind: "PersistentVolumeClaim", Namespace: "shop", Name: "uploads"}, Conditions: []metav1.Condition{
+			cond(lodestarworkv1alpha1.ConditionApplied, metav1.ConditionTrue, "applied", 2),
+			cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionFalse, "the claim is Pending", 2),
+		}},
+		{Identifier: workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "api", Ordinal: 1}, Conditions: []metav1.Condition{
+			cond(lodestarworkv1alpha1.ConditionApplied, metav1.ConditionTrue, "applied", 2),
+			cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionTrue, "3 of 3 replicas available", 2),
+			cond(lodestarworkv1alpha1.ConditionStatusFeedback, metav1.ConditionTrue, `{"values":{"ready":`+ready+`}}`, fbGen),
+		}},
+	}
+	w.Status.Conditions = append(w.Status.Conditions, cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionFalse, "1 of 2 manifests not available", 2))
+	return w
+}
+
+func TestDescribeNamesTheObjects(t *testing.T) {
+	g := NewWithT(t)
+	works := []workv1alpha1.Work{reportedWork("a", "3", 2)}
+	agg := Aggregate([]string{"a"}, works, false)
+	vs := byCluster((&views{}).refresh(placementKey, works))
+	agg.describe(vs)
+
+	g.Expect(agg.Clusters).To(HaveLen(1))
+	cs := agg.Clusters[0]
+	g.Expect(cs.Reasons).To(Equal([]string{"PersistentVolumeClaim shop/uploads: the claim is Pending"}))
+	g.Expect(cs.Objects).To(HaveLen(2))
+	g.Expect(cs.Objects[0]).To(And(HaveField("Kind", "PersistentVolumeClaim"), HaveField("State", placementv1alpha1.ObjectProgressing), HaveField("Feedback", BeNil())))
+	g.Expect(cs.Objects[1]).To(And(HaveField("Kind", "Deployment"), HaveField("State", placementv1alpha1.ObjectAvailable), HaveField("Message", "")))
+	g.Expect(string(cs.Objects[1].Feedback.Raw)).To(Equal(`{"ready":3}`))
+	g.Expect(agg.AvailableCondition.Message).To(Equal("0 of 1 clusters available; not yet: a (a: PersistentVolumeClaim shop/uploads: the claim is Pending)"))
+}
+
+func TestViewsAreKeptWhileWorksDoNotChange(t *testing.T) {
+	g := NewWithT(t)
+	vs := &views{}
+	first := vs.refresh(placementKey, []workv1alpha1.Work{reportedWork("a", "3", 2)})
+	again := vs.refresh(placementKey, []workv1alpha1.Work{reportedWork("a", "3", 2)})
+	g.Expect(again["lodestar-cluster-a"]).To(BeIdenticalTo(first["lodestar-cluster-a"]), "not decoded again")
+	changed := reportedWork("a", "1", 2)
+	changed.ResourceVersion = "2"
+	third := vs.refresh(placementKey, []workv1alpha1.Work{changed})
+	g.Expect(third["lodestar-cluster-a"].objects[1].values).To(HaveKey("ready"))
+	g.Expect(third["lodestar-cluster-a"]).NotTo(BeIdenticalTo(first["lodestar-cluster-a"]))
+	vs.forget(placementKey)
+	g.Expect(vs.byPlacement).To(BeEmpty())
+}
+
+func TestSummaryInputCountsStaleClusters(t *testing.T) {
+	g := NewWithT(t)
+	p := &placementv1alpha1.Placement{Spec: placementv1alpha1.PlacementSpec{StatusFeedback: []lodestarworkv1alpha1.FeedbackRule{
+		{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "ready", JSONPath: ".status.readyReplicas"}}},
+	}}}
+	s := placementv1alpha1.StatusSummary{Name: "ready", Operation: placementv1alpha1.SummarySum, Value: "ready", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}}
+	works := []workv1alpha1.Work{reportedWork("a", "3", 2), reportedWork("b", "2", 2), reportedWork("c", "5", 2)}
+	works[2].Status.ManifestConditions[1].Conditions[0].ObservedGeneration = 1 // c reports an older generation
+	vs := byCluster((&views{}).refresh(placementKey, works))
+
+	in := summaryInput(s, p, []string{"a", "b", "c", "d"}, vs, nil)
+	g.Expect(in.Err).NotTo(HaveOccurred())
+	g.Expect(in.Observations).To(HaveLen(2))
+	g.Expect(in.Stale).To(Equal(2), "c is behind, d has no Work")
+
+	s.Value = "replicas"
+	g.Expect(summaryInput(s, p, []string{"a"}, vs, nil).Err).To(MatchError(`no statusFeedback rule of Deployment.apps reports "replicas" (it reports [ready])`))
+	s.Resource.Kind = "StatefulSet"
+	g.Expect(summaryInput(s, p, []string{"a"}, vs, nil).Err).To(MatchError("no statusFeedback rule reports values of StatefulSet.apps"))
+}
+
+var placementKey = types.NamespacedName{Namespace: "shop", Name: "p"}

@@ -1,0 +1,234 @@
+// Package reflection computes the status that a placed object on the hub shows
+// for its copies on the clusters (spec.statusReflection: Aggregate): the sum over
+// the clusters for the workload kinds, a single cluster's status for any other
+// kind placed on one cluster. It also says which status feedback the agents
+// report for it. It is pure: the status aggregator reads and writes.
+package reflection
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+)
+
+// The feedback values the agents report for reflection, under names a
+// Placement's own rules cannot use (they may not contain a dot).
+const (
+	// StatusValue is the object's whole status on the member.
+	StatusValue = "lodestar.status"
+	// GenerationValue is the member object's metadata.generation.
+	GenerationValue = "lodestar.generation"
+	// HubGenerationValue is the hub object's generation the member's copy was
+	// rendered from (placementv1alpha1.HubGenerationAnnotation).
+	HubGenerationValue = "lodestar.hubGeneration"
+)
+
+// summed are the status fields added up over the clusters, per workload kind.
+var summed = map[schema.GroupKind][]string{
+	{Group: "apps", Kind: "Deployment"}:  {"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas"},
+	{Group: "apps", Kind: "StatefulSet"}: {"replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"},
+	{Group: "apps", Kind: "DaemonSet"}: {"currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady",
+		"updatedNumberScheduled", "numberAvailable", "numberUnavailable"},
+	{Group: "apps", Kind: "ReplicaSet"}: {"replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas"},
+	{Group: "batch", Kind: "Job"}:       {"active", "succeeded", "failed", "ready"},
+}
+
+// fromWorst are the status fields taken from the worst cluster, per workload kind
+// (conditions always are).
+var fromWorst = map[schema.GroupKind][]string{
+	{Group: "apps", Kind: "StatefulSet"}: {"currentRevision", "updateRevision"},
+}
+
+// Summed tells whether the kind's status is the sum over its clusters.
+func Summed(gk schema.GroupKind) bool { _, ok := summed[gk]; return ok }
+
+// noStatus are kinds that have no status to reflect.
+var noStatus = map[schema.GroupKind]bool{{Kind: "ConfigMap"}: true, {Kind: "Secret"}: true, {Kind: "ServiceAccount"}: true}
+
+// Rules returns the feedback rules of a Placement that reflects status: its own
+// rules, with the reflection values added for every kind in kinds that has a
+// status. A kind the Placement reports its whole status of keeps it under
+// "status".
+func Rules(rules []lodestarworkv1alpha1.FeedbackRule, kinds []schema.GroupKind) []lodestarworkv1alpha1.FeedbackRule {
+	out := make([]lodestarworkv1alpha1.FeedbackRule, 0, len(rules)+len(kinds))
+	byKind := map[schema.GroupKind]int{}
+	for _, r := range rules {
+		byKind[schema.GroupKind{Group: r.Group, Kind: r.Kind}] = len(out)
+		out = append(out, *r.DeepCopy())
+	}
+	extra := []lodestarworkv1alpha1.FeedbackField{
+		{Name: StatusValue, JSONPath: ".status"},
+		{Name: GenerationValue, JSONPath: ".metadata.generation"},
+		{Name: HubGenerationValue, JSONPath: ".metadata.annotations.placement\\.lodestar\\.dev/hub-generation"},
+	}
+	sorted := append([]schema.GroupKind(nil), kinds...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].String() < sorted[j].String() })
+	for _, gk := range sorted {
+		if noStatus[gk] {
+			continue
+		}
+		i, ok := byKind[gk]
+		if !ok {
+			byKind[gk] = len(out)
+			out = append(out, lodestarworkv1alpha1.FeedbackRule{Group: gk.Group, Kind: gk.Kind})
+			i = len(out) - 1
+		}
+		r := &out[i]
+		if r.WholeStatus {
+			r.WholeStatus = false
+			r.Fields = append(r.Fields, lodestarworkv1alpha1.FeedbackField{Name: "status", JSONPath: ".status"})
+		}
+		r.Fields = append(r.Fields, extra...)
+	}
+	return out
+}
+
+// Copy is one cluster's copy of a placed object, as its agent reports it.
+type Copy struct {
+	Cluster string
+	// Status is the member object's status.
+	Status map[string]any
+	// Current: the copy is rendered from the hub object's current generation,
+	// reported at its Work's generation, and its member controller observed it.
+	Current bool
+	// Rank orders copies from best (0, available) to worst; the worst copy's
+	// conditions are reflected.
+	Rank int
+}
+
+// NewCopy reads a copy from its feedback values; reported says the agent
+// reported them at the Work's current generation.
+func NewCopy(cluster string, values map[string]any, reported bool, hubGeneration int64, rank int) Copy {
+	c := Copy{Cluster: cluster, Rank: rank}
+	c.Status, _ = normalize(values[StatusValue]).(map[string]any)
+	gen, hasGen := integer(values[GenerationValue])
+	observed, hasObserved := integer(c.Status["observedGeneration"])
+	hub, _ := integer(values[HubGenerationValue])
+	c.Current = reported && hub == hubGeneration && (!hasObserved || hasGen && observed >= gen)
+	return c
+}
+
+// Status is the status the hub object of kind gk shows for its copies, and false
+// when it shows none (a kind that is not summed placed on other than exactly one
+// cluster, or no copy reports a status). observedGeneration is hubGeneration
+// once every copy is current on every selected cluster, else previous (0: left
+// out).
+func Status(gk schema.GroupKind, copies []Copy, selected int, hubGeneration, previous int64) (map[string]any, bool) {
+	if len(copies) == 0 {
+		return nil, false
+	}
+	sort.Slice(copies, func(i, j int) bool {
+		if copies[i].Rank != copies[j].Rank {
+			return copies[i].Rank > copies[j].Rank
+		}
+		return copies[i].Cluster < copies[j].Cluster
+	})
+	worst := copies[0]
+	out := map[string]any{}
+	fields, isSummed := summed[gk]
+	switch {
+	case isSummed:
+		for _, f := range fields {
+			var sum int64
+			for _, c := range copies {
+				v, _ := integer(c.Status[f])
+				sum += v
+			}
+			out[f] = sum
+		}
+		for _, f := range append([]string{"conditions"}, fromWorst[gk]...) {
+			if v, ok := worst.Status[f]; ok {
+				out[f] = v
+			}
+		}
+		if gk == (schema.GroupKind{Group: "batch", Kind: "Job"}) {
+			jobTimes(out, copies)
+		}
+	case selected == 1 && len(copies) == 1 && worst.Status != nil:
+		for k, v := range worst.Status {
+			out[k] = v
+		}
+	default:
+		return nil, false
+	}
+	delete(out, "observedGeneration")
+	current := len(copies) == selected
+	for _, c := range copies {
+		current = current && c.Current
+	}
+	switch {
+	case current:
+		out["observedGeneration"] = hubGeneration
+	case previous > 0:
+		out["observedGeneration"] = previous
+	}
+	return out, true
+}
+
+// jobTimes sets a Job's startTime to the earliest of its copies and, once every
+// copy completed, completionTime to the latest.
+func jobTimes(out map[string]any, copies []Copy) {
+	var start, done string
+	complete := true
+	for _, c := range copies {
+		if s, ok := c.Status["startTime"].(string); ok && (start == "" || s < start) {
+			start = s
+		}
+		d, ok := c.Status["completionTime"].(string)
+		complete = complete && ok
+		if ok && d > done {
+			done = d
+		}
+	}
+	if start != "" {
+		out["startTime"] = start
+	}
+	if complete && done != "" {
+		out["completionTime"] = done
+	}
+}
+
+// normalize turns json.Numbers into int64 or float64, throughout.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = normalize(e)
+		}
+		return out
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	}
+	return v
+}
+
+func integer(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return v, true
+	case float64:
+		return int64(v), true
+	case json.Number:
+		i, err := v.Int64()
+		return i, err == nil
+	case string:
+		i, err := strconv.ParseInt(v, 10, 64)
+		return i, err == nil
+	}
+	return 0, false
+}

@@ -1,0 +1,99 @@
+package reflection
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+)
+
+var deployment = schema.GroupKind{Group: "apps", Kind: "Deployment"}
+
+// report is what an agent reports for a Deployment copy: its status (observed
+// at the member's generation gen) rendered from hub generation hub.
+func report(status string, gen, hub int) map[string]any {
+	var st map[string]any
+	dec := json.NewDecoder(strings.NewReader(status))
+	dec.UseNumber()
+	if err := dec.Decode(&st); err != nil {
+		panic(err)
+	}
+	return map[string]any{StatusValue: st, GenerationValue: json.Number(strconv.Itoa(gen)), HubGenerationValue: strconv.Itoa(hub)}
+}
+
+func TestDeploymentIsTheSumWithTheWorstConditions(t *testing.T) {
+	g := NewWithT(t)
+	a := NewCopy("a", report(`{"observedGeneration":2,"replicas":3,"readyReplicas":3,"availableReplicas":3,"updatedReplicas":3,"conditions":[{"type":"Available","status":"True"}]}`, 2, 5), true, 5, 0)
+	b := NewCopy("b", report(`{"observedGeneration":1,"replicas":3,"readyReplicas":1,"availableReplicas":1,"updatedReplicas":3,"conditions":[{"type":"Available","status":"False"}]}`, 1, 5), true, 5, 2)
+	st, ok := Status(deployment, []Copy{a, b}, 2, 5, 4)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(st).To(HaveKeyWithValue("replicas", int64(6)))
+	g.Expect(st).To(HaveKeyWithValue("readyReplicas", int64(4)))
+	g.Expect(st).To(HaveKeyWithValue("availableReplicas", int64(4)))
+	g.Expect(st).To(HaveKeyWithValue("updatedReplicas", int64(6)))
+	g.Expect(st["conditions"]).To(ConsistOf(HaveKeyWithValue("status", "False")), "the worst cluster's conditions")
+	g.Expect(st).To(HaveKeyWithValue("observedGeneration", int64(5)), "every copy runs hub generation 5 and was observed")
+}
+
+func TestObservedGenerationWaitsForEveryCluster(t *testing.T) {
+	current := NewCopy("a", report(`{"observedGeneration":2,"replicas":1}`, 2, 5), true, 5, 0)
+	for name, other := range map[string]Copy{
+		"rendered from an older hub generation": NewCopy("b", report(`{"observedGeneration":2,"replicas":1}`, 2, 4), true, 5, 0),
+		"not observed by the member's controller": NewCopy("b", report(`{"observedGeneration":1,"replicas":1}`, 2, 5), true, 5, 0),
+		"not reported at the Work's generation":   NewCopy("b", report(`{"observedGeneration":2,"replicas":1}`, 2, 5), false, 5, 0),
+	} {
+		t.Run(name, func(t *testing.T) {
+			st, _ := Status(deployment, []Copy{current, other}, 2, 5, 4)
+			NewWithT(t).Expect(st).To(HaveKeyWithValue("observedGeneration", int64(4)), "the previous one is kept")
+		})
+	}
+	t.Run("a selected cluster without a copy", func(t *testing.T) {
+		st, _ := Status(deployment, []Copy{current}, 2, 5, 0)
+		NewWithT(t).Expect(st).NotTo(HaveKey("observedGeneration"), "none before the first time all are current")
+	})
+}
+
+func TestOtherKindsAreReflectedFromASingleCluster(t *testing.T) {
+	g := NewWithT(t)
+	pvc := schema.GroupKind{Kind: "PersistentVolumeClaim"}
+	one := NewCopy("a", map[string]any{StatusValue: map[string]any{"phase": "Bound"}, GenerationValue: json.Number("1"), HubGenerationValue: "1"}, true, 1, 0)
+	st, ok := Status(pvc, []Copy{one}, 1, 1, 0)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(st).To(HaveKeyWithValue("phase", "Bound"))
+	_, ok = Status(pvc, []Copy{one, one}, 2, 1, 0)
+	g.Expect(ok).To(BeFalse(), "placed on two clusters: nothing to show")
+}
+
+func TestJobTimes(t *testing.T) {
+	g := NewWithT(t)
+	job := schema.GroupKind{Group: "batch", Kind: "Job"}
+	a := NewCopy("a", report(`{"succeeded":1,"startTime":"2026-01-01T00:00:02Z","completionTime":"2026-01-01T00:01:00Z"}`, 1, 1), true, 1, 0)
+	b := NewCopy("b", report(`{"active":1,"startTime":"2026-01-01T00:00:01Z"}`, 1, 1), true, 1, 2)
+	st, _ := Status(job, []Copy{a, b}, 2, 1, 0)
+	g.Expect(st).To(HaveKeyWithValue("startTime", "2026-01-01T00:00:01Z"))
+	g.Expect(st).NotTo(HaveKey("completionTime"), "not every copy completed")
+	g.Expect(st).To(HaveKeyWithValue("succeeded", int64(1)))
+	g.Expect(st).To(HaveKeyWithValue("active", int64(1)))
+}
+
+func TestRules(t *testing.T) {
+	g := NewWithT(t)
+	user := []lodestarworkv1alpha1.FeedbackRule{
+		{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "ready", JSONPath: ".status.readyReplicas"}}},
+		{Kind: "Service", WholeStatus: true},
+	}
+	got := Rules(user, []schema.GroupKind{deployment, {Kind: "Service"}, {Kind: "ConfigMap"}, {Group: "batch", Kind: "Job"}})
+	g.Expect(got).To(HaveLen(3), "ConfigMaps have no status")
+	g.Expect(got[0].Fields).To(HaveLen(4))
+	g.Expect(got[0].Fields[0].Name).To(Equal("ready"), "the Placement's own values stay")
+	g.Expect(got[1].WholeStatus).To(BeFalse())
+	g.Expect(got[1].Fields[0]).To(Equal(lodestarworkv1alpha1.FeedbackField{Name: "status", JSONPath: ".status"}), "whole status stays under its name")
+	g.Expect(got[2].Kind).To(Equal("Job"))
+	g.Expect(user[1].WholeStatus).To(BeTrue(), "the Placement's rules are not changed")
+}
+
