@@ -43,7 +43,7 @@ func TestDeploymentIsTheSumWithTheWorstConditions(t *testing.T) {
 func TestObservedGenerationWaitsForEveryCluster(t *testing.T) {
 	current := NewCopy("a", report(`{"observedGeneration":2,"replicas":1}`, 2, 5), true, 5, 0)
 	for name, other := range map[string]Copy{
-		"rendered from an older hub generation": NewCopy("b", report(`{"observedGeneration":2,"replicas":1}`, 2, 4), true, 5, 0),
+		"rendered from an older hub generation":   NewCopy("b", report(`{"observedGeneration":2,"replicas":1}`, 2, 4), true, 5, 0),
 		"not observed by the member's controller": NewCopy("b", report(`{"observedGeneration":1,"replicas":1}`, 2, 5), true, 5, 0),
 		"not reported at the Work's generation":   NewCopy("b", report(`{"observedGeneration":2,"replicas":1}`, 2, 5), false, 5, 0),
 	} {
@@ -96,4 +96,3 @@ func TestRules(t *testing.T) {
 	g.Expect(got[2].Kind).To(Equal("Job"))
 	g.Expect(user[1].WholeStatus).To(BeTrue(), "the Placement's rules are not changed")
 }
-

@@ -228,4 +228,3 @@ type ObjectStatus struct {
 	// +kubebuilder:validation:Type=object
 	Feedback *apiextensionsv1.JSON `json:"feedback,omitempty"`
 }
-

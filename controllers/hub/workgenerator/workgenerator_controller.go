@@ -45,10 +45,10 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
-	"github.com/lodestar-dev/lodestar/internal/reflection"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
+	"github.com/lodestar-dev/lodestar/internal/reflection"
 	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
