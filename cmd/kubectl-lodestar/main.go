@@ -1,7 +1,8 @@
 // Command kubectl-lodestar is the kubectl plugin for operating a Lodestar fleet from
 // the hub: `kubectl lodestar join|cordon|drain|uncordon|unjoin <cluster>` and
 // `kubectl lodestar rollout status|history|undo|pause|resume|approve <placement>`
-// and `kubectl lodestar render <placement> --cluster <name>`.
+// and `kubectl lodestar render <placement> --cluster <name>` and
+// `kubectl lodestar status <placement>`.
 package main
 
 import (
@@ -38,6 +39,8 @@ Usage:
   kubectl lodestar rollout <verb> <placement>  status|history|undo|pause|resume|approve a Placement's rollout
   kubectl lodestar render <placement> --cluster <name> [-o yaml|json|diff] [-f file]
                                                what the cluster's Work holds, with the overrides applied
+  kubectl lodestar status <placement> [-o text|json] [--cluster <name>]
+                                               per cluster and object: state, why not, feedback; summaries
 
 Every command takes --kubeconfig (the hub; default $KUBECONFIG or ~/.kube/config),
 --context and --cluster-set (default lodestar-fleet). "kubectl lodestar <command> -h"
@@ -65,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runRollout(ctx, args, stdout, stderr)
 	case "render":
 		return runRender(ctx, args, stdout, stderr)
+	case "status":
+		return runStatus(ctx, args, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("kubectl lodestar "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+const statusUsage = `kubectl lodestar status prints a Placement's state from the hub: its conditions,
+per cluster whether its objects are applied and available and why not, per object
+its state, message and status feedback values, and the status summaries. It reads
+only the Placement, so a tenant's own RBAC (get placements) is enough.
+
+Usage:
+  kubectl lodestar status <placement> [-o text|json] [--cluster <name>]
+
+Flags: -n/--namespace (default: the kubeconfig context's), --kubeconfig, --context.
+`
+
+// statusReport is what `status -o json` prints.
+type statusReport struct {
+	Namespace         string                            `json:"namespace"`
+	Name              string                            `json:"name"`
+	SelectedClusters  int32                             `json:"selectedClusters"`
+	AppliedClusters   int32                             `json:"appliedClusters"`
+	AvailableClusters int32                             `json:"availableClusters"`
+	Conditions        []metav1.Condition                `json:"conditions"`
+	Clusters          []placementv1alpha1.ClusterStatus `json:"clusters"`
+	UnlistedClusters  int32                             `json:"unlistedClusters"`
+	Summaries         []placementv1alpha1.SummaryStatus `json:"summaries"`
+}
+
+// runStatus runs `kubectl lodestar status <placement>`.
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kubectl lodestar status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, statusUsage) }
+	kubeconfig := fs.String("kubeconfig", "", "Kubeconfig of the hub (default: $KUBECONFIG or ~/.kube/config).")
+	kubeContext := fs.String("context", "", "Context of the kubeconfig to use.")
+	var namespace, output string
+	fs.StringVar(&namespace, "namespace", "", "Namespace of the Placement (default: the context's).")
+	fs.StringVar(&namespace, "n", "", "Shorthand for --namespace.")
+	fs.StringVar(&output, "output", "text", "text or json.")
+	fs.StringVar(&output, "o", "text", "Shorthand for --output.")
+	cluster := fs.String("cluster", "", "Show only this cluster.")
+	name, err := oneArgument(fs, args, "status takes one Placement name")
+	if err != nil {
+		return err
+	}
+	if output != "text" && output != "json" {
+		return fmt.Errorf("--output %q: text or json", output)
+	}
+	c, namespace, err := hubClientIn(*kubeconfig, *kubeContext, namespace)
+	if err != nil {
+		return err
+	}
+	p := &placementv1alpha1.Placement{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, p); err != nil {
+		return err
+	}
+	report := statusReport{
+		Namespace: p.Namespace, Name: p.Name, SelectedClusters: p.Status.SelectedClusters, AppliedClusters: p.Status.AppliedClusters,
+		AvailableClusters: p.Status.AvailableClusters, Conditions: p.Status.Conditions, Clusters: p.Status.Clusters,
+		UnlistedClusters: p.Status.UnlistedClusters, Summaries: p.Status.Summaries,
+	}
+	if *cluster != "" {
+		report.Clusters = nil
+		for _, cs := range p.Status.Clusters {
+			if cs.Name == *cluster {
+				report.Clusters = append(report.Clusters, cs)
+			}
+		}
+		if len(report.Clusters) == 0 {
+			return fmt.Errorf("cluster %s is not listed in placement %s/%s's status (it lists those with a Work, problems first, at most 100)", *cluster, namespace, name)
+		}
+	}
+	if output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	printStatus(stdout, report)
+	return nil
+}
+
+// printStatus prints the report as text: conditions, clusters, objects, summaries.
+func printStatus(out io.Writer, r statusReport) {
+	fmt.Fprintf(out, "Placement %s/%s: %d clusters selected, %d applied, %d available\n\n", r.Namespace, r.Name, r.SelectedClusters, r.AppliedClusters, r.AvailableClusters)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tMESSAGE")
+	for _, c := range r.Conditions {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "CLUSTER\tAPPLIED\tAVAILABLE\tWHY NOT")
+	for _, cs := range r.Clusters {
+		why := strings.Join(cs.Reasons, "; ")
+		if why == "" && cs.Applied != metav1.ConditionTrue {
+			why = cs.Message
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cs.Name, cs.Applied, orDefault(string(cs.Available), "Unknown"), why)
+	}
+	if r.UnlistedClusters > 0 {
+		fmt.Fprintf(w, "(%d more clusters, all applied and available unless 100 listed have problems)\n", r.UnlistedClusters)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "CLUSTER\tOBJECT\tSTATE\tMESSAGE / FEEDBACK")
+	for _, cs := range r.Clusters {
+		for _, o := range cs.Objects {
+			detail := o.Message
+			if o.Feedback != nil {
+				detail = strings.TrimSpace(strings.Join([]string{detail, string(o.Feedback.Raw)}, " "))
+			}
+			fmt.Fprintf(w, "%s\t%s %s/%s\t%s\t%s\n", cs.Name, o.Kind, o.Namespace, o.Name, o.State, detail)
+		}
+		if cs.UnlistedObjects > 0 {
+			fmt.Fprintf(w, "%s\t(%d more objects)\t\t\n", cs.Name, cs.UnlistedObjects)
+		}
+	}
+	if len(r.Summaries) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "SUMMARY\tVALUE\tCOUNT\tSTALE\tGROUPS\tMESSAGE")
+		for _, s := range r.Summaries {
+			groups := make([]string, 0, len(s.Groups))
+			for _, g := range s.Groups {
+				groups = append(groups, fmt.Sprintf("%s=%s", g.Key, orDefault(g.Value, "-")))
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", s.Name, orDefault(s.Value, "-"), s.Count, s.Stale, strings.Join(groups, " "), s.Message)
+		}
+	}
+	_ = w.Flush()
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// tenantKubeconfig writes a kubeconfig of a ServiceAccount of ns that may only
+// read the Placements of ns, and returns its path.
+func tenantKubeconfig(t *testing.T, ns string) string {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	g.Expect(hubCP.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns}})).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "placement-reader", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{placementv1alpha1.GroupVersion.Group}, Resources: []string{"placements"}, Verbs: []string{"get"}}}})).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "placement-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "tenant", Namespace: ns}}})).To(Succeed())
+	cfg, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, ns, "tenant", time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(t.TempDir(), "tenant.kubeconfig")
+	g.Expect(testenv.WriteKubeconfig(cfg, "tenant", path)).To(Succeed())
+	return path
+}
+
+func TestStatusReadsOnlyThePlacement(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "status-" + rand.String(5)
+	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	p := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment"}},
+			ClusterSelector:   &metav1.LabelSelector{},
+		},
+	}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	// The status as the hub's controllers write it (none run in this package).
+	p.Status = placementv1alpha1.PlacementStatus{
+		SelectedClusters: 2, AppliedClusters: 2, AvailableClusters: 1,
+		Conditions: []metav1.Condition{{Type: placementv1alpha1.AvailableCondition, Status: metav1.ConditionFalse, Reason: placementv1alpha1.ReasonNotAvailable,
+			Message: "1 of 2 clusters available; not yet: edge-2", LastTransitionTime: metav1.Now()}},
+		Clusters: []placementv1alpha1.ClusterStatus{
+			{Name: "edge-1", Applied: metav1.ConditionTrue, Available: metav1.ConditionTrue, Objects: []placementv1alpha1.ObjectStatus{
+				{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "api", State: placementv1alpha1.ObjectAvailable, Feedback: &apiextensionsv1.JSON{Raw: []byte(`{"ready":3}`)}}}},
+			{Name: "edge-2", Applied: metav1.ConditionTrue, Available: metav1.ConditionFalse,
+				Reasons: []string{"PersistentVolumeClaim " + ns + "/uploads: the claim is Pending"},
+				Objects: []placementv1alpha1.ObjectStatus{{Kind: "PersistentVolumeClaim", Namespace: ns, Name: "uploads", State: placementv1alpha1.ObjectProgressing, Message: "the claim is Pending"}}},
+		},
+		Summaries: []placementv1alpha1.SummaryStatus{{Name: "ready", Value: "3", Count: 1, Stale: 1}},
+	}
+	g.Expect(hubCP.Client.Status().Update(ctx, p)).To(Succeed())
+
+	tenant := tenantKubeconfig(t, ns)
+	var stdout, stderr bytes.Buffer
+	g.Expect(run(ctx, []string{"status", "shop", "-n", ns, "--kubeconfig", tenant}, &stdout, &stderr)).To(Succeed(), stderr.String())
+	out := stdout.String()
+	g.Expect(out).To(ContainSubstring("Placement " + ns + "/shop: 2 clusters selected, 2 applied, 1 available"))
+	g.Expect(out).To(MatchRegexp(`edge-2\s+True\s+False\s+PersistentVolumeClaim ` + ns + `/uploads: the claim is Pending`))
+	g.Expect(out).To(MatchRegexp(`edge-1\s+Deployment ` + ns + `/api\s+Available\s+\{"ready":3\}`))
+	g.Expect(out).To(MatchRegexp(`ready\s+3\s+1\s+1`))
+
+	stdout.Reset()
+	g.Expect(run(ctx, []string{"status", "shop", "-n", ns, "-o", "json", "--cluster", "edge-2", "--kubeconfig", tenant}, &stdout, &stderr)).To(Succeed(), stderr.String())
+	var report statusReport
+	g.Expect(json.Unmarshal(stdout.Bytes(), &report)).To(Succeed())
+	g.Expect(report.Clusters).To(ConsistOf(HaveField("Name", "edge-2")))
+	g.Expect(report.Summaries).To(ConsistOf(HaveField("Value", "3")))
+
+	// The tenant's identity cannot read the Works in the clusters' namespaces,
+	// and status did not need it to.
+	cfg, err := clientcmd.BuildConfigFromFlags("", tenant)
+	g.Expect(err).NotTo(HaveOccurred())
+	tc, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tc.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(names.ClusterNamespace("edge-2")))).To(MatchError(ContainSubstring("forbidden")))
+
+	g.Expect(run(ctx, []string{"status", "shop", "-n", ns, "--cluster", "nowhere", "--kubeconfig", tenant}, &stdout, &stderr)).
+		To(MatchError(ContainSubstring("cluster nowhere is not listed")))
+}
