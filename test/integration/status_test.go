@@ -1,0 +1,218 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+)
+
+// clusterStatusOf returns the Placement's status entry of a cluster, or nil.
+func clusterStatusOf(g Gomega, key client.ObjectKey, cluster string) *placementv1alpha1.ClusterStatus {
+	p := &placementv1alpha1.Placement{}
+	g.Expect(hubCP.Client.Get(context.Background(), key, p)).To(Succeed())
+	for i := range p.Status.Clusters {
+		if p.Status.Clusters[i].Name == cluster {
+			return &p.Status.Clusters[i]
+		}
+	}
+	return nil
+}
+
+// setDeploymentStatus writes a Deployment's status on member-2, which runs no
+// deployment controller, as that controller would: ready replicas of its spec,
+// observed at its generation.
+func setDeploymentStatus(t *testing.T, ns, name string, ready int32) {
+	t.Helper()
+	c := members[member2].Client
+	NewWithT(t).Eventually(func() error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d := &appsv1.Deployment{}
+			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+				return err
+			}
+			want := ptr.Deref(d.Spec.Replicas, 1)
+			d.Status = appsv1.DeploymentStatus{
+				ObservedGeneration: d.Generation, Replicas: want, UpdatedReplicas: want, ReadyReplicas: ready, AvailableReplicas: ready,
+				UnavailableReplicas: want - ready,
+			}
+			return c.Status().Update(context.Background(), d)
+		})
+	}).Should(Succeed())
+}
+
+// A cluster whose objects are not available says why on the Placement, naming
+// each object: a claim that stays Pending, and a Deployment whose pod cannot
+// pull its image (the agent reads the member's pods for it).
+func TestWhyAClusterIsNotReady(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	labels := map[string]string{"app": "api"}
+	g.Expect(hubCP.Client.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "uploads", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	})).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "api", Image: "registry.example/api:nope"}}}}},
+	})).To(Succeed())
+	p := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{
+				{Version: "v1", Kind: "PersistentVolumeClaim"}, {Group: "apps", Version: "v1", Kind: "Deployment"},
+			},
+			ClusterNames: []string{member2},
+		},
+	}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+
+	g.Eventually(func(g Gomega) {
+		cs := clusterStatusOf(g, key, member2)
+		g.Expect(cs).NotTo(BeNil())
+		g.Expect(cs.Reasons).To(ContainElement("PersistentVolumeClaim " + ns + "/uploads: the claim is Pending"))
+		g.Expect(cs.Objects).To(ContainElement(And(HaveField("Kind", "PersistentVolumeClaim"), HaveField("State", placementv1alpha1.ObjectProgressing))))
+	}).Should(Succeed())
+	avail := placementCondition(g, t, key, placementv1alpha1.AvailableCondition)
+	g.Expect(avail.Message).To(ContainSubstring("not yet: member-2 (member-2: "))
+
+	// A pod of the Deployment that cannot pull its image, as the member's kubelet
+	// reports it, and the Deployment's status as its controller writes it.
+	mc := members[member2].Client
+	g.Expect(mc.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}})).To(Succeed())
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "api-7c9f", Namespace: ns, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "api", Image: "registry.example/api:nope"}}},
+	}
+	g.Expect(mc.Create(ctx, pod)).To(Succeed())
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "api", Image: "registry.example/api:nope",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "registry.example/api:nope"`}},
+	}}}
+	g.Expect(mc.Status().Update(ctx, pod)).To(Succeed())
+	setDeploymentStatus(t, ns, "api", 0)
+
+	want := "Deployment " + ns + `/api: 0 of 2 replicas available; pod api-7c9f: ImagePullBackOff: Back-off pulling image "registry.example/api:nope"`
+	g.Eventually(func(g Gomega) {
+		cs := clusterStatusOf(g, key, member2)
+		g.Expect(cs).NotTo(BeNil())
+		g.Expect(cs.Reasons).To(ContainElement(want))
+	}).Should(Succeed())
+}
+
+// Two members report a Deployment's ready replicas: the Placement sums them, and
+// with statusReflection the hub's Deployment reads the sum of both, follows a
+// scale change, and is left alone once something else writes its status.
+func TestSummariesAndReflection(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebApp(t, ns, nil)
+	p := webPlacement(ns)
+	p.Spec.ClusterSelector = nil
+	p.Spec.ClusterNames = []string{member1, member2}
+	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
+		{Name: "ready", JSONPath: ".status.readyReplicas"}, {Name: "image", CEL: "self.spec.template.spec.containers[0].image"},
+	}}}
+	p.Spec.StatusSummaries = []placementv1alpha1.StatusSummary{
+		{Name: "ready", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment", Name: "web"}, Value: "ready", Operation: placementv1alpha1.SummarySum},
+		{Name: "ready-per-region", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}, Value: "ready", Operation: placementv1alpha1.SummarySum,
+			GroupBy: &placementv1alpha1.SummaryGroupBy{ClusterLabel: "region"}},
+		{Name: "per-image", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}, Operation: placementv1alpha1.SummaryCount,
+			GroupBy: &placementv1alpha1.SummaryGroupBy{Value: "image"}},
+		{Name: "broken", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}, Value: "replicas", Operation: placementv1alpha1.SummaryMax},
+	}
+	p.Spec.StatusReflection = placementv1alpha1.ReflectionAggregate
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+
+	summaries := func(g Gomega) map[string]placementv1alpha1.SummaryStatus {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
+		out := map[string]placementv1alpha1.SummaryStatus{}
+		for _, s := range got.Status.Summaries {
+			out[s.Name] = s
+		}
+		return out
+	}
+	hubDeployment := func(g Gomega) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+		return d
+	}
+
+	// member-1 runs the pods (kwok); member-2's status is written here.
+	setDeploymentStatus(t, ns, "web", 2)
+	g.Eventually(func(g Gomega) {
+		s := summaries(g)
+		g.Expect(s["ready"]).To(And(HaveField("Value", "4"), HaveField("Count", BeEquivalentTo(2)), HaveField("Stale", BeZero())))
+		g.Expect(s["ready-per-region"].Groups).To(ConsistOf(
+			placementv1alpha1.SummaryGroup{Key: "eu-west", Value: "2", Count: 1}, placementv1alpha1.SummaryGroup{Key: "us-east", Value: "2", Count: 1}))
+		g.Expect(s["per-image"].Groups).To(ConsistOf(placementv1alpha1.SummaryGroup{Key: "nginx:1.27", Value: "2", Count: 2}))
+		g.Expect(s["broken"].Message).To(ContainSubstring(`no statusFeedback rule of Deployment.apps reports "replicas"`))
+		g.Expect(s["broken"].Value).To(BeEmpty())
+
+		d := hubDeployment(g)
+		g.Expect(d.Status.Replicas).To(BeEquivalentTo(4))
+		g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(4))
+		g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(4))
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+	}).Should(Succeed())
+	reflected := placementCondition(g, t, key, placementv1alpha1.StatusReflectedCondition)
+	g.Expect(reflected.Status).To(Equal(metav1.ConditionTrue), reflected.Message)
+
+	// Scale on the hub: the sum follows once both members run the new spec.
+	g.Expect(updateOnHub(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, func(d *appsv1.Deployment) {
+		d.Spec.Replicas = ptr.To[int32](3)
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(deploymentOn(g, member2, ns).Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
+	}).Should(Succeed())
+	setDeploymentStatus(t, ns, "web", 3)
+	g.Eventually(func(g Gomega) {
+		g.Expect(summaries(g)["ready"].Value).To(Equal("6"))
+		d := hubDeployment(g)
+		g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(6))
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+	}).Should(Succeed())
+
+	// Another writer of the hub Deployment's status (kube-controller-manager on a
+	// hub that runs workloads, which writes it again and again): Lodestar backs off
+	// and says so. Each round the other writer writes, and member-2 reports.
+	otherWrites := func(g Gomega) {
+		g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d := hubDeployment(g)
+			d.Status.ReadyReplicas, d.Status.AvailableReplicas = 1, 1
+			return hubCP.Client.Status().Update(ctx, d, client.FieldOwner("kube-controller-manager"))
+		})).To(Succeed())
+	}
+	ready := int32(1)
+	g.Eventually(func(g Gomega) {
+		otherWrites(g)
+		ready = 3 - ready
+		setDeploymentStatus(t, ns, "web", ready)
+		c := placementCondition(g, t, key, placementv1alpha1.StatusReflectedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonOtherStatusWriter))
+		g.Expect(c.Message).To(ContainSubstring("Deployment " + ns + "/web by kube-controller-manager"))
+	}).Should(Succeed())
+	otherWrites(g)
+	setDeploymentStatus(t, ns, "web", 0)
+	g.Eventually(func(g Gomega) { g.Expect(summaries(g)["ready"].Value).To(Equal("3")) }).Should(Succeed())
+	g.Expect(hubDeployment(g).Status.ReadyReplicas).To(BeEquivalentTo(1), "the other writer's status stays")
+}
