@@ -61,6 +61,12 @@ up() {
   "$kubectl" "${hub[@]}" -n demo get placement web \
     -o jsonpath='{range .status.clusters[*]}{.name}{"\tapplied="}{.applied}{"\tavailable="}{.available}{"\t"}{.message}{"\n"}{end}' | column -t -s $'\t'
   echo
+  say "Status from the hub: per cluster and object, feedback, summaries (kubectl lodestar status)"
+  "${LODESTAR_BIN:?}/kubectl-lodestar" status web -n demo --kubeconfig "$dir/hub.kubeconfig"
+  echo
+  say "The hub's own Deployment shows both members (statusReflection: Aggregate)"
+  "$kubectl" "${hub[@]}" -n demo get deploy web
+  echo
   say "What member-2's copy changes (the sample's overrides; kubectl lodestar render)"
   "${LODESTAR_BIN:?}/kubectl-lodestar" render web -n demo --cluster member-2 -o diff --kubeconfig "$dir/hub.kubeconfig"
   for m in member-1 member-2; do

@@ -56,6 +56,22 @@ func TestSamples(t *testing.T) {
 		}
 	}).Should(Succeed())
 
+	// The sample's status summaries and reflection: member-1 runs the pods,
+	// member-2's Deployment status is written here (it runs no controllers).
+	setDeploymentStatus(t, "demo", "web", 1)
+	g.Eventually(func(g Gomega) {
+		p := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, p)).To(Succeed())
+		g.Expect(p.Status.Summaries).To(ConsistOf(
+			And(HaveField("Name", "ready-replicas"), HaveField("Value", "3"), HaveField("Count", BeEquivalentTo(2))),
+			And(HaveField("Name", "clusters-per-image"), HaveField("Groups", ConsistOf(HaveField("Count", BeEquivalentTo(2))))),
+		))
+		d := &appsv1.Deployment{}
+		g.Expect(hubCP.Client.Get(ctx, key, d)).To(Succeed())
+		g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(3), "the hub's Deployment shows both clusters")
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+	}).Should(Succeed())
+
 	// The staged sample: a change reaches staging, and production only once approved.
 	release := client.ObjectKey{Namespace: "demo", Name: "release"}
 	expectRolledOut(t, release, 1, "", member1, member2)
