@@ -18,6 +18,8 @@ import (
 // The feedback values the agents report for reflection, under names a
 // Placement's own rules cannot use (they may not contain a dot).
 const (
+	// ValuePrefix starts the name of every value reflection reads.
+	ValuePrefix = "lodestar."
 	// StatusValue is the object's whole status on the member.
 	StatusValue = "lodestar.status"
 	// GenerationValue is the member object's metadata.generation.

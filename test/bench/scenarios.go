@@ -18,6 +18,7 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
 
 const simulated = "simulated: the real agent code (work.Reconciler), many agents in one process, each applying to an in-memory member"
@@ -78,6 +79,24 @@ func placementFor(ns, name string, selector map[string]string) *placementv1alpha
 			ClusterSelector: &metav1.LabelSelector{MatchLabels: selector},
 		},
 	}
+}
+
+// withSummaries adds status summaries to a Placement, as a fleet operator watching
+// thousands of copies would: the agents report each Deployment's ready replicas
+// and image, and the hub sums the ready replicas, per cluster group too, and
+// counts the clusters per image.
+func withSummaries(p *placementv1alpha1.Placement) *placementv1alpha1.Placement {
+	deployment := placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment", Name: "web"}
+	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
+		{Name: "ready", JSONPath: ".status.readyReplicas"}, {Name: "image", JSONPath: ".spec.template.spec.containers[0].image"},
+	}}}
+	p.Spec.StatusSummaries = []placementv1alpha1.StatusSummary{
+		{Name: "ready", Resource: deployment, Value: "ready", Operation: placementv1alpha1.SummarySum},
+		{Name: "ready-per-group", Resource: deployment, Value: "ready", Operation: placementv1alpha1.SummarySum,
+			GroupBy: &placementv1alpha1.SummaryGroupBy{ClusterLabel: "group"}},
+		{Name: "per-image", Resource: deployment, Operation: placementv1alpha1.SummaryCount, GroupBy: &placementv1alpha1.SummaryGroupBy{Value: "image"}},
+	}
+	return p
 }
 
 // available tells whether the Placement reports its objects available on want clusters.
@@ -147,4 +166,25 @@ func workObject(ns, name string) *workv1alpha1.Work {
 			{RawExtension: runtime.RawExtension{Raw: []byte(cm)}}, {RawExtension: runtime.RawExtension{Raw: []byte(deploy)}},
 		}}},
 	}
+}
+
+// summarized waits until the Placement's "ready" summary counts every cluster,
+// so that a run whose summaries do not work fails rather than measuring nothing.
+func (f *fleet) summarized(ctx context.Context, key client.ObjectKey, want int) error {
+	_, err := waitFor(ctx, time.Minute, 200*time.Millisecond, func() (bool, error) {
+		p := &placementv1alpha1.Placement{}
+		if err := f.admin.Get(ctx, key, p); err != nil {
+			return false, err
+		}
+		for _, s := range p.Status.Summaries {
+			if s.Name == "ready" && int(s.Count) == want && s.Stale == 0 {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the summaries of %s do not count %d clusters: %w", key, want, err)
+	}
+	return nil
 }

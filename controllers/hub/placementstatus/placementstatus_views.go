@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/reflection"
 )
 
 // maxObjectMessage bounds an object's message in the Placement's status.
@@ -77,12 +79,29 @@ func viewOf(w *workv1alpha1.Work) *view {
 		if fb := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionStatusFeedback); fb != nil && fb.ObservedGeneration == w.Generation {
 			if values, err := feedback.Decode(fb.Message); err == nil && len(values) > 0 {
 				o.values = values
-				o.feedback, _ = json.Marshal(values)
+				o.feedback = usersFeedback(values)
 			}
 		}
 		v.objects = append(v.objects, o)
 	}
 	return v
+}
+
+// usersFeedback is the JSON of the feedback values the Placement's own rules
+// name, without those status reflection reads (reflection.StatusValue, ...), or
+// nil when there are none.
+func usersFeedback(values map[string]any) []byte {
+	own := make(map[string]any, len(values))
+	for k, v := range values {
+		if !strings.HasPrefix(k, reflection.ValuePrefix) {
+			own[k] = v
+		}
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(own)
+	return b
 }
 
 // describeID names an object as the Placement's messages do: "Kind ns/name".

@@ -28,7 +28,7 @@ func reportedWork(cluster string, ready string, fbGen int64) workv1alpha1.Work {
 		{Identifier: workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "api", Ordinal: 1}, Conditions: []metav1.Condition{
 			cond(lodestarworkv1alpha1.ConditionApplied, metav1.ConditionTrue, "applied", 2),
 			cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionTrue, "3 of 3 replicas available", 2),
-			cond(lodestarworkv1alpha1.ConditionStatusFeedback, metav1.ConditionTrue, `{"values":{"ready":`+ready+`}}`, fbGen),
+			cond(lodestarworkv1alpha1.ConditionStatusFeedback, metav1.ConditionTrue, `{"values":{"ready":`+ready+`,"lodestar.generation":1}}`, fbGen),
 		}},
 	}
 	w.Status.Conditions = append(w.Status.Conditions, cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionFalse, "1 of 2 manifests not available", 2))
@@ -48,7 +48,7 @@ func TestDescribeNamesTheObjects(t *testing.T) {
 	g.Expect(cs.Objects).To(HaveLen(2))
 	g.Expect(cs.Objects[0]).To(And(HaveField("Kind", "PersistentVolumeClaim"), HaveField("State", placementv1alpha1.ObjectProgressing), HaveField("Feedback", BeNil())))
 	g.Expect(cs.Objects[1]).To(And(HaveField("Kind", "Deployment"), HaveField("State", placementv1alpha1.ObjectAvailable), HaveField("Message", "")))
-	g.Expect(string(cs.Objects[1].Feedback.Raw)).To(Equal(`{"ready":3}`))
+	g.Expect(string(cs.Objects[1].Feedback.Raw)).To(Equal(`{"ready":3}`), "without the values status reflection reads")
 	g.Expect(agg.AvailableCondition.Message).To(Equal("0 of 1 clusters available; not yet: a (a: PersistentVolumeClaim shop/uploads: the claim is Pending)"))
 }
 
