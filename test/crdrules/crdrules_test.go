@@ -194,6 +194,15 @@ var cases = []ruleCase{
 	{"an image override sets at least one of registry, repository and tag", override(placementv1alpha1.Override{
 		Name: "image", Image: &placementv1alpha1.ImageOverride{Containers: []string{"app"}},
 	})},
+	{"value is required unless the operation is Count", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.StatusSummaries = []placementv1alpha1.StatusSummary{{Name: "ready", Operation: placementv1alpha1.SummarySum,
+			Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}}}
+	})},
+	{"exactly one of value and clusterLabel must be set", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.StatusSummaries = []placementv1alpha1.StatusSummary{{Name: "per", Operation: placementv1alpha1.SummaryCount,
+			Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"},
+			GroupBy:  &placementv1alpha1.SummaryGroupBy{Value: "image", ClusterLabel: "region"}}}
+	})},
 	{"a PlacementRevision is immutable", func(ctx context.Context, c client.Client, ns string) error {
 		rev := &placementv1alpha1.PlacementRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns},
 			Spec: placementv1alpha1.PlacementRevisionSpec{Placement: "web", Revision: 1, Hash: "abc"}}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -259,6 +260,20 @@ func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	)
 }
 
+// resyncWhenSynced brings every Work back once the new watch of obj's kind has
+// listed the member: an object of that kind deleted on the member before the
+// list would otherwise send no event, and a Work that is available is looked at
+// again only at the next resync.
+func (r *Reconciler) resyncWhenSynced(obj client.Object) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	time.AfterFunc(2*time.Minute, cancel)
+	inf, err := r.MemberCache.GetInformer(ctx, obj)
+	if err != nil || !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return
+	}
+	r.Resync(ctx)
+}
+
 // Resync brings every Work of the cache back to be reconciled: called when the
 // hub is reachable again, so that what the agent could not report meanwhile is
 // reported at once rather than at the next retry.
@@ -325,6 +340,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) er
 			watched.Delete(gvk)
 			return err
 		}
+		go r.resyncWhenSynced(obj)
 		return nil
 	}
 	return nil
