@@ -13,8 +13,8 @@ import (
 )
 
 // reportedWork is a Work of cluster at generation 2 whose agent reported a PVC
-// Pending and a Deployment available with feedback (reported at generation fbGen).
-func reportedWork(cluster string, ready string, fbGen int64) workv1alpha1.Work {
+// Pending and a Deployment available with feedback.
+func reportedWork(cluster string, ready string) workv1alpha1.Work {
 	w := work(cluster, 2, 2, metav1.ConditionTrue)
 	w.ResourceVersion = "1"
 	cond := func(t string, st metav1.ConditionStatus, msg string, gen int64) metav1.Condition {
@@ -28,7 +28,7 @@ func reportedWork(cluster string, ready string, fbGen int64) workv1alpha1.Work {
 		{Identifier: workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "api", Ordinal: 1}, Conditions: []metav1.Condition{
 			cond(lodestarworkv1alpha1.ConditionApplied, metav1.ConditionTrue, "applied", 2),
 			cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionTrue, "3 of 3 replicas available", 2),
-			cond(lodestarworkv1alpha1.ConditionStatusFeedback, metav1.ConditionTrue, `{"values":{"ready":`+ready+`,"lodestar.generation":1}}`, fbGen),
+			cond(lodestarworkv1alpha1.ConditionStatusFeedback, metav1.ConditionTrue, `{"values":{"ready":`+ready+`,"lodestar.generation":1}}`, 2),
 		}},
 	}
 	w.Status.Conditions = append(w.Status.Conditions, cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionFalse, "1 of 2 manifests not available", 2))
@@ -37,7 +37,7 @@ func reportedWork(cluster string, ready string, fbGen int64) workv1alpha1.Work {
 
 func TestDescribeNamesTheObjects(t *testing.T) {
 	g := NewWithT(t)
-	works := []workv1alpha1.Work{reportedWork("a", "3", 2)}
+	works := []workv1alpha1.Work{reportedWork("a", "3")}
 	agg := Aggregate([]string{"a"}, works, false)
 	vs := byCluster((&views{}).refresh(placementKey, works))
 	agg.describe(vs)
@@ -55,10 +55,10 @@ func TestDescribeNamesTheObjects(t *testing.T) {
 func TestViewsAreKeptWhileWorksDoNotChange(t *testing.T) {
 	g := NewWithT(t)
 	vs := &views{}
-	first := vs.refresh(placementKey, []workv1alpha1.Work{reportedWork("a", "3", 2)})
-	again := vs.refresh(placementKey, []workv1alpha1.Work{reportedWork("a", "3", 2)})
+	first := vs.refresh(placementKey, []workv1alpha1.Work{reportedWork("a", "3")})
+	again := vs.refresh(placementKey, []workv1alpha1.Work{reportedWork("a", "3")})
 	g.Expect(again["lodestar-cluster-a"]).To(BeIdenticalTo(first["lodestar-cluster-a"]), "not decoded again")
-	changed := reportedWork("a", "1", 2)
+	changed := reportedWork("a", "1")
 	changed.ResourceVersion = "2"
 	third := vs.refresh(placementKey, []workv1alpha1.Work{changed})
 	g.Expect(third["lodestar-cluster-a"].objects[1].values).To(HaveKey("ready"))
@@ -73,7 +73,7 @@ func TestSummaryInputCountsStaleClusters(t *testing.T) {
 		{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "ready", JSONPath: ".status.readyReplicas"}}},
 	}}}
 	s := placementv1alpha1.StatusSummary{Name: "ready", Operation: placementv1alpha1.SummarySum, Value: "ready", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}}
-	works := []workv1alpha1.Work{reportedWork("a", "3", 2), reportedWork("b", "2", 2), reportedWork("c", "5", 2)}
+	works := []workv1alpha1.Work{reportedWork("a", "3"), reportedWork("b", "2"), reportedWork("c", "5")}
 	works[2].Status.ManifestConditions[1].Conditions[0].ObservedGeneration = 1 // c reports an older generation
 	vs := byCluster((&views{}).refresh(placementKey, works))
 
