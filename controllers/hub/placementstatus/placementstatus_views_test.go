@@ -17,21 +17,21 @@ import (
 func reportedWork(cluster string, ready string) workv1alpha1.Work {
 	w := work(cluster, 2, 2, metav1.ConditionTrue)
 	w.ResourceVersion = "1"
-	cond := func(t string, st metav1.ConditionStatus, msg string, gen int64) metav1.Condition {
-		return metav1.Condition{Type: t, Status: st, Reason: "R", Message: msg, ObservedGeneration: gen}
+	cond := func(t string, st metav1.ConditionStatus, msg string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: st, Reason: "R", Message: msg, ObservedGeneration: 2}
 	}
 	w.Status.ManifestConditions = []workv1alpha1.ManifestCondition{
 		{Identifier: workv1alpha1.ResourceIdentifier{Version: "v1", Kind: "PersistentVolumeClaim", Namespace: "shop", Name: "uploads"}, Conditions: []metav1.Condition{
-			cond(lodestarworkv1alpha1.ConditionApplied, metav1.ConditionTrue, "applied", 2),
-			cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionFalse, "the claim is Pending", 2),
+			cond(lodestarworkv1alpha1.ConditionApplied, metav1.ConditionTrue, "applied"),
+			cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionFalse, "the claim is Pending"),
 		}},
 		{Identifier: workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "api", Ordinal: 1}, Conditions: []metav1.Condition{
-			cond(lodestarworkv1alpha1.ConditionApplied, metav1.ConditionTrue, "applied", 2),
-			cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionTrue, "3 of 3 replicas available", 2),
-			cond(lodestarworkv1alpha1.ConditionStatusFeedback, metav1.ConditionTrue, `{"values":{"ready":`+ready+`,"lodestar.generation":1}}`, 2),
+			cond(lodestarworkv1alpha1.ConditionApplied, metav1.ConditionTrue, "applied"),
+			cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionTrue, "3 of 3 replicas available"),
+			cond(lodestarworkv1alpha1.ConditionStatusFeedback, metav1.ConditionTrue, `{"values":{"ready":`+ready+`,"lodestar.generation":1}}`),
 		}},
 	}
-	w.Status.Conditions = append(w.Status.Conditions, cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionFalse, "1 of 2 manifests not available", 2))
+	w.Status.Conditions = append(w.Status.Conditions, cond(lodestarworkv1alpha1.ConditionAvailable, metav1.ConditionFalse, "1 of 2 manifests not available"))
 	return w
 }
 
