@@ -223,6 +223,25 @@ func hubClient(loader clientcmd.ClientConfig) (*rest.Config, client.Client, erro
 
 // hubClientIn connects to the hub for a namespaced command: namespace, or the
 // kubeconfig context's when empty.
+// placementFlags are the flags of the commands on one Placement: the hub
+// connection and the Placement's namespace.
+type placementFlags struct{ kubeconfig, context, namespace string }
+
+// addPlacementFlags registers --kubeconfig, --context and -n/--namespace on fs.
+func addPlacementFlags(fs *flag.FlagSet) *placementFlags {
+	f := &placementFlags{}
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Kubeconfig of the hub (default: $KUBECONFIG or ~/.kube/config).")
+	fs.StringVar(&f.context, "context", "", "Context of the kubeconfig to use.")
+	fs.StringVar(&f.namespace, "namespace", "", "Namespace of the Placement (default: the context's).")
+	fs.StringVar(&f.namespace, "n", "", "Shorthand for --namespace.")
+	return f
+}
+
+// client connects to the hub and returns the Placement's namespace.
+func (f *placementFlags) client() (client.Client, string, error) {
+	return hubClientIn(f.kubeconfig, f.context, f.namespace)
+}
+
 func hubClientIn(kubeconfig, kubeContext, namespace string) (client.Client, string, error) {
 	loader := hubLoader(kubeconfig, kubeContext)
 	_, c, err := hubClient(loader)

@@ -40,11 +40,8 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("kubectl lodestar render", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, renderUsage) }
-	kubeconfig := fs.String("kubeconfig", "", "Kubeconfig of the hub (default: $KUBECONFIG or ~/.kube/config).")
-	kubeContext := fs.String("context", "", "Context of the kubeconfig to use.")
-	var namespace, output, file string
-	fs.StringVar(&namespace, "namespace", "", "Namespace of the Placement (default: the context's).")
-	fs.StringVar(&namespace, "n", "", "Shorthand for --namespace.")
+	hubFlags := addPlacementFlags(fs)
+	var output, file string
 	fs.StringVar(&output, "output", "yaml", "yaml, json or diff.")
 	fs.StringVar(&output, "o", "yaml", "Shorthand for --output.")
 	fs.StringVar(&file, "filename", "", "A file with the Placement and objects to use instead of the hub's.")
@@ -60,7 +57,7 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if output != "yaml" && output != "json" && output != "diff" {
 		return fmt.Errorf("--output %q: yaml, json or diff", output)
 	}
-	c, namespace, err := hubClientIn(*kubeconfig, *kubeContext, namespace)
+	c, namespace, err := hubFlags.client()
 	if err != nil {
 		return err
 	}

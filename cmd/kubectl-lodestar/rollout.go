@@ -43,11 +43,8 @@ func runRollout(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	verb, args := args[0], args[1:]
 	fs := flag.NewFlagSet("kubectl lodestar rollout "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", "", "Kubeconfig of the hub (default: $KUBECONFIG or ~/.kube/config).")
-	kubeContext := fs.String("context", "", "Context of the kubeconfig to use.")
-	var namespace string
-	fs.StringVar(&namespace, "namespace", "", "Namespace of the Placement (default: the context's).")
-	fs.StringVar(&namespace, "n", "", "Shorthand for --namespace.")
+	hubFlags := addPlacementFlags(fs)
+
 	watch := fs.Bool("watch", true, "status: wait until the rollout is complete or failed.")
 	timeout := fs.Duration("timeout", 10*time.Minute, "status: how long to wait.")
 	toRevision := fs.Int64("to-revision", 0, "undo: the revision number to go back to (default: the one before the target).")
@@ -64,7 +61,7 @@ func runRollout(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	c, namespace, err := hubClientIn(*kubeconfig, *kubeContext, namespace)
+	c, namespace, err := hubFlags.client()
 	if err != nil {
 		return err
 	}

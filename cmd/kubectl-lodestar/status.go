@@ -44,11 +44,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("kubectl lodestar status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, statusUsage) }
-	kubeconfig := fs.String("kubeconfig", "", "Kubeconfig of the hub (default: $KUBECONFIG or ~/.kube/config).")
-	kubeContext := fs.String("context", "", "Context of the kubeconfig to use.")
-	var namespace, output string
-	fs.StringVar(&namespace, "namespace", "", "Namespace of the Placement (default: the context's).")
-	fs.StringVar(&namespace, "n", "", "Shorthand for --namespace.")
+	hubFlags := addPlacementFlags(fs)
+	var output string
 	fs.StringVar(&output, "output", "text", "text or json.")
 	fs.StringVar(&output, "o", "text", "Shorthand for --output.")
 	cluster := fs.String("cluster", "", "Show only this cluster.")
@@ -59,7 +56,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if output != "text" && output != "json" {
 		return fmt.Errorf("--output %q: text or json", output)
 	}
-	c, namespace, err := hubClientIn(*kubeconfig, *kubeContext, namespace)
+	c, namespace, err := hubFlags.client()
 	if err != nil {
 		return err
 	}
