@@ -83,6 +83,9 @@ const explainEvery = time.Minute
 // schedulingStatus explains a result: how many clusters were eligible and, by
 // reason, how many were not chosen, with a few names.
 func schedulingStatus(res scheduling.Result) *placementv1alpha1.SchedulingStatus {
+	if res.Eligible == 0 && len(res.Excluded) == 0 {
+		return nil // Nothing to explain: no cluster to choose from.
+	}
 	st := &placementv1alpha1.SchedulingStatus{Eligible: int32(res.Eligible)} //nolint:gosec // bounded by the number of ClusterProfiles
 	reasons := make([]string, 0, len(res.Excluded))
 	for reason := range res.Excluded {
