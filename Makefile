@@ -64,8 +64,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the SIG-Multicluster one
 	cp config/crd/bases/placement.lodestar.dev_*.yaml config/crd/bases/multicluster.x-k8s.io_*.yaml charts/lodestar-hub/crds/
 	cp config/crd/bases/work.lodestar.dev_*.yaml config/crd/bases/about.k8s.io_*.yaml charts/lodestar-agent/crds/
 	cp config/rbac/hub/role.yaml charts/lodestar-hub/files/role.yaml
-	cp config/admission/agent-works.yaml charts/lodestar-hub/files/agent-works.yaml
-	cp config/admission/agent-tokens.yaml charts/lodestar-hub/files/agent-tokens.yaml
+	cp config/admission/*.yaml charts/lodestar-hub/files/
+	cp config/rbac/tenancy/roles.yaml charts/lodestar-hub/files/tenancy-roles.yaml
 	cp config/optional-admission/cluster-names.yaml charts/lodestar-hub/files/cluster-names.yaml
 
 .PHONY: fmt

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml admission/*.yaml optional-admission/*.yaml rbac/hub/role.yaml rbac/agent/role.yaml rbac/agent-clusterprofile/role.yaml
+//go:embed crd/bases/*.yaml admission/*.yaml optional-admission/*.yaml rbac/hub/role.yaml rbac/agent/role.yaml rbac/agent-clusterprofile/role.yaml rbac/tenancy/roles.yaml
 var files embed.FS
 
 // CRDs returns the CRDs whose API group is one of groups.
@@ -79,6 +79,24 @@ func rules(name string) ([]rbacv1.PolicyRule, error) {
 		return nil, fmt.Errorf("decoding %s: %w", name, err)
 	}
 	return role.Rules, nil
+}
+
+// TenancyRoles are the ClusterRoles of a hub's users: lodestar:tenant,
+// lodestar:approver and lodestar:clusterset-admin (docs/tenancy.md).
+func TenancyRoles() ([]*rbacv1.ClusterRole, error) {
+	b, err := files.ReadFile("rbac/tenancy/roles.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*rbacv1.ClusterRole
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.UnmarshalStrict([]byte(doc), role); err != nil {
+			return nil, fmt.Errorf("decoding rbac/tenancy/roles.yaml: %w", err)
+		}
+		out = append(out, role)
+	}
+	return out, nil
 }
 
 // HubAdmissionPolicies are the ValidatingAdmissionPolicies (and their bindings) a

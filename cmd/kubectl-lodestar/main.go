@@ -17,6 +17,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -221,8 +223,6 @@ func hubClient(loader clientcmd.ClientConfig) (*rest.Config, client.Client, erro
 	return cfg, c, err
 }
 
-// hubClientIn connects to the hub for a namespaced command: namespace, or the
-// kubeconfig context's when empty.
 // placementFlags are the flags of the commands on one Placement: the hub
 // connection and the Placement's namespace.
 type placementFlags struct{ kubeconfig, context, namespace string }
@@ -242,6 +242,21 @@ func (f *placementFlags) client() (client.Client, string, error) {
 	return hubClientIn(f.kubeconfig, f.context, f.namespace)
 }
 
+// kinds discovers the namespaced kinds the hub serves.
+func (f *placementFlags) kinds(context.Context) ([]schema.GroupVersionKind, error) {
+	cfg, err := hubLoader(f.kubeconfig, f.context).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading the hub kubeconfig: %w", err)
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return kube.NamespacedKinds(d)
+}
+
+// hubClientIn connects to the hub for a namespaced command: namespace, or the
+// kubeconfig context's when empty.
 func hubClientIn(kubeconfig, kubeContext, namespace string) (client.Client, string, error) {
 	loader := hubLoader(kubeconfig, kubeContext)
 	_, c, err := hubClient(loader)

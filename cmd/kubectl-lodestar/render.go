@@ -62,7 +62,7 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 
-	opts := renderctl.Options{Placement: client.ObjectKey{Namespace: namespace, Name: name}, Cluster: *cluster}
+	opts := renderctl.Options{Placement: client.ObjectKey{Namespace: namespace, Name: name}, Cluster: *cluster, Kinds: hubFlags.kinds}
 	if file != "" {
 		if opts.Local, err = renderctl.ReadObjects(file, namespace); err != nil {
 			return err

@@ -27,6 +27,7 @@ func renderFixture(t *testing.T) string {
 	ctx := t.Context()
 	ns := "render-" + rand.String(5)
 	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(fleet.BindClusterSet(ctx, hubCP.Client, ns, placementv1alpha1.DefaultClusterSet)).To(Succeed())
 	labels := map[string]string{"app": "web"}
 	g.Expect(hubCP.Client.Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: labels},

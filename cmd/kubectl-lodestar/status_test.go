@@ -19,6 +19,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
@@ -47,6 +48,7 @@ func TestStatusReadsOnlyThePlacement(t *testing.T) {
 	ctx := t.Context()
 	ns := "status-" + rand.String(5)
 	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(fleet.BindClusterSet(ctx, hubCP.Client, ns, placementv1alpha1.DefaultClusterSet)).To(Succeed())
 	p := &placementv1alpha1.Placement{
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},
 		Spec: placementv1alpha1.PlacementSpec{

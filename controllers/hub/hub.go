@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +21,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clustersetbinding"
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
@@ -35,9 +37,6 @@ type Options struct {
 	// whose ClusterProfiles get health and cleanup. ClusterProfiles elsewhere are
 	// never acted on.
 	ClusterSetNamespaces []string
-	// DefaultClusterSets are the cluster sets of namespaces that name none
-	// (default: ClusterSetNamespaces).
-	DefaultClusterSets []string
 	// Workers is how many Placements each controller reconciles at once.
 	Workers int
 	// LeaseGracePeriod is how long after its Lease expires an agent still counts
@@ -84,9 +83,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if len(opts.ClusterSetNamespaces) == 0 {
 		opts.ClusterSetNamespaces = []string{scheduler.DefaultClusterSetNamespace}
 	}
-	if len(opts.DefaultClusterSets) == 0 {
-		opts.DefaultClusterSets = opts.ClusterSetNamespaces
-	}
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
 	}
@@ -94,22 +90,27 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := (&scheduler.Reconciler{
-		Client:             mgr.GetClient(),
-		Recorder:           mgr.GetEventRecorder(scheduler.Name),
-		DefaultClusterSets: opts.DefaultClusterSets,
-		Workers:            opts.Workers,
+		Client:      mgr.GetClient(),
+		Recorder:    mgr.GetEventRecorder(scheduler.Name),
+		ClusterSets: opts.ClusterSetNamespaces,
+		Workers:     opts.Workers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating the discovery client: %w", err)
+	}
 	if err := (&workgenerator.Reconciler{
 		Client:    mgr.GetClient(),
+		Discovery: disc,
 		APIReader: mgr.GetAPIReader(),
 		Cache:     mgr.GetCache(),
 		Mapper:    mgr.GetRESTMapper(),
 		Recorder:  mgr.GetEventRecorder(workgenerator.Name),
 		Workers:   opts.Workers,
 
-		DefaultClusterSets: opts.DefaultClusterSets,
+		ClusterSets: opts.ClusterSetNamespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the work generator: %w", err)
 	}
@@ -124,7 +125,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster cleanup controller: %w", err)
 	}
-	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, DefaultClusterSets: opts.DefaultClusterSets}).SetupWithManager(mgr); err != nil {
+	if err := (&clustersetbinding.Reconciler{Client: mgr.GetClient(), ClusterSets: opts.ClusterSetNamespaces}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the cluster-set binding controller: %w", err)
+	}
+	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, ClusterSets: opts.ClusterSetNamespaces}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)
 	}
 	return nil

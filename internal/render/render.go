@@ -5,6 +5,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,6 +131,27 @@ var hubOnlyKinds = map[schema.GroupKind]string{
 // HubOnlyKind says why objects of kind gk are never placed, or "" when they may be.
 func HubOnlyKind(gk schema.GroupKind) string {
 	return hubOnlyKinds[gk]
+}
+
+// notByLabels are the API groups whose kinds a selector without kind never
+// selects: Lodestar's own objects (Placements, their revisions, approvals and
+// bindings; PlacementDecisions, Works, ClusterProfiles), the hub's records of
+// its controllers (Leases, Events) and metrics.
+var notByLabels = []string{"placement.lodestar.dev", "multicluster.x-k8s.io", "work.lodestar.dev", "coordination.k8s.io", "events.k8s.io", "metrics.k8s.io"}
+
+// SelectableByLabels tells whether a selector without kind (labels alone) may
+// select objects of kind gk: not the kinds that are never placed (HubOnlyKind),
+// not Endpoints (each cluster makes its own for its Services), not Lodestar's own
+// kinds, and not Secrets, which are placed only by a selector that names their
+// kind.
+func SelectableByLabels(gk schema.GroupKind) bool {
+	switch {
+	case HubOnlyKind(gk) != "", slices.Contains(notByLabels, gk.Group):
+		return false
+	case gk.Group == "" && (gk.Kind == "Secret" || gk.Kind == "Endpoints"):
+		return false
+	}
+	return true
 }
 
 // HubOwned says why obj belongs to the hub and is never placed, or "" when it may

@@ -36,6 +36,9 @@ type Options struct {
 	// Local are objects to use instead of the hub's copies: the Placement, and
 	// objects it may select.
 	Local []*unstructured.Unstructured
+	// Kinds returns the namespaced kinds the hub serves, for resource selectors
+	// without kind (kube.NamespacedKinds).
+	Kinds func(ctx context.Context) ([]schema.GroupVersionKind, error)
 }
 
 // Render returns the manifests before overrides (base) and what the cluster's
@@ -49,7 +52,7 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	objs, err := workgenerator.SelectObjects(ctx, c.RESTMapper(), placement, hubAndLocal(c, o.Local))
+	objs, err := workgenerator.SelectObjects(ctx, placement, workgenerator.Source{Mapper: c.RESTMapper(), List: hubAndLocal(c, o.Local), Kinds: o.Kinds})
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}

@@ -89,7 +89,8 @@ type APIServerFlag struct{ Name, Value string }
 // tests that restart it.
 var QuickShutdown = APIServerFlag{Name: "request-timeout", Value: "10s"}
 
-// StartHub starts a hub control plane with the hub CRDs.
+// StartHub starts a hub control plane with the hub CRDs, admission policies and
+// tenancy roles.
 func StartHub(scheme *runtime.Scheme, flags ...APIServerFlag) (*ControlPlane, error) {
 	crds, err := config.HubCRDs()
 	if err != nil {
@@ -102,6 +103,13 @@ func StartHub(scheme *runtime.Scheme, flags ...APIServerFlag) (*ControlPlane, er
 	policies, err := config.HubAdmissionPolicies()
 	if err != nil {
 		return nil, errors.Join(err, cp.Stop())
+	}
+	roles, err := config.TenancyRoles()
+	if err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	for _, r := range roles {
+		policies = append(policies, r)
 	}
 	for _, p := range policies {
 		if err := cp.Client.Create(context.Background(), p); err != nil {

@@ -19,6 +19,8 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	lodestarfleet "github.com/lodestar-dev/lodestar/internal/fleet"
 )
 
 const simulated = "simulated: the real agent code (work.Reconciler), many agents in one process, each applying to an in-memory member"
@@ -46,8 +48,8 @@ func waitFor(ctx context.Context, timeout, every time.Duration, cond func() (boo
 	}
 }
 
-// app creates a namespace with the benchmark's application: a 1 KB ConfigMap and
-// a Deployment.
+// app creates a namespace bound to the default cluster set with the benchmark's
+// application: a 1 KB ConfigMap and a Deployment.
 func (f *fleet) app(ctx context.Context, ns string) error {
 	labels := map[string]string{"app": "web"}
 	for _, obj := range []client.Object{
@@ -65,7 +67,7 @@ func (f *fleet) app(ctx context.Context, ns string) error {
 			return err
 		}
 	}
-	return nil
+	return lodestarfleet.BindClusterSet(ctx, f.admin, ns, scheduler.DefaultClusterSetNamespace)
 }
 
 func placementFor(ns, name string, selector map[string]string) *placementv1alpha1.Placement {

@@ -95,6 +95,13 @@ func TestHubChartRenders(t *testing.T) {
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-agent-tokens"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-agent-tokens"))
 	g.Expect(docs).NotTo(HaveKey("ValidatingAdmissionPolicy/lodestar-cluster-names"), "opt-in")
+	for _, name := range []string{"lodestar-clusterset-bindings", "lodestar-placement-scope"} {
+		g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/" + name))
+		g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/" + name))
+	}
+	for _, name := range []string{"lodestar:tenant", "lodestar:approver", "lodestar:clusterset-admin", "lodestar:clusterset:lodestar-fleet:bind"} {
+		g.Expect(docs).To(HaveKey("ClusterRole/" + name))
+	}
 	// The chart's defaults are the binary's.
 	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--leader-elect=true", "--kube-api-qps=200", "--zap-log-level=info",
 		"--clusterset-namespaces="+placementv1alpha1.DefaultClusterSet,
@@ -107,6 +114,7 @@ func TestHubChartRenders(t *testing.T) {
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-cluster-names"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-cluster-names-lodestar-fleet"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-cluster-names-edge"), "one binding per managed cluster set")
+	g.Expect(docs).To(HaveKey("ClusterRole/lodestar:clusterset:edge:bind"), "one bind role per managed cluster set")
 	d := docs["Deployment/test-lodestar-hub"]
 	g.Expect(d["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(3))
 	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--kube-api-qps=50", "--zap-log-level=debug"))

@@ -117,6 +117,7 @@ func TestChartsInstallAndRun(t *testing.T) {
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
 	g.Expect(hubCP.Client.Create(ctx, ns)).To(Succeed())
+	g.Expect(fleet.BindClusterSet(ctx, hubCP.Client, ns.Name, placementv1alpha1.DefaultClusterSet)).To(Succeed())
 	g.Expect(hubCP.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}, Data: map[string]string{"k": "v"}})).To(Succeed())
 	labels := map[string]string{"app": "shop"}
 	g.Expect(hubCP.Client.Create(ctx, &appsv1.Deployment{

@@ -101,6 +101,16 @@ var cases = []ruleCase{
 	{"name and labelSelector are mutually exclusive", placementWith(func(s *placementv1alpha1.PlacementSpec) {
 		s.ResourceSelectors[0].LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
 	})},
+	{"kind and version go together", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.ResourceSelectors[0].Version = ""
+	})},
+	{"a selector without kind selects by labelSelector alone (no group, version or name)", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.ResourceSelectors[0] = placementv1alpha1.ResourceSelector{Group: "apps", LabelSelector: &metav1.LabelSelector{}}
+	})},
+	{"a ClusterSetBinding's name must equal spec.clusterSet", func(ctx context.Context, c client.Client, ns string) error {
+		return c.Create(ctx, &placementv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ns},
+			Spec: placementv1alpha1.ClusterSetBindingSpec{ClusterSet: "theirs"}})
+	}},
 	{"schedulerName is immutable", func(ctx context.Context, c client.Client, ns string) error {
 		p := &placementv1alpha1.Placement{
 			ObjectMeta: metav1.ObjectMeta{Name: "p-" + rand.String(5), Namespace: ns},

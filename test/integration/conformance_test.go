@@ -124,12 +124,19 @@ func TestManifestsReplacedByAnUnservedKind(t *testing.T) {
 // the given versions (the first one stored), and deletes it when the test ends.
 func widgetCRD(t *testing.T, cluster string, versions ...string) (string, *unstructured.Unstructured) {
 	t.Helper()
-	g := NewWithT(t)
 	group := "g" + rand.String(6) + ".example.com"
+	return group, createWidgetCRD(t, members[cluster].Client, group, apiextensionsv1.NamespaceScoped, versions...)
+}
+
+// createWidgetCRD creates the CRD of kind Widget in group through any client, of
+// either scope, and deletes it when the test ends.
+func createWidgetCRD(t *testing.T, c client.Client, group string, scope apiextensionsv1.ResourceScope, versions ...string) *unstructured.Unstructured {
+	t.Helper()
+	g := NewWithT(t)
 	def := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Group: group, Scope: scope,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
 		},
 	}
@@ -138,16 +145,15 @@ func widgetCRD(t *testing.T, cluster string, versions ...string) (string, *unstr
 			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 				Type: "object", XPreserveUnknownFields: ptr.To(true)}}})
 	}
-	// The member's client knows no apiextensions types: the CRD goes as unstructured.
+	// The clients know no apiextensions types: the CRD goes as unstructured.
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(def)
 	g.Expect(err).NotTo(HaveOccurred())
 	crd := &unstructured.Unstructured{Object: content}
 	crd.SetAPIVersion(apiextensionsv1.SchemeGroupVersion.String())
 	crd.SetKind("CustomResourceDefinition")
-	member := members[cluster].Client
-	g.Expect(member.Create(t.Context(), crd)).To(Succeed())
-	t.Cleanup(func() { _ = member.Delete(context.Background(), crd) })
-	return group, crd
+	g.Expect(c.Create(t.Context(), crd)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
+	return crd
 }
 
 // An object whose kind's CRD was removed from the member (taking the object with

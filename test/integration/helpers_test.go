@@ -30,13 +30,34 @@ func init() {
 	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
 }
 
-// newNamespace creates a namespace of its own for a test on the hub.
+// newNamespace creates a namespace of its own for a test on the hub, bound to the
+// default cluster set.
 func newNamespace(t *testing.T) string {
+	t.Helper()
+	return newTenant(t, placementv1alpha1.DefaultClusterSet)
+}
+
+// newTenant creates a namespace of its own for a test on the hub, bound to sets.
+func newTenant(t *testing.T, sets ...string) string {
 	t.Helper()
 	g := NewWithT(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("test-%s", rand.String(6))}}
 	g.Expect(hubCP.Client.Create(t.Context(), ns)).To(Succeed())
+	for _, set := range sets {
+		bind(t, ns.Name, set)
+	}
 	return ns.Name
+}
+
+// bind lets the Placements of ns use set, as a cluster-set admin does.
+func bind(t *testing.T, ns, set string) *placementv1alpha1.ClusterSetBinding {
+	t.Helper()
+	b := &placementv1alpha1.ClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: set, Namespace: ns},
+		Spec:       placementv1alpha1.ClusterSetBindingSpec{ClusterSet: set},
+	}
+	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), b)).To(Succeed())
+	return b
 }
 
 // updateOnHub reads obj (by its name) from the hub, changes it with mutate and

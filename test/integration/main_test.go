@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +53,13 @@ var agentConfig = agent.Config{Policy: policy.Policy{NamespacePodSecurity: "base
 }}}
 
 const gadgetGroup = "example.lodestar.dev"
+
+// sliceSets are cluster sets the hub manages for tests that make fleets of their
+// own (sliceFleet); nextSliceSet counts them out.
+var (
+	sliceSets    = []string{"lodestar-test-slice-0", "lodestar-test-slice-1", "lodestar-test-slice-2", "lodestar-test-slice-3"}
+	nextSliceSet atomic.Int32
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -121,8 +129,7 @@ func startFleet(ctx context.Context) error {
 	// The aux cluster set is managed (health, cleanup) but no namespace uses it
 	// unless it says so.
 	if err := hub.Setup(mgr, hub.Options{
-		ClusterSetNamespaces: []string{scheduler.DefaultClusterSetNamespace, auxSet},
-		DefaultClusterSets:   []string{scheduler.DefaultClusterSetNamespace},
+		ClusterSetNamespaces: append([]string{scheduler.DefaultClusterSetNamespace, auxSet}, sliceSets...),
 		LeaseGracePeriod:     2 * time.Second, CleanupGracePeriod: 3 * time.Second,
 	}); err != nil {
 		return err

@@ -170,13 +170,7 @@ func sample(every time.Duration, probe func()) (stop func()) {
 func rolloutNamespace(t *testing.T) string {
 	t.Helper()
 	g := NewWithT(t)
-	ns := newNamespace(t)
-	g.Expect(updateOnHub(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
-		if n.Annotations == nil {
-			n.Annotations = map[string]string{}
-		}
-		n.Annotations[placementv1alpha1.ClusterSetsAnnotation] = placementv1alpha1.DefaultClusterSet + "," + auxSet
-	})).To(Succeed())
+	ns := newTenant(t, placementv1alpha1.DefaultClusterSet, auxSet)
 	cm, _, _ := webObjects(ns)
 	cm.Data["greeting"] = "v1"
 	g.Expect(hubCP.Client.Create(t.Context(), cm)).To(Succeed())

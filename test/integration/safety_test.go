@@ -10,10 +10,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -83,16 +83,17 @@ func TestInjectedDecisionsSendNoWork(t *testing.T) {
 	}).Should(Succeed())
 }
 
-// sliceFleet creates a cluster set of n managed, healthy ClusterProfiles named
-// c-001..c-<n> (with their hub namespaces) and a tenant namespace bound to it, and
-// removes the profiles when the test ends.
+// sliceFleet creates a cluster set (one of sliceSets, which the hub manages) of n
+// managed, healthy ClusterProfiles named c-001..c-<n> (with their hub namespaces)
+// and a tenant namespace bound to it, and removes the profiles when the test ends.
 func sliceFleet(t *testing.T, n int) (set, tenant string) {
 	t.Helper()
 	g := NewWithT(t)
-	set, tenant = newNamespace(t), newNamespace(t)
-	g.Expect(updateOnHub(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}}, func(ns *corev1.Namespace) {
-		ns.Annotations = map[string]string{placementv1alpha1.ClusterSetsAnnotation: set}
-	})).To(Succeed())
+	i := int(nextSliceSet.Add(1)) - 1
+	g.Expect(i).To(BeNumerically("<", len(sliceSets)), "more slice fleets than the hub manages cluster sets for")
+	set = sliceSets[i]
+	g.Expect(hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: set}})).To(Succeed())
+	tenant = newTenant(t, set)
 	for i := 1; i <= n; i++ {
 		addSliceCluster(t, set, fmt.Sprintf("c-%03d", i))
 	}
@@ -112,10 +113,14 @@ func addSliceCluster(t *testing.T, set, name string) {
 		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
 	}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
-	// As the cluster health controller reports a cluster whose agent is there: this
-	// set is not one the hub manages, so nothing else writes the profiles.
-	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: placementv1alpha1.ControlPlaneHealthyCondition, Status: metav1.ConditionTrue, Reason: "Test"})
-	g.Expect(hubCP.Client.Status().Update(ctx, p)).To(Succeed())
+	// A heartbeat as an agent's, good for the test's length: the cluster health
+	// controller reports the cluster reachable and healthy.
+	g.Expect(client.IgnoreAlreadyExists(hubCP.Client.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: placementv1alpha1.AgentLeaseName, Namespace: ns.Name,
+			Labels:      map[string]string{placementv1alpha1.AgentLeaseLabel: "true"},
+			Annotations: map[string]string{placementv1alpha1.MemberReadyAnnotation: "true"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](3600), RenewTime: &metav1.MicroTime{Time: time.Now()}},
+	}))).To(Succeed())
 	t.Cleanup(func() {
 		_ = hubCP.Client.Delete(context.Background(), p)
 	})

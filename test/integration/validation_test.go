@@ -3,11 +3,14 @@ package integration
 import (
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,14 +39,21 @@ func TestPlacementSchemaValidation(t *testing.T) {
 			message: "spec.resourceSelectors",
 		},
 		{
-			name:    "missing kind",
+			name:    "missing kind, with a name",
 			mutate:  func(p *placementv1alpha1.Placement) { p.Spec.ResourceSelectors[0].Kind = "" },
-			message: "spec.resourceSelectors[0].kind",
+			message: "a selector without kind selects by labelSelector alone",
+		},
+		{
+			name: "cluster-scoped kind, refused at admission",
+			mutate: func(p *placementv1alpha1.Placement) {
+				p.Spec.ResourceSelectors[0] = placementv1alpha1.ResourceSelector{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
+			},
+			message: "rbac.authorization.k8s.io/ClusterRole is cluster-scoped: a platform admin places it with a ClusterPlacement",
 		},
 		{
 			name:    "missing version",
 			mutate:  func(p *placementv1alpha1.Placement) { p.Spec.ResourceSelectors[0].Version = "" },
-			message: "spec.resourceSelectors[0].version",
+			message: "kind and version go together",
 		},
 	}
 	for _, tt := range tests {
@@ -61,16 +71,16 @@ func TestPlacementSchemaValidation(t *testing.T) {
 // A Placement whose selectors can never select anything gets a False condition
 // with a reason and a Warning event, and places nothing.
 func TestInvalidResourceSelector(t *testing.T) {
+	// A cluster-scoped kind of a CRD: admission cannot know its scope.
+	clusterScoped := "g" + rand.String(6) + ".example.com"
+	createWidgetCRD(t, hubCP.Client, clusterScoped, apiextensionsv1.ClusterScoped, "v1")
 	tests := []struct {
 		name     string
 		selector placementv1alpha1.ResourceSelector
 		message  string
 	}{
 		{"unknown kind", placementv1alpha1.ResourceSelector{Group: "example.com", Version: "v1", Kind: "Widget"}, "does not serve kind"},
-		{"cluster-scoped kind", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "Namespace"}, "cluster-scoped"},
-		{"Secrets by labels", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "Secret", LabelSelector: &metav1.LabelSelector{
-			MatchLabels: map[string]string{"app": "web"},
-		}}, "Secrets are placed only when selected by name"},
+		{"cluster-scoped kind", placementv1alpha1.ResourceSelector{Group: clusterScoped, Version: "v1", Kind: "Widget"}, "cluster-scoped"},
 		{"bad label selector", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}},
 		}}, "labelSelector"},

@@ -43,6 +43,9 @@ const (
 const (
 	// ReasonScheduled: the decisions name every cluster the Placement selects.
 	ReasonScheduled = "Scheduled"
+	// ReasonNoClusterSetBinding: the Placement's namespace has no
+	// ClusterSetBinding to a cluster set the hub manages, so it may use no cluster.
+	ReasonNoClusterSetBinding = "NoClusterSetBinding"
 	// ReasonNoMatchingClusters: no cluster matches the cluster selector.
 	ReasonNoMatchingClusters = "NoMatchingClusters"
 	// ReasonInvalidClusterSelector: the cluster selector cannot be parsed.

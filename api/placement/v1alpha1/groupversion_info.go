@@ -23,7 +23,8 @@ var (
 
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion, &Placement{}, &PlacementList{},
-		&PlacementRevision{}, &PlacementRevisionList{}, &RolloutApproval{}, &RolloutApprovalList{})
+		&PlacementRevision{}, &PlacementRevisionList{}, &RolloutApproval{}, &RolloutApprovalList{},
+		&ClusterSetBinding{}, &ClusterSetBindingList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

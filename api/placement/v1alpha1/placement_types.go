@@ -149,26 +149,36 @@ type PlacementSpec struct {
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
-// ResourceSelector selects objects of one kind in the Placement's namespace, by name
-// or by labels. With neither, it selects every object of the kind.
+// ResourceSelector selects objects in the Placement's namespace: of one kind, by
+// name or by labels (with neither, every object of the kind); or, without kind,
+// group and version, by labels alone: every object with those labels of every
+// namespaced kind the hub serves, including kinds added later, except what
+// belongs to the hub (Events, Pods, Leases, Endpoints, EndpointSlices,
+// ControllerRevisions, objects another object controls, the kube-root-ca.crt
+// ConfigMap, the default ServiceAccount, ServiceAccount tokens, and Lodestar's own
+// objects) and Secrets, which are placed only by a selector that names kind Secret.
 // +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.labelSelector))",message="name and labelSelector are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="has(self.kind) == has(self.version)",message="kind and version go together"
+// +kubebuilder:validation:XValidation:rule="has(self.kind) || (has(self.labelSelector) && !has(self.group))",message="a selector without kind selects by labelSelector alone (no group, version or name)"
 type ResourceSelector struct {
 	// group is the API group of the kind; empty for the core group.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Group string `json:"group,omitempty"`
 
-	// version is the API version of the kind, for example v1.
-	// +required
+	// version is the API version of the kind, for example v1; required with kind.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	Version string `json:"version"`
+	Version string `json:"version,omitempty"`
 
-	// kind is the kind of the objects, for example Deployment.
-	// +required
+	// kind is the kind of the objects, for example Deployment. Without it (and
+	// without group and version) the selector selects by labelSelector across
+	// kinds.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	Kind string `json:"kind"`
+	Kind string `json:"kind,omitempty"`
 
 	// name selects the one object with this name.
 	// +optional

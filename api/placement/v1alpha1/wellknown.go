@@ -30,12 +30,6 @@ const ClusterIDAnnotation = "placement.lodestar.dev/cluster-id"
 // until the cluster's hub side (Works, namespace, agent identity) is removed.
 const ClusterCleanupFinalizer = "placement.lodestar.dev/cluster-cleanup"
 
-// ClusterSetsAnnotation on a tenant namespace names the cluster sets (namespaces
-// holding ClusterProfiles, comma-separated) whose clusters the namespace's
-// Placements may use. Only a platform admin sets it: tenants cannot update their
-// Namespace object. Without it, a namespace uses the default cluster set.
-const ClusterSetsAnnotation = "placement.lodestar.dev/cluster-sets"
-
 // TaintsAnnotation on a ClusterProfile holds the cluster's taints, as the JSON of a
 // list of Taint. `kubectl lodestar cordon` and `drain` write it; the scheduler
 // validates it and treats a cluster whose taints cannot be read as tainted

@@ -9,9 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -32,6 +30,8 @@ const (
 	// ClusterProfilesByName indexes ClusterProfiles by name, to find a cluster's
 	// profile from its hub namespace (a Lease, a Work) whatever its cluster set.
 	ClusterProfilesByName = "lodestar.clusterName"
+	// BindingsBySet indexes ClusterSetBindings by the cluster set they bind.
+	BindingsBySet = "lodestar.clusterSet"
 )
 
 // AddIndexes registers every index of this package with a manager's indexer. The
@@ -50,6 +50,14 @@ func AddIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{o.GetName()}
 	}); err != nil {
 		return fmt.Errorf("indexing ClusterProfiles by name: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &placementv1alpha1.ClusterSetBinding{}, BindingsBySet, func(o client.Object) []string {
+		if b, ok := o.(*placementv1alpha1.ClusterSetBinding); ok {
+			return []string{b.Spec.ClusterSet}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing ClusterSetBindings by cluster set: %w", err)
 	}
 	return nil
 }
@@ -116,20 +124,20 @@ func WorkAvailability(w *workv1alpha1.Work) metav1.ConditionStatus {
 }
 
 // ClusterSets returns the cluster sets a namespace's Placements may use: those its
-// placementv1alpha1.ClusterSetsAnnotation names, or defaults.
-func ClusterSets(ctx context.Context, c client.Reader, namespace string, defaults []string) ([]string, error) {
-	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+// ClusterSetBindings name that are among managed, the cluster sets the hub
+// manages, sorted. A namespace without a binding may use none.
+func ClusterSets(ctx context.Context, c client.Reader, namespace string, managed []string) ([]string, error) {
+	list := &placementv1alpha1.ClusterSetBindingList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterSetBindings in %s: %w", namespace, err)
 	}
 	var sets []string
-	for _, s := range strings.Split(ns.Annotations[placementv1alpha1.ClusterSetsAnnotation], ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			sets = append(sets, s)
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.DeletionTimestamp.IsZero() && slices.Contains(managed, b.Spec.ClusterSet) && !slices.Contains(sets, b.Spec.ClusterSet) {
+			sets = append(sets, b.Spec.ClusterSet)
 		}
 	}
-	if len(sets) == 0 {
-		return defaults, nil
-	}
+	slices.Sort(sets)
 	return sets, nil
 }

@@ -55,6 +55,23 @@ func FromLabels(c client.Reader, nameLabel, nsLabel string) handler.MapFunc {
 	}
 }
 
+// InNamespace maps an object (a ClusterSetBinding) to every Placement of its
+// namespace.
+func InNamespace(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		list := &placementv1alpha1.PlacementList{}
+		if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing Placements of a namespace", "object", klog.KObj(obj))
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
+}
+
 // Decisions is what a Placement's PlacementDecisions say, once checked.
 type Decisions struct {
 	// Clusters are the clusters the accepted decisions name, each once.
@@ -168,9 +185,9 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 }
 
 // DecidedIn is Decided for the cluster sets the Placement's namespace may use
-// (lookup.ClusterSets, with defaultSets for a namespace that names none).
-func DecidedIn(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, defaultSets []string) (Decisions, error) {
-	sets, err := lookup.ClusterSets(ctx, c, placement.Namespace, defaultSets)
+// (lookup.ClusterSets: those of managed its ClusterSetBindings name).
+func DecidedIn(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, managed []string) (Decisions, error) {
+	sets, err := lookup.ClusterSets(ctx, c, placement.Namespace, managed)
 	if err != nil {
 		return Decisions{}, err
 	}

@@ -36,9 +36,9 @@ type Reconciler struct {
 	Client client.Client
 	// Workers is how many Placements are reconciled at once.
 	Workers int
-	// DefaultClusterSets are the cluster sets of namespaces that name none
-	// (placementv1alpha1.ClusterSetsAnnotation).
-	DefaultClusterSets []string
+	// ClusterSets are the cluster sets the hub manages; a namespace uses those
+	// of them its ClusterSetBindings name.
+	ClusterSets []string
 
 	views views
 }
@@ -59,7 +59,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
 
-	decided, err := placementref.DecidedIn(ctx, r.Client, placement, r.DefaultClusterSets)
+	decided, err := placementref.DecidedIn(ctx, r.Client, placement, r.ClusterSets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

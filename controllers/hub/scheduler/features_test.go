@@ -35,11 +35,12 @@ type fleet struct {
 func newFleet(t *testing.T) fleet {
 	t.Helper()
 	g := NewWithT(t)
-	f := fleet{set: "set-" + rand.String(6), tenant: "tenant-" + rand.String(6)}
+	i := int(nextSet.Add(1)) - 1
+	g.Expect(i).To(BeNumerically("<", len(fleetSets)), "more fleets than the scheduler manages cluster sets for")
+	f := fleet{set: fleetSets[i], tenant: "tenant-" + rand.String(6)}
 	g.Expect(hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.set}})).To(Succeed())
-	g.Expect(hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: f.tenant, Annotations: map[string]string{placementv1alpha1.ClusterSetsAnnotation: f.set},
-	}})).To(Succeed())
+	g.Expect(hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.tenant}})).To(Succeed())
+	bind(t, f.tenant, f.set)
 	return f
 }
 
@@ -229,7 +230,9 @@ func TestNoExecuteTolerationExpires(t *testing.T) {
 	g.Expect(time.Now()).To(BeTemporally(">=", added.Add(tolerated)), "not before the toleration ended")
 }
 
-// Placements see only the cluster sets bound to their namespace.
+// Placements see only the cluster sets their namespace's ClusterSetBindings
+// name; a binding removed takes its set's clusters away, and a namespace with no
+// binding gets none, with a reason.
 func TestClusterSets(t *testing.T) {
 	g := NewWithT(t)
 	f := newFleet(t)
@@ -239,12 +242,21 @@ func TestClusterSets(t *testing.T) {
 	p := f.placement(t, func(*placementv1alpha1.PlacementSpec) {})
 	g.Eventually(func(g Gomega) { g.Expect(decided(g, t, p)).To(ConsistOf("mine")) }).Should(Succeed())
 
-	// The platform admin binds the other set too.
-	ns := &corev1.Namespace{}
-	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Name: f.tenant}, ns)).To(Succeed())
-	ns.Annotations[placementv1alpha1.ClusterSetsAnnotation] = f.set + ", " + other.set
-	g.Expect(hubCP.Client.Update(t.Context(), ns)).To(Succeed())
+	// A cluster-set admin binds the other set too, then takes it away again.
+	b := bind(t, f.tenant, other.set)
 	g.Eventually(func(g Gomega) { g.Expect(decided(g, t, p)).To(ConsistOf("mine", "theirs")) }).Should(Succeed())
+	g.Expect(hubCP.Client.Delete(t.Context(), b)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(decided(g, t, p)).To(ConsistOf("mine")) }).Should(Succeed())
+
+	// Without any binding, no cluster, and the condition says why.
+	g.Expect(hubCP.Client.Delete(t.Context(), &placementv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: f.set, Namespace: f.tenant}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(decided(g, t, p)).To(BeEmpty())
+		c, _ := scheduled(g, t, p)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNoClusterSetBinding))
+		g.Expect(c.Message).To(ContainSubstring("namespace " + f.tenant + " has no ClusterSetBinding"))
+	}).Should(Succeed())
 }
 
 // Fewer eligible clusters than asked for: the ones there are are chosen, and the

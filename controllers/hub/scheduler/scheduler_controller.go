@@ -61,9 +61,9 @@ const (
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// DefaultClusterSets are the cluster sets of namespaces that name none
-	// (placementv1alpha1.ClusterSetsAnnotation).
-	DefaultClusterSets []string
+	// ClusterSets are the cluster sets the hub manages; a namespace uses those
+	// of them its ClusterSetBindings name.
+	ClusterSets []string
 
 	// explained remembers when each Placement's scheduling explanation was last
 	// written (client.ObjectKey to time.Time).
@@ -86,7 +86,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings,verbs=get;list;watch
 
 // Reconcile writes the PlacementDecisions and the Scheduled condition of one Placement.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
@@ -127,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	sets, err := lookup.ClusterSets(ctx, r.Client, placement.Namespace, r.DefaultClusterSets)
+	sets, err := lookup.ClusterSets(ctx, r.Client, placement.Namespace, r.ClusterSets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -156,6 +156,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 	switch {
+	case len(sets) == 0:
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoClusterSetBinding, "namespace %s has no ClusterSetBinding to a cluster set of this hub; a platform admin binds one (docs/tenancy.md)", placement.Namespace)
+		r.warnOnce(placement, placementv1alpha1.ReasonNoClusterSetBinding, st)
 	case len(res.Selected) == 0:
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters, "none of %d clusters in cluster sets %s can be chosen%s", len(clusters), strings.Join(sets, ", "), summary(res))
 		r.warnOnce(placement, placementv1alpha1.ReasonNoMatchingClusters, st)
@@ -382,23 +385,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A ClusterProfile change may concern every Placement: changes arriving
 		// together (registrations, heartbeats) lead to one rescheduling each.
 		Watches(&cpv1alpha1.ClusterProfile{}, kube.CoalescingHandler(r.allPlacements, clusterChangeWindow)).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.placementsIn),
-			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
+		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(placementref.InNamespace(mgr.GetClient())),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
-}
-
-// placementsIn maps a namespace change (its cluster-set binding) to its Placements.
-func (r *Reconciler) placementsIn(ctx context.Context, ns client.Object) []reconcile.Request {
-	list := &placementv1alpha1.PlacementList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for a namespace change")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, p := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-	}
-	return reqs
 }
 
 // allPlacements maps a ClusterProfile change to the Placements it may concern:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -33,7 +35,21 @@ var hubCP *testenv.ControlPlane
 // do not see ClusterProfiles of other packages.
 const clusterSet = "scheduler-test-set"
 
+// fleetSets are the further cluster sets the scheduler manages here, one per
+// newFleet (nextSet counts them out).
+var (
+	fleetSets []string
+	nextSet   atomic.Int32
+)
+
+func init() {
+	for i := range 64 {
+		fleetSets = append(fleetSets, fmt.Sprintf("scheduler-set-%02d", i))
+	}
+}
+
 func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	// The package's Gomega defaults, sized for a busy CI machine.
 	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
 	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
@@ -54,7 +70,7 @@ func startScheduler(cp *testenv.ControlPlane) (func(), error) {
 	}
 	if err == nil {
 		err = (&scheduler.Reconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), DefaultClusterSets: []string{clusterSet},
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), ClusterSets: append([]string{clusterSet}, fleetSets...),
 		}).SetupWithManager(mgr)
 	}
 	if err == nil {
@@ -68,11 +84,24 @@ func startScheduler(cp *testenv.ControlPlane) (func(), error) {
 	return cancel, nil
 }
 
+// newNamespace creates a tenant namespace bound to the package's cluster set.
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test-" + rand.String(6)}}
 	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), ns)).To(Succeed())
+	bind(t, ns.Name, clusterSet)
 	return ns.Name
+}
+
+// bind lets the Placements of ns use set, as a cluster-set admin does.
+func bind(t *testing.T, ns, set string) *placementv1alpha1.ClusterSetBinding {
+	t.Helper()
+	b := &placementv1alpha1.ClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: set, Namespace: ns},
+		Spec:       placementv1alpha1.ClusterSetBindingSpec{ClusterSet: set},
+	}
+	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), b)).To(Succeed())
+	return b
 }
 
 func placement(ns string, selector *metav1.LabelSelector) *placementv1alpha1.Placement {

@@ -17,13 +17,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -67,14 +68,17 @@ type Reconciler struct {
 	APIReader client.Reader
 	Cache     cache.Cache
 	Mapper    meta.RESTMapper
+	// Discovery lists the kinds the hub serves, for selectors without kind.
+	Discovery discovery.DiscoveryInterface
 	Recorder  events.EventRecorder
 	// Workers is how many Placements are reconciled at once.
 	Workers int
-	// DefaultClusterSets are the cluster sets of namespaces that name none
-	// (placementv1alpha1.ClusterSetsAnnotation).
-	DefaultClusterSets []string
+	// ClusterSets are the cluster sets the hub manages; a namespace uses those
+	// of them its ClusterSetBindings name.
+	ClusterSets []string
 
 	controller controller.Controller
+	kinds      *servedKinds
 	watched    sync.Map // schema.GroupVersionKind → struct{}
 	// expected are Work writes the cache may not show yet (expectationKey →
 	// expectation), so that the gate never counts a cluster twice.
@@ -100,6 +104,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placementrevisions,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=rolloutapprovals,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -166,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	decided, err := placementref.DecidedIn(ctx, r.Client, placement, r.DefaultClusterSets)
+	decided, err := placementref.DecidedIn(ctx, r.Client, placement, r.ClusterSets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -584,89 +589,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 	return kube.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, false)
 }
 
-// InvalidSelectorError is a resource selector that can never select anything.
-type InvalidSelectorError struct{ msg string }
-
-func (e *InvalidSelectorError) Error() string { return e.msg }
-
-// selectObjects returns the objects of the Placement's namespace that its resource
-// selectors select, each once, from the cache (watching each kind it lists).
-func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1alpha1.Placement) ([]*unstructured.Unstructured, error) {
-	return SelectObjects(ctx, r.Mapper, placement, func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error) {
-		if err := r.ensureWatch(gvk); err != nil {
-			return nil, err
-		}
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-			return nil, err
-		}
-		return list.Items, nil
-	})
-}
-
-// Lister lists the objects of a kind in a namespace whose labels match.
-type Lister func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error)
-
-// SelectObjects returns the objects that the Placement's resource selectors select
-// in its namespace, each once: the work generator's selection, also used by
-// `kubectl lodestar render`. A selector that can never select anything is an
-// *InvalidSelectorError.
-func SelectObjects(ctx context.Context, mapper meta.RESTMapper, placement *placementv1alpha1.Placement, list Lister) ([]*unstructured.Unstructured, error) {
-	seen := map[string]bool{}
-	var out []*unstructured.Unstructured
-	for i, sel := range placement.Spec.ResourceSelectors {
-		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if meta.IsNoMatchError(err) {
-			return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s", i, gvk)}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("mapping %s: %w", gvk, err)
-		}
-		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-			return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is cluster-scoped; a Placement places only namespaced kinds", i, gvk)}
-		}
-		if why := render.HubOnlyKind(gvk.GroupKind()); why != "" {
-			return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s are never placed: %s", i, gvk.Kind, why)}
-		}
-		if gvk.GroupKind() == (schema.GroupKind{Kind: "Secret"}) && sel.Name == "" {
-			return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: Secrets are placed only when selected by name", i)}
-		}
-		selector := labels.Everything()
-		if sel.LabelSelector != nil {
-			if selector, err = metav1.LabelSelectorAsSelector(sel.LabelSelector); err != nil {
-				return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d].labelSelector: %v", i, err)}
-			}
-		}
-		items, err := list(ctx, gvk, placement.Namespace, selector)
-		if err != nil {
-			return nil, fmt.Errorf("listing %s in %s: %w", gvk, placement.Namespace, err)
-		}
-		for j := range items {
-			obj := &items[j]
-			if sel.Name != "" && obj.GetName() != sel.Name {
-				continue
-			}
-			if !obj.GetDeletionTimestamp().IsZero() {
-				continue
-			}
-			obj.SetGroupVersionKind(gvk)
-			if why := render.HubOwned(obj); why != "" {
-				ctrl.LoggerFrom(ctx).V(1).Info("Not placing an object that belongs to the hub", "kind", gvk.Kind, "object", klog.KObj(obj), "why", why)
-				continue
-			}
-			key := gvk.GroupKind().String() + "/" + obj.GetName()
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			out = append(out, obj)
-		}
-	}
-	return out, nil
-}
-
 // writeWork creates or updates the Work that carries the manifests to cluster.
 func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1.Placement, cluster string, c content, since string, annotations map[string]string) error {
 	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
@@ -772,6 +694,11 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error
 // Placements select are added as Placements name them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	workPlacement := placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)
+	if r.Discovery != nil {
+		r.kinds = &servedKinds{discovery: r.Discovery}
+	}
+	crds := &metav1.PartialObjectMetadata{}
+	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("workgenerator").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
@@ -784,6 +711,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&workv1alpha1.Work{}, kube.CoalescingHandler(r.activePlacement(workPlacement, gating), statusWindow)).
 		Watches(&workv1alpha1.Work{}, kube.BackgroundHandler(r.activePlacement(workPlacement, reporting), reportWindow)).
 		Watches(&placementv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(approvedPlacement)).
+		// A kind added (or removed) may concern the selectors without kind.
+		WatchesMetadata(crds, handler.EnqueueRequestsFromMapFunc(r.placementsByLabels)).
+		// A binding removed revokes its set's clusters, whoever writes the decisions.
+		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(placementref.InNamespace(mgr.GetClient())),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A cluster's labels or properties may change what overrides make of it.
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsOverriding(workPlacement)), builder.WithPredicates(viewChanged)).
 		Build(r)
@@ -847,26 +779,4 @@ func (r *Reconciler) ensureWatch(gvk schema.GroupVersionKind) error {
 		return fmt.Errorf("watching %s: %w", gvk, err)
 	}
 	return nil
-}
-
-// placementsSelecting maps a change of an object of kind gvk to the Placements of
-// its namespace that select that kind.
-func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		list := &placementv1alpha1.PlacementList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for an object change", "object", klog.KObj(obj))
-			return nil
-		}
-		var reqs []reconcile.Request
-		for _, p := range list.Items {
-			for _, sel := range p.Spec.ResourceSelectors {
-				if sel.Group == gvk.Group && sel.Kind == gvk.Kind {
-					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-					break
-				}
-			}
-		}
-		return reqs
-	}
 }

@@ -1,0 +1,120 @@
+// Package clustersetbinding writes the status of ClusterSetBindings: whether the
+// bound cluster set is one the hub manages, and how many clusters it has.
+package clustersetbinding
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/internal/kube"
+)
+
+// Name is the controller's field owner.
+const Name = "lodestar-clustersetbinding"
+
+// profileWindow gathers the ClusterProfile changes of a set (a wave of joins)
+// before the set's bindings are counted again.
+const profileWindow = time.Second
+
+// Reconciler writes ClusterSetBinding status.
+type Reconciler struct {
+	Client client.Client
+	// ClusterSets are the cluster sets the hub manages.
+	ClusterSets []string
+}
+
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
+
+// Reconcile writes one binding's Bound condition and cluster count.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	binding := &placementv1alpha1.ClusterSetBinding{}
+	if err := r.Client.Get(ctx, req.NamespacedName, binding); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterSetBinding", klog.KObj(binding)))
+
+	bound := metav1.Condition{Type: placementv1alpha1.BoundCondition, ObservedGeneration: binding.Generation}
+	var clusters int32
+	if slices.Contains(r.ClusterSets, binding.Spec.ClusterSet) {
+		n, err := r.count(ctx, binding.Spec.ClusterSet)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		clusters = n
+		bound.Status, bound.Reason = metav1.ConditionTrue, placementv1alpha1.ReasonClusterSetBound
+		bound.Message = "the Placements of this namespace may use the clusters of cluster set " + binding.Spec.ClusterSet
+	} else {
+		bound.Status, bound.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonClusterSetNotFound
+		bound.Message = "this hub manages no cluster set " + binding.Spec.ClusterSet
+	}
+	if kube.SameCondition(binding.Status.Conditions, bound) && binding.Status.Clusters == clusters && binding.Status.ObservedGeneration == binding.Generation {
+		return ctrl.Result{}, nil
+	}
+	out := &placementv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: binding.Name, Namespace: binding.Namespace}}
+	out.Status = placementv1alpha1.ClusterSetBindingStatus{
+		Conditions:         []metav1.Condition{kube.Condition(binding.Status.Conditions, bound)},
+		ObservedGeneration: binding.Generation,
+		Clusters:           clusters,
+	}
+	return ctrl.Result{}, kube.ApplyStatus(ctx, r.Client, out, Name)
+}
+
+// count is the number of ClusterProfiles Lodestar manages in set.
+func (r *Reconciler) count(ctx context.Context, set string) (int32, error) {
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(set), client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	var n int32
+	for i := range list.Items {
+		if lookup.Managed(&list.Items[i]) && list.Items[i].DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// SetupWithManager registers the controller: bindings, and the ClusterProfiles
+// of their sets coming and going.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clustersetbinding").
+		For(&placementv1alpha1.ClusterSetBinding{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&cpv1alpha1.ClusterProfile{}, kube.CoalescingHandler(r.bindingsOf, profileWindow),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
+		Complete(r)
+}
+
+// deletionStarted lets through the update that marks an object deleted.
+var deletionStarted = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+}}
+
+// bindingsOf maps a ClusterProfile to the bindings of its cluster set.
+func (r *Reconciler) bindingsOf(ctx context.Context, profile client.Object) []reconcile.Request {
+	list := &placementv1alpha1.ClusterSetBindingList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{lookup.BindingsBySet: profile.GetNamespace()}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ClusterSetBindings for a ClusterProfile change", "clusterProfile", klog.KObj(profile))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}

@@ -1,0 +1,257 @@
+package workgenerator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/render"
+)
+
+// InvalidSelectorError is a resource selector that can never select anything.
+type InvalidSelectorError struct{ msg string }
+
+func (e *InvalidSelectorError) Error() string { return e.msg }
+
+// Lister lists the objects of a kind in a namespace whose labels match.
+type Lister func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error)
+
+// Source is where the selection reads from.
+type Source struct {
+	// Mapper maps the kinds selectors name.
+	Mapper meta.RESTMapper
+	// List lists the objects of a kind.
+	List Lister
+	// Kinds returns the namespaced kinds the hub serves, for selectors without
+	// kind; nil when the caller cannot discover them.
+	Kinds func(ctx context.Context) ([]schema.GroupVersionKind, error)
+}
+
+// SelectObjects returns the objects that the Placement's resource selectors select
+// in its namespace, each once: the work generator's selection, also used by
+// `kubectl lodestar render`. A selector that can never select anything is an
+// *InvalidSelectorError.
+func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, src Source) ([]*unstructured.Unstructured, error) {
+	seen := map[string]bool{}
+	var out []*unstructured.Unstructured
+	add := func(gvk schema.GroupVersionKind, items []unstructured.Unstructured, name string) {
+		for j := range items {
+			obj := &items[j]
+			if name != "" && obj.GetName() != name {
+				continue
+			}
+			if !obj.GetDeletionTimestamp().IsZero() {
+				continue
+			}
+			obj.SetGroupVersionKind(gvk)
+			if why := render.HubOwned(obj); why != "" {
+				ctrl.LoggerFrom(ctx).V(4).Info("Not placing an object that belongs to the hub", "kind", gvk.Kind, "object", klog.KObj(obj), "why", why)
+				continue
+			}
+			key := gvk.GroupKind().String() + "/" + obj.GetName()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, obj)
+		}
+	}
+	for i, sel := range placement.Spec.ResourceSelectors {
+		selector := labels.Everything()
+		if sel.LabelSelector != nil {
+			var err error
+			if selector, err = metav1.LabelSelectorAsSelector(sel.LabelSelector); err != nil {
+				return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d].labelSelector: %v", i, err)}
+			}
+		}
+		if sel.Kind == "" {
+			kinds, err := selectableKinds(ctx, src)
+			if err != nil {
+				return nil, err
+			}
+			for _, gvk := range kinds {
+				items, err := src.List(ctx, gvk, placement.Namespace, selector)
+				if err != nil {
+					return nil, fmt.Errorf("listing %s in %s: %w", gvk, placement.Namespace, err)
+				}
+				add(gvk, items, "")
+			}
+			continue
+		}
+		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
+		if err := checkKind(src.Mapper, gvk, i); err != nil {
+			return nil, err
+		}
+		items, err := src.List(ctx, gvk, placement.Namespace, selector)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s in %s: %w", gvk, placement.Namespace, err)
+		}
+		add(gvk, items, sel.Name)
+	}
+	return out, nil
+}
+
+// checkKind says, as an *InvalidSelectorError, why selector i's kind can never be
+// placed by a Placement: the hub does not serve it, it is cluster-scoped, or it
+// belongs to the hub.
+func checkKind(mapper meta.RESTMapper, gvk schema.GroupVersionKind, i int) error {
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s", i, gvk)}
+	}
+	if err != nil {
+		return fmt.Errorf("mapping %s: %w", gvk, err)
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is cluster-scoped; a Placement places only namespaced kinds", i, gvk)}
+	}
+	if why := render.HubOnlyKind(gvk.GroupKind()); why != "" {
+		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s are never placed: %s", i, gvk.Kind, why)}
+	}
+	return nil
+}
+
+// selectableKinds are the kinds a selector without kind looks through.
+func selectableKinds(ctx context.Context, src Source) ([]schema.GroupVersionKind, error) {
+	if src.Kinds == nil {
+		return nil, errors.New("a resource selector without kind needs the hub's discovery")
+	}
+	all, err := src.Kinds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]schema.GroupVersionKind, 0, len(all))
+	for _, gvk := range all {
+		if render.SelectableByLabels(gvk.GroupKind()) {
+			out = append(out, gvk)
+		}
+	}
+	return out, nil
+}
+
+// selectsByLabels tells whether a Placement has a selector without kind.
+func selectsByLabels(p *placementv1alpha1.Placement) bool {
+	for _, sel := range p.Spec.ResourceSelectors {
+		if sel.Kind == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// kindsMaxAge is how long the discovered kinds are used before they are
+// discovered again; a CRD change discovers them again at once.
+const kindsMaxAge = time.Minute
+
+// servedKinds caches the hub's namespaced kinds for selectors without kind.
+type servedKinds struct {
+	discovery discovery.DiscoveryInterface
+	mu        sync.Mutex
+	kinds     []schema.GroupVersionKind
+	at        time.Time
+}
+
+// get returns the kinds, discovered again when they are older than kindsMaxAge
+// or were invalidated. A group that cannot be discovered is logged and left out.
+func (s *servedKinds) get(ctx context.Context) ([]schema.GroupVersionKind, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kinds != nil && time.Since(s.at) < kindsMaxAge {
+		return s.kinds, nil
+	}
+	kinds, err := kube.NamespacedKinds(s.discovery)
+	if kinds == nil && err != nil {
+		return nil, err
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Some API groups could not be discovered; selectors without kind skip them")
+	}
+	s.kinds, s.at = kinds, time.Now()
+	return kinds, nil
+}
+
+// invalidate makes the next get discover again.
+func (s *servedKinds) invalidate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kinds = nil
+}
+
+// selectObjects returns the objects of the Placement's namespace that its resource
+// selectors select, each once, from the cache (watching each kind it lists).
+func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1alpha1.Placement) ([]*unstructured.Unstructured, error) {
+	src := Source{Mapper: r.Mapper, List: func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error) {
+		if err := r.ensureWatch(gvk); err != nil {
+			return nil, err
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, err
+		}
+		return list.Items, nil
+	}}
+	if r.kinds != nil {
+		src.Kinds = r.kinds.get
+	}
+	return SelectObjects(ctx, placement, src)
+}
+
+// placementsSelecting maps a change of an object of kind gvk to the Placements of
+// its namespace that select that kind, by name or by labels alone.
+func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx context.Context, obj client.Object) []reconcile.Request {
+	byLabels := render.SelectableByLabels(gvk.GroupKind())
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		list := &placementv1alpha1.PlacementList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for an object change", "object", klog.KObj(obj))
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, p := range list.Items {
+			for _, sel := range p.Spec.ResourceSelectors {
+				if (sel.Group == gvk.Group && sel.Kind == gvk.Kind) || (sel.Kind == "" && byLabels) {
+					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+					break
+				}
+			}
+		}
+		return reqs
+	}
+}
+
+// placementsByLabels maps a CRD change to every Placement with a selector
+// without kind, after forgetting the discovered kinds: a kind added later is
+// picked up without a restart.
+func (r *Reconciler) placementsByLabels(ctx context.Context, _ client.Object) []reconcile.Request {
+	if r.kinds != nil {
+		r.kinds.invalidate()
+	}
+	list := &placementv1alpha1.PlacementList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for a CRD change")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if selectsByLabels(&list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}

@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// identity creates a ServiceAccount in ns bound there to the ClusterRoles roles
+// (and, with extra, to a Role of those rules too), and returns a hub client that uses its
+// token: a person with exactly that access.
+func identity(t *testing.T, ns, name string, extra []rbacv1.PolicyRule, roles ...string) client.Client {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	g.Expect(hubCP.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})).To(Succeed())
+	refs := make([]rbacv1.RoleRef, 0, len(roles)+1)
+	for _, role := range roles {
+		refs = append(refs, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role})
+	}
+	if extra != nil {
+		g.Expect(hubCP.Client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: extra})).To(Succeed())
+		refs = append(refs, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name})
+	}
+	for _, ref := range refs {
+		g.Expect(hubCP.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + rand.String(5), Namespace: ns},
+			RoleRef:    ref,
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
+		})).To(Succeed())
+	}
+	cfg, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, ns, name, time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// configMaps are the rules the standard edit role gives a tenant for its
+// ConfigMaps (the test hub runs no controller that aggregates roles).
+var configMaps = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}}}
+
+// bindingOf reads a ClusterSetBinding.
+func bindingOf(g Gomega, ns, set string) *placementv1alpha1.ClusterSetBinding {
+	b := &placementv1alpha1.ClusterSetBinding{}
+	g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: set}, b)).To(Succeed())
+	return b
+}
+
+// A tenant's namespace without a ClusterSetBinding gets no cluster. Binding a set
+// needs the bind verb on it, which the admission policy checks; the binding's
+// status says whether the set exists and how many clusters it has; deleting it
+// takes the clusters away at once, without waiting for replacements.
+func TestClusterSetBindings(t *testing.T) {
+	g := NewWithT(t)
+	ns := newTenant(t)
+	tenant := identity(t, ns, "tenant", configMaps, "lodestar:tenant")
+
+	// The tenant places a ConfigMap: no binding, no cluster.
+	cm, _, _ := webObjects(ns)
+	g.Expect(tenant.Create(t.Context(), cm)).To(Succeed())
+	p := webPlacement(ns)
+	p.Spec.ResourceSelectors = p.Spec.ResourceSelectors[:1]
+	p.Spec.ClusterSelector = &metav1.LabelSelector{}
+	g.Expect(tenant.Create(t.Context(), p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.ScheduledCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNoClusterSetBinding))
+		g.Expect(c.Message).To(ContainSubstring("namespace " + ns + " has no ClusterSetBinding"))
+	}).Should(Succeed())
+	g.Expect(workOf(g, p, member1)).To(BeNil())
+
+	// Nor can the tenant bind a set itself: RBAC gives it no write on bindings.
+	err := tenant.Create(t.Context(), newBinding(ns, placementv1alpha1.DefaultClusterSet))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+
+	// A cluster-set admin who may write bindings here but not bind this set is
+	// refused by the admission policy, with its message.
+	admin := identity(t, ns, "setadmin", nil, "lodestar:clusterset-admin")
+	err = admin.Create(t.Context(), newBinding(ns, placementv1alpha1.DefaultClusterSet))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("binding cluster set lodestar-fleet needs the bind verb on clustersets/lodestar-fleet in group placement.lodestar.dev"))
+
+	// Granted bind on the set (as the hub chart's lodestar:clusterset:<set>:bind
+	// role does), the same admin binds it.
+	bindRole := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "bind-" + ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{placementv1alpha1.GroupVersion.Group}, Resources: []string{"clustersets"},
+			ResourceNames: []string{placementv1alpha1.DefaultClusterSet}, Verbs: []string{"bind"}}},
+	}
+	g.Expect(hubCP.Client.Create(t.Context(), bindRole)).To(Succeed())
+	t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), bindRole) })
+	g.Expect(hubCP.Client.Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "setadmin-bind", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: bindRole.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "setadmin", Namespace: ns}},
+	})).To(Succeed())
+	g.Eventually(func() error {
+		return admin.Create(t.Context(), newBinding(ns, placementv1alpha1.DefaultClusterSet))
+	}).Should(Succeed())
+	// Binding another set still needs its own grant.
+	err = admin.Create(t.Context(), newBinding(ns, auxSet))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+
+	// The binding's status: bound, with the set's cluster count.
+	g.Eventually(func(g Gomega) {
+		b := bindingOf(g, ns, placementv1alpha1.DefaultClusterSet)
+		c := meta.FindStatusCondition(b.Status.Conditions, placementv1alpha1.BoundCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.ObservedGeneration).To(Equal(b.Generation))
+		g.Expect(b.Status.Clusters).To(Equal(managedClusters(g, placementv1alpha1.DefaultClusterSet)))
+	}).Should(Succeed())
+	// The Placement now reaches both members.
+	g.Eventually(func(g Gomega) {
+		g.Expect(workOf(g, p, member1)).NotTo(BeNil())
+		g.Expect(workOf(g, p, member2)).NotTo(BeNil())
+		c := placementCondition(g, t, key, placementv1alpha1.ScheduledCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}).Should(Succeed())
+
+	// A binding to a set the hub does not manage says so, and gives nothing.
+	g.Expect(hubCP.Client.Create(t.Context(), newBinding(ns, "no-such-set"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(bindingOf(g, ns, "no-such-set").Status.Conditions, placementv1alpha1.BoundCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonClusterSetNotFound))
+	}).Should(Succeed())
+
+	// Access revoked: the Works go at once, with no cluster to replace them.
+	g.Expect(admin.Delete(t.Context(), newBinding(ns, placementv1alpha1.DefaultClusterSet))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(workOf(g, p, member1)).To(BeNil())
+		g.Expect(workOf(g, p, member2)).To(BeNil())
+		err := members[member1].Client.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		c := placementCondition(g, t, key, placementv1alpha1.ScheduledCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNoClusterSetBinding))
+	}).Should(Succeed())
+}
+
+func newBinding(ns, set string) *placementv1alpha1.ClusterSetBinding {
+	return &placementv1alpha1.ClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: set, Namespace: ns},
+		Spec:       placementv1alpha1.ClusterSetBindingSpec{ClusterSet: set},
+	}
+}
+
+// managedClusters counts the ClusterProfiles Lodestar manages in set.
+func managedClusters(g Gomega, set string) int32 {
+	list := &cpv1alpha1.ClusterProfileList{}
+	g.Expect(hubCP.Client.List(context.Background(), list, client.InNamespace(set))).To(Succeed())
+	var n int32
+	for i := range list.Items {
+		if lookup.Managed(&list.Items[i]) && list.Items[i].DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// An approver may approve a namespace's rollouts but not change its Placements;
+// a tenant may change them but not approve.
+func TestApproverAndTenantRoles(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	tenant := identity(t, ns, "tenant", configMaps, "lodestar:tenant")
+	approver := identity(t, ns, "approver", nil, "lodestar:approver")
+	_, _, p := configMapPlacement(t)
+	p.Namespace = ns
+	g.Expect(tenant.Create(t.Context(), p)).To(Succeed())
+
+	approval := &placementv1alpha1.RolloutApproval{
+		ObjectMeta: metav1.ObjectMeta{Name: "ok", Namespace: ns},
+		Spec:       placementv1alpha1.RolloutApprovalSpec{Placement: p.Name, Revision: "web-1", Stage: "canary"},
+	}
+	err := tenant.Create(t.Context(), approval.DeepCopy())
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a tenant approving: %v", err)
+	g.Expect(approver.Create(t.Context(), approval.DeepCopy())).To(Succeed())
+
+	got := &placementv1alpha1.Placement{}
+	g.Expect(approver.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
+	got.Spec.Paused = true
+	err = approver.Update(t.Context(), got)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an approver editing a Placement: %v", err)
+
+	// Neither writes what Lodestar writes.
+	for who, c := range map[string]client.Client{"tenant": tenant, "approver": approver} {
+		err := c.Create(t.Context(), &cpv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: ns}})
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s writing a PlacementDecision: %v", who, err)
+		err = c.Create(t.Context(), &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: ns}})
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s writing a ClusterProfile: %v", who, err)
+	}
+}
