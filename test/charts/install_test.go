@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,11 +61,14 @@ func start(t *testing.T, mgr ctrl.Manager) {
 // CRDs, no RBAC) are all the hub manager and the agent need: both run as the
 // charts' ServiceAccounts, the agent with narrow member RBAC (no cluster-admin),
 // and a Deployment placed on the full member (controller manager, scheduler, a
-// kwok node) runs there and is reported Available on the hub.
+// kwok node) runs there and is reported Available on the hub. The hub is an
+// ordinary cluster too (controller manager, scheduler, a node): with the chart's
+// defaults the placed Deployment starts no pod on it; with refuseTenantPods off,
+// it does.
 func TestChartsInstallAndRun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	hubCP, err := testenv.StartEmpty("hub", hub.NewScheme())
+	hubCP, err := testenv.StartFullEmpty("hub", hub.NewScheme())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = hubCP.Stop() })
 	memberCP, err := testenv.StartFullEmpty("member", agent.NewScheme())
@@ -118,6 +122,11 @@ func TestChartsInstallAndRun(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
 	g.Expect(hubCP.Client.Create(ctx, ns)).To(Succeed())
 	g.Expect(fleet.BindClusterSet(ctx, hubCP.Client, ns.Name, placementv1alpha1.DefaultClusterSet)).To(Succeed())
+	// Bound, the namespace is a tenant's before its workloads arrive.
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns)).To(Succeed())
+		g.Expect(ns.Labels).To(HaveKeyWithValue(placementv1alpha1.TenantNamespaceLabel, "true"))
+	}).Should(Succeed())
 	g.Expect(hubCP.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}, Data: map[string]string{"k": "v"}})).To(Succeed())
 	labels := map[string]string{"app": "shop"}
 	g.Expect(hubCP.Client.Create(ctx, &appsv1.Deployment{
@@ -159,4 +168,42 @@ func TestChartsInstallAndRun(t *testing.T) {
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-1"}, profile)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(profile.Status.Conditions, placementv1alpha1.AgentReachableCondition)).To(BeTrue())
 	}).WithTimeout(2 * testenv.EventuallyTimeout).Should(Succeed())
+
+	// On the hub, the Deployment's ReplicaSet may not create its pods.
+	hubPods := func(g Gomega) []corev1.Pod {
+		pods := &corev1.PodList{}
+		g.Expect(hubCP.Client.List(ctx, pods, client.InNamespace("shop"))).To(Succeed())
+		return pods.Items
+	}
+	g.Eventually(func(g Gomega) {
+		sets := &appsv1.ReplicaSetList{}
+		g.Expect(hubCP.Client.List(ctx, sets, client.InNamespace("shop"))).To(Succeed())
+		g.Expect(sets.Items).To(HaveLen(1))
+		var failure *appsv1.ReplicaSetCondition
+		for i := range sets.Items[0].Status.Conditions {
+			if c := &sets.Items[0].Status.Conditions[i]; c.Type == appsv1.ReplicaSetReplicaFailure {
+				failure = c
+			}
+		}
+		g.Expect(failure).NotTo(BeNil())
+		g.Expect(failure.Message).To(ContainSubstring("namespace shop is a Lodestar tenant namespace"))
+	}).Should(Succeed())
+	g.Expect(hubPods(g)).To(BeEmpty())
+
+	// Turned off, the hub runs the pods too.
+	out, err = helm(t, "upgrade", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", hubKubeconfig,
+		"--namespace", releaseNamespace, "--reuse-values", "--set", "refuseTenantPods=false")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func() error {
+		// A change of the Deployment makes the ReplicaSet controller try again at once.
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "shop"}}
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+				return err
+			}
+			d.Spec.Replicas = ptr.To[int32](3)
+			return hubCP.Client.Update(ctx, d)
+		})
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(hubPods(g)).To(HaveLen(3)) }).Should(Succeed())
 }

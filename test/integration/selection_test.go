@@ -156,7 +156,8 @@ func createLabelled(t *testing.T, ns, group, docs string) []*unstructured.Unstru
 // restart, and a selector naming kind Secret places the Secret.
 func TestSelectingByLabelsAcrossKinds(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t)
+	// Bound only once the hub's own objects are there: a tenant namespace refuses Pods.
+	ns := newTenant(t)
 	group := "g" + rand.String(6) + ".example.com"
 	for _, c := range []client.Client{hubCP.Client, members[member2].Client} {
 		createWidgetCRD(t, c, group, apiextensionsv1.NamespaceScoped, "v1")
@@ -179,6 +180,7 @@ spec:
 		rs.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "shop", UID: deploy.GetUID(), Controller: ptr.To(true)}})
 	})).To(Succeed())
 	kept = append(kept, rs)
+	bind(t, ns, placementv1alpha1.DefaultClusterSet)
 
 	p := &placementv1alpha1.Placement{
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},

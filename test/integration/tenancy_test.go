@@ -135,6 +135,15 @@ func TestClusterSetBindings(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 	}).Should(Succeed())
 
+	// A tenant namespace runs no pod on the hub (the hub chart's default).
+	g.Eventually(func(g Gomega) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}}}
+		err := hubCP.Client.Create(t.Context(), pod)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("namespace " + ns + " is a Lodestar tenant namespace"))
+	}).Should(Succeed())
+
 	// A binding to a set the hub does not manage says so, and gives nothing.
 	g.Expect(hubCP.Client.Create(t.Context(), newBinding(ns, "no-such-set"))).To(Succeed())
 	g.Eventually(func(g Gomega) {

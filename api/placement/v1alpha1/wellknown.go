@@ -30,6 +30,13 @@ const ClusterIDAnnotation = "placement.lodestar.dev/cluster-id"
 // until the cluster's hub side (Works, namespace, agent identity) is removed.
 const ClusterCleanupFinalizer = "placement.lodestar.dev/cluster-cleanup"
 
+// TenantNamespaceLabel (value "true") on a hub namespace says that it is a
+// tenant's: it has a ClusterSetBinding or holds Placements. The hub sets it and
+// removes it with the last of them. The hub chart's tenant-pods admission policy
+// refuses Pods in the namespaces that carry it: their workloads run on the
+// member clusters, not on the hub.
+const TenantNamespaceLabel = "placement.lodestar.dev/tenant"
+
 // TaintsAnnotation on a ClusterProfile holds the cluster's taints, as the JSON of a
 // list of Taint. `kubectl lodestar cordon` and `drain` write it; the scheduler
 // validates it and treats a cluster whose taints cannot be read as tainted

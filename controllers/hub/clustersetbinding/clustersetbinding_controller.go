@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +20,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/controllers/hub/tenantns"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 )
 
@@ -39,12 +41,23 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch
 
 // Reconcile writes one binding's Bound condition and cluster count.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	binding := &placementv1alpha1.ClusterSetBinding{}
 	if err := r.Client.Get(ctx, req.NamespacedName, binding); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			// Gone: the namespace may no longer be a tenant's.
+			return ctrl.Result{}, tenantns.Mark(ctx, r.Client, req.Namespace, nil)
+		}
+		return ctrl.Result{}, err
+	}
+	// The namespace is a tenant's before the binding reports Bound: pods of
+	// workloads applied after that are refused on the hub from the start.
+	if err := tenantns.Mark(ctx, r.Client, binding.Namespace, nil); err != nil {
+		return ctrl.Result{}, err
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterSetBinding", klog.KObj(binding)))
 

@@ -45,6 +45,7 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
+	"github.com/lodestar-dev/lodestar/controllers/hub/tenantns"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -107,6 +108,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch
 
 // Reconcile brings the Works of one Placement in line with its selected objects and
 // its PlacementDecisions.
@@ -134,6 +136,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, r.reconcileDelete(ctx, placement, st)
 	}
 	if err := kube.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := tenantns.Mark(ctx, r.Client, placement.Namespace, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -585,6 +590,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 	if len(remaining) > 0 {
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonDeleting, "waiting for %d clusters to remove the placed objects", len(remaining))
 		return nil // Work deletions trigger the next reconcile.
+	}
+	if err := tenantns.Mark(ctx, r.Client, placement.Namespace, placement); err != nil {
+		return err
 	}
 	return kube.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, false)
 }

@@ -1,0 +1,72 @@
+// Package tenantns marks the hub namespaces that belong to the fleet's tenants:
+// those bound to a cluster set or holding Placements. The hub chart's
+// tenant-pods admission policy refuses Pods in them.
+package tenantns
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+// Mark sets placementv1alpha1.TenantNamespaceLabel on namespace while it has a
+// ClusterSetBinding or a Placement (not being deleted, other than except), and
+// removes it when it has neither. The cluster-set binding controller and the
+// work generator call it; both read from the manager's cache.
+func Mark(ctx context.Context, c client.Client, namespace string, except client.Object) error {
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	tenant, err := isTenant(ctx, c, namespace, except)
+	if err != nil {
+		return err
+	}
+	if _, marked := ns.Labels[placementv1alpha1.TenantNamespaceLabel]; marked == tenant {
+		return nil
+	}
+	base := ns.DeepCopy()
+	if tenant {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[placementv1alpha1.TenantNamespaceLabel] = "true"
+	} else {
+		delete(ns.Labels, placementv1alpha1.TenantNamespaceLabel)
+	}
+	if err := c.Patch(ctx, ns, client.MergeFrom(base)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("labelling namespace %s: %w", namespace, err))
+	}
+	return nil
+}
+
+// isTenant tells whether namespace has a ClusterSetBinding or a Placement that
+// stays (not except, not being deleted).
+func isTenant(ctx context.Context, c client.Reader, namespace string, except client.Object) (bool, error) {
+	stays := func(o client.Object) bool {
+		return o.GetDeletionTimestamp().IsZero() && (except == nil || o.GetUID() != except.GetUID())
+	}
+	bindings := &placementv1alpha1.ClusterSetBindingList{}
+	if err := c.List(ctx, bindings, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("listing ClusterSetBindings: %w", err)
+	}
+	for i := range bindings.Items {
+		if stays(&bindings.Items[i]) {
+			return true, nil
+		}
+	}
+	placements := &placementv1alpha1.PlacementList{}
+	if err := c.List(ctx, placements, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("listing Placements: %w", err)
+	}
+	for i := range placements.Items {
+		if stays(&placements.Items[i]) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
