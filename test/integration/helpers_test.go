@@ -18,6 +18,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
@@ -50,14 +51,9 @@ func newTenant(t *testing.T, sets ...string) string {
 }
 
 // bind lets the Placements of ns use set, as a cluster-set admin does.
-func bind(t *testing.T, ns, set string) *placementv1alpha1.ClusterSetBinding {
+func bind(t *testing.T, ns, set string) {
 	t.Helper()
-	b := &placementv1alpha1.ClusterSetBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: set, Namespace: ns},
-		Spec:       placementv1alpha1.ClusterSetBindingSpec{ClusterSet: set},
-	}
-	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), b)).To(Succeed())
-	return b
+	NewWithT(t).Expect(fleet.BindClusterSet(t.Context(), hubCP.Client, ns, set)).To(Succeed())
 }
 
 // updateOnHub reads obj (by its name) from the hub, changes it with mutate and
