@@ -83,6 +83,7 @@ func TestChartsShipTheGeneratedFiles(t *testing.T) {
 	same("lodestar-hub/files/clusterset-bindings.yaml", "admission/clusterset-bindings.yaml")
 	same("lodestar-hub/files/placement-scope.yaml", "admission/placement-scope.yaml")
 	same("lodestar-hub/files/tenant-pods.yaml", "admission/tenant-pods.yaml")
+	same("lodestar-hub/files/forbidden-kinds.yaml", "admission/forbidden-kinds.yaml")
 	same("lodestar-hub/files/tenancy-roles.yaml", "rbac/tenancy/roles.yaml")
 	same("lodestar-hub/files/cluster-names.yaml", "optional-admission/cluster-names.yaml")
 }

@@ -95,7 +95,7 @@ func TestHubChartRenders(t *testing.T) {
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-agent-tokens"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-agent-tokens"))
 	g.Expect(docs).NotTo(HaveKey("ValidatingAdmissionPolicy/lodestar-cluster-names"), "opt-in")
-	for _, name := range []string{"lodestar-clusterset-bindings", "lodestar-placement-scope", "lodestar-tenant-pods"} {
+	for _, name := range []string{"lodestar-clusterset-bindings", "lodestar-placement-scope", "lodestar-tenant-pods", "lodestar-forbidden-kinds"} {
 		g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/" + name))
 		g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/" + name))
 	}

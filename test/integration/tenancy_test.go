@@ -14,10 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -216,5 +218,67 @@ func TestApproverAndTenantRoles(t *testing.T) {
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s writing a PlacementDecision: %v", who, err)
 		err = c.Create(t.Context(), &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: ns}})
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s writing a ClusterProfile: %v", who, err)
+		for _, workNS := range []string{ns, names.ClusterNamespace(member1)} {
+			err = c.Create(t.Context(), &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: workNS}})
+			g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s writing a Work in %s: %v", who, workNS, err)
+		}
+		err = c.Create(t.Context(), newBinding(ns, auxSet))
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s binding a cluster set: %v", who, err)
+	}
+}
+
+// A platform admin forbids RBAC objects from a namespace: a Placement naming Role
+// is refused at admission with the policy's message, and a selector without kind
+// leaves the labelled Role on the hub while it places the ConfigMap.
+func TestForbiddenKinds(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	g.Expect(updateOnHub(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[placementv1alpha1.ForbiddenKindsAnnotation] = "rbac.authorization.k8s.io/*, ServiceAccount"
+	})).To(Succeed())
+	labels := map[string]string{"app": "shop"}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns, Labels: labels}, Data: map[string]string{"k": "v"}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns, Labels: labels},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns, Labels: labels}}
+	for _, obj := range []client.Object{cm, role, sa} {
+		g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed())
+	}
+
+	named := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: "roles", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}},
+			ClusterNames:      []string{member2},
+		},
+	}
+	err := hubCP.Client.Create(t.Context(), named)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("namespace " + ns + " may not place rbac.authorization.k8s.io/Role: its platform admin forbids it"))
+
+	p := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
+			ClusterNames:      []string{member2},
+		},
+	}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		w := workOf(g, p, member2)
+		g.Expect(w).NotTo(BeNil())
+		g.Expect(w.Spec.Workload.Manifests).To(HaveLen(1), "only the ConfigMap")
+		g.Expect(members[member2].Client.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})).To(Succeed())
+	}).Should(Succeed())
+	for _, obj := range []client.Object{&rbacv1.Role{}, &corev1.ServiceAccount{}} {
+		key := client.ObjectKeyFromObject(role)
+		if _, isSA := obj.(*corev1.ServiceAccount); isSA {
+			key = client.ObjectKeyFromObject(sa)
+		}
+		err := members[member2].Client.Get(t.Context(), key, obj)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s must stay on the hub: %v", obj, key, err)
 	}
 }

@@ -37,6 +37,15 @@ const ClusterCleanupFinalizer = "placement.lodestar.dev/cluster-cleanup"
 // member clusters, not on the hub.
 const TenantNamespaceLabel = "placement.lodestar.dev/tenant"
 
+// ForbiddenKindsAnnotation on a hub namespace lists the kinds its Placements may
+// not place, comma-separated, each `Kind` (core group), `group/Kind`, or
+// `group/*` for every kind of a group: for example
+// "rbac.authorization.k8s.io/*,ServiceAccount". A platform admin sets it (tenants
+// cannot update their Namespace). The hub chart's lodestar-forbidden-kinds
+// admission policy refuses a Placement that names such a kind, and the work
+// generator leaves objects of such kinds out of what any selector selects.
+const ForbiddenKindsAnnotation = "placement.lodestar.dev/forbidden-kinds"
+
 // TaintsAnnotation on a ClusterProfile holds the cluster's taints, as the JSON of a
 // list of Taint. `kubectl lodestar cordon` and `drain` write it; the scheduler
 // validates it and treats a cluster whose taints cannot be read as tainted

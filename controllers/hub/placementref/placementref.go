@@ -56,11 +56,15 @@ func FromLabels(c client.Reader, nameLabel, nsLabel string) handler.MapFunc {
 }
 
 // InNamespace maps an object (a ClusterSetBinding) to every Placement of its
-// namespace.
+// namespace, and a Namespace to every Placement in it.
 func InNamespace(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		ns := obj.GetNamespace()
+		if ns == "" {
+			ns = obj.GetName() // a Namespace
+		}
 		list := &placementv1alpha1.PlacementList{}
-		if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing Placements of a namespace", "object", klog.KObj(obj))
 			return nil
 		}

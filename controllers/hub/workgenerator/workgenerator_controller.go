@@ -721,6 +721,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&placementv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(approvedPlacement)).
 		// A kind added (or removed) may concern the selectors without kind.
 		WatchesMetadata(crds, handler.EnqueueRequestsFromMapFunc(r.placementsByLabels)).
+		// Kinds a platform admin forbids in a namespace are never placed from it.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(placementref.InNamespace(mgr.GetClient())),
+			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		// A binding removed revokes its set's clusters, whoever writes the decisions.
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(placementref.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

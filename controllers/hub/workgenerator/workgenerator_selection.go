@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,6 +43,31 @@ type Source struct {
 	// Kinds returns the namespaced kinds the hub serves, for selectors without
 	// kind; nil when the caller cannot discover them.
 	Kinds func(ctx context.Context) ([]schema.GroupVersionKind, error)
+	// Forbidden are the kinds the namespace's platform admin forbids
+	// (ForbiddenKinds); nil forbids none.
+	Forbidden func(schema.GroupKind) bool
+}
+
+// ForbiddenKinds reads a namespace's placementv1alpha1.ForbiddenKindsAnnotation:
+// it tells whether a kind is forbidden there.
+func ForbiddenKinds(ns *corev1.Namespace) func(schema.GroupKind) bool {
+	var rules []schema.GroupKind
+	for _, s := range strings.Split(ns.Annotations[placementv1alpha1.ForbiddenKindsAnnotation], ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		group, kind, found := strings.Cut(s, "/")
+		if !found {
+			group, kind = "", s
+		}
+		rules = append(rules, schema.GroupKind{Group: group, Kind: kind})
+	}
+	return func(gk schema.GroupKind) bool {
+		return slices.ContainsFunc(rules, func(r schema.GroupKind) bool {
+			return r.Group == gk.Group && (r.Kind == "*" || r.Kind == gk.Kind)
+		})
+	}
 }
 
 // SelectObjects returns the objects that the Placement's resource selectors select
@@ -85,6 +113,9 @@ func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, 
 				return nil, err
 			}
 			for _, gvk := range kinds {
+				if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
+					continue
+				}
 				items, err := src.List(ctx, gvk, placement.Namespace, selector)
 				if err != nil {
 					return nil, fmt.Errorf("listing %s in %s: %w", gvk, placement.Namespace, err)
@@ -96,6 +127,10 @@ func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, 
 		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
 		if err := checkKind(src.Mapper, gvk, i); err != nil {
 			return nil, err
+		}
+		if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
+			return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the namespace's platform admin forbids placing %s (annotation %s)",
+				i, gvk.GroupKind(), placementv1alpha1.ForbiddenKindsAnnotation)}
 		}
 		items, err := src.List(ctx, gvk, placement.Namespace, selector)
 		if err != nil {
@@ -209,6 +244,11 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 	if r.kinds != nil {
 		src.Kinds = r.kinds.get
 	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: placement.Namespace}, ns); err != nil {
+		return nil, fmt.Errorf("reading namespace %s: %w", placement.Namespace, err)
+	}
+	src.Forbidden = ForbiddenKinds(ns)
 	return SelectObjects(ctx, placement, src)
 }
 

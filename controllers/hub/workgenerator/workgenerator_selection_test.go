@@ -1,0 +1,112 @@
+package workgenerator
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+func TestForbiddenKinds(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		placementv1alpha1.ForbiddenKindsAnnotation: " rbac.authorization.k8s.io/* , ServiceAccount,apps/DaemonSet,",
+	}}}
+	forbidden := ForbiddenKinds(ns)
+	for gk, want := range map[schema.GroupKind]bool{
+		{Group: "rbac.authorization.k8s.io", Kind: "Role"}:        true,
+		{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}: true,
+		{Kind: "ServiceAccount"}:                                  true,
+		{Group: "apps", Kind: "DaemonSet"}:                        true,
+		{Group: "apps", Kind: "Deployment"}:                       false,
+		{Kind: "ConfigMap"}:                                       false,
+		{Group: "example.com", Kind: "ServiceAccount"}:            false,
+	} {
+		if got := forbidden(gk); got != want {
+			t.Errorf("%s: forbidden %v, want %v", gk, got, want)
+		}
+	}
+	if ForbiddenKinds(&corev1.Namespace{})(schema.GroupKind{Kind: "Secret"}) {
+		t.Error("a namespace without the annotation forbids nothing")
+	}
+}
+
+// fakeHub is a hub of a few kinds, each with one object labelled app=shop.
+type fakeHub struct{ kinds []schema.GroupVersionKind }
+
+func (h fakeHub) source(forbidden func(schema.GroupKind) bool) Source {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	for _, gvk := range h.kinds {
+		mapper.Add(gvk, meta.RESTScopeNamespace)
+	}
+	return Source{
+		Mapper: mapper,
+		List: func(_ context.Context, gvk schema.GroupVersionKind, ns string, sel labels.Selector) ([]unstructured.Unstructured, error) {
+			obj := unstructured.Unstructured{}
+			obj.SetGroupVersionKind(gvk)
+			obj.SetNamespace(ns)
+			obj.SetName("shop")
+			obj.SetLabels(map[string]string{"app": "shop"})
+			if !sel.Matches(labels.Set(obj.GetLabels())) {
+				return nil, nil
+			}
+			return []unstructured.Unstructured{obj}, nil
+		},
+		Kinds:     func(context.Context) ([]schema.GroupVersionKind, error) { return h.kinds, nil },
+		Forbidden: forbidden,
+	}
+}
+
+func kindsOf(objs []*unstructured.Unstructured) []string {
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.GroupVersionKind().GroupKind().String())
+	}
+	return out
+}
+
+func TestSelectObjectsByLabelsAlone(t *testing.T) {
+	g := NewWithT(t)
+	hub := fakeHub{kinds: []schema.GroupVersionKind{
+		{Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Secret"}, {Version: "v1", Kind: "Pod"},
+		{Version: "v1", Kind: "Endpoints"}, {Version: "v1", Kind: "Event"}, {Group: "apps", Version: "v1", Kind: "Deployment"},
+		{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}, {Group: "placement.lodestar.dev", Version: "v1alpha1", Kind: "Placement"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}, {Group: "example.com", Version: "v1", Kind: "Widget"},
+	}}
+	byLabels := placementv1alpha1.ResourceSelector{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}}
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "shop"},
+		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{byLabels}}}
+
+	objs, err := SelectObjects(t.Context(), p, hub.source(nil))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kindsOf(objs)).To(ConsistOf("ConfigMap", "Deployment.apps", "Role.rbac.authorization.k8s.io", "Widget.example.com"))
+
+	// Forbidden kinds are left out; a selector naming kind Secret places it by labels.
+	p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, placementv1alpha1.ResourceSelector{
+		Version: "v1", Kind: "Secret", LabelSelector: byLabels.LabelSelector})
+	objs, err = SelectObjects(t.Context(), p, hub.source(func(gk schema.GroupKind) bool { return gk.Group == "rbac.authorization.k8s.io" }))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kindsOf(objs)).To(ConsistOf("ConfigMap", "Deployment.apps", "Widget.example.com", "Secret"))
+
+	// Naming a forbidden kind is an invalid selector.
+	p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}}
+	_, err = SelectObjects(t.Context(), p, hub.source(func(gk schema.GroupKind) bool { return gk.Group == "rbac.authorization.k8s.io" }))
+	var invalid *InvalidSelectorError
+	g.Expect(errors.As(err, &invalid)).To(BeTrue(), "%v", err)
+	g.Expect(invalid.Error()).To(ContainSubstring("forbids placing Role.rbac.authorization.k8s.io"))
+
+	// Without discovery, a selector without kind cannot be served.
+	src := hub.source(nil)
+	src.Kinds = nil
+	p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{byLabels}
+	_, err = SelectObjects(t.Context(), p, src)
+	g.Expect(err).To(MatchError(ContainSubstring("needs the hub's discovery")))
+}
