@@ -165,6 +165,20 @@ func TestClusterSetBindings(t *testing.T) {
 		c := placementCondition(g, t, key, placementv1alpha1.ScheduledCondition)
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNoClusterSetBinding))
 	}).Should(Succeed())
+
+	// With neither a binding nor a Placement left, the namespace is no longer a
+	// tenant's: the hub lets it run pods again.
+	tenantLabel := func(g Gomega) map[string]string {
+		n := &corev1.Namespace{}
+		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Name: ns}, n)).To(Succeed())
+		return n.Labels
+	}
+	g.Expect(hubCP.Client.Delete(t.Context(), newBinding(ns, "no-such-set"))).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(tenantLabel(g)).To(HaveKeyWithValue(placementv1alpha1.TenantNamespaceLabel, "true"), "the Placement is still there")
+	}).Should(Succeed())
+	g.Expect(tenant.Delete(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(tenantLabel(g)).NotTo(HaveKey(placementv1alpha1.TenantNamespaceLabel)) }).Should(Succeed())
 }
 
 func newBinding(ns, set string) *placementv1alpha1.ClusterSetBinding {
