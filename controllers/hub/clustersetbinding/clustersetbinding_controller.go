@@ -50,13 +50,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, binding); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone: the namespace may no longer be a tenant's.
-			return ctrl.Result{}, tenantns.Mark(ctx, r.Client, req.Namespace, nil)
+			return ctrl.Result{}, tenantns.Unmark(ctx, r.Client, req.Namespace, nil)
 		}
 		return ctrl.Result{}, err
 	}
 	// The namespace is a tenant's before the binding reports Bound: pods of
 	// workloads applied after that are refused on the hub from the start.
-	if err := tenantns.Mark(ctx, r.Client, binding.Namespace, nil); err != nil {
+	if err := tenantns.Mark(ctx, r.Client, binding.Namespace); err != nil {
 		return ctrl.Result{}, err
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterSetBinding", klog.KObj(binding)))

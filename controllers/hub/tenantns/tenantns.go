@@ -13,24 +13,36 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
-// Mark sets placementv1alpha1.TenantNamespaceLabel on namespace while it has a
-// ClusterSetBinding or a Placement (not being deleted, other than except), and
-// removes it when it has neither. The cluster-set binding controller and the
-// work generator call it; both read from the manager's cache.
-func Mark(ctx context.Context, c client.Client, namespace string, except client.Object) error {
+// Mark sets placementv1alpha1.TenantNamespaceLabel on namespace, which has a
+// ClusterSetBinding or a Placement: the caller just read one. It reads only the
+// Namespace (from the manager's cache) when the label is there already.
+func Mark(ctx context.Context, c client.Client, namespace string) error {
+	return set(ctx, c, namespace, func() (bool, error) { return true, nil })
+}
+
+// Unmark removes placementv1alpha1.TenantNamespaceLabel from namespace when it has
+// neither a ClusterSetBinding nor a Placement (not being deleted, other than
+// except) any more.
+func Unmark(ctx context.Context, c client.Client, namespace string, except client.Object) error {
+	return set(ctx, c, namespace, func() (bool, error) { return isTenant(ctx, c, namespace, except) })
+}
+
+// set gives namespace the label when tenant says so, and takes it away when not;
+// tenant is asked only when the label may have to change.
+func set(ctx context.Context, c client.Client, namespace string, tenant func() (bool, error)) error {
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	tenant, err := isTenant(ctx, c, namespace, except)
+	want, err := tenant()
 	if err != nil {
 		return err
 	}
-	if _, marked := ns.Labels[placementv1alpha1.TenantNamespaceLabel]; marked == tenant {
+	if _, marked := ns.Labels[placementv1alpha1.TenantNamespaceLabel]; marked == want {
 		return nil
 	}
 	base := ns.DeepCopy()
-	if tenant {
+	if want {
 		if ns.Labels == nil {
 			ns.Labels = map[string]string{}
 		}

@@ -138,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := kube.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, true); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := tenantns.Mark(ctx, r.Client, placement.Namespace, nil); err != nil {
+	if err := tenantns.Mark(ctx, r.Client, placement.Namespace); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -591,7 +591,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonDeleting, "waiting for %d clusters to remove the placed objects", len(remaining))
 		return nil // Work deletions trigger the next reconcile.
 	}
-	if err := tenantns.Mark(ctx, r.Client, placement.Namespace, placement); err != nil {
+	if err := tenantns.Unmark(ctx, r.Client, placement.Namespace, placement); err != nil {
 		return err
 	}
 	return kube.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, false)
