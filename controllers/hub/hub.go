@@ -21,6 +21,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clusterplacement"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustersetbinding"
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
@@ -124,6 +125,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		ClusterSetNamespaces: opts.ClusterSetNamespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster cleanup controller: %w", err)
+	}
+	if err := (&clusterplacement.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the cluster placement controller: %w", err)
 	}
 	if err := (&clustersetbinding.Reconciler{Client: mgr.GetClient(), ClusterSets: opts.ClusterSetNamespaces}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster-set binding controller: %w", err)

@@ -24,7 +24,7 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion, &Placement{}, &PlacementList{},
 		&PlacementRevision{}, &PlacementRevisionList{}, &RolloutApproval{}, &RolloutApprovalList{},
-		&ClusterSetBinding{}, &ClusterSetBindingList{})
+		&ClusterSetBinding{}, &ClusterSetBindingList{}, &ClusterPlacement{}, &ClusterPlacementList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

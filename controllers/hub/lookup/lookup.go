@@ -125,8 +125,13 @@ func WorkAvailability(w *workv1alpha1.Work) metav1.ConditionStatus {
 
 // ClusterSets returns the cluster sets a namespace's Placements may use: those its
 // ClusterSetBindings name that are among managed, the cluster sets the hub
-// manages, sorted. A namespace without a binding may use none.
+// manages, sorted. A namespace without a binding may use none; the Placements
+// that carry out ClusterPlacements use every managed set.
 func ClusterSets(ctx context.Context, c client.Reader, namespace string, managed []string) ([]string, error) {
+	if namespace == placementv1alpha1.ClusterPlacementNamespace {
+		// ClusterPlacements are the platform admins': every managed set.
+		return slices.Sorted(slices.Values(managed)), nil
+	}
 	list := &placementv1alpha1.ClusterSetBindingList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing ClusterSetBindings in %s: %w", namespace, err)

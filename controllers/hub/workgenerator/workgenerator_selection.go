@@ -75,70 +75,161 @@ func ForbiddenKinds(ns *corev1.Namespace) func(schema.GroupKind) bool {
 // `kubectl lodestar render`. A selector that can never select anything is an
 // *InvalidSelectorError.
 func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, src Source) ([]*unstructured.Unstructured, error) {
-	seen := map[string]bool{}
-	var out []*unstructured.Unstructured
-	add := func(gvk schema.GroupVersionKind, items []unstructured.Unstructured, name string) {
-		for j := range items {
-			obj := &items[j]
-			if name != "" && obj.GetName() != name {
-				continue
-			}
-			if !obj.GetDeletionTimestamp().IsZero() {
-				continue
-			}
-			obj.SetGroupVersionKind(gvk)
-			if why := render.HubOwned(obj); why != "" {
-				ctrl.LoggerFrom(ctx).V(4).Info("Not placing an object that belongs to the hub", "kind", gvk.Kind, "object", klog.KObj(obj), "why", why)
-				continue
-			}
-			key := gvk.GroupKind().String() + "/" + obj.GetName()
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			out = append(out, obj)
+	s := &selection{seen: map[string]bool{}}
+	if _, ok := placement.Annotations[placementv1alpha1.ClusterPlacementAnnotation]; ok && placement.Namespace == placementv1alpha1.ClusterPlacementNamespace {
+		if err := s.clusterScoped(ctx, placement, src); err != nil {
+			return nil, err
 		}
+		return s.out, nil
 	}
+	if err := s.namespaced(ctx, placement, src); err != nil {
+		return nil, err
+	}
+	return s.out, nil
+}
+
+// selection gathers selected objects, each once.
+type selection struct {
+	seen map[string]bool
+	out  []*unstructured.Unstructured
+}
+
+// add takes the items of kind gvk (only the one called name, when set) that are
+// not going and do not belong to the hub.
+func (s *selection) add(ctx context.Context, gvk schema.GroupVersionKind, items []unstructured.Unstructured, name string) {
+	for j := range items {
+		obj := &items[j]
+		if name != "" && obj.GetName() != name {
+			continue
+		}
+		if !obj.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		obj.SetGroupVersionKind(gvk)
+		if why := render.HubOwned(obj); why != "" {
+			ctrl.LoggerFrom(ctx).V(4).Info("Not placing an object that belongs to the hub", "kind", gvk.Kind, "object", klog.KObj(obj), "why", why)
+			continue
+		}
+		key := gvk.GroupKind().String() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+		if s.seen[key] {
+			continue
+		}
+		s.seen[key] = true
+		s.out = append(s.out, obj)
+	}
+}
+
+// namespaced is the selection of a Placement: objects of its own namespace.
+func (s *selection) namespaced(ctx context.Context, placement *placementv1alpha1.Placement, src Source) error {
 	for i, sel := range placement.Spec.ResourceSelectors {
-		selector := labels.Everything()
-		if sel.LabelSelector != nil {
-			var err error
-			if selector, err = metav1.LabelSelectorAsSelector(sel.LabelSelector); err != nil {
-				return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d].labelSelector: %v", i, err)}
-			}
+		selector, err := labelSelector(sel, i)
+		if err != nil {
+			return err
 		}
 		if sel.Kind == "" {
-			kinds, err := selectableKinds(ctx, src)
-			if err != nil {
-				return nil, err
-			}
-			for _, gvk := range kinds {
-				if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
-					continue
-				}
-				items, err := src.List(ctx, gvk, placement.Namespace, selector)
-				if err != nil {
-					return nil, fmt.Errorf("listing %s in %s: %w", gvk, placement.Namespace, err)
-				}
-				add(gvk, items, "")
+			if err := s.everyKind(ctx, src, placement.Namespace, selector); err != nil {
+				return err
 			}
 			continue
 		}
 		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
 		if err := checkKind(src.Mapper, gvk, i); err != nil {
-			return nil, err
+			return err
 		}
 		if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
-			return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the namespace's platform admin forbids placing %s (annotation %s)",
+			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the namespace's platform admin forbids placing %s (annotation %s)",
 				i, gvk.GroupKind(), placementv1alpha1.ForbiddenKindsAnnotation)}
 		}
 		items, err := src.List(ctx, gvk, placement.Namespace, selector)
 		if err != nil {
-			return nil, fmt.Errorf("listing %s in %s: %w", gvk, placement.Namespace, err)
+			return fmt.Errorf("listing %s in %s: %w", gvk, placement.Namespace, err)
 		}
-		add(gvk, items, sel.Name)
+		s.add(ctx, gvk, items, sel.Name)
 	}
-	return out, nil
+	return nil
+}
+
+// everyKind adds the objects of namespace whose labels match, of every kind a
+// selector without kind may select there.
+func (s *selection) everyKind(ctx context.Context, src Source, namespace string, selector labels.Selector) error {
+	kinds, err := selectableKinds(ctx, src)
+	if err != nil {
+		return err
+	}
+	for _, gvk := range kinds {
+		if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
+			continue
+		}
+		items, err := src.List(ctx, gvk, namespace, selector)
+		if err != nil {
+			return fmt.Errorf("listing %s in %s: %w", gvk, namespace, err)
+		}
+		s.add(ctx, gvk, items, "")
+	}
+	return nil
+}
+
+// clusterScoped is the selection of a ClusterPlacement (carried out by
+// placement): cluster-scoped objects, and whole namespaces, a selected Namespace
+// with every namespaced object in it that a selector without kind may select.
+// The namespaces of Kubernetes and of Lodestar are never placed whole.
+func (s *selection) clusterScoped(ctx context.Context, placement *placementv1alpha1.Placement, src Source) error {
+	for i, sel := range placement.Spec.ResourceSelectors {
+		selector, err := labelSelector(sel, i)
+		if err != nil {
+			return err
+		}
+		if sel.Kind == "" {
+			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: a ClusterPlacement's selectors name a kind", i)}
+		}
+		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
+		mapping, err := src.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s", i, gvk)}
+		}
+		if err != nil {
+			return fmt.Errorf("mapping %s: %w", gvk, err)
+		}
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is namespaced; a ClusterPlacement places cluster-scoped kinds and whole namespaces (kind Namespace)", i, gvk)}
+		}
+		items, err := src.List(ctx, gvk, "", selector)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", gvk, err)
+		}
+		if gvk.GroupKind() != (schema.GroupKind{Kind: "Namespace"}) {
+			s.add(ctx, gvk, items, sel.Name)
+			continue
+		}
+		for j := range items {
+			ns := items[j].GetName()
+			if (sel.Name != "" && ns != sel.Name) || systemNamespace(ns) {
+				continue
+			}
+			s.add(ctx, gvk, items[j:j+1], "")
+			if err := s.everyKind(ctx, src, ns, labels.Everything()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// systemNamespace tells whether ns is Kubernetes' or Lodestar's own.
+func systemNamespace(ns string) bool {
+	return strings.HasPrefix(ns, "kube-") || strings.HasPrefix(ns, "lodestar-")
+}
+
+// labelSelector parses selector i's label selector (everything without one).
+func labelSelector(sel placementv1alpha1.ResourceSelector, i int) (labels.Selector, error) {
+	if sel.LabelSelector == nil {
+		return labels.Everything(), nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel.LabelSelector)
+	if err != nil {
+		return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d].labelSelector: %v", i, err)}
+	}
+	return selector, nil
 }
 
 // checkKind says, as an *InvalidSelectorError, why selector i's kind can never be
@@ -252,24 +343,42 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 	return SelectObjects(ctx, placement, src)
 }
 
-// placementsSelecting maps a change of an object of kind gvk to the Placements of
-// its namespace that select that kind, by name or by labels alone.
+// placementsSelecting maps a change of an object of kind gvk to the Placements
+// that may select it: those of its namespace that select that kind, by name or by
+// labels alone; for a cluster-scoped object, the ClusterPlacements' that name its
+// kind; for a namespaced one, also the ClusterPlacements' that place whole
+// namespaces.
 func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx context.Context, obj client.Object) []reconcile.Request {
 	byLabels := render.SelectableByLabels(gvk.GroupKind())
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		list := &placementv1alpha1.PlacementList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for an object change", "object", klog.KObj(obj))
-			return nil
-		}
 		var reqs []reconcile.Request
-		for _, p := range list.Items {
-			for _, sel := range p.Spec.ResourceSelectors {
-				if (sel.Group == gvk.Group && sel.Kind == gvk.Kind) || (sel.Kind == "" && byLabels) {
-					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-					break
+		add := func(namespace string, selects func(placementv1alpha1.ResourceSelector) bool) {
+			list := &placementv1alpha1.PlacementList{}
+			if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for an object change", "object", klog.KObj(obj))
+				return
+			}
+			for i := range list.Items {
+				if slices.ContainsFunc(list.Items[i].Spec.ResourceSelectors, selects) {
+					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 				}
 			}
+		}
+		sameKind := func(sel placementv1alpha1.ResourceSelector) bool {
+			return sel.Group == gvk.Group && sel.Kind == gvk.Kind
+		}
+		ns := obj.GetNamespace()
+		if ns == "" {
+			add(placementv1alpha1.ClusterPlacementNamespace, sameKind)
+			return reqs
+		}
+		add(ns, func(sel placementv1alpha1.ResourceSelector) bool {
+			return sameKind(sel) || (sel.Kind == "" && byLabels)
+		})
+		if byLabels && !systemNamespace(ns) {
+			add(placementv1alpha1.ClusterPlacementNamespace, func(sel placementv1alpha1.ResourceSelector) bool {
+				return sel.Group == "" && sel.Kind == "Namespace"
+			})
 		}
 		return reqs
 	}

@@ -1,0 +1,146 @@
+// Package clusterplacement carries out each ClusterPlacement through a Placement
+// of the same name and spec in placementv1alpha1.ClusterPlacementNamespace, so
+// that scheduling, rendering, rollout, overrides and status are the Placement's
+// own code; it copies that Placement's status back to the ClusterPlacement.
+package clusterplacement
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/kube"
+)
+
+// Name is the controller's field owner.
+const Name = "lodestar-clusterplacement"
+
+// statusWindow gathers the status changes of a carrying Placement (a fan-out
+// moves its counts often) before they are copied.
+const statusWindow = time.Second
+
+// Reconciler carries out ClusterPlacements.
+type Reconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clusterplacements,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clusterplacements/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create
+
+// Reconcile keeps the carrying Placement in line with the ClusterPlacement and
+// copies its status back.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cp := &placementv1alpha1.ClusterPlacement{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cp); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterPlacement", klog.KObj(cp)))
+	key := client.ObjectKey{Namespace: placementv1alpha1.ClusterPlacementNamespace, Name: cp.Name}
+	carrier := &placementv1alpha1.Placement{}
+	err := r.Client.Get(ctx, key, carrier)
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	exists := err == nil
+
+	if !cp.DeletionTimestamp.IsZero() {
+		// The carrying Placement's own finalizer waits for its Works to go; the
+		// ClusterPlacement waits for it.
+		if exists {
+			if carrier.DeletionTimestamp.IsZero() {
+				if err := r.Client.Delete(ctx, carrier); client.IgnoreNotFound(err) != nil {
+					return ctrl.Result{}, err
+				}
+			}
+			return ctrl.Result{}, nil // Its deletion triggers the next reconcile.
+		}
+		return ctrl.Result{}, kube.SetFinalizer(ctx, r.Client, cp, placementv1alpha1.PlacementFinalizer, false)
+	}
+	if err := kube.SetFinalizer(ctx, r.Client, cp, placementv1alpha1.PlacementFinalizer, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !exists {
+		if err := r.ensureNamespace(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+		carrier = &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{
+			Name: key.Name, Namespace: key.Namespace,
+			Annotations: map[string]string{placementv1alpha1.ClusterPlacementAnnotation: cp.Name},
+		}, Spec: cp.Spec}
+		if err := r.Client.Create(ctx, carrier); err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating the carrying Placement: %w", err)
+		}
+		return ctrl.Result{}, nil // Its status arrives with its events.
+	}
+	if !equality.Semantic.DeepEqual(carrier.Spec, cp.Spec) {
+		base := carrier.DeepCopy()
+		carrier.Spec = cp.Spec
+		if err := r.Client.Patch(ctx, carrier, client.MergeFrom(base)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("updating the carrying Placement: %w", err)
+		}
+		return ctrl.Result{}, nil // Its status follows.
+	}
+	return ctrl.Result{}, r.copyStatus(ctx, cp, carrier)
+}
+
+// copyStatus writes the carrying Placement's status on the ClusterPlacement; the
+// generations the carrier's controllers observed become the ClusterPlacement's
+// own (both specs are equal at this point).
+func (r *Reconciler) copyStatus(ctx context.Context, cp *placementv1alpha1.ClusterPlacement, carrier *placementv1alpha1.Placement) error {
+	st := *carrier.Status.DeepCopy()
+	translate := func(gen int64) int64 {
+		if gen == carrier.Generation {
+			return cp.Generation
+		}
+		return 0 // an earlier spec: not one the ClusterPlacement can name
+	}
+	st.ObservedGeneration = translate(st.ObservedGeneration)
+	for i := range st.Conditions {
+		st.Conditions[i].ObservedGeneration = translate(st.Conditions[i].ObservedGeneration)
+	}
+	if equality.Semantic.DeepEqual(st, cp.Status) {
+		return nil
+	}
+	out := &placementv1alpha1.ClusterPlacement{ObjectMeta: metav1.ObjectMeta{Name: cp.Name}, Status: st}
+	return kube.ApplyStatus(ctx, r.Client, out, Name)
+}
+
+// ensureNamespace creates ClusterPlacementNamespace when it is missing.
+func (r *Reconciler) ensureNamespace(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: placementv1alpha1.ClusterPlacementNamespace}}
+	if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller: ClusterPlacements, and the
+// Placements that carry them out.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clusterplacement").
+		For(&placementv1alpha1.ClusterPlacement{}).
+		Watches(&placementv1alpha1.Placement{}, kube.CoalescingHandler(carried, statusWindow)).
+		Complete(r)
+}
+
+// carried maps a carrying Placement to its ClusterPlacement.
+func carried(_ context.Context, obj client.Object) []reconcile.Request {
+	name, ok := obj.GetAnnotations()[placementv1alpha1.ClusterPlacementAnnotation]
+	if !ok || obj.GetNamespace() != placementv1alpha1.ClusterPlacementNamespace {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+}

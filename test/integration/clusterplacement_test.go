@@ -1,0 +1,148 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+// A ClusterPlacement places a CRD, a ClusterRole and a whole namespace (its
+// objects, not its Secret); a custom resource a tenant's Placement places waits
+// for the CRD, saying why, and applies once the CRD is there. The
+// ClusterPlacement reports the status of the Placement that carries it out, and
+// deleting it removes what it placed.
+func TestClusterPlacement(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	// member-1 runs a namespace controller: a placed namespace can go away.
+	member := members[member1].Client
+
+	// On the hub: a CRD, a ClusterRole, and a namespace with an app and a Secret.
+	group := "g" + rand.String(6) + ".example.com"
+	crd := createWidgetCRD(t, hubCP.Client, group, apiextensionsv1.NamespaceScoped, "v1")
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "widget-reader-" + rand.String(5)},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{"widgets"}, Verbs: []string{"get", "list"}}}}
+	g.Expect(hubCP.Client.Create(ctx, role)).To(Succeed())
+	t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), role) })
+	whole := newTenant(t)
+	_, deploy, _ := webObjects(whole)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: whole}, Data: map[string]string{"k": "v"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "credentials", Namespace: whole}, StringData: map[string]string{"password": "x"}}
+	for _, obj := range []client.Object{deploy, cm, secret} {
+		g.Expect(hubCP.Client.Create(ctx, obj)).To(Succeed())
+	}
+
+	// A tenant's Placement of a custom resource of the CRD, before the CRD is on
+	// the member: it waits, and says why.
+	tenant := newNamespace(t)
+	widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w1", "namespace": tenant}, "spec": map[string]any{"size": int64(3)}}}
+	g.Eventually(func() error { return hubCP.Client.Create(ctx, widget) }).Should(Succeed())
+	crs := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "widgets", Namespace: tenant},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: group, Version: "v1", Kind: "Widget"}},
+			ClusterNames:      []string{member1},
+		}}
+	g.Expect(hubCP.Client.Create(ctx, crs)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := clusterStatusOf(g, client.ObjectKeyFromObject(crs), member1)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Applied).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reasons).To(ContainElement(ContainSubstring("does not serve " + group)))
+	}).Should(Succeed())
+
+	cp := &placementv1alpha1.ClusterPlacement{
+		ObjectMeta: metav1.ObjectMeta{Name: "platform-" + rand.String(5)},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{
+				{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: crd.GetName()},
+				{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: role.Name},
+				{Version: "v1", Kind: "Namespace", Name: whole},
+			},
+			ClusterNames: []string{member1},
+		},
+	}
+	g.Expect(hubCP.Client.Create(ctx, cp)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(member.Get(ctx, client.ObjectKey{Name: crd.GetName()}, crd.DeepCopy())).To(Succeed())
+		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(role), &rbacv1.ClusterRole{})).To(Succeed())
+		g.Expect(member.Get(ctx, client.ObjectKey{Name: whole}, &corev1.Namespace{})).To(Succeed())
+		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})).To(Succeed())
+		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(deploy), &appsv1.Deployment{})).To(Succeed())
+
+		got := &placementv1alpha1.ClusterPlacement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(cp), got)).To(Succeed())
+		applied := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.AppliedCondition)
+		g.Expect(applied).NotTo(BeNil())
+		g.Expect(applied.Status).To(Equal(metav1.ConditionTrue), applied.Message)
+		g.Expect(applied.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(1))
+		g.Expect(got.Status.AppliedClusters).To(BeEquivalentTo(1))
+	}).Should(Succeed())
+	err := member.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a whole namespace leaves its Secrets: %v", err)
+
+	// Changes on the hub follow: a ClusterRole's rules, an object added to the
+	// placed namespace.
+	g.Expect(updateOnHub(role, func(r *rbacv1.ClusterRole) { r.Rules[0].Verbs = []string{"get", "list", "watch"} })).To(Succeed())
+	added := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "added-later", Namespace: whole}, Data: map[string]string{"k": "v"}}
+	g.Expect(hubCP.Client.Create(ctx, added)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &rbacv1.ClusterRole{}
+		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(role), got)).To(Succeed())
+		g.Expect(got.Rules[0].Verbs).To(ConsistOf("get", "list", "watch"))
+		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(added), &corev1.ConfigMap{})).To(Succeed())
+	}).Should(Succeed())
+
+	// The custom resource follows its CRD.
+	g.Eventually(func(g Gomega) {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(widget.GroupVersionKind())
+		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(widget), got)).To(Succeed())
+		c := clusterStatusOf(g, client.ObjectKeyFromObject(crs), member1)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Applied).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+
+	// A ClusterPlacement may not name a namespaced kind.
+	bad := &placementv1alpha1.ClusterPlacement{ObjectMeta: metav1.ObjectMeta{Name: "bad-" + rand.String(5)},
+		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}},
+			ClusterNames: []string{member1}}}
+	g.Expect(hubCP.Client.Create(ctx, bad)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.ClusterPlacement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(bad), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidResourceSelector))
+		g.Expect(c.Message).To(ContainSubstring("a ClusterPlacement places cluster-scoped kinds and whole namespaces"))
+	}).Should(Succeed())
+	g.Expect(hubCP.Client.Delete(ctx, bad)).To(Succeed())
+
+	// The tenant's Placement goes first, so that the CRD's removal takes no object
+	// of another Placement with it; then the ClusterPlacement, and what it placed.
+	g.Expect(hubCP.Client.Delete(ctx, crs)).To(Succeed())
+	g.Expect(hubCP.Client.Delete(ctx, cp)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(cp), &placementv1alpha1.ClusterPlacement{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		err = member.Get(ctx, client.ObjectKeyFromObject(role), &rbacv1.ClusterRole{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		ns := &corev1.Namespace{}
+		err = member.Get(ctx, client.ObjectKey{Name: whole}, ns)
+		g.Expect(apierrors.IsNotFound(err) || !ns.DeletionTimestamp.IsZero()).To(BeTrue(), "%v", err)
+	}).Should(Succeed())
+}
