@@ -183,14 +183,11 @@ func (s *selection) clusterScoped(ctx context.Context, placement *placementv1alp
 			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: a ClusterPlacement's selectors name a kind", i)}
 		}
 		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
-		mapping, err := src.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if meta.IsNoMatchError(err) {
-			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s", i, gvk)}
-		}
+		namespaced, err := served(src.Mapper, gvk, i)
 		if err != nil {
-			return fmt.Errorf("mapping %s: %w", gvk, err)
+			return err
 		}
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if namespaced {
 			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is namespaced; a ClusterPlacement places cluster-scoped kinds and whole namespaces (kind Namespace)", i, gvk)}
 		}
 		items, err := src.List(ctx, gvk, "", selector)
@@ -236,20 +233,30 @@ func labelSelector(sel placementv1alpha1.ResourceSelector, i int) (labels.Select
 // placed by a Placement: the hub does not serve it, it is cluster-scoped, or it
 // belongs to the hub.
 func checkKind(mapper meta.RESTMapper, gvk schema.GroupVersionKind, i int) error {
-	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s", i, gvk)}
-	}
+	namespaced, err := served(mapper, gvk, i)
 	if err != nil {
-		return fmt.Errorf("mapping %s: %w", gvk, err)
+		return err
 	}
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+	if !namespaced {
 		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is cluster-scoped; a Placement places only namespaced kinds", i, gvk)}
 	}
 	if why := render.HubOnlyKind(gvk.GroupKind()); why != "" {
 		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s are never placed: %s", i, gvk.Kind, why)}
 	}
 	return nil
+}
+
+// served tells whether selector i's kind is namespaced; a kind the hub does not
+// serve is an *InvalidSelectorError.
+func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind, i int) (namespaced bool, err error) {
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return false, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s", i, gvk)}
+	}
+	if err != nil {
+		return false, fmt.Errorf("mapping %s: %w", gvk, err)
+	}
+	return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
 // selectableKinds are the kinds a selector without kind looks through.
