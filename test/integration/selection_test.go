@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -66,10 +67,10 @@ metadata: {name: reader}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reader}
 subjects: [{kind: ServiceAccount, name: shop}]
 ---
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: data}
-spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: shop}
+spec: {podSelector: {matchLabels: {app: shop}}, policyTypes: [Ingress]}
 ---
 apiVersion: batch/v1
 kind: CronJob
@@ -150,6 +151,16 @@ func createLabelled(t *testing.T, ns, group, docs string) []*unstructured.Unstru
 	return out
 }
 
+// deletePlacement deletes p and waits until its Works are gone from the hub.
+func deletePlacement(t *testing.T, p *placementv1alpha1.Placement) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(client.IgnoreNotFound(hubCP.Client.Delete(context.Background(), p))).To(Succeed())
+	g.Eventually(func() error {
+		return hubCP.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &placementv1alpha1.Placement{})
+	}).Should(Satisfy(apierrors.IsNotFound))
+}
+
 // A Placement whose only selector is a label selector places every labelled
 // object of the namespace whatever its kind, a custom resource included, but
 // nothing that belongs to the hub; a kind added later is placed without a
@@ -190,6 +201,9 @@ spec:
 		},
 	}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	// Cleanups run last first: the Placement and its Work go before the CRDs, so
+	// that no Work is left holding objects of kinds the member no longer serves.
+	t.Cleanup(func() { deletePlacement(t, p) })
 	member := members[member2].Client
 	onMember := func(obj *unstructured.Unstructured) error {
 		got := &unstructured.Unstructured{}
@@ -214,6 +228,7 @@ spec:
 	for _, c := range []client.Client{hubCP.Client, members[member2].Client} {
 		createWidgetCRD(t, c, later, apiextensionsv1.NamespaceScoped, "v1")
 	}
+	t.Cleanup(func() { deletePlacement(t, p) }) // before these CRDs go too
 	var added *unstructured.Unstructured
 	g.Eventually(func() error {
 		// The hub serves the new kind once its CRD is established.
