@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -30,7 +29,8 @@ func TestClusterPlacement(t *testing.T) {
 	// member-1 runs a namespace controller: a placed namespace can go away.
 	member := members[member1].Client
 
-	// On the hub: a CRD, a ClusterRole, and a namespace with an app and a Secret.
+	// On the hub: a CRD, a ClusterRole, and a namespace with a ServiceAccount, a
+	// ConfigMap and a Secret.
 	group := "g" + rand.String(6) + ".example.com"
 	crd := createWidgetCRD(t, hubCP.Client, group, apiextensionsv1.NamespaceScoped, "v1")
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "widget-reader-" + rand.String(5)},
@@ -38,10 +38,10 @@ func TestClusterPlacement(t *testing.T) {
 	g.Expect(hubCP.Client.Create(ctx, role)).To(Succeed())
 	t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), role) })
 	whole := newTenant(t)
-	_, deploy, _ := webObjects(whole)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: whole}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: whole}, Data: map[string]string{"k": "v"}}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "credentials", Namespace: whole}, StringData: map[string]string{"password": "x"}}
-	for _, obj := range []client.Object{deploy, cm, secret} {
+	for _, obj := range []client.Object{sa, cm, secret} {
 		g.Expect(hubCP.Client.Create(ctx, obj)).To(Succeed())
 	}
 
@@ -81,7 +81,7 @@ func TestClusterPlacement(t *testing.T) {
 		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(role), &rbacv1.ClusterRole{})).To(Succeed())
 		g.Expect(member.Get(ctx, client.ObjectKey{Name: whole}, &corev1.Namespace{})).To(Succeed())
 		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})).To(Succeed())
-		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(deploy), &appsv1.Deployment{})).To(Succeed())
+		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(sa), &corev1.ServiceAccount{})).To(Succeed())
 
 		got := &placementv1alpha1.ClusterPlacement{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(cp), got)).To(Succeed())

@@ -389,11 +389,13 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 	}
 
 	removal := rollout.Remove(leaving, gate, strategy.Deadline, now)
-	for _, w := range leavingWorks {
+	for i, w := range leavingWorks {
 		cluster, _ := names.ClusterFromNamespace(w.Namespace)
 		if !slices.Contains(removal.Remove, cluster) {
 			continue
 		}
+		log.Info("Removing the Work of a cluster the Placement left", "cluster", cluster, "revoked", leaving[i].Revoked,
+			"available", leaving[i].Available, "forced", slices.Contains(removal.Forced, cluster), "sets", decided.Sets)
 		if err := r.deleteWork(ctx, w); err != nil {
 			return ctrl.Result{}, err
 		}
