@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
 
 // A ClusterPlacement places a CRD, a ClusterRole and a whole namespace (its
@@ -73,6 +74,9 @@ func TestClusterPlacement(t *testing.T) {
 				{Version: "v1", Kind: "Namespace", Name: whole},
 			},
 			ClusterNames: []string{member1},
+			// What it placed stays on the member when it goes: the CRD on member-1
+			// stays served for the tests after this one.
+			ApplyStrategy: &lodestarworkv1alpha1.ApplyStrategy{DeletionPolicy: lodestarworkv1alpha1.DeletionOrphan},
 		},
 	}
 	g.Expect(hubCP.Client.Create(ctx, cp)).To(Succeed())
@@ -132,17 +136,16 @@ func TestClusterPlacement(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(hubCP.Client.Delete(ctx, bad)).To(Succeed())
 
-	// The tenant's Placement goes first, so that the CRD's removal takes no object
-	// of another Placement with it; then the ClusterPlacement, and what it placed.
+	// Deleting the ClusterPlacement removes its carrier and Works; with
+	// deletionPolicy Orphan what it placed stays on the member, released.
 	g.Expect(hubCP.Client.Delete(ctx, crs)).To(Succeed())
 	g.Expect(hubCP.Client.Delete(ctx, cp)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(cp), &placementv1alpha1.ClusterPlacement{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
-		err = member.Get(ctx, client.ObjectKeyFromObject(role), &rbacv1.ClusterRole{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
-		ns := &corev1.Namespace{}
-		err = member.Get(ctx, client.ObjectKey{Name: whole}, ns)
-		g.Expect(apierrors.IsNotFound(err) || !ns.DeletionTimestamp.IsZero()).To(BeTrue(), "%v", err)
+		err = hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.ClusterPlacementNamespace, Name: cp.Name}, &placementv1alpha1.Placement{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the carrier goes too: %v", err)
+		g.Expect(workOf(g, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: placementv1alpha1.ClusterPlacementNamespace, Name: cp.Name}}, member1)).To(BeNil())
 	}).Should(Succeed())
+	g.Expect(member.Get(ctx, client.ObjectKeyFromObject(role), &rbacv1.ClusterRole{})).To(Succeed(), "orphaned, not deleted")
 }
