@@ -61,6 +61,9 @@ up() {
   "$kubectl" "${hub[@]}" -n demo get placement web \
     -o jsonpath='{range .status.clusters[*]}{.name}{"\tapplied="}{.applied}{"\tavailable="}{.available}{"\t"}{.message}{"\n"}{end}' | column -t -s $'\t'
   echo
+  say "The member clusters (kubectl lodestar get clusters)"
+  "${LODESTAR_BIN:?}/kubectl-lodestar" get clusters -L env,region --kubeconfig "$dir/hub.kubeconfig"
+  echo
   say "Status from the hub: per cluster and object, feedback, summaries (kubectl lodestar status)"
   "${LODESTAR_BIN:?}/kubectl-lodestar" status web -n demo --kubeconfig "$dir/hub.kubeconfig"
   echo

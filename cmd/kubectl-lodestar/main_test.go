@@ -117,14 +117,19 @@ func TestCordonAndUncordon(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	g := NewWithT(t)
 	_, _, err := kubectlLodestar(t, "frobnicate", "x")
-	g.Expect(err).To(MatchError(`unknown command "frobnicate"`))
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown command "frobnicate"`)))
 	_, _, err = kubectlLodestar(t, "cordon")
 	g.Expect(err).To(MatchError(ContainSubstring("takes one cluster name")))
 	_, _, err = kubectlLodestar(t, "join", "x", "--token-ttl", "1m")
 	g.Expect(err).To(MatchError(ContainSubstring("at least 10m")))
 	var stdout bytes.Buffer
 	g.Expect(run(context.Background(), nil, &stdout, &stdout)).To(Succeed())
-	g.Expect(stdout.String()).To(ContainSubstring("kubectl lodestar join"))
+	g.Expect(stdout.String()).To(ContainSubstring("kubectl lodestar operates a Lodestar fleet"))
+	g.Expect(stdout.String()).To(ContainSubstring("join"))
+	_, _, err = kubectlLodestar(t, "rollout", "restart", "web")
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown command "restart" for "kubectl-lodestar rollout"`)))
+	_, _, err = kubectlLodestar(t, "get", "placements")
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown command "placements"`)))
 }
 
 func TestDrainAndUnjoin(t *testing.T) {

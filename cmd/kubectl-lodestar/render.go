@@ -2,15 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,70 +18,70 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/renderctl"
 )
 
-const renderUsage = `kubectl lodestar render prints what a cluster's Work of a Placement holds: the
-selected objects as the work generator renders them, with the Placement's
-overrides applied for that cluster. Which rules changed which fields goes to
-standard error.
-
-Usage:
-  kubectl lodestar render <placement> --cluster <name> [-o yaml|json|diff] [-f file]
+// newRenderCommand is `kubectl lodestar render <placement> --cluster <name>`.
+func newRenderCommand(o *options) *cobra.Command {
+	var output, file, cluster string
+	cmd := &cobra.Command{
+		Use:   "render <placement> --cluster <name>",
+		Short: "Print what a cluster's Work of a Placement holds, overrides applied",
+		Long: `Print what a cluster's Work of a Placement holds: the selected objects as the
+work generator renders them, with the Placement's overrides applied for that
+cluster. Which rules changed which fields goes to standard error.
 
   -f file   a file of YAML or JSON documents: the Placement (by that name) and any
             objects, used instead of the hub's copies, so that a change can be
             previewed before it is applied
-  -o diff   the difference each override makes to the hub's objects
+  -o diff   the difference each override makes to the hub's objects`,
+		Example: `  kubectl lodestar render web -n shop --cluster edge-12
+  kubectl lodestar render web -n shop --cluster edge-12 -o diff
+  kubectl lodestar render web -n shop --cluster edge-12 -f web-next.yaml`,
+		Args:              exactlyOne("Placement name"),
+		ValidArgsFunction: o.completePlacements,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if cluster == "" {
+				return errors.New("render needs --cluster")
+			}
+			if output != "yaml" && output != "json" && output != "diff" {
+				return fmt.Errorf("--output %q: yaml, json or diff", output)
+			}
+			c, namespace, err := o.hubIn()
+			if err != nil {
+				return err
+			}
+			opts := renderctl.Options{Placement: client.ObjectKey{Namespace: namespace, Name: args[0]}, Cluster: cluster, Kinds: o.kinds}
+			if file != "" {
+				if opts.Local, err = renderctl.ReadObjects(file, namespace); err != nil {
+					return err
+				}
+			}
+			base, res, err := renderctl.Render(ctx, c, opts)
+			if err != nil {
+				return err
+			}
+			for _, ch := range res.Changes {
+				if ch.Deleted {
+					fmt.Fprintf(o.ErrOut, "# rule %s: left %s out\n", ch.Rule, ch.Object)
+					continue
+				}
+				fmt.Fprintf(o.ErrOut, "# rule %s: changed %s on %s\n", ch.Rule, strings.Join(ch.Paths, ", "), ch.Object)
+			}
+			return printRendered(o.Out, output, cluster, base, res.Manifests)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "yaml, json or diff.")
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "A file with the Placement and objects to use instead of the hub's.")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "The cluster to render for (the name of its ClusterProfile).")
+	_ = cmd.RegisterFlagCompletionFunc("cluster", o.completeClusterFlag)
+	return cmd
+}
 
-Flags: -n/--namespace (default: the kubeconfig context's), --kubeconfig, --context.
-`
-
-// runRender runs `kubectl lodestar render <placement>`.
-func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kubectl lodestar render", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, renderUsage) }
-	hubFlags := addPlacementFlags(fs)
-	var output, file string
-	fs.StringVar(&output, "output", "yaml", "yaml, json or diff.")
-	fs.StringVar(&output, "o", "yaml", "Shorthand for --output.")
-	fs.StringVar(&file, "filename", "", "A file with the Placement and objects to use instead of the hub's.")
-	fs.StringVar(&file, "f", "", "Shorthand for --filename.")
-	cluster := fs.String("cluster", "", "The cluster to render for (the name of its ClusterProfile).")
-	name, err := oneArgument(fs, args, "render takes one Placement name")
-	if err != nil {
-		return err
-	}
-	if *cluster == "" {
-		return errors.New("render needs --cluster")
-	}
-	if output != "yaml" && output != "json" && output != "diff" {
-		return fmt.Errorf("--output %q: yaml, json or diff", output)
-	}
-	c, namespace, err := hubFlags.client()
-	if err != nil {
-		return err
-	}
-
-	opts := renderctl.Options{Placement: client.ObjectKey{Namespace: namespace, Name: name}, Cluster: *cluster, Kinds: hubFlags.kinds}
-	if file != "" {
-		if opts.Local, err = renderctl.ReadObjects(file, namespace); err != nil {
-			return err
-		}
-	}
-	base, res, err := renderctl.Render(ctx, c, opts)
-	if err != nil {
-		return err
-	}
-	for _, ch := range res.Changes {
-		if ch.Deleted {
-			fmt.Fprintf(stderr, "# rule %s: left %s out\n", ch.Rule, ch.Object)
-			continue
-		}
-		fmt.Fprintf(stderr, "# rule %s: changed %s on %s\n", ch.Rule, strings.Join(ch.Paths, ", "), ch.Object)
-	}
+// printRendered prints the rendered manifests as yaml, json or a diff against base.
+func printRendered(stdout io.Writer, output, cluster string, base, manifests []runtime.RawExtension) error {
 	switch output {
 	case "json":
-		items := make([]json.RawMessage, 0, len(res.Manifests))
-		for _, m := range res.Manifests {
+		items := make([]json.RawMessage, 0, len(manifests))
+		for _, m := range manifests {
 			items = append(items, m.Raw)
 		}
 		b, err := json.MarshalIndent(map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, "", "  ")
@@ -92,9 +91,9 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		_, err = fmt.Fprintln(stdout, string(b))
 		return err
 	case "diff":
-		return printDiff(stdout, base, res.Manifests, *cluster)
+		return printDiff(stdout, base, manifests, cluster)
 	}
-	for _, m := range res.Manifests {
+	for _, m := range manifests {
 		b, err := yaml.JSONToYAML(m.Raw)
 		if err != nil {
 			return err

@@ -1,130 +1,129 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lodestar-dev/lodestar/internal/rolloutctl"
 )
 
-const rolloutUsage = `kubectl lodestar rollout manages the rollout of a Placement's revisions.
+// newRolloutCommand is `kubectl lodestar rollout <verb> <placement>`.
+func newRolloutCommand(o *options) *cobra.Command {
+	cmd := group("rollout", "Manage the rollout of a Placement's revisions",
+		`Manage the rollout of a Placement's revisions: follow it, list the kept
+revisions, go back to one, pause and resume it, and approve stages or clusters.`,
+		`  kubectl lodestar rollout status web -n shop
+  kubectl lodestar rollout history web -n shop
+  kubectl lodestar rollout undo web -n shop --to-revision 2
+  kubectl lodestar rollout approve web -n shop --stage production`)
 
-Usage:
-  kubectl lodestar rollout status <placement> [--watch=false] [--timeout 10m]
-      wait until the rollout is complete; exits non-zero when its progress
-      deadline or failure budget is breached
-  kubectl lodestar rollout history <placement>
-      list the kept revisions with their change causes
-  kubectl lodestar rollout undo <placement> [--to-revision N]
-      write an earlier revision's objects back to the namespace (default: the
-      revision before the target); it rolls out through the strategy's gates
-  kubectl lodestar rollout pause|resume <placement>
-      stop (or go on) giving clusters the target revision
-  kubectl lodestar rollout approve <placement> (--stage S | --cluster C ...)
-      approve a stage, or clusters, of the target revision
+	// placementVerb is one rollout verb on one Placement.
+	placementVerb := func(use, short, long, example string, do func(cmd *cobra.Command, key client.ObjectKey, c client.Client) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " <placement>", Short: short, Long: long, Example: example,
+			Args:              exactlyOne("Placement name"),
+			ValidArgsFunction: o.completePlacements,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, ns, err := o.hubIn()
+				if err != nil {
+					return err
+				}
+				return do(cmd, client.ObjectKey{Namespace: ns, Name: args[0]}, c)
+			},
+		}
+	}
 
-Flags: -n/--namespace (default: the kubeconfig context's), --kubeconfig, --context.
-`
+	var watch bool
+	var timeout time.Duration
+	status := placementVerb("status", "Wait until the rollout is complete",
+		"Wait until the rollout of the target revision is complete. Exits non-zero when its\nprogress deadline or failure budget is breached.",
+		"  kubectl lodestar rollout status web -n shop\n  kubectl lodestar rollout status web -n shop --watch=false",
+		func(cmd *cobra.Command, key client.ObjectKey, c client.Client) error {
+			if !watch {
+				r, err := rolloutctl.Status(cmd.Context(), c, key)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(o.Out, r.Message)
+				if r.Failed {
+					return rolloutctl.ErrRolloutFailed
+				}
+				return nil
+			}
+			return rolloutctl.Wait(cmd.Context(), c, key, timeout, time.Second, func(msg string) { fmt.Fprintln(o.Out, msg) })
+		})
+	status.Flags().BoolVar(&watch, "watch", true, "Wait until the rollout is complete or failed.")
+	status.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "How long to wait.")
 
-// runRollout runs `kubectl lodestar rollout <verb> <placement>`.
-func runRollout(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stdout, rolloutUsage)
-		return nil
-	}
-	verb, args := args[0], args[1:]
-	fs := flag.NewFlagSet("kubectl lodestar rollout "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	hubFlags := addPlacementFlags(fs)
-
-	watch := fs.Bool("watch", true, "status: wait until the rollout is complete or failed.")
-	timeout := fs.Duration("timeout", 10*time.Minute, "status: how long to wait.")
-	toRevision := fs.Int64("to-revision", 0, "undo: the revision number to go back to (default: the one before the target).")
-	stage := fs.String("stage", "", "approve: the stage to approve.")
-	var clusters listFlag
-	fs.Var(&clusters, "cluster", "approve: a cluster to approve; repeat for more.")
-	switch verb {
-	case "status", "history", "undo", "pause", "resume", "approve":
-	default:
-		fmt.Fprint(stderr, rolloutUsage)
-		return fmt.Errorf("unknown rollout command %q", verb)
-	}
-	name, err := oneArgument(fs, args, "rollout "+verb+" takes one Placement name")
-	if err != nil {
-		return err
-	}
-	c, namespace, err := hubFlags.client()
-	if err != nil {
-		return err
-	}
-	key := client.ObjectKey{Namespace: namespace, Name: name}
-	switch verb {
-	case "status":
-		if !*watch {
-			r, err := rolloutctl.Status(ctx, c, key)
+	history := placementVerb("history", "List the kept revisions with their change causes",
+		"List the kept revisions of a Placement, oldest first, with their change causes.",
+		"  kubectl lodestar rollout history web -n shop",
+		func(cmd *cobra.Command, key client.ObjectKey, c client.Client) error {
+			revs, err := rolloutctl.History(cmd.Context(), c, key)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(stdout, r.Message)
-			if r.Failed {
-				return rolloutctl.ErrRolloutFailed
+			tw := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REVISION\tNAME\tAGE\tCHANGE-CAUSE")
+			for _, r := range revs {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", r.Spec.Revision, r.Name, time.Since(r.CreationTimestamp.Time).Round(time.Second), r.Spec.ChangeCause)
 			}
+			return tw.Flush()
+		})
+
+	var toRevision int64
+	undo := placementVerb("undo", "Write an earlier revision's objects back",
+		"Write an earlier revision's objects (and overrides) back to the namespace, by\ndefault the revision before the target; it rolls out through the strategy's gates.",
+		"  kubectl lodestar rollout undo web -n shop\n  kubectl lodestar rollout undo web -n shop --to-revision 2",
+		func(cmd *cobra.Command, key client.ObjectKey, c client.Client) error {
+			to, err := rolloutctl.Undo(cmd.Context(), c, key, toRevision)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "placement %s: the objects of revision %d are back in namespace %s and roll out through its strategy\n", key.Name, to.Spec.Revision, key.Namespace)
 			return nil
-		}
-		return rolloutctl.Wait(ctx, c, key, *timeout, time.Second, func(msg string) { fmt.Fprintln(stdout, msg) })
-	case "history":
-		revs, err := rolloutctl.History(ctx, c, key)
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "REVISION\tNAME\tAGE\tCHANGE-CAUSE")
-		for _, r := range revs {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", r.Spec.Revision, r.Name, time.Since(r.CreationTimestamp.Time).Round(time.Second), r.Spec.ChangeCause)
-		}
-		return tw.Flush()
-	case "undo":
-		to, err := rolloutctl.Undo(ctx, c, key, *toRevision)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "placement %s: the objects of revision %d are back in namespace %s and roll out through its strategy\n", key.Name, to.Spec.Revision, key.Namespace)
-	case "pause", "resume":
-		if err := rolloutctl.SetPaused(ctx, c, key, verb == "pause"); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "placement %s %sd\n", key.Name, verb)
-	case "approve":
-		a, err := rolloutctl.Approve(ctx, c, key, *stage, clusters)
-		if err != nil {
-			return err
-		}
-		what := "stage " + a.Spec.Stage
-		if a.Spec.Stage == "" {
-			what = "clusters " + strings.Join(a.Spec.Clusters, ", ")
-		}
-		fmt.Fprintf(stdout, "placement %s: %s approved for revision %s (RolloutApproval %s)\n", key.Name, what, a.Spec.Revision, a.Name)
+		})
+	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "The revision number to go back to (default: the one before the target).")
+
+	pause := func(verb string, paused bool) *cobra.Command {
+		return placementVerb(verb, strings.ToUpper(verb[:1])+verb[1:]+" giving clusters the target revision",
+			"Stop (pause) or go on (resume) giving clusters the target revision.",
+			"  kubectl lodestar rollout "+verb+" web -n shop",
+			func(cmd *cobra.Command, key client.ObjectKey, c client.Client) error {
+				if err := rolloutctl.SetPaused(cmd.Context(), c, key, paused); err != nil {
+					return err
+				}
+				fmt.Fprintf(o.Out, "placement %s %sd\n", key.Name, verb)
+				return nil
+			})
 	}
-	return nil
-}
 
-// listFlag collects a repeated flag.
-type listFlag []string
+	var stage string
+	var clusters []string
+	approve := placementVerb("approve", "Approve a stage, or clusters, of the target revision",
+		"Approve a stage, or clusters, of the target revision (a RolloutApproval).",
+		"  kubectl lodestar rollout approve web -n shop --stage production\n  kubectl lodestar rollout approve web -n shop --cluster edge-1 --cluster edge-2",
+		func(cmd *cobra.Command, key client.ObjectKey, c client.Client) error {
+			a, err := rolloutctl.Approve(cmd.Context(), c, key, stage, clusters)
+			if err != nil {
+				return err
+			}
+			what := "stage " + a.Spec.Stage
+			if a.Spec.Stage == "" {
+				what = "clusters " + strings.Join(a.Spec.Clusters, ", ")
+			}
+			fmt.Fprintf(o.Out, "placement %s: %s approved for revision %s (RolloutApproval %s)\n", key.Name, what, a.Spec.Revision, a.Name)
+			return nil
+		})
+	approve.Flags().StringVar(&stage, "stage", "", "The stage to approve.")
+	approve.Flags().StringArrayVar(&clusters, "cluster", nil, "A cluster to approve; repeat for more.")
+	_ = approve.RegisterFlagCompletionFunc("cluster", o.completeClusterFlag)
 
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error {
-	if v == "" {
-		return errors.New("empty value")
-	}
-	*l = append(*l, v)
-	return nil
+	cmd.AddCommand(status, history, undo, pause("pause", true), pause("resume", false), approve)
+	return cmd
 }

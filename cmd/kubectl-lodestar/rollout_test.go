@@ -82,7 +82,7 @@ func TestRolloutVerbs(t *testing.T) {
 	_, _, err = kubectlLodestar(t, "rollout", "undo", "web", "-n", key.Namespace, "--to-revision", "7")
 	g.Expect(err).To(MatchError(ContainSubstring("no revision 7 (kept: 1, 2)")))
 	_, _, err = kubectlLodestar(t, "rollout", "restart", "web")
-	g.Expect(err).To(MatchError(ContainSubstring(`unknown rollout command "restart"`)))
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown command "restart" for "kubectl-lodestar rollout"`)))
 }
 
 // status exits non-zero on a breached failure budget or deadline.

@@ -1,30 +1,18 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
-
-const statusUsage = `kubectl lodestar status prints a Placement's state from the hub: its conditions,
-per cluster whether its objects are applied and available and why not, per object
-its state, message and status feedback values, and the status summaries. It reads
-only the Placement, so a tenant's own RBAC (get placements) is enough.
-
-Usage:
-  kubectl lodestar status <placement> [-o text|json] [--cluster <name>]
-
-Flags: -n/--namespace (default: the kubeconfig context's), --kubeconfig, --context.
-`
 
 // statusReport is what `status -o json` prints.
 type statusReport struct {
@@ -39,54 +27,62 @@ type statusReport struct {
 	Summaries         []placementv1alpha1.SummaryStatus `json:"summaries"`
 }
 
-// runStatus runs `kubectl lodestar status <placement>`.
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kubectl lodestar status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, statusUsage) }
-	hubFlags := addPlacementFlags(fs)
-	var output string
-	fs.StringVar(&output, "output", "text", "text or json.")
-	fs.StringVar(&output, "o", "text", "Shorthand for --output.")
-	cluster := fs.String("cluster", "", "Show only this cluster.")
-	name, err := oneArgument(fs, args, "status takes one Placement name")
-	if err != nil {
-		return err
-	}
-	if output != "text" && output != "json" {
-		return fmt.Errorf("--output %q: text or json", output)
-	}
-	c, namespace, err := hubFlags.client()
-	if err != nil {
-		return err
-	}
-	p := &placementv1alpha1.Placement{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, p); err != nil {
-		return err
-	}
-	report := statusReport{
-		Namespace: p.Namespace, Name: p.Name, SelectedClusters: p.Status.SelectedClusters, AppliedClusters: p.Status.AppliedClusters,
-		AvailableClusters: p.Status.AvailableClusters, Conditions: p.Status.Conditions, Clusters: p.Status.Clusters,
-		UnlistedClusters: p.Status.UnlistedClusters, Summaries: p.Status.Summaries,
-	}
-	if *cluster != "" {
-		report.Clusters = nil
-		for _, cs := range p.Status.Clusters {
-			if cs.Name == *cluster {
-				report.Clusters = append(report.Clusters, cs)
+// newStatusCommand is `kubectl lodestar status <placement>`.
+func newStatusCommand(o *options) *cobra.Command {
+	var output, cluster string
+	cmd := &cobra.Command{
+		Use:   "status <placement>",
+		Short: "Print a Placement's state: per cluster and object, why not, feedback, summaries",
+		Long: `Print a Placement's state from the hub: its conditions, per cluster whether its
+objects are applied and available and why not, per object its state, message and
+status feedback values, and the status summaries. It reads only the Placement,
+so a tenant's own RBAC (get placements) is enough.`,
+		Example: `  kubectl lodestar status web -n shop
+  kubectl lodestar status web -n shop --cluster edge-12 -o json`,
+		Args:              exactlyOne("Placement name"),
+		ValidArgsFunction: o.completePlacements,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return fmt.Errorf("--output %q: text or json", output)
 			}
-		}
-		if len(report.Clusters) == 0 {
-			return fmt.Errorf("cluster %s is not listed in placement %s/%s's status (it lists those with a Work, problems first, at most 100)", *cluster, namespace, name)
-		}
+			c, namespace, err := o.hubIn()
+			if err != nil {
+				return err
+			}
+			name := args[0]
+			p := &placementv1alpha1.Placement{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: namespace, Name: name}, p); err != nil {
+				return err
+			}
+			report := statusReport{
+				Namespace: p.Namespace, Name: p.Name, SelectedClusters: p.Status.SelectedClusters, AppliedClusters: p.Status.AppliedClusters,
+				AvailableClusters: p.Status.AvailableClusters, Conditions: p.Status.Conditions, Clusters: p.Status.Clusters,
+				UnlistedClusters: p.Status.UnlistedClusters, Summaries: p.Status.Summaries,
+			}
+			if cluster != "" {
+				report.Clusters = nil
+				for _, cs := range p.Status.Clusters {
+					if cs.Name == cluster {
+						report.Clusters = append(report.Clusters, cs)
+					}
+				}
+				if len(report.Clusters) == 0 {
+					return fmt.Errorf("cluster %s is not listed in placement %s/%s's status (it lists those with a Work, problems first, at most 100)", cluster, namespace, name)
+				}
+			}
+			if output == "json" {
+				enc := json.NewEncoder(o.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(report)
+			}
+			printStatus(o.Out, report)
+			return nil
+		},
 	}
-	if output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(report)
-	}
-	printStatus(stdout, report)
-	return nil
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json.")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "Show only this cluster.")
+	_ = cmd.RegisterFlagCompletionFunc("cluster", o.completeClusterFlag)
+	return cmd
 }
 
 // printStatus prints the report as text: conditions, clusters, objects, summaries.

@@ -194,3 +194,6 @@ func orEmpty(m map[string]string) map[string]string {
 	}
 	return m
 }
+
+// Source is the expression as written.
+func (e *Expression) Source() string { return e.source }

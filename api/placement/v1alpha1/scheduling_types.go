@@ -202,3 +202,12 @@ const (
 	ReasonMemberNotReady   = "MemberNotReady"
 	ReasonAgentUnreachable = "AgentUnreachable"
 )
+
+// String is the taint as kubectl prints a node's: key=value:Effect, or key:Effect
+// without a value.
+func (t Taint) String() string {
+	if t.Value == "" {
+		return t.Key + ":" + string(t.Effect)
+	}
+	return t.Key + "=" + t.Value + ":" + string(t.Effect)
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/kube"
+)
+
+// newJoinCommand is `kubectl lodestar join <cluster>`.
+func newJoinCommand(o *options) *cobra.Command {
+	var (
+		labels           map[string]string
+		memberKubeconfig string
+		clusterID        string
+		ttl              time.Duration
+		server           string
+		output           string
+	)
+	cmd := &cobra.Command{
+		Use:   "join <cluster>",
+		Short: "Register a member cluster; writes the agent's hub kubeconfig",
+		Long: `Register a member cluster with the hub: its ClusterProfile in the cluster set,
+its hub namespace, and a hub identity for its agent that may read only its own
+namespace. The agent's hub kubeconfig goes to standard output, or to --output.
+
+The member's cluster ID (its kube-system namespace UID) is recorded so that no
+other cluster can take the name: give --member-kubeconfig (read once) or
+--cluster-id. Joining again with the same ID is safe.`,
+		Example: `  # Join edge-12 with two labels and write the agent's kubeconfig to a file.
+  kubectl lodestar join edge-12 --label env=edge --label region=eu \
+      --member-kubeconfig edge-12.kubeconfig --output edge-12-agent.kubeconfig`,
+		Args: exactlyOne("cluster name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ttl < 10*time.Minute {
+				return fmt.Errorf("--token-ttl %s: the API server issues tokens of at least 10m", ttl)
+			}
+			id := clusterID
+			if memberKubeconfig != "" {
+				memberCfg, err := clientcmd.BuildConfigFromFlags("", memberKubeconfig)
+				if err != nil {
+					return fmt.Errorf("reading --member-kubeconfig: %w", err)
+				}
+				cs, err := kubernetes.NewForConfig(memberCfg)
+				if err != nil {
+					return err
+				}
+				ns, err := cs.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+				if err != nil {
+					return fmt.Errorf("reading the member's kube-system namespace for its cluster ID: %w", err)
+				}
+				id = string(ns.UID)
+			}
+			cfg, c, err := o.hub()
+			if err != nil {
+				return err
+			}
+			name := args[0]
+			agentCfg, err := fleet.Join(ctx, cfg, c, fleet.JoinOptions{Name: name, ClusterSet: o.clusterSet, Labels: labels, ClusterID: id, TokenTTL: ttl})
+			if err != nil {
+				return err
+			}
+			if server != "" {
+				agentCfg.Host = server
+			}
+			b, err := kube.Kubeconfig(agentCfg, "lodestar-hub")
+			if err != nil {
+				return err
+			}
+			if output == "" {
+				_, err = o.Out.Write(b)
+				return err
+			}
+			if err := os.WriteFile(output, b, 0o600); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.ErrOut, "Cluster %s joined. On the member, run:\n  lodestar-agent --cluster-name %s --cluster-set %s --hub-kubeconfig %s --hub-token-file <writable file>\n",
+				name, name, o.set(), output)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringToStringVar(&labels, "label", nil, "A label of the ClusterProfile, key=value; repeat for more.")
+	f.StringVar(&memberKubeconfig, "member-kubeconfig", "", "Kubeconfig of the member, read once for its cluster ID (kube-system UID) so that no other cluster can take the name.")
+	f.StringVar(&clusterID, "cluster-id", "", "The member's cluster ID (kube-system UID), instead of --member-kubeconfig.")
+	f.DurationVar(&ttl, "token-ttl", fleet.DefaultTokenTTL, "Lifetime of the agent's first hub token (at least 10m); the agent renews its own.")
+	f.StringVar(&server, "hub-server", "", "The hub's address as the member reaches it (default: the kubeconfig's server).")
+	f.StringVar(&output, "output", "", "Write the agent's hub kubeconfig to this file (mode 0600) instead of standard output.")
+	return cmd
+}
+
+// cordonVerbs are the taint verbs: what each does and what it says.
+var cordonVerbs = map[string]struct{ short, long, example, done string }{
+	"cordon": {
+		short:   "No Placement chooses the cluster anew (taint NoSchedule)",
+		long:    "Cordon a cluster: it gets the NoSchedule taint " + placementv1alpha1.CordonTaintKey + ", so no Placement chooses it anew. What runs there stays.",
+		example: "  kubectl lodestar cordon edge-12",
+		done:    "cluster %s cordoned: no Placement chooses it anew; what it runs stays\n",
+	},
+	"drain": {
+		short: "Move what runs on the cluster elsewhere, make-before-break (taint NoExecute)",
+		long: "Drain a cluster: it gets the NoExecute taint " + placementv1alpha1.DrainTaintKey + ". Each Placement that chose it\n" +
+			"chooses another cluster, and leaves this one once the replacement is Available.",
+		example: "  kubectl lodestar drain edge-12\n  kubectl lodestar get clusters   # TAINTS shows the drain",
+		done:    "cluster %s draining: Placements move to other clusters; each leaves %s once its replacement is available\n",
+	},
+	"uncordon": {
+		short:   "Undo cordon and drain",
+		long:    "Uncordon a cluster: remove the cordon and drain taints, so Placements may choose it again.",
+		example: "  kubectl lodestar uncordon edge-12",
+		done:    "cluster %s uncordoned\n",
+	},
+}
+
+// newCordonCommand is `kubectl lodestar cordon|drain|uncordon <cluster>`.
+func newCordonCommand(o *options, verb string) *cobra.Command {
+	text := cordonVerbs[verb]
+	return &cobra.Command{
+		Use: verb + " <cluster>", Short: text.short, Long: text.long, Example: text.example,
+		Args:              exactlyOne("cluster name"),
+		ValidArgsFunction: o.completeClusters,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, c, err := o.hub()
+			if err != nil {
+				return err
+			}
+			name := args[0]
+			switch verb {
+			case "cordon":
+				err = fleet.Cordon(cmd.Context(), c, o.clusterSet, name)
+			case "drain":
+				err = fleet.Drain(cmd.Context(), c, o.clusterSet, name, time.Now())
+			default:
+				err = fleet.Uncordon(cmd.Context(), c, o.clusterSet, name)
+			}
+			if err != nil {
+				return err
+			}
+			if verb == "drain" {
+				fmt.Fprintf(o.Out, text.done, name, name)
+			} else {
+				fmt.Fprintf(o.Out, text.done, name)
+			}
+			return nil
+		},
+	}
+}
+
+// newUnjoinCommand is `kubectl lodestar unjoin <cluster>`.
+func newUnjoinCommand(o *options) *cobra.Command {
+	var (
+		orphan bool
+		wait   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "unjoin <cluster>",
+		Short: "Remove a cluster: what was placed there is deleted (or kept, --orphan)",
+		Long: `Remove a cluster from the fleet. Its Works are withdrawn, so the agent deletes
+what Lodestar placed on the member (or, with --orphan, releases it in place),
+then its ClusterProfile, hub namespace and identity go.`,
+		Example: `  kubectl lodestar unjoin edge-12
+  kubectl lodestar unjoin edge-12 --orphan --wait 0`,
+		Args:              exactlyOne("cluster name"),
+		ValidArgsFunction: o.completeClusters,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, c, err := o.hub()
+			if err != nil {
+				return err
+			}
+			name := args[0]
+			err = fleet.Unjoin(cmd.Context(), c, name, fleet.UnjoinOptions{ClusterSet: o.clusterSet, Orphan: orphan, Wait: wait,
+				Progress: func(msg string) { fmt.Fprintln(o.ErrOut, msg) }})
+			if err != nil {
+				return err
+			}
+			what := "deleted from"
+			if orphan {
+				what = "left in place on"
+			}
+			fmt.Fprintf(o.Out, "cluster %s left the fleet; what Lodestar placed was %s the member\n", name, what)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&orphan, "orphan", false, "Leave what Lodestar placed on the member in place (released) instead of deleting it.")
+	cmd.Flags().DurationVar(&wait, "wait", 5*time.Minute, "How long to wait for the cluster's hub side to be removed; 0 does not wait.")
+	return cmd
+}
+
+// completeClusters completes cluster names from the hub's ClusterProfiles.
+func (o *options) completeClusters(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return o.clusterNames(cmd, toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeClusterFlag completes a --cluster flag.
+func (o *options) completeClusterFlag(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return o.clusterNames(cmd, toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
+func (o *options) clusterNames(cmd *cobra.Command, prefix string) []string {
+	_, c, err := o.hub()
+	if err != nil {
+		return nil
+	}
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := c.List(cmd.Context(), list, client.InNamespace(o.set())); err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range list.Items {
+		if strings.HasPrefix(p.Name, prefix) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// completePlacements completes the Placement names of the namespace.
+func (o *options) completePlacements(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	c, ns, err := o.hubIn()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	list := &placementv1alpha1.PlacementList{}
+	if err := c.List(cmd.Context(), list, client.InNamespace(ns)); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, p := range list.Items {
+		if strings.HasPrefix(p.Name, toComplete) {
+			out = append(out, p.Name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}

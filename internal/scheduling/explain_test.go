@@ -1,0 +1,92 @@
+package scheduling
+
+import (
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+// TestExplainAgreesWithTheScheduler checks every filter's verdict on clusters
+// that fail in different ways, and that the first failing verdict is always
+// the reason the scheduler itself gives.
+func TestExplainAgreesWithTheScheduler(t *testing.T) {
+	g := NewWithT(t)
+	small := cluster("small", map[string]string{"env": "prod"}, map[string]string{placementv1alpha1.PropertyCPUFree: "500m", placementv1alpha1.PropertyMemoryFree: "64Gi"})
+	big := cluster("big", map[string]string{"env": "prod", "tier": "gold"}, map[string]string{placementv1alpha1.PropertyCPUFree: "8", placementv1alpha1.PropertyMemoryFree: "64Gi"})
+	dev := cluster("dev", map[string]string{"env": "dev"}, map[string]string{placementv1alpha1.PropertyCPUFree: "8"})
+	tainted := cluster("tainted", map[string]string{"env": "prod", "tier": "gold"}, map[string]string{placementv1alpha1.PropertyCPUFree: "8", placementv1alpha1.PropertyMemoryFree: "1Gi"})
+	tainted.Taints = []placementv1alpha1.Taint{
+		{Key: "gpu", Value: "true", Effect: placementv1alpha1.TaintNoSchedule},
+		{Key: "maintenance", Effect: placementv1alpha1.TaintNoSchedule},
+	}
+	sick := cluster("sick", map[string]string{"env": "prod"}, nil)
+	sick.Conditions[placementv1alpha1.ControlPlaneHealthyCondition] = "False"
+	unreported := cluster("unreported", map[string]string{"env": "prod"}, nil)
+	unreported.Conditions = map[string]string{}
+	broken := cluster("broken", map[string]string{"env": "prod"}, nil)
+	broken.TaintsErr = errors.New("not JSON")
+	noTier := cluster("no-tier", map[string]string{"env": "prod"}, map[string]string{placementv1alpha1.PropertyCPUFree: "8", placementv1alpha1.PropertyMemoryFree: "64Gi"})
+
+	p := mustPolicy(t, placementv1alpha1.PlacementSpec{
+		ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+		ClusterExpression: "cluster.labels['tier'] == 'gold'",
+		RequiredCapacity:  &placementv1alpha1.Capacity{CPU: "2", Memory: "2Gi"},
+		Tolerations:       []placementv1alpha1.Toleration{{Key: "gpu", Operator: placementv1alpha1.TolerationEqual, Value: "true"}},
+	})
+	for _, c := range []Cluster{small, big, dev, tainted, sick, unreported, broken, noTier} {
+		for _, current := range []bool{false, true} {
+			e := Explain(c, current, p, now)
+			_, reason, _ := filter(c, current, p, now)
+			g.Expect(e.Reason).To(Equal(reason), c.Name)
+			first, failed := e.FirstFailure()
+			g.Expect(failed).To(Equal(reason != ""), "%s current=%v: %+v", c.Name, current, e)
+			g.Expect(first.Reason).To(Equal(reason), "%s current=%v", c.Name, current)
+		}
+	}
+
+	detail := func(e Explanation, filter string) []string {
+		var out []string
+		for _, v := range e.Verdicts {
+			if v.Filter == filter {
+				out = append(out, v.Detail)
+			}
+		}
+		return out
+	}
+	e := Explain(small, false, p, now)
+	g.Expect(e.Reason).To(Equal(ReasonExpressionError))
+	g.Expect(detail(e, FilterCPU)).To(ConsistOf("cpu free 500m < 2 asked"))
+	g.Expect(detail(e, FilterMemory)).To(ConsistOf("memory free 64Gi >= 2Gi asked"))
+	g.Expect(detail(e, FilterExpression)[0]).To(ContainSubstring("no such key: tier"))
+
+	e = Explain(tainted, false, p, now)
+	g.Expect(e.Reason).To(Equal(ReasonTainted))
+	g.Expect(detail(e, FilterTaint)).To(Equal([]string{"gpu=true:NoSchedule tolerated", "maintenance:NoSchedule not tolerated"}))
+	g.Expect(detail(e, FilterExpression)).To(ConsistOf("cluster.labels['tier'] == 'gold' = true"))
+	g.Expect(detail(e, FilterMemory)).To(ConsistOf("memory free 1Gi < 2Gi asked"), "every filter is judged, not only up to the first failure")
+	// Chosen before: a NoSchedule taint keeps it.
+	g.Expect(Explain(tainted, true, p, now).Reason).To(BeEmpty())
+
+	e = Explain(dev, false, p, now)
+	g.Expect(e.Reason).To(Equal(ReasonLabelsMismatch))
+	g.Expect(detail(e, FilterLabels)).To(ConsistOf(`selector "env=prod" against labels "env=dev"`))
+	g.Expect(detail(e, FilterMemory)).To(ConsistOf("memory free unknown (property memory.free.lodestar.dev), 2Gi asked"))
+
+	g.Expect(Explain(big, false, p, now).Reason).To(BeEmpty())
+	g.Expect(Explain(sick, false, p, now).Reason).To(Equal(ReasonUnhealthy))
+	g.Expect(detail(Explain(sick, false, p, now), FilterHealth)).To(ConsistOf("ControlPlaneHealthy=False, AgentReachable=<none>"))
+	g.Expect(Explain(unreported, false, p, now).Reason).To(Equal(ReasonHealthNotReported))
+	g.Expect(detail(Explain(broken, false, p, now), FilterTaint)[0]).To(ContainSubstring("cannot be read: not JSON"))
+
+	named := mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterNames: []string{"big", "dev"}})
+	g.Expect(Explain(small, false, named, now).Reason).To(Equal(ReasonNotInClusterNames))
+	g.Expect(Explain(small, false, named, now).Verdicts[0].Detail).To(Equal("clusterNames: big, dev"))
+	nothing := mustPolicy(t, placementv1alpha1.PlacementSpec{})
+	g.Expect(detail(Explain(big, false, nothing, now), FilterLabels)[0]).To(HavePrefix(`selector "<nothing>"`))
+	p.Exclude = map[string]bool{"big": true}
+	g.Expect(Explain(big, true, p, now).Reason).To(Equal(ReasonFailedOver))
+}
