@@ -21,6 +21,7 @@ KUBE_BIN_DIR   := $(LOCALBIN)/k8s-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
 KUBE_BINARIES  := kube-apiserver etcd kubectl kube-controller-manager kube-scheduler
 KUBE_STAMP     := $(KUBE_BIN_DIR)/.complete
 KWOK           := $(LOCALBIN)/kwok-$(KWOK_VERSION)/kwok
+KWOK_STAGES_FILE := $(LOCALBIN)/kwok-$(KWOK_VERSION)/stages.yaml
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
 GOLANGCI_LINT  := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 KUBECTL        := $(KUBE_BIN_DIR)/kubectl
@@ -98,7 +99,7 @@ build: ## Build the hub manager, the agent, the kubectl plugin and the local fle
 	go build -o $(LOCALBIN)/lodestar-devfleet ./hack/devfleet
 
 .PHONY: test-binaries
-test-binaries: $(KUBE_STAMP) $(KWOK) $(HELM) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok and helm (once per version).
+test-binaries: $(KUBE_STAMP) $(KWOK) $(KWOK_STAGES_FILE) $(HELM) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok and helm (once per version).
 
 .PHONY: test
 test: test-binaries ## Run every test (unit, charts, and on real API servers).
@@ -141,15 +142,20 @@ $(KUBE_STAMP):
 	touch $@
 
 # kwok needs stages (what happens to fake nodes and pods): the "fast" set that the
-# kwok module itself publishes, assembled from the module at the pinned version.
+# kwok module itself publishes, assembled from the module at the pinned version,
+# and ours in hack/kwok/ (rebuilt when ours change).
 KWOK_STAGES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
                pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
 
 $(KWOK):
 	@echo ">> building kwok $(KWOK_VERSION)"
 	GOBIN=$(dir $@) go install -trimpath -ldflags='-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+
+$(KWOK_STAGES_FILE): $(wildcard hack/kwok/*.yaml)
+	mkdir -p $(dir $@)
 	dir=$$(go mod download -json sigs.k8s.io/kwok@$(KWOK_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
-		for f in $(KWOK_STAGES); do echo "---"; cat "$$dir/kustomize/stage/$$f"; done > $(dir $@)stages.yaml
+		{ for f in $(KWOK_STAGES); do echo "---"; cat "$$dir/kustomize/stage/$$f"; done; \
+		  for f in $^; do echo "---"; cat "$$f"; done; } > $@
 
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

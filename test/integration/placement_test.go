@@ -173,6 +173,11 @@ func TestPlacementLifecycle(t *testing.T) {
 	// Relabelling the clusters moves the workload.
 	setClusterLabels(t, member1, map[string]string{"env": "staging"})
 	setClusterLabels(t, member2, map[string]string{"env": "production"})
+	// The move is make-before-break: member-1 keeps its copy until member-2's is
+	// Available. member-2 runs no deployment controller, so its status is written
+	// here as that controller would.
+	g.Eventually(func(g Gomega) { expectPlacedOn(g, t, member2, ns, "bonjour") }).Should(Succeed())
+	setDeploymentStatus(t, ns, "web", 2)
 	g.Eventually(func(g Gomega) {
 		expectPlacedOn(g, t, member2, ns, "bonjour")
 		expectAbsentFrom(g, t, member1, ns)
