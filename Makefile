@@ -102,8 +102,8 @@ build: ## Build the hub manager, the agent, the kubectl plugin and the local fle
 test-binaries: $(KUBE_STAMP) $(KWOK) $(KWOK_STAGES_FILE) $(HELM) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok and helm (once per version).
 
 .PHONY: test
-test: test-binaries ## Run every test (unit, charts, and on real API servers).
-	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" LODESTAR_HELM="$(HELM)" \
+test: test-binaries build ## Run every test (unit, charts, and on real API servers; the metrics test runs bin/'s binaries).
+	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" LODESTAR_HELM="$(HELM)" LODESTAR_BIN="$(LOCALBIN)" \
 		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) -count=1 ./...
 
 ##@ Benchmarks

@@ -32,6 +32,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
@@ -129,6 +130,7 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if opts.Hub == nil || opts.Member == nil {
 		return nil, errors.New("both the hub and the member connection are required")
 	}
+	metrics.RegisterAgent()
 	scheme := NewScheme()
 	mopts := opts.Manager
 	mopts.Scheme = scheme

@@ -27,6 +27,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
+	"github.com/lodestar-dev/lodestar/internal/metrics"
 )
 
 // DefaultWorkers is how many Placements each hub controller reconciles at once.
@@ -90,6 +91,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := lookup.AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	metrics.RegisterHub(mgr.GetClient())
 	if err := (&scheduler.Reconciler{
 		Client:      mgr.GetClient(),
 		Recorder:    mgr.GetEventRecorder(scheduler.Name),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -48,4 +49,22 @@ func ServiceAccountConfig(ctx context.Context, admin *rest.Config, namespace, na
 		return nil, fmt.Errorf("a token for ServiceAccount %s/%s: %w", namespace, name, err)
 	}
 	return &rest.Config{Host: admin.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData}}, nil
+}
+
+// BinEnv names the directory of the Lodestar binaries `make build` writes
+// (bin/); `make test` sets it.
+const BinEnv = "LODESTAR_BIN"
+
+// Binary is the path of one of the Lodestar binaries (lodestar-hub,
+// lodestar-agent, kubectl-lodestar), for tests that run them as processes.
+func Binary(name string) (string, error) {
+	dir := os.Getenv(BinEnv)
+	if dir == "" {
+		return "", fmt.Errorf("%s is not set: run the tests with `make test`, which builds %s into bin/ first", BinEnv, name)
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%s: %w (run `make build`)", path, err)
+	}
+	return path, nil
 }

@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/metrics"
 )
 
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create,resourceNames=lodestar-agent
@@ -147,6 +148,7 @@ func (c *Credentials) Start(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 		if err := c.renew(ctx); err != nil {
+			metrics.TokenRenewals.WithLabelValues("failure").Inc()
 			if time.Now().After(cl.expires()) {
 				log.Error(err, "Renewing the hub token failed and the token has expired: the cluster must join again (kubectl lodestar join)")
 			} else {
@@ -159,6 +161,7 @@ func (c *Credentials) Start(ctx context.Context) error {
 			}
 			continue
 		}
+		metrics.TokenRenewals.WithLabelValues("success").Inc()
 		log.Info("Renewed the hub token", "expires", c.Expires())
 	}
 }

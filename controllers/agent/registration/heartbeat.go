@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/metrics"
 )
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=create
@@ -106,13 +107,21 @@ func (h *Heartbeat) renew(ctx context.Context) error {
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.Cluster), AcquireTime: &now},
 		}
 		setReadiness(lease, ready, msg, now, h.Duration)
-		return h.Hub.Create(ctx, lease)
+		if err := h.Hub.Create(ctx, lease); err != nil {
+			return err
+		}
+		metrics.Heartbeat(now.Time)
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading the Lease: %w", err)
 	}
 	setReadiness(lease, ready, msg, now, h.Duration)
-	return h.Hub.Update(ctx, lease)
+	if err := h.Hub.Update(ctx, lease); err != nil {
+		return err
+	}
+	metrics.Heartbeat(now.Time)
+	return nil
 }
 
 func setReadiness(lease *coordinationv1.Lease, ready bool, msg string, now metav1.MicroTime, d time.Duration) {

@@ -40,6 +40,7 @@ import (
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
@@ -136,7 +137,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 
+	started := time.Now()
 	results := r.applyAll(ctx, work, applied, p)
+	metrics.ApplyDuration.Observe(time.Since(started).Seconds())
 	r.recordCorrections(ctx, work, results)
 
 	// Record what was applied, then remove what the Work no longer asks for.
@@ -154,9 +157,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 }
 
 // recordCorrections tells, with an event on the Work and in the log, what the agent
-// set back on the member, and which objects passed to this Work from another.
+// set back on the member, and which objects passed to this Work from another; and
+// counts the corrections and the manifests that failed for the metrics.
 func (r *Reconciler) recordCorrections(ctx context.Context, work *workv1alpha1.Work, results []result) {
 	for _, res := range results {
+		if res.condition.Status == metav1.ConditionFalse {
+			metrics.ApplyErrors.WithLabelValues(res.condition.Reason).Inc()
+		}
 		if res.passedFrom != "" {
 			what := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
 			ctrl.LoggerFrom(ctx).Info("Took over an object another Work let go", "manifest", what, "from", res.passedFrom)
@@ -168,6 +175,7 @@ func (r *Reconciler) recordCorrections(ctx context.Context, work *workv1alpha1.W
 		if len(res.corrected) == 0 {
 			continue
 		}
+		metrics.DriftCorrections.Inc()
 		what := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
 		ctrl.LoggerFrom(ctx).Info("Corrected drift on the member", "manifest", what, "fields", res.corrected)
 		if r.Recorder != nil {

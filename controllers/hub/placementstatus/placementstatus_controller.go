@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +23,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/metrics"
 )
 
 // Name is the status aggregator's field owner.
@@ -41,6 +43,8 @@ type Reconciler struct {
 	ClusterSets []string
 
 	views views
+	// changes times Placement changes for the lodestar_placement_change_* histograms.
+	changes metrics.ChangeTimer
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
@@ -54,6 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.views.forget(req.NamespacedName)
+			r.changes.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -77,6 +82,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if placement.Spec.StatusReflection == placementv1alpha1.ReflectionAggregate {
 		agg.ReflectCondition = r.reflect(ctx, placement, clusters, vs)
 	}
+	r.changes.Observe(req.NamespacedName, placement.Generation,
+		agg.Condition.Status == metav1.ConditionTrue, agg.AvailableCondition.Status == metav1.ConditionTrue, time.Now())
 	return ctrl.Result{}, r.applyStatus(ctx, placement, agg)
 }
 

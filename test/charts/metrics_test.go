@@ -1,0 +1,266 @@
+package charts
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// documentedSeries reads docs/metrics.md's table: series name to processes.
+func documentedSeries(t *testing.T) map[string][]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "docs", "metrics.md"))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	row := regexp.MustCompile("^\\| `([a-z_]+)` \\| (hub|agent) \\|")
+	out := map[string][]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if m := row.FindStringSubmatch(s.Text()); m != nil {
+			out[m[1]] = append(out[m[1]], m[2])
+		}
+	}
+	return out
+}
+
+// freeAddress is a loopback address with a port nothing listens on.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// runBinary runs one of bin/'s binaries until the test ends, its output in a file
+// printed when the test fails.
+func runBinary(t *testing.T, name string, args ...string) {
+	t.Helper()
+	g := NewWithT(t)
+	bin, err := testenv.Binary(name)
+	g.Expect(err).NotTo(HaveOccurred())
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	logFile, err := os.Create(logPath)
+	g.Expect(err).NotTo(HaveOccurred())
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	g.Expect(cmd.Start()).To(Succeed())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("%s's log:\n%s", name, tail(string(b), 6000))
+		}
+	})
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// scrape reads a /metrics endpoint.
+func scrape(g Gomega, addr string) map[string]*dto.MetricFamily {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	g.Expect(err).NotTo(HaveOccurred())
+	return families
+}
+
+// value is the value of the family's series whose labels include want (a
+// histogram's sample count), and false when there is none.
+func value(families map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	f, ok := families[name]
+	if !ok {
+		return 0, false
+	}
+	var sum float64
+	found := false
+series:
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if labels[k] != v {
+				continue series
+			}
+		}
+		found = true
+		switch {
+		case m.Gauge != nil:
+			sum += m.GetGauge().GetValue()
+		case m.Counter != nil:
+			sum += m.GetCounter().GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum, found
+}
+
+// TestMetrics runs the hub manager and the agent as processes (bin/, as `make
+// build` writes them), each as its chart's ServiceAccount, places a ConfigMap,
+// changes it on the member and gives the agent a manifest it cannot apply, then
+// scrapes both /metrics endpoints: every series docs/metrics.md lists is served
+// by its process (and a lodestar_* series only by its own), and each moved.
+func TestMetrics(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	hubCP, err := testenv.StartEmpty("hub", hub.NewScheme())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = hubCP.Stop() })
+	memberCP, err := testenv.StartEmpty("member", agent.NewScheme())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = memberCP.Stop() })
+	dir := t.TempDir()
+	hubKubeconfig, memberKubeconfig := filepath.Join(dir, "hub"), filepath.Join(dir, "member")
+	g.Expect(testenv.WriteKubeconfig(hubCP.Config, "hub", hubKubeconfig)).To(Succeed())
+	g.Expect(testenv.WriteKubeconfig(memberCP.Config, "member", memberKubeconfig)).To(Succeed())
+	out, err := helm(t, "install", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", hubKubeconfig,
+		"--namespace", releaseNamespace, "--create-namespace")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	hubSA := filepath.Join(dir, "hub-sa")
+	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, hubCP.Config, releaseNamespace, "lodestar-hub"), "hub", hubSA)).To(Succeed())
+	hubMetrics := freeAddress(t)
+	runBinary(t, "lodestar-hub", "--kubeconfig", hubSA, "--metrics-bind-address", hubMetrics, "--health-probe-bind-address", "0")
+
+	joined, err := fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: "edge-1", TokenTTL: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	joinKubeconfig := filepath.Join(dir, "edge-1.kubeconfig")
+	g.Expect(testenv.WriteKubeconfig(joined, "hub", joinKubeconfig)).To(Succeed())
+	out, err = helm(t, "install", "lodestar-agent", filepath.Join(chartsDir, "lodestar-agent"), "--kubeconfig", memberKubeconfig,
+		"--namespace", releaseNamespace, "--create-namespace", "--set", "clusterName=edge-1",
+		"--set-file", "hubKubeconfig.kubeconfig="+joinKubeconfig)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	memberSA := filepath.Join(dir, "member-sa")
+	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, memberCP.Config, releaseNamespace, "lodestar-agent"), "member", memberSA)).To(Succeed())
+	agentMetrics := freeAddress(t)
+	runBinary(t, "lodestar-agent", "--kubeconfig", memberSA, "--hub-kubeconfig", joinKubeconfig, "--cluster-name", "edge-1",
+		"--agent-namespace", releaseNamespace, "--metrics-bind-address", agentMetrics, "--health-probe-bind-address", "0")
+
+	// A ConfigMap placed on edge-1.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
+	g.Expect(hubCP.Client.Create(ctx, ns)).To(Succeed())
+	g.Expect(fleet.BindClusterSet(ctx, hubCP.Client, ns.Name, placementv1alpha1.DefaultClusterSet)).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}, Data: map[string]string{"k": "v"}})).To(Succeed())
+	p := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "settings"}},
+			ClusterSelector:   &metav1.LabelSelector{},
+		},
+	}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, placementv1alpha1.AvailableCondition)).To(BeTrue(), "%v", got.Status.Conditions)
+	}).WithTimeout(2 * testenv.EventuallyTimeout).Should(Succeed())
+
+	// Drift on the member, set back by the agent.
+	key := client.ObjectKey{Namespace: "shop", Name: "settings"}
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm := &corev1.ConfigMap{}
+		if err := memberCP.Client.Get(ctx, key, cm); err != nil {
+			return err
+		}
+		cm.Data["k"] = "changed on the member"
+		return memberCP.Client.Update(ctx, cm)
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(memberCP.Client.Get(ctx, key, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("k", "v"))
+	}).Should(Succeed())
+
+	// A Work whose manifest the member cannot apply.
+	bad := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: names.ClusterNamespace("edge-1")},
+		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{
+			Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Nothing","metadata":{"name":"x","namespace":"shop"}}`)}}}}}}
+	g.Expect(hubCP.Client.Create(ctx, bad)).To(Succeed())
+
+	documented := documentedSeries(t)
+	g.Expect(documented).To(HaveLen(12), "docs/metrics.md's table")
+	g.Eventually(func(g Gomega) {
+		hubFamilies, agentFamilies := scrape(g, hubMetrics), scrape(g, agentMetrics)
+		for name, processes := range documented {
+			for _, process := range []string{"hub", "agent"} {
+				families := map[string]map[string]*dto.MetricFamily{"hub": hubFamilies, "agent": agentFamilies}[process]
+				_, served := families[name]
+				if slices.Contains(processes, process) {
+					g.Expect(served).To(BeTrue(), "%s is documented for the %s but not served", name, process)
+				} else if strings.HasPrefix(name, "lodestar_") {
+					g.Expect(served).To(BeFalse(), "%s is served by the %s, documented only for %v", name, process, processes)
+				}
+			}
+		}
+		atLeast := func(families map[string]*dto.MetricFamily, name string, labels map[string]string, min float64) {
+			v, ok := value(families, name, labels)
+			g.Expect(ok).To(BeTrue(), "%s%v", name, labels)
+			g.Expect(v).To(BeNumerically(">=", min), "%s%v", name, labels)
+		}
+		atLeast(hubFamilies, "lodestar_placements", map[string]string{"condition": "Available", "status": "True"}, 1)
+		atLeast(hubFamilies, "lodestar_clusters", map[string]string{"cluster_set": placementv1alpha1.DefaultClusterSet, "health": "healthy"}, 1)
+		atLeast(hubFamilies, "lodestar_cluster_works", map[string]string{"cluster": "edge-1"}, 2)
+		atLeast(hubFamilies, "lodestar_placement_change_applied_seconds", nil, 1)
+		atLeast(hubFamilies, "lodestar_placement_change_available_seconds", nil, 1)
+		for _, c := range []string{"workgenerator", "status", "scheduler"} {
+			atLeast(hubFamilies, "workqueue_queue_duration_seconds", map[string]string{"name": c}, 1)
+		}
+		atLeast(agentFamilies, "lodestar_agent_apply_duration_seconds", nil, 1)
+		atLeast(agentFamilies, "lodestar_agent_apply_errors_total", map[string]string{"reason": "UnknownKind"}, 1)
+		atLeast(agentFamilies, "lodestar_agent_drift_corrections_total", nil, 1)
+		atLeast(agentFamilies, "lodestar_agent_heartbeats_total", nil, 1)
+		atLeast(agentFamilies, "lodestar_agent_token_renewals_total", map[string]string{"result": "failure"}, 0)
+		atLeast(agentFamilies, "workqueue_queue_duration_seconds", map[string]string{"name": "work"}, 1)
+		age, _ := value(agentFamilies, "lodestar_agent_heartbeat_age_seconds", nil)
+		g.Expect(age).To(And(BeNumerically(">=", 0), BeNumerically("<", 60)), "heartbeat age")
+	}).WithTimeout(2 * testenv.EventuallyTimeout).Should(Succeed())
+}
