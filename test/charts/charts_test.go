@@ -5,9 +5,11 @@
 package charts
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -205,4 +207,61 @@ func object(apiVersion, kind, namespace, name string, fields map[string]any) *un
 		u.Object[k] = v
 	}
 	return u
+}
+
+// The hub chart renders a ServiceMonitor only when asked, scraping the metrics
+// Service by labels that Service has, and ships a Grafana dashboard whose
+// queries use only series docs/metrics.md documents.
+func TestHubChartMonitoring(t *testing.T) {
+	g := NewWithT(t)
+	docs, err := render(t, "lodestar-hub")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(docs).NotTo(HaveKey("ServiceMonitor/test-lodestar-hub"), "off by default")
+
+	docs, err = render(t, "lodestar-hub", "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.labels.release=prometheus",
+		"--set", "metrics.serviceMonitor.interval=15s")
+	g.Expect(err).NotTo(HaveOccurred())
+	sm := docs["ServiceMonitor/test-lodestar-hub"]
+	g.Expect(sm).NotTo(BeNil())
+	g.Expect(sm["apiVersion"]).To(Equal("monitoring.coreos.com/v1"))
+	g.Expect(sm).To(HaveKeyWithValue("metadata", HaveKeyWithValue("labels", HaveKeyWithValue("release", "prometheus"))))
+	spec := sm["spec"].(map[string]any)
+	g.Expect(spec["endpoints"]).To(ConsistOf(And(HaveKeyWithValue("port", "metrics"), HaveKeyWithValue("path", "/metrics"), HaveKeyWithValue("interval", "15s"))))
+	svc := docs["Service/test-lodestar-hub-metrics"]
+	g.Expect(svc).NotTo(BeNil())
+	svcLabels := svc["metadata"].(map[string]any)["labels"].(map[string]any)
+	for k, v := range spec["selector"].(map[string]any)["matchLabels"].(map[string]any) {
+		g.Expect(svcLabels).To(HaveKeyWithValue(k, v), "the ServiceMonitor selects the metrics Service")
+	}
+	ports := svc["spec"].(map[string]any)["ports"].([]any)
+	g.Expect(ports).To(ContainElement(HaveKeyWithValue("name", "metrics")))
+	_, err = render(t, "lodestar-hub", "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.service=false")
+	g.Expect(err).To(MatchError(ContainSubstring("metrics.serviceMonitor.enabled needs metrics.service")))
+
+	// The dashboard: a ConfigMap for Grafana's sidecar, every query over
+	// documented series.
+	cm := docs["ConfigMap/test-lodestar-hub-dashboard"]
+	g.Expect(cm).NotTo(BeNil())
+	g.Expect(cm["metadata"].(map[string]any)["labels"]).To(HaveKeyWithValue("grafana_dashboard", "1"))
+	dashboard := map[string]any{}
+	g.Expect(json.Unmarshal([]byte(cm["data"].(map[string]any)["lodestar.json"].(string)), &dashboard)).To(Succeed())
+	panels := dashboard["panels"].([]any)
+	g.Expect(len(panels)).To(BeNumerically(">=", 10))
+	documented := documentedSeries(t)
+	series := regexp.MustCompile(`\b(lodestar_[a-z_]+|workqueue_[a-z_]+)`)
+	used := map[string]bool{}
+	for _, p := range panels {
+		for _, target := range p.(map[string]any)["targets"].([]any) {
+			expr := target.(map[string]any)["expr"].(string)
+			for _, m := range series.FindAllString(expr, -1) {
+				name := strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count")
+				g.Expect(documented).To(HaveKey(name), "panel %v queries %s", p.(map[string]any)["title"], m)
+				used[name] = true
+			}
+		}
+	}
+	g.Expect(used).To(HaveLen(len(documented)), "every documented series has a panel")
+	docs, err = render(t, "lodestar-hub", "--set", "metrics.dashboard.enabled=false")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(docs).NotTo(HaveKey("ConfigMap/test-lodestar-hub-dashboard"))
 }
