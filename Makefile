@@ -92,11 +92,13 @@ verify: generate manifests ## Fail when generated code or CRDs are stale, code i
 ##@ Build
 
 .PHONY: build
-build: ## Build the hub manager, the agent, the kubectl plugin and the local fleet runner into bin/.
+build: ## Build the hub manager, the agent, the kubectl plugin, the local fleet runner and the secretreader plugin into bin/.
 	go build -o $(LOCALBIN)/lodestar-hub ./cmd/lodestar-hub
 	go build -o $(LOCALBIN)/lodestar-agent ./cmd/lodestar-agent
 	go build -o $(LOCALBIN)/kubectl-lodestar ./cmd/kubectl-lodestar
 	go build -o $(LOCALBIN)/lodestar-devfleet ./hack/devfleet
+	@# The upstream credential plugin that member-access consumers exec (docs/member-access.md).
+	go build -o $(LOCALBIN)/secretreader-plugin sigs.k8s.io/cluster-inventory-api/plugins/secretreader/cmd/plugin
 
 .PHONY: test-binaries
 test-binaries: $(KUBE_STAMP) $(KWOK) $(KWOK_STAGES_FILE) $(HELM) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok and helm (once per version).

@@ -20,7 +20,7 @@ func TestCRDs(t *testing.T) {
 	}
 	g.Expect(hubNames).To(ConsistOf(
 		"placements.placement.lodestar.dev", "placementrevisions.placement.lodestar.dev", "rolloutapprovals.placement.lodestar.dev", "clustersetbindings.placement.lodestar.dev", "clusterplacements.placement.lodestar.dev",
-		"works.multicluster.x-k8s.io", "clusterprofiles.multicluster.x-k8s.io", "placementdecisions.multicluster.x-k8s.io"))
+		"memberaccessgrants.placement.lodestar.dev", "works.multicluster.x-k8s.io", "clusterprofiles.multicluster.x-k8s.io", "placementdecisions.multicluster.x-k8s.io"))
 
 	member, err := MemberCRDs()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -37,7 +37,12 @@ func TestRules(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(agent).NotTo(BeEmpty())
 	for _, r := range agent {
-		g.Expect(r.Resources).NotTo(ContainElement("secrets"), "the agent never reads Secrets on the hub")
+		if slices.Contains(r.Resources, "secrets") {
+			// Member access: the agent writes its one Secret, and reads or lists no other.
+			g.Expect(r.Resources).To(ConsistOf("secrets"))
+			g.Expect(r.ResourceNames).To(ConsistOf("lodestar-member-access"))
+			g.Expect(r.Verbs).To(ConsistOf("get", "update", "patch"))
+		}
 		g.Expect(r.Resources).NotTo(ContainElement("*"))
 		if slices.Contains(r.Resources, "works") {
 			g.Expect(r.Verbs).NotTo(ContainElement(BeElementOf("create", "delete", "deletecollection", "*")), "the agent never creates or deletes Works")

@@ -4,9 +4,13 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -14,6 +18,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/kube"
@@ -43,6 +48,12 @@ func main() {
 	flag.DurationVar(&unservedGrace, "unserved-kind-grace-period", work.DefaultUnservedKindGracePeriod, "How long cleanup waits for the member to serve a recorded object's kind again before it releases the record.")
 	flag.StringVar(&hubID, "hub-id", "", "The hub's identity in the names of this member's AppliedWorks; empty derives it from the hub's address. Set it to the old identity when the hub moves to another address.")
 	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules, member policy); optional.")
+	var memberAccessServer, memberAccessCAFile, memberAccessSA string
+	var memberAccessTTL time.Duration
+	flag.StringVar(&memberAccessServer, "member-access-server", "", "Member access (opt-in): the member API server's address as consumers reach it; publishes it in the ClusterProfile's status.accessProviders and keeps a token of --member-access-service-account on the hub. Empty turns member access off.")
+	flag.StringVar(&memberAccessCAFile, "member-access-ca-file", "", "Member access: PEM file of the CA of the member API server's certificate (default: the agent's own in-cluster CA).")
+	flag.StringVar(&memberAccessSA, "member-access-service-account", "", "Member access: namespace/name of the member ServiceAccount whose tokens consumers use (default <agent namespace>/lodestar-member-access).")
+	flag.DurationVar(&memberAccessTTL, "member-access-token-ttl", registration.DefaultMemberTokenTTL, "Member access: lifetime of the tokens (at least 10m); renewed at 80% of it.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the hub and the member API servers (client-side limit each).")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries above --kube-api-qps.")
 	zapOpts := zap.Options{}
@@ -70,8 +81,16 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	var memberAccess *agent.MemberAccess
+	if memberAccessServer != "" {
+		if memberAccess, err = memberAccessOptions(memberAccessServer, memberAccessCAFile, memberAccessSA, agentNamespace, memberAccessTTL, memberConfig); err != nil {
+			log.Error(err, "Member access")
+			os.Exit(2)
+		}
+	}
 	// The member connection comes from --kubeconfig, or in-cluster.
 	mgr, err := agent.NewManager(agent.Options{
+		MemberAccess:            memberAccess,
 		ClusterName:             clusterName,
 		ClusterSet:              clusterSet,
 		AgentNamespace:          agentNamespace,
@@ -98,4 +117,36 @@ func main() {
 		log.Error(err, "Running the agent")
 		os.Exit(1)
 	}
+}
+
+// memberAccessOptions reads the member-access flags.
+func memberAccessOptions(server, caFile, sa, agentNamespace string, ttl time.Duration, member *rest.Config) (*agent.MemberAccess, error) {
+	ma := &agent.MemberAccess{Server: server, TTL: ttl, ServiceAccount: types.NamespacedName{Namespace: agentNamespace, Name: "lodestar-member-access"}}
+	if sa != "" {
+		ns, name, ok := strings.Cut(sa, "/")
+		if !ok || ns == "" || name == "" {
+			return nil, fmt.Errorf("--member-access-service-account %q: namespace/name", sa)
+		}
+		ma.ServiceAccount = types.NamespacedName{Namespace: ns, Name: name}
+	}
+	switch {
+	case caFile != "":
+		ca, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--member-access-ca-file: %w", err)
+		}
+		ma.CAData = ca
+	case len(member.CAData) > 0:
+		ma.CAData = member.CAData
+	case member.CAFile != "":
+		ca, err := os.ReadFile(member.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the member's CA: %w", err)
+		}
+		ma.CAData = ca
+	}
+	if ttl < registration.MinMemberTokenTTL {
+		return nil, fmt.Errorf("--member-access-token-ttl %s: the API server issues tokens of at least %s", ttl, registration.MinMemberTokenTTL)
+	}
+	return ma, nil
 }

@@ -10,11 +10,14 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -78,6 +81,27 @@ type Options struct {
 	// empty derives it from the hub's address (names.HubID). Set it to keep the
 	// records when the hub's address changes.
 	HubID string
+	// MemberAccess, when set, publishes the member's endpoint in the
+	// ClusterProfile's status.accessProviders and keeps a token of a member
+	// ServiceAccount on the hub for granted consumers (docs/member-access.md).
+	MemberAccess *MemberAccess
+}
+
+// MemberAccess is the member admin's opt-in to member access.
+type MemberAccess struct {
+	// Server is the member API server's address as consumers on the hub's side
+	// reach it.
+	Server string
+	// CAData is the PEM of the CA that signed the member API server's certificate.
+	CAData []byte
+	// ServiceAccount is the member ServiceAccount whose tokens consumers use.
+	ServiceAccount types.NamespacedName
+	// TTL is the tokens' lifetime (default registration.DefaultMemberTokenTTL,
+	// at least registration.MinMemberTokenTTL).
+	TTL time.Duration
+	// RenewAt is the fraction of a token's lifetime after which it is renewed
+	// (default 0.8).
+	RenewAt float64
 }
 
 // Config is the agent's configuration file, owned by the member's admin.
@@ -140,9 +164,9 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	// Several agents may share a process (tests, simulated members in benchmarks);
 	// each has a single controller, so its name needs no process-wide uniqueness.
 	mopts.Controller.SkipNameValidation = ptr.To(true)
-	// The Lease and the ClusterProfile are read and written one object at a time:
-	// the agent may not list or watch them.
-	mopts.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{&coordinationv1.Lease{}, &cpv1alpha1.ClusterProfile{}}}
+	// The Lease, the ClusterProfile and the member-access Secret are read and
+	// written one object at a time: the agent may not list or watch them.
+	mopts.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{&coordinationv1.Lease{}, &cpv1alpha1.ClusterProfile{}, &corev1.Secret{}}}
 	ns := names.ClusterNamespace(opts.ClusterName)
 	creds := &registration.Credentials{Namespace: ns, File: opts.TokenFile, TTL: opts.TokenTTL, RenewAt: opts.TokenRenewAt}
 	hubConfig, err := creds.Wrap(opts.Hub)
@@ -187,10 +211,16 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if clusterSet == "" {
 		clusterSet = placementv1alpha1.DefaultClusterSet
 	}
-	if err := mgr.Add(&profile.Reporter{
+	reporter := &profile.Reporter{
 		Hub: mgr.GetClient(), Member: member, MemberCache: memberCache, Discovery: dc,
 		ClusterSet: clusterSet, Cluster: opts.ClusterName, Period: opts.PropertiesPeriod,
-	}); err != nil {
+	}
+	if ma := opts.MemberAccess; ma != nil {
+		if err := addMemberAccess(mgr, opts, ma, reporter); err != nil {
+			return nil, err
+		}
+	}
+	if err := mgr.Add(reporter); err != nil {
 		return nil, err
 	}
 	memberPolicy, err := policy.NewChecker(opts.Config.Policy, opts.AgentNamespace)
@@ -240,4 +270,28 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// addMemberAccess adds the member-access token renewal, and has the reporter
+// publish the access provider.
+func addMemberAccess(mgr ctrl.Manager, opts Options, ma *MemberAccess, reporter *profile.Reporter) error {
+	if ma.Server == "" || ma.ServiceAccount.Name == "" || ma.ServiceAccount.Namespace == "" {
+		return errors.New("member access needs the member's server address and a ServiceAccount")
+	}
+	ttl := ma.TTL
+	if ttl == 0 {
+		ttl = registration.DefaultMemberTokenTTL
+	}
+	if ttl < registration.MinMemberTokenTTL {
+		return fmt.Errorf("member access: a token lifetime of %s is below the API server's minimum of %s", ttl, registration.MinMemberTokenTTL)
+	}
+	cs, err := kubernetes.NewForConfig(opts.Member)
+	if err != nil {
+		return fmt.Errorf("creating the member client: %w", err)
+	}
+	reporter.AccessProvider = profile.SecretReaderProvider(opts.ClusterName, ma.Server, ma.CAData)
+	return mgr.Add(&registration.MemberAccess{
+		Hub: mgr.GetClient(), Member: cs, Namespace: names.ClusterNamespace(opts.ClusterName),
+		ServiceAccount: ma.ServiceAccount, TTL: ttl, RenewAt: ma.RenewAt,
+	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterplacement"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustersetbinding"
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/controllers/hub/memberaccess"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
@@ -136,6 +137,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, ClusterSets: opts.ClusterSetNamespaces}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)
+	}
+	if err := (&memberaccess.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterSets: opts.ClusterSetNamespaces}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the member access controller: %w", err)
 	}
 	return nil
 }

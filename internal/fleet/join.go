@@ -67,7 +67,8 @@ func (e *ConflictError) Error() string { return e.msg }
 // Join registers a cluster with the hub, or brings an existing registration of the
 // same cluster up to date: its ClusterProfile in the cluster set, its namespace
 // lodestar-cluster-<name>, the agent's ServiceAccount with its Roles (Works, Lease and
-// token in its namespace; its own ClusterProfile's status in the cluster set), and
+// token in its namespace; its own ClusterProfile's status in the cluster set), the
+// empty Secret for its member-access token, and
 // returns a connection to the hub as that identity, with a token of opts.TokenTTL.
 func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptions) (*rest.Config, error) {
 	if errs := validation.IsDNS1123Label(opts.Name); len(errs) > 0 {
@@ -118,6 +119,15 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 	}
 
 	if err := grant(ctx, c, opts, ns); err != nil {
+		return nil, err
+	}
+	// The Secret in which an agent with member access keeps its member token:
+	// the agent may write only it, and RBAC cannot let it create only one name.
+	if err := createIfMissing(ctx, c, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: placementv1alpha1.MemberAccessSecret, Namespace: ns,
+			Labels: map[string]string{placementv1alpha1.MemberAccessLabel: "source"}},
+		Type: corev1.SecretTypeOpaque,
+	}); err != nil {
 		return nil, err
 	}
 	return AgentConfig(ctx, hub, opts.Name, opts.TokenTTL)

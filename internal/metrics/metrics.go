@@ -72,6 +72,11 @@ var (
 		Name: "lodestar_agent_token_renewals_total",
 		Help: "Renewals of the agent's own hub token, by result (success, failure).",
 	}, []string{"result"})
+	// MemberTokenRenewals counts renewals of the member-access token, by result.
+	MemberTokenRenewals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lodestar_agent_member_token_renewals_total",
+		Help: "Renewals of the member-access token the agent keeps on the hub for granted consumers, by result (success, failure).",
+	}, []string{"result"})
 
 	lastHeartbeat   time.Time
 	lastHeartbeatMu sync.Mutex
@@ -99,9 +104,11 @@ var agentOnce, hubOnce sync.Once
 // RegisterAgent registers the agent's metrics, once per process.
 func RegisterAgent() {
 	agentOnce.Do(func() {
-		TokenRenewals.WithLabelValues("success")
-		TokenRenewals.WithLabelValues("failure")
-		crmetrics.Registry.MustRegister(ApplyDuration, ApplyErrors, DriftCorrections, Heartbeats, TokenRenewals,
+		for _, result := range []string{"success", "failure"} {
+			TokenRenewals.WithLabelValues(result)
+			MemberTokenRenewals.WithLabelValues(result)
+		}
+		crmetrics.Registry.MustRegister(ApplyDuration, ApplyErrors, DriftCorrections, Heartbeats, TokenRenewals, MemberTokenRenewals,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "lodestar_agent_heartbeat_age_seconds",
 				Help: "Seconds since the agent last renewed its Lease on the hub; -1 before the first renewal.",

@@ -222,6 +222,10 @@ var cases = []ruleCase{
 		return c.Create(ctx, &placementv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns},
 			Spec: placementv1alpha1.RolloutApprovalSpec{Placement: "web", Revision: "web-1", Stage: "prod", Clusters: []string{"x"}}})
 	}},
+	{"kube-* and lodestar-* namespaces cannot receive member credentials", func(ctx context.Context, c client.Client, _ string) error {
+		return c.Create(ctx, &placementv1alpha1.MemberAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: "g-" + rand.String(5)},
+			Spec: placementv1alpha1.MemberAccessGrantSpec{Namespace: "kube-system", ClusterSet: "lodestar-fleet"}})
+	}},
 	{"a RolloutApproval is immutable", func(ctx context.Context, c client.Client, ns string) error {
 		a := &placementv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns},
 			Spec: placementv1alpha1.RolloutApprovalSpec{Placement: "web", Revision: "web-1", Stage: "prod"}}

@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/policy"
@@ -147,12 +148,25 @@ func startFleet(ctx context.Context) error {
 			return err
 		}
 		agentConfigs[name] = cfg
+		// member-1's admin opts into member access: tokens of the API server's
+		// shortest lifetime, renewed every few seconds (1% of it).
+		var memberAccess *agent.MemberAccess
+		if name == member1 {
+			if err := memberAccessAccount(ctx, members[name]); err != nil {
+				return err
+			}
+			memberAccess = &agent.MemberAccess{
+				Server: members[name].Config.Host, CAData: members[name].Config.CAData,
+				ServiceAccount: memberAccessSA, TTL: registration.MinMemberTokenTTL, RenewAt: 0.01,
+			}
+		}
 		a, err := agent.NewManager(agent.Options{
-			ClusterName: name,
-			Hub:         cfg,
-			Member:      members[name].Config,
-			Manager:     ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
-			Config:      agentConfig,
+			MemberAccess: memberAccess,
+			ClusterName:  name,
+			Hub:          cfg,
+			Member:       members[name].Config,
+			Manager:      ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+			Config:       agentConfig,
 			// The member's policy denies this namespace (and kube-system) to Works.
 			AgentNamespace: "lodestar-system",
 		})

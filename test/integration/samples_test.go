@@ -96,6 +96,18 @@ func TestSamples(t *testing.T) {
 		g.Expect(notes(g, member1)).To(Equal("second release"))
 	}).Should(Succeed())
 
+	// The member-access sample: member-1 (production, member access on) has its
+	// credential in platform-tools.
+	g.Eventually(func(g Gomega) {
+		grant := &placementv1alpha1.MemberAccessGrant{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: "platform-tools"}, grant)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(grant.Status.Conditions, placementv1alpha1.ReadyCondition)).To(BeTrue(), "%v", grant.Status.Conditions)
+		g.Expect(grant.Status.Credentials).To(BeEquivalentTo(1))
+		s := &corev1.Secret{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: "platform-tools", Name: member1}, s)).To(Succeed())
+		g.Expect(s.Data).To(HaveKey("token"))
+	}).Should(Succeed())
+
 	// The hub's cluster IP is not copied to the members.
 	hubSvc := &corev1.Service{}
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, hubSvc)).To(Succeed())

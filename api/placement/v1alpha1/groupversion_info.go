@@ -24,7 +24,8 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion, &Placement{}, &PlacementList{},
 		&PlacementRevision{}, &PlacementRevisionList{}, &RolloutApproval{}, &RolloutApprovalList{},
-		&ClusterSetBinding{}, &ClusterSetBindingList{}, &ClusterPlacement{}, &ClusterPlacementList{})
+		&ClusterSetBinding{}, &ClusterSetBindingList{}, &ClusterPlacement{}, &ClusterPlacementList{},
+		&MemberAccessGrant{}, &MemberAccessGrantList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -5,6 +5,7 @@ package profile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,6 +71,9 @@ type Reporter struct {
 	ClusterSet, Cluster string
 	// Period is how often the properties are observed.
 	Period time.Duration
+	// AccessProvider, when set, is published in status.accessProviders (member
+	// access, opted into by the member's admin).
+	AccessProvider *cpv1alpha1.AccessProvider
 
 	mu          sync.Mutex
 	last        map[string]string
@@ -143,6 +149,13 @@ func (r *Reporter) Report(ctx context.Context) error {
 			"properties": list,
 		},
 	}}
+	if r.AccessProvider != nil {
+		ap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r.AccessProvider)
+		if err != nil {
+			return fmt.Errorf("encoding the access provider: %w", err)
+		}
+		obj.Object["status"].(map[string]any)["accessProviders"] = []any{ap}
+	}
 	if err := r.Hub.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("writing ClusterProfile %s/%s status: %w", r.ClusterSet, r.Cluster, err)
 	}
@@ -283,5 +296,20 @@ func eventHandler(notify func(any)) toolscache.ResourceEventHandler {
 		AddFunc:    notify,
 		UpdateFunc: func(_, obj any) { notify(obj) },
 		DeleteFunc: notify,
+	}
+}
+
+// SecretReaderProvider is the access provider the agent publishes for member
+// access: the member's server and CA, and the cluster's name in the exec
+// extension, which the upstream secretreader credential plugin reads to find
+// the Secret <consumer namespace>/<cluster>.
+func SecretReaderProvider(cluster, server string, caData []byte) *cpv1alpha1.AccessProvider {
+	ext, _ := json.Marshal(map[string]string{"clusterName": cluster})
+	return &cpv1alpha1.AccessProvider{
+		Name: placementv1alpha1.SecretReaderProvider,
+		Cluster: clientcmdv1.Cluster{
+			Server: server, CertificateAuthorityData: caData,
+			Extensions: []clientcmdv1.NamedExtension{{Name: "client.authentication.k8s.io/exec", Extension: runtime.RawExtension{Raw: ext}}},
+		},
 	}
 }
