@@ -36,10 +36,11 @@ func init() {
 	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
 }
 
-// serviceAccountConfig returns a connection as a ServiceAccount of the charts.
-func serviceAccountConfig(t *testing.T, admin *rest.Config, namespace, name string) *rest.Config {
+// serviceAccountConfig returns a connection as a ServiceAccount of the charts
+// (in the release namespace).
+func serviceAccountConfig(t *testing.T, admin *rest.Config, name string) *rest.Config {
 	t.Helper()
-	cfg, err := testenv.ServiceAccountConfig(t.Context(), admin, namespace, name, time.Hour)
+	cfg, err := testenv.ServiceAccountConfig(t.Context(), admin, releaseNamespace, name, time.Hour)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return cfg
 }
@@ -85,7 +86,7 @@ func TestChartsInstallAndRun(t *testing.T) {
 
 	// The hub manager as the chart's ServiceAccount, electing a leader as the chart
 	// configures it.
-	hubSA := serviceAccountConfig(t, hubCP.Config, releaseNamespace, "lodestar-hub")
+	hubSA := serviceAccountConfig(t, hubCP.Config, "lodestar-hub")
 	mgr, err := ctrl.NewManager(hubSA, hub.ManagerOptions(ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		LeaderElection: true, LeaderElectionID: "lodestar-hub", LeaderElectionNamespace: releaseNamespace,
@@ -111,7 +112,7 @@ func TestChartsInstallAndRun(t *testing.T) {
 	secret := &corev1.Secret{}
 	g.Expect(memberCP.Client.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "lodestar-hub-kubeconfig"}, secret)).To(Succeed())
 
-	memberSA := serviceAccountConfig(t, memberCP.Config, releaseNamespace, "lodestar-agent")
+	memberSA := serviceAccountConfig(t, memberCP.Config, "lodestar-agent")
 	a, err := agent.NewManager(agent.Options{
 		ClusterName: "edge-1", Hub: joined, Member: memberSA, AgentNamespace: releaseNamespace, LeaseDuration: 4 * time.Second,
 		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},

@@ -167,7 +167,7 @@ func TestMetrics(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
 	hubSA := filepath.Join(dir, "hub-sa")
-	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, hubCP.Config, releaseNamespace, "lodestar-hub"), "hub", hubSA)).To(Succeed())
+	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, hubCP.Config, "lodestar-hub"), "hub", hubSA)).To(Succeed())
 	hubMetrics := freeAddress(t)
 	runBinary(t, "lodestar-hub", "--kubeconfig", hubSA, "--metrics-bind-address", hubMetrics, "--health-probe-bind-address", "0")
 
@@ -180,7 +180,7 @@ func TestMetrics(t *testing.T) {
 		"--set-file", "hubKubeconfig.kubeconfig="+joinKubeconfig)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	memberSA := filepath.Join(dir, "member-sa")
-	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, memberCP.Config, releaseNamespace, "lodestar-agent"), "member", memberSA)).To(Succeed())
+	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, memberCP.Config, "lodestar-agent"), "member", memberSA)).To(Succeed())
 	agentMetrics := freeAddress(t)
 	runBinary(t, "lodestar-agent", "--kubeconfig", memberSA, "--hub-kubeconfig", joinKubeconfig, "--cluster-name", "edge-1",
 		"--agent-namespace", releaseNamespace, "--metrics-bind-address", agentMetrics, "--health-probe-bind-address", "0")
