@@ -396,6 +396,13 @@ func (r *Reconciler) execute(ctx context.Context, res *result, a action, m manif
 			return res.fail(lodestarworkv1alpha1.ReasonApplyFailed, "%s", errorMessage(res.transient, m.isSecret))
 		}
 		res.record = record(res.live, res.id, m.hash)
+		if by := createdBy(res.live); by != "" {
+			// Someone else created the object between the agent's read and its
+			// apply, which then patched theirs: it is not the agent's to delete.
+			res.record.TakenOver = true
+			ctrl.LoggerFrom(ctx).Info("Another writer created the object the agent was creating; recorded as taken over, never deleted as created", "manifest", describe(res.id), "writer", by)
+			return res.succeed(lodestarworkv1alpha1.ReasonApplied, "applied to an object %s created at the same moment; recorded as taken over, so it is released rather than deleted", by)
+		}
 		if a == actRecreate {
 			res.corrected = []string{"(deleted)"}
 			return res.succeed(lodestarworkv1alpha1.ReasonApplied, "created again with server-side apply: it had been deleted on the member")
@@ -552,6 +559,19 @@ func (r *Reconciler) apply(ctx context.Context, obj *unstructured.Unstructured, 
 		return nil, err
 	}
 	return out, nil
+}
+
+// createdBy names another manager of live, the object an apply meant to create
+// returned, or is empty when the agent's apply is its only writer. An apply
+// creates the object or patches one that appeared after the agent read: only
+// in the second case has anyone else written it.
+func createdBy(live *unstructured.Unstructured) string {
+	for _, f := range live.GetManagedFields() {
+		if f.Manager != FieldManager {
+			return f.Manager
+		}
+	}
+	return ""
 }
 
 // withOwner returns a copy of obj with the AppliedWork among its owners.

@@ -118,3 +118,15 @@ func TestMergeRecords(t *testing.T) {
 	g.Expect(out).To(Equal([]lodestarworkv1alpha1.AppliedResource{rec("a", "1"), rec("b", "3"), rec("c", "4")}))
 	g.Expect(prev[1].UID).To(BeEquivalentTo("2"), "the previous records are not changed")
 }
+
+// An apply meant to create an object that someone else created first returns
+// their managedFields entry too: such an object is not the agent's creation.
+func TestCreatedBy(t *testing.T) {
+	g := NewWithT(t)
+	live := &unstructured.Unstructured{}
+	live.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply}})
+	g.Expect(createdBy(live)).To(BeEmpty(), "created by the agent's apply alone")
+	live.SetManagedFields(append(live.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate}))
+	g.Expect(createdBy(live)).To(Equal("kubectl-create"))
+	g.Expect(createdBy(&unstructured.Unstructured{})).To(BeEmpty())
+}
