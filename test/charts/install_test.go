@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -45,6 +46,27 @@ func serviceAccountConfig(t *testing.T, admin *rest.Config, name string) *rest.C
 	return cfg
 }
 
+// chartedFleet starts a hub and a member with start (with or without their
+// controller managers, no CRDs), writes their kubeconfigs as dir/hub and
+// dir/member, and installs the hub chart into the hub.
+func chartedFleet(t *testing.T, start func(string, *runtime.Scheme) (*testenv.ControlPlane, error)) (hubCP, memberCP *testenv.ControlPlane, dir string) {
+	t.Helper()
+	g := NewWithT(t)
+	hubCP, err := start("hub", hub.NewScheme())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = hubCP.Stop() })
+	memberCP, err = start("member", agent.NewScheme())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = memberCP.Stop() })
+	dir = t.TempDir()
+	g.Expect(testenv.WriteKubeconfig(hubCP.Config, "hub", filepath.Join(dir, "hub"))).To(Succeed())
+	g.Expect(testenv.WriteKubeconfig(memberCP.Config, "member", filepath.Join(dir, "member"))).To(Succeed())
+	out, err := helm(t, "install", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", filepath.Join(dir, "hub"),
+		"--namespace", releaseNamespace, "--create-namespace")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	return hubCP, memberCP, dir
+}
+
 // start runs a manager until the test ends.
 func start(t *testing.T, mgr ctrl.Manager) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -69,20 +91,8 @@ func start(t *testing.T, mgr ctrl.Manager) {
 func TestChartsInstallAndRun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	hubCP, err := testenv.StartFullEmpty("hub", hub.NewScheme())
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = hubCP.Stop() })
-	memberCP, err := testenv.StartFullEmpty("member", agent.NewScheme())
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = memberCP.Stop() })
-	dir := t.TempDir()
+	hubCP, memberCP, dir := chartedFleet(t, testenv.StartFullEmpty)
 	hubKubeconfig, memberKubeconfig := filepath.Join(dir, "hub"), filepath.Join(dir, "member")
-	g.Expect(testenv.WriteKubeconfig(hubCP.Config, "hub", hubKubeconfig)).To(Succeed())
-	g.Expect(testenv.WriteKubeconfig(memberCP.Config, "member", memberKubeconfig)).To(Succeed())
-
-	out, err := helm(t, "install", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", hubKubeconfig,
-		"--namespace", releaseNamespace, "--create-namespace")
-	g.Expect(err).NotTo(HaveOccurred(), out)
 
 	// The hub manager as the chart's ServiceAccount, electing a leader as the chart
 	// configures it.
@@ -101,7 +111,7 @@ func TestChartsInstallAndRun(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	joinKubeconfig := filepath.Join(dir, "edge-1.kubeconfig")
 	g.Expect(testenv.WriteKubeconfig(joined, "hub", joinKubeconfig)).To(Succeed())
-	out, err = helm(t, "install", "lodestar-agent", filepath.Join(chartsDir, "lodestar-agent"), "--kubeconfig", memberKubeconfig,
+	out, err := helm(t, "install", "lodestar-agent", filepath.Join(chartsDir, "lodestar-agent"), "--kubeconfig", memberKubeconfig,
 		"--namespace", releaseNamespace, "--create-namespace", "--set", "clusterName=edge-1",
 		"--set-file", "hubKubeconfig.kubeconfig="+joinKubeconfig,
 		// Narrow member RBAC: only what the agent needs itself, plus the placed kinds.

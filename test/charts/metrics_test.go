@@ -27,8 +27,6 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
@@ -152,19 +150,8 @@ series:
 func TestMetrics(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	hubCP, err := testenv.StartEmpty("hub", hub.NewScheme())
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = hubCP.Stop() })
-	memberCP, err := testenv.StartEmpty("member", agent.NewScheme())
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = memberCP.Stop() })
-	dir := t.TempDir()
-	hubKubeconfig, memberKubeconfig := filepath.Join(dir, "hub"), filepath.Join(dir, "member")
-	g.Expect(testenv.WriteKubeconfig(hubCP.Config, "hub", hubKubeconfig)).To(Succeed())
-	g.Expect(testenv.WriteKubeconfig(memberCP.Config, "member", memberKubeconfig)).To(Succeed())
-	out, err := helm(t, "install", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", hubKubeconfig,
-		"--namespace", releaseNamespace, "--create-namespace")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	hubCP, memberCP, dir := chartedFleet(t, testenv.StartEmpty)
+	memberKubeconfig := filepath.Join(dir, "member")
 
 	hubSA := filepath.Join(dir, "hub-sa")
 	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, hubCP.Config, "lodestar-hub"), "hub", hubSA)).To(Succeed())
@@ -175,7 +162,7 @@ func TestMetrics(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	joinKubeconfig := filepath.Join(dir, "edge-1.kubeconfig")
 	g.Expect(testenv.WriteKubeconfig(joined, "hub", joinKubeconfig)).To(Succeed())
-	out, err = helm(t, "install", "lodestar-agent", filepath.Join(chartsDir, "lodestar-agent"), "--kubeconfig", memberKubeconfig,
+	out, err := helm(t, "install", "lodestar-agent", filepath.Join(chartsDir, "lodestar-agent"), "--kubeconfig", memberKubeconfig,
 		"--namespace", releaseNamespace, "--create-namespace", "--set", "clusterName=edge-1",
 		"--set-file", "hubKubeconfig.kubeconfig="+joinKubeconfig)
 	g.Expect(err).NotTo(HaveOccurred(), out)
