@@ -77,8 +77,6 @@ Every verb takes kubectl's connection flags (--kubeconfig, --context, -n, --as,
 	root.SetErr(streams.ErrOut)
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&o.clusterSet, "cluster-set", "", "Cluster-set namespace of the clusters' ClusterProfiles (default lodestar-fleet).")
-	root.CompletionOptions.HiddenDefaultCmd = false
-	root.CompletionOptions.DisableDescriptions = false
 
 	root.AddCommand(
 		newJoinCommand(o), newCordonCommand(o, "cordon"), newCordonCommand(o, "drain"), newCordonCommand(o, "uncordon"),
