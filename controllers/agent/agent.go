@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -196,7 +197,17 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the member client: %w", err)
 	}
-	memberCache, err := cache.New(opts.Member, cache.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient})
+	// A watch that fails because its kind is gone (CRD deleted) is stopped by the
+	// work controller's WatchPruner.
+	var works *work.Reconciler
+	memberCache, err := cache.New(opts.Member, cache.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient,
+		DefaultWatchErrorHandler: func(ctx context.Context, refl *toolscache.Reflector, err error) {
+			if works != nil {
+				works.WatchErrorHandler(ctx, refl, err)
+				return
+			}
+			toolscache.DefaultWatchErrorHandler(ctx, refl, err)
+		}})
 	if err != nil {
 		return nil, fmt.Errorf("creating the member cache: %w", err)
 	}
@@ -242,7 +253,7 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 		}
 		return role, err
 	}
-	works := &work.Reconciler{
+	works = &work.Reconciler{
 		HubID: hubID,
 
 		UnservedKindGracePeriod: opts.UnservedKindGracePeriod,
@@ -255,6 +266,9 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	}
 	if err := works.SetupWithManager(mgr, ns); err != nil {
 		return nil, fmt.Errorf("setting up the work controller: %w", err)
+	}
+	if err := mgr.Add(&work.WatchPruner{Reconciler: works, Discovery: dc}); err != nil {
+		return nil, err
 	}
 	if err := mgr.Add(&work.Sweeper{
 		Reconciler: works, HubCache: mgr.GetCache(), HubReader: mgr.GetAPIReader(), Namespace: ns, GracePeriod: opts.MissingWorkGracePeriod,

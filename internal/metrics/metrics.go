@@ -78,6 +78,12 @@ var (
 		Help: "Renewals of the member-access token the agent keeps on the hub for granted consumers, by result (success, failure).",
 	}, []string{"result"})
 
+	// WatchedKinds is 1 for each kind the agent watches on the member.
+	WatchedKinds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lodestar_agent_watched_kinds",
+		Help: "Kinds the agent watches on the member (metadata only), by group and kind: 1 while watched.",
+	}, []string{"group", "kind"})
+
 	lastHeartbeat   time.Time
 	lastHeartbeatMu sync.Mutex
 )
@@ -108,7 +114,7 @@ func RegisterAgent() {
 			TokenRenewals.WithLabelValues(result)
 			MemberTokenRenewals.WithLabelValues(result)
 		}
-		crmetrics.Registry.MustRegister(ApplyDuration, ApplyErrors, DriftCorrections, Heartbeats, TokenRenewals, MemberTokenRenewals,
+		crmetrics.Registry.MustRegister(ApplyDuration, ApplyErrors, DriftCorrections, Heartbeats, TokenRenewals, MemberTokenRenewals, WatchedKinds,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "lodestar_agent_heartbeat_age_seconds",
 				Help: "Seconds since the agent last renewed its Lease on the hub; -1 before the first renewal.",

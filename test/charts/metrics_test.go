@@ -214,7 +214,7 @@ func TestMetrics(t *testing.T) {
 	g.Expect(hubCP.Client.Create(ctx, bad)).To(Succeed())
 
 	documented := documentedSeries(t)
-	g.Expect(documented).To(HaveLen(13), "docs/metrics.md's table")
+	g.Expect(documented).To(HaveLen(14), "docs/metrics.md's table")
 	g.Eventually(func(g Gomega) {
 		hubFamilies, agentFamilies := scrape(g, hubMetrics), scrape(g, agentMetrics)
 		for name, processes := range documented {
@@ -247,6 +247,7 @@ func TestMetrics(t *testing.T) {
 		atLeast(agentFamilies, "lodestar_agent_heartbeats_total", nil, 1)
 		atLeast(agentFamilies, "lodestar_agent_token_renewals_total", map[string]string{"result": "failure"}, 0)
 		atLeast(agentFamilies, "lodestar_agent_member_token_renewals_total", map[string]string{"result": "success"}, 0)
+		atLeast(agentFamilies, "lodestar_agent_watched_kinds", map[string]string{"group": "", "kind": "ConfigMap"}, 1)
 		atLeast(agentFamilies, "workqueue_queue_duration_seconds", map[string]string{"name": "work"}, 1)
 		age, _ := value(agentFamilies, "lodestar_agent_heartbeat_age_seconds", nil)
 		g.Expect(age).To(And(BeNumerically(">=", 0), BeNumerically("<", 60)), "heartbeat age")

@@ -77,6 +77,11 @@ type Reconciler struct {
 	unserved sync.Map
 	// resync, set by SetupWithManager, brings every Work back (Resync).
 	resync chan event.TypedGenericEvent[*workv1alpha1.Work]
+	// watched are the kinds watched on the member (schema.GroupVersionKind).
+	watched sync.Map
+	// watchFailed signals the WatchPruner that a watch failed for a kind the
+	// member may no longer serve.
+	watchFailed chan struct{}
 }
 
 // Requeue intervals: while something is on its way (a CRD being established, an
@@ -316,6 +321,9 @@ func Changed() predicate.Predicate {
 // agent created brings its Work back.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) error {
 	r.resync = make(chan event.TypedGenericEvent[*workv1alpha1.Work])
+	if r.watchFailed == nil {
+		r.watchFailed = make(chan struct{}, 1)
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("work").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(Changed())).
@@ -325,7 +333,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) er
 	if err != nil || r.MemberCache == nil {
 		return err
 	}
-	var watched sync.Map
 	toWork := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		var reqs []reconcile.Request
 		for _, ref := range obj.GetOwnerReferences() {
@@ -339,15 +346,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) er
 		return reqs
 	})
 	r.Watch = func(gvk schema.GroupVersionKind) error {
-		if _, loaded := watched.LoadOrStore(gvk, struct{}{}); loaded {
+		if _, loaded := r.watched.LoadOrStore(gvk, struct{}{}); loaded {
 			return nil
 		}
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(gvk)
 		if err := c.Watch(source.Kind[client.Object](r.MemberCache, obj, toWork)); err != nil {
-			watched.Delete(gvk)
+			r.watched.Delete(gvk)
 			return err
 		}
+		metrics.WatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Inc()
 		go r.resyncWhenSynced(obj)
 		return nil
 	}
