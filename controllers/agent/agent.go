@@ -15,12 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -36,6 +36,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
@@ -197,17 +198,12 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the member client: %w", err)
 	}
-	// A watch that fails because its kind is gone (CRD deleted) is stopped by the
-	// work controller's WatchPruner.
-	var works *work.Reconciler
+	// A watch that fails because its kind is gone (CRD deleted) is stopped.
+	watches := &kube.Watches{Object: work.MetadataObject, OnStop: func(gvk schema.GroupVersionKind) {
+		metrics.AgentWatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Dec()
+	}}
 	memberCache, err := cache.New(opts.Member, cache.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient,
-		DefaultWatchErrorHandler: func(ctx context.Context, refl *toolscache.Reflector, err error) {
-			if works != nil {
-				works.WatchErrorHandler(ctx, refl, err)
-				return
-			}
-			toolscache.DefaultWatchErrorHandler(ctx, refl, err)
-		}})
+		DefaultWatchErrorHandler: watches.ErrorHandler})
 	if err != nil {
 		return nil, fmt.Errorf("creating the member cache: %w", err)
 	}
@@ -253,8 +249,10 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 		}
 		return role, err
 	}
-	works = &work.Reconciler{
-		HubID: hubID,
+	watches.Cache, watches.Discovery = memberCache, dc
+	works := &work.Reconciler{
+		Watches: watches,
+		HubID:   hubID,
 
 		UnservedKindGracePeriod: opts.UnservedKindGracePeriod,
 		Policy:                  memberPolicy,
@@ -267,7 +265,7 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if err := works.SetupWithManager(mgr, ns); err != nil {
 		return nil, fmt.Errorf("setting up the work controller: %w", err)
 	}
-	if err := mgr.Add(&work.WatchPruner{Reconciler: works, Discovery: dc}); err != nil {
+	if err := mgr.Add(watches); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(&work.Sweeper{

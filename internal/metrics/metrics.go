@@ -36,6 +36,11 @@ var (
 		Help:    "Time from a Placement change, as the status aggregator first sees it, until it is applied on every selected cluster.",
 		Buckets: changeBuckets,
 	})
+	// WatchedKinds is 1 for each kind the work generator watches on the hub.
+	WatchedKinds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lodestar_watched_kinds",
+		Help: "Kinds the work generator watches on the hub because Placements select them, by group and kind: 1 while watched.",
+	}, []string{"group", "kind"})
 	// PlacementChangeAvailable is the same until every selected cluster is Available.
 	PlacementChangeAvailable = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "lodestar_placement_change_available_seconds",
@@ -78,8 +83,8 @@ var (
 		Help: "Renewals of the member-access token the agent keeps on the hub for granted consumers, by result (success, failure).",
 	}, []string{"result"})
 
-	// WatchedKinds is 1 for each kind the agent watches on the member.
-	WatchedKinds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	// AgentWatchedKinds is 1 for each kind the agent watches on the member.
+	AgentWatchedKinds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "lodestar_agent_watched_kinds",
 		Help: "Kinds the agent watches on the member (metadata only), by group and kind: 1 while watched.",
 	}, []string{"group", "kind"})
@@ -114,7 +119,7 @@ func RegisterAgent() {
 			TokenRenewals.WithLabelValues(result)
 			MemberTokenRenewals.WithLabelValues(result)
 		}
-		crmetrics.Registry.MustRegister(ApplyDuration, ApplyErrors, DriftCorrections, Heartbeats, TokenRenewals, MemberTokenRenewals, WatchedKinds,
+		crmetrics.Registry.MustRegister(ApplyDuration, ApplyErrors, DriftCorrections, Heartbeats, TokenRenewals, MemberTokenRenewals, AgentWatchedKinds,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "lodestar_agent_heartbeat_age_seconds",
 				Help: "Seconds since the agent last renewed its Lease on the hub; -1 before the first renewal.",
@@ -127,7 +132,7 @@ func RegisterAgent() {
 // manager's cache (reader) at each scrape.
 func RegisterHub(reader client.Reader) {
 	hubOnce.Do(func() {
-		crmetrics.Registry.MustRegister(PlacementChangeApplied, PlacementChangeAvailable, &fleetCollector{reader: reader})
+		crmetrics.Registry.MustRegister(PlacementChangeApplied, PlacementChangeAvailable, WatchedKinds, &fleetCollector{reader: reader})
 	})
 }
 

@@ -214,7 +214,7 @@ func TestMetrics(t *testing.T) {
 	g.Expect(hubCP.Client.Create(ctx, bad)).To(Succeed())
 
 	documented := documentedSeries(t)
-	g.Expect(documented).To(HaveLen(14), "docs/metrics.md's table")
+	g.Expect(documented).To(HaveLen(15), "docs/metrics.md's table")
 	g.Eventually(func(g Gomega) {
 		hubFamilies, agentFamilies := scrape(g, hubMetrics), scrape(g, agentMetrics)
 		for name, processes := range documented {
@@ -238,6 +238,7 @@ func TestMetrics(t *testing.T) {
 		atLeast(hubFamilies, "lodestar_cluster_works", map[string]string{"cluster": "edge-1"}, 2)
 		atLeast(hubFamilies, "lodestar_placement_change_applied_seconds", nil, 1)
 		atLeast(hubFamilies, "lodestar_placement_change_available_seconds", nil, 1)
+		atLeast(hubFamilies, "lodestar_watched_kinds", map[string]string{"group": "", "kind": "ConfigMap"}, 1)
 		for _, c := range []string{"workgenerator", "status", "scheduler"} {
 			atLeast(hubFamilies, "workqueue_queue_duration_seconds", map[string]string{"name": c}, 1)
 		}

@@ -14,17 +14,29 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
 // watchedKind is lodestar_agent_watched_kinds for the kind, over the agents of
 // this process (only one places the test's kind).
 func watchedKind(g Gomega, group, kind string) float64 {
+	return gauge(g, "lodestar_agent_watched_kinds", group, kind)
+}
+
+// hubWatchedKind is the hub manager's lodestar_watched_kinds for the kind.
+func hubWatchedKind(g Gomega, group, kind string) float64 {
+	return gauge(g, "lodestar_watched_kinds", group, kind)
+}
+
+// gauge is the value of a gauge of this process's registry with the labels
+// group and kind.
+func gauge(g Gomega, name, group, kind string) float64 {
 	families, err := crmetrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	var v float64
 	for _, f := range families {
-		if f.GetName() != "lodestar_agent_watched_kinds" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -114,5 +126,40 @@ func TestWatchOfARemovedKindStops(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		size, _, _ := unstructured.NestedInt64(gadget(g).Object, "spec", "size")
 		g.Expect(size).To(BeEquivalentTo(3), "set back to the manifest")
+	}).Should(Succeed())
+}
+
+// The work generator likewise stops watching a selected kind whose CRD is
+// deleted on the hub.
+func TestHubWatchOfARemovedKindStops(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	group := "h" + strings.ToLower(rand.String(6)) + ".example.com"
+	crd := createWidgetCRD(t, hubCP.Client, group, apiextensionsv1.NamespaceScoped, "v1")
+	widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": ns}, "spec": map[string]any{"size": int64(1)}}}
+	g.Eventually(func() error { return hubCP.Client.Create(ctx, widget) }).Should(Succeed(), "once the CRD is served")
+	p := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: group, Version: "v1", Kind: "Widget"}},
+			ClusterNames:      []string{member2},
+		},
+	}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubWatchedKind(g, group, "Widget")).To(BeEquivalentTo(1))
+	}).Should(Succeed())
+
+	// The Placement goes first (its Work with it), then the CRD.
+	g.Expect(hubCP.Client.Delete(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), &placementv1alpha1.Placement{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}).Should(Succeed())
+	g.Expect(hubCP.Client.Delete(ctx, crd)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubWatchedKind(g, group, "Widget")).To(BeZero())
 	}).Should(Succeed())
 }

@@ -77,11 +77,10 @@ type Reconciler struct {
 	unserved sync.Map
 	// resync, set by SetupWithManager, brings every Work back (Resync).
 	resync chan event.TypedGenericEvent[*workv1alpha1.Work]
-	// watched are the kinds watched on the member (schema.GroupVersionKind).
-	watched sync.Map
-	// watchFailed signals the WatchPruner that a watch failed for a kind the
-	// member may no longer serve.
-	watchFailed chan struct{}
+	// Watches, when set, tracks the kinds watched on the member and stops the
+	// watch of a kind the member no longer serves; its Object must make
+	// metadata-only objects.
+	Watches *kube.Watches
 }
 
 // Requeue intervals: while something is on its way (a CRD being established, an
@@ -321,9 +320,6 @@ func Changed() predicate.Predicate {
 // agent created brings its Work back.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) error {
 	r.resync = make(chan event.TypedGenericEvent[*workv1alpha1.Work])
-	if r.watchFailed == nil {
-		r.watchFailed = make(chan struct{}, 1)
-	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("work").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(Changed())).
@@ -332,6 +328,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) er
 		Build(r)
 	if err != nil || r.MemberCache == nil {
 		return err
+	}
+	if r.Watches == nil {
+		r.Watches = &kube.Watches{Cache: r.MemberCache, Object: MetadataObject}
 	}
 	toWork := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		var reqs []reconcile.Request
@@ -346,18 +345,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) er
 		return reqs
 	})
 	r.Watch = func(gvk schema.GroupVersionKind) error {
-		if _, loaded := r.watched.LoadOrStore(gvk, struct{}{}); loaded {
+		if !r.Watches.Add(gvk) {
 			return nil
 		}
-		obj := &metav1.PartialObjectMetadata{}
-		obj.SetGroupVersionKind(gvk)
+		obj := MetadataObject(gvk)
 		if err := c.Watch(source.Kind[client.Object](r.MemberCache, obj, toWork)); err != nil {
-			r.watched.Delete(gvk)
+			r.Watches.Forget(gvk)
 			return err
 		}
-		metrics.WatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Inc()
+		metrics.AgentWatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Inc()
 		go r.resyncWhenSynced(obj)
 		return nil
 	}
 	return nil
+}
+
+// MetadataObject is the metadata-only object the member watches of gvk are made for.
+func MetadataObject(gvk schema.GroupVersionKind) client.Object {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	return obj
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/tenantns"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
 	"github.com/lodestar-dev/lodestar/internal/reflection"
@@ -80,7 +81,10 @@ type Reconciler struct {
 
 	controller controller.Controller
 	kinds      *servedKinds
-	watched    sync.Map // schema.GroupVersionKind → struct{}
+	// Watches, when set, tracks the selected kinds watched on the hub and stops
+	// the watch of a kind the hub no longer serves; its Object must make
+	// unstructured objects.
+	Watches *kube.Watches
 	// expected are Work writes the cache may not show yet (expectationKey →
 	// expectation), so that the gate never counts a cluster twice.
 	expected sync.Map
@@ -707,6 +711,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Discovery != nil {
 		r.kinds = &servedKinds{discovery: r.Discovery}
 	}
+	if r.Watches == nil {
+		r.Watches = &kube.Watches{Cache: r.Cache, Discovery: r.Discovery, Object: UnstructuredObject,
+			OnStop: func(gvk schema.GroupVersionKind) { metrics.WatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Dec() }}
+		if r.Discovery != nil {
+			if err := mgr.Add(r.Watches); err != nil {
+				return err
+			}
+		}
+	}
 	crds := &metav1.PartialObjectMetadata{}
 	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	c, err := ctrl.NewControllerManagedBy(mgr).
@@ -781,15 +794,21 @@ func approvedPlacement(_ context.Context, obj client.Object) []reconcile.Request
 
 // ensureWatch starts watching gvk on the hub the first time a Placement selects it.
 func (r *Reconciler) ensureWatch(gvk schema.GroupVersionKind) error {
-	if _, loaded := r.watched.LoadOrStore(gvk, struct{}{}); loaded {
+	if !r.Watches.Add(gvk) {
 		return nil
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
-	err := r.controller.Watch(source.Kind[client.Object](r.Cache, obj, handler.EnqueueRequestsFromMapFunc(r.placementsSelecting(gvk))))
+	err := r.controller.Watch(source.Kind[client.Object](r.Cache, UnstructuredObject(gvk), handler.EnqueueRequestsFromMapFunc(r.placementsSelecting(gvk))))
 	if err != nil {
-		r.watched.Delete(gvk)
+		r.Watches.Forget(gvk)
 		return fmt.Errorf("watching %s: %w", gvk, err)
 	}
+	metrics.WatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Inc()
 	return nil
+}
+
+// UnstructuredObject is the object the hub's watches of a selected kind are made for.
+func UnstructuredObject(gvk schema.GroupVersionKind) client.Object {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	return obj
 }

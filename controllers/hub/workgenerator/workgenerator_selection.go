@@ -398,6 +398,8 @@ func (r *Reconciler) placementsByLabels(ctx context.Context, _ client.Object) []
 	if r.kinds != nil {
 		r.kinds.invalidate()
 	}
+	// A CRD gone: its kind's watch, if any, stops.
+	r.Watches.Check()
 	list := &placementv1alpha1.PlacementList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for a CRD change")
