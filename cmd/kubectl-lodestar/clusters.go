@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -339,9 +338,7 @@ namespace (ClusterSetBindings reporting Bound).`,
 				return err
 			}
 			if output == "json" {
-				enc := json.NewEncoder(o.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+				return printJSON(o.Out, r)
 			}
 			printWhy(o.Out, r)
 			return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -71,9 +70,7 @@ so a tenant's own RBAC (get placements) is enough.`,
 				}
 			}
 			if output == "json" {
-				enc := json.NewEncoder(o.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(report)
+				return printJSON(o.Out, report)
 			}
 			printStatus(o.Out, report)
 			return nil

@@ -394,12 +394,15 @@ func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx c
 // placementsByLabels maps a CRD change to every Placement with a selector
 // without kind, after forgetting the discovered kinds: a kind added later is
 // picked up without a restart.
-func (r *Reconciler) placementsByLabels(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *Reconciler) placementsByLabels(ctx context.Context, crd client.Object) []reconcile.Request {
 	if r.kinds != nil {
 		r.kinds.invalidate()
 	}
-	// A CRD gone: its kind's watch, if any, stops.
-	r.Watches.Check()
+	if !crd.GetDeletionTimestamp().IsZero() {
+		// A CRD going (its cleanup finalizer holds it until its objects are
+		// gone): its kind's watch, if any, stops once discovery drops the kind.
+		r.Watches.Check()
+	}
 	list := &placementv1alpha1.PlacementList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for a CRD change")
