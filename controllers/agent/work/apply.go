@@ -506,6 +506,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 		fresh := &unstructured.Unstructured{}
 		fresh.SetGroupVersionKind(existing.GroupVersionKind())
 		if err := r.Member.Get(ctx, client.ObjectKeyFromObject(existing), fresh); err != nil {
+			// Deleted since it was read: the next reconcile decides afresh.
 			return failed("reading the object on the member: ", err)
 		}
 		existing = fresh
@@ -522,10 +523,14 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 	return *res
 }
 
-// at returns a copy of obj that is written only over existing's resourceVersion.
+// at returns a copy of obj that is written only over existing: its
+// resourceVersion, and its UID, without which an apply to an object deleted
+// since it was read would create it again (a finished Job deleted on the
+// member would run again). The API server refuses such a write as a conflict.
 func at(obj, existing *unstructured.Unstructured) *unstructured.Unstructured {
 	out := obj.DeepCopy()
 	out.SetResourceVersion(existing.GetResourceVersion())
+	out.SetUID(existing.GetUID())
 	return out
 }
 
