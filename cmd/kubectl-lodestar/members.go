@@ -124,11 +124,10 @@ var cordonVerbs = map[string]struct{ short, long, example, done string }{
 	},
 }
 
-// newCordonCommand is `kubectl lodestar cordon|drain|uncordon <cluster>`.
-func newCordonCommand(o *options, verb string) *cobra.Command {
-	text := cordonVerbs[verb]
+// clusterVerb is a verb on one member cluster: do gets the hub client and the name.
+func (o *options) clusterVerb(use, short, long, example string, do func(cmd *cobra.Command, c client.Client, name string) error) *cobra.Command {
 	return &cobra.Command{
-		Use: verb + " <cluster>", Short: text.short, Long: text.long, Example: text.example,
+		Use: use + " <cluster>", Short: short, Long: long, Example: example,
 		Args:              exactlyOne("cluster name"),
 		ValidArgsFunction: o.completeClusters,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -136,26 +135,34 @@ func newCordonCommand(o *options, verb string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			name := args[0]
-			switch verb {
-			case "cordon":
-				err = fleet.Cordon(cmd.Context(), c, o.clusterSet, name)
-			case "drain":
-				err = fleet.Drain(cmd.Context(), c, o.clusterSet, name, time.Now())
-			default:
-				err = fleet.Uncordon(cmd.Context(), c, o.clusterSet, name)
-			}
-			if err != nil {
-				return err
-			}
-			if verb == "drain" {
-				fmt.Fprintf(o.Out, text.done, name, name)
-			} else {
-				fmt.Fprintf(o.Out, text.done, name)
-			}
-			return nil
+			return do(cmd, c, args[0])
 		},
 	}
+}
+
+// newCordonCommand is `kubectl lodestar cordon|drain|uncordon <cluster>`.
+func newCordonCommand(o *options, verb string) *cobra.Command {
+	text := cordonVerbs[verb]
+	return o.clusterVerb(verb, text.short, text.long, text.example, func(cmd *cobra.Command, c client.Client, name string) error {
+		var err error
+		switch verb {
+		case "cordon":
+			err = fleet.Cordon(cmd.Context(), c, o.clusterSet, name)
+		case "drain":
+			err = fleet.Drain(cmd.Context(), c, o.clusterSet, name, time.Now())
+		default:
+			err = fleet.Uncordon(cmd.Context(), c, o.clusterSet, name)
+		}
+		if err != nil {
+			return err
+		}
+		if verb == "drain" {
+			fmt.Fprintf(o.Out, text.done, name, name)
+		} else {
+			fmt.Fprintf(o.Out, text.done, name)
+		}
+		return nil
+	})
 }
 
 // newUnjoinCommand is `kubectl lodestar unjoin <cluster>`.
@@ -164,23 +171,14 @@ func newUnjoinCommand(o *options) *cobra.Command {
 		orphan bool
 		wait   time.Duration
 	)
-	cmd := &cobra.Command{
-		Use:   "unjoin <cluster>",
-		Short: "Remove a cluster: what was placed there is deleted (or kept, --orphan)",
-		Long: `Remove a cluster from the fleet. Its Works are withdrawn, so the agent deletes
+	cmd := o.clusterVerb("unjoin", "Remove a cluster: what was placed there is deleted (or kept, --orphan)",
+		`Remove a cluster from the fleet. Its Works are withdrawn, so the agent deletes
 what Lodestar placed on the member (or, with --orphan, releases it in place),
 then its ClusterProfile, hub namespace and identity go.`,
-		Example: `  kubectl lodestar unjoin edge-12
+		`  kubectl lodestar unjoin edge-12
   kubectl lodestar unjoin edge-12 --orphan --wait 0`,
-		Args:              exactlyOne("cluster name"),
-		ValidArgsFunction: o.completeClusters,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, c, err := o.hub()
-			if err != nil {
-				return err
-			}
-			name := args[0]
-			err = fleet.Unjoin(cmd.Context(), c, name, fleet.UnjoinOptions{ClusterSet: o.clusterSet, Orphan: orphan, Wait: wait,
+		func(cmd *cobra.Command, c client.Client, name string) error {
+			err := fleet.Unjoin(cmd.Context(), c, name, fleet.UnjoinOptions{ClusterSet: o.clusterSet, Orphan: orphan, Wait: wait,
 				Progress: func(msg string) { fmt.Fprintln(o.ErrOut, msg) }})
 			if err != nil {
 				return err
@@ -191,8 +189,7 @@ then its ClusterProfile, hub namespace and identity go.`,
 			}
 			fmt.Fprintf(o.Out, "cluster %s left the fleet; what Lodestar placed was %s the member\n", name, what)
 			return nil
-		},
-	}
+		})
 	cmd.Flags().BoolVar(&orphan, "orphan", false, "Leave what Lodestar placed on the member in place (released) instead of deleting it.")
 	cmd.Flags().DurationVar(&wait, "wait", 5*time.Minute, "How long to wait for the cluster's hub side to be removed; 0 does not wait.")
 	return cmd
