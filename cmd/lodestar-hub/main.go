@@ -26,7 +26,8 @@ func main() {
 		leaderElectionNamespace                        string
 		qps                                            float64
 		burst, workers                                 int
-		leaseGrace, cleanupGrace                       time.Duration
+		leaseGrace, cleanupGrace, maxHeartbeat         time.Duration
+		heartbeatBudget                                float64
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
@@ -39,6 +40,8 @@ func main() {
 	flag.IntVar(&workers, "workers", hub.DefaultWorkers, "How many Placements each controller reconciles at once.")
 	flag.DurationVar(&leaseGrace, "agent-lease-grace-period", clusterhealth.DefaultGracePeriod, "How long after its Lease expires an agent still counts as reachable.")
 	flag.DurationVar(&cleanupGrace, "cluster-cleanup-grace-period", clustercleanup.DefaultGracePeriod, "How long a deleted cluster's unreachable agent has to remove what it placed before the hub removes the cluster's hub side without it (the member keeps its objects).")
+	flag.Float64Var(&heartbeatBudget, "agent-heartbeat-write-budget", clusterhealth.DefaultHeartbeatWriteBudget, "Lease renewals per second the agents' heartbeats may cost the hub; their interval is set for the fleet's size to fit it (negative: the agents' own pace).")
+	flag.DurationVar(&maxHeartbeat, "agent-heartbeat-max-interval", clusterhealth.DefaultMaxHeartbeatInterval, "The longest heartbeat interval asked of an agent, which bounds how long an agent that stopped goes unnoticed (this, its 30 s margin and the grace period).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -59,7 +62,8 @@ func main() {
 		log.Error(err, "Creating the manager")
 		os.Exit(1)
 	}
-	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ","), Workers: workers, LeaseGracePeriod: leaseGrace, CleanupGracePeriod: cleanupGrace}); err != nil {
+	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ","), Workers: workers, LeaseGracePeriod: leaseGrace, CleanupGracePeriod: cleanupGrace,
+		HeartbeatWriteBudget: heartbeatBudget, MaxHeartbeatInterval: maxHeartbeat}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}

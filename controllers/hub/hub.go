@@ -48,6 +48,13 @@ type Options struct {
 	// CleanupGracePeriod is how long a deleted cluster's unreachable agent has to
 	// remove what it placed before the hub cleans up without it.
 	CleanupGracePeriod time.Duration
+	// HeartbeatWriteBudget is how many Lease renewals per second the agents may
+	// cost the hub; their heartbeat interval is set for the fleet's size to fit
+	// it (default clusterhealth.DefaultHeartbeatWriteBudget).
+	HeartbeatWriteBudget float64
+	// MaxHeartbeatInterval is the longest heartbeat interval asked of an agent
+	// (default clusterhealth.DefaultMaxHeartbeatInterval).
+	MaxHeartbeatInterval time.Duration
 }
 
 // NewScheme returns a scheme with every type the hub controllers use.
@@ -122,6 +129,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Client: mgr.GetClient(), GracePeriod: opts.LeaseGracePeriod, Workers: opts.Workers, ClusterSetNamespaces: opts.ClusterSetNamespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster health controller: %w", err)
+	}
+	if err := mgr.Add(&clusterhealth.Pacer{Client: mgr.GetClient(), WriteBudget: opts.HeartbeatWriteBudget, MaxInterval: opts.MaxHeartbeatInterval}); err != nil {
+		return fmt.Errorf("setting up the heartbeat pacer: %w", err)
 	}
 	if err := (&clustercleanup.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clustercleanup.Name), GracePeriod: opts.CleanupGracePeriod,

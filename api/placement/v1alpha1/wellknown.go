@@ -108,6 +108,11 @@ const (
 	AgentLeaseLabel              = "placement.lodestar.dev/agent-lease"
 	MemberReadyAnnotation        = "placement.lodestar.dev/member-ready"
 	MemberReadyMessageAnnotation = "placement.lodestar.dev/member-ready-message"
+	// HeartbeatIntervalAnnotation on an agent's Lease is how often, in seconds,
+	// the hub asks the agent to renew it: the hub sets it for the fleet's size, so
+	// that heartbeats cost the hub a bounded write rate. The agent renews no more
+	// often than its own lease duration allows, and never less often than this.
+	HeartbeatIntervalAnnotation = "placement.lodestar.dev/heartbeat-interval-seconds"
 )
 
 // Taint keys that `kubectl lodestar` adds to a ClusterProfile.

@@ -3,6 +3,8 @@ package registration
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,9 +26,12 @@ import (
 // DefaultLeaseDuration is how long the agent's Lease lasts without renewal.
 const DefaultLeaseDuration = 40 * time.Second
 
-// Heartbeat renews the agent's Lease in its cluster's namespace on the hub every
-// quarter of the lease duration, with the member's readiness in the Lease's
-// annotations (placementv1alpha1.MemberReadyAnnotation and its message).
+// Heartbeat renews the agent's Lease in its cluster's namespace on the hub, with
+// the member's readiness in the Lease's annotations
+// (placementv1alpha1.MemberReadyAnnotation and its message). It renews every
+// quarter of the lease duration, or less often when the hub asks it to
+// (placementv1alpha1.HeartbeatIntervalAnnotation, set for the fleet's size), and
+// then stretches the lease by the same margin.
 type Heartbeat struct {
 	// Hub is the agent's client of the hub.
 	Hub client.Client
@@ -34,11 +39,15 @@ type Heartbeat struct {
 	Member rest.Interface
 	// Namespace is the cluster's namespace on the hub; Cluster its name.
 	Namespace, Cluster string
-	// Duration is the lease duration.
+	// Duration is the lease duration when the hub asks for no slower pace.
 	Duration time.Duration
 	// OnReconnect, when set, is called when a renewal succeeds after one failed:
 	// the hub is back, and what could not be reported meanwhile can be.
 	OnReconnect func(context.Context)
+
+	// last is the Lease as the last renewal wrote it: the next renewal updates it
+	// without reading it first, and reads it again only when the hub changed it.
+	last *coordinationv1.Lease
 }
 
 // Start renews the Lease until ctx ends.
@@ -47,10 +56,9 @@ func (h *Heartbeat) Start(ctx context.Context) error {
 		h.Duration = DefaultLeaseDuration
 	}
 	log := ctrl.LoggerFrom(ctx).WithName("heartbeat")
-	every := max(h.Duration/4, 100*time.Millisecond)
 	failing := false
 	for {
-		err := h.renew(ctx)
+		every, err := h.renew(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Error(err, "Renewing the agent's Lease on the hub")
@@ -62,12 +70,30 @@ func (h *Heartbeat) Start(ctx context.Context) error {
 				h.OnReconnect(ctx)
 			}
 		}
+		if err != nil {
+			// Tried again at the fastest pace, so that the hub's return is noticed.
+			every, _ = Pace(h.Duration, nil)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(every):
 		}
 	}
+}
+
+// Pace is how often the agent renews its Lease and the lease duration it writes,
+// for the agent's own lease duration d and the Lease's annotations: every quarter
+// of d, or the hub's slower interval with the same margin after it.
+func Pace(d time.Duration, annotations map[string]string) (every, duration time.Duration) {
+	every = max(d/4, 100*time.Millisecond)
+	margin := max(d-every, 0)
+	if s, err := strconv.Atoi(annotations[placementv1alpha1.HeartbeatIntervalAnnotation]); err == nil {
+		if hub := time.Duration(s) * time.Second; hub > every {
+			return hub, hub + margin
+		}
+	}
+	return every, max(d, every)
 }
 
 // NeedLeaderElection is false: the agent runs one replica per member.
@@ -95,33 +121,53 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-func (h *Heartbeat) renew(ctx context.Context) error {
+// renew writes the Lease and returns when to renew it next. A Lease the hub
+// changed since the last renewal is read and written again at once.
+func (h *Heartbeat) renew(ctx context.Context) (time.Duration, error) {
+	every, err := h.write(ctx)
+	if apierrors.IsConflict(err) {
+		return h.write(ctx)
+	}
+	return every, err
+}
+
+func (h *Heartbeat) write(ctx context.Context) (time.Duration, error) {
 	ready, msg := h.memberReady(ctx)
 	now := metav1.NowMicro()
-	lease := &coordinationv1.Lease{}
-	err := h.Hub.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: placementv1alpha1.AgentLeaseName}, lease)
-	if apierrors.IsNotFound(err) {
-		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: placementv1alpha1.AgentLeaseName, Namespace: h.Namespace,
-				Labels: map[string]string{placementv1alpha1.AgentLeaseLabel: "true"}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.Cluster), AcquireTime: &now},
+	if h.last == nil {
+		lease := &coordinationv1.Lease{}
+		err := h.Hub.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: placementv1alpha1.AgentLeaseName}, lease)
+		if apierrors.IsNotFound(err) {
+			lease = &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: placementv1alpha1.AgentLeaseName, Namespace: h.Namespace,
+					Labels: map[string]string{placementv1alpha1.AgentLeaseLabel: "true"}},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.Cluster), AcquireTime: &now},
+			}
+			every, d := Pace(h.Duration, nil)
+			setReadiness(lease, ready, msg, now, d)
+			if err := h.Hub.Create(ctx, lease); err != nil {
+				return 0, err
+			}
+			h.last = lease
+			metrics.Heartbeat(now.Time)
+			return every, nil
 		}
-		setReadiness(lease, ready, msg, now, h.Duration)
-		if err := h.Hub.Create(ctx, lease); err != nil {
-			return err
+		if err != nil {
+			return 0, fmt.Errorf("reading the Lease: %w", err)
 		}
-		metrics.Heartbeat(now.Time)
-		return nil
+		h.last = lease
 	}
-	if err != nil {
-		return fmt.Errorf("reading the Lease: %w", err)
-	}
-	setReadiness(lease, ready, msg, now, h.Duration)
+	lease := h.last.DeepCopy()
+	every, d := Pace(h.Duration, lease.Annotations)
+	setReadiness(lease, ready, msg, now, d)
 	if err := h.Hub.Update(ctx, lease); err != nil {
-		return err
+		// Read it again next time: the hub may have set a new pace on it.
+		h.last = nil
+		return 0, err
 	}
+	h.last = lease
 	metrics.Heartbeat(now.Time)
-	return nil
+	return every, nil
 }
 
 func setReadiness(lease *coordinationv1.Lease, ready bool, msg string, now metav1.MicroTime, d time.Duration) {
@@ -131,5 +177,5 @@ func setReadiness(lease *coordinationv1.Lease, ready bool, msg string, now metav
 	lease.Annotations[placementv1alpha1.MemberReadyAnnotation] = fmt.Sprint(ready)
 	lease.Annotations[placementv1alpha1.MemberReadyMessageAnnotation] = msg
 	lease.Spec.RenewTime = &now
-	lease.Spec.LeaseDurationSeconds = ptr.To(int32(max(d.Seconds(), 1)))
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(max(math.Ceil(d.Seconds()), 1)))
 }

@@ -55,3 +55,32 @@ func TestEvaluate(t *testing.T) {
 		})
 	}
 }
+
+func TestHeartbeatInterval(t *testing.T) {
+	tests := []struct {
+		agents int
+		budget float64
+		want   time.Duration
+	}{
+		{agents: 0, budget: 40, want: 0},
+		{agents: 400, budget: 40, want: 0}, // 40 renewals/s at the agents' own 10 s
+		{agents: 401, budget: 40, want: 20 * time.Second},
+		{agents: 1000, budget: 40, want: 40 * time.Second},
+		{agents: 5000, budget: 40, want: 160 * time.Second},
+		{agents: 6400, budget: 40, want: 160 * time.Second},
+		{agents: 6401, budget: 40, want: 240 * time.Second}, // 320 s capped
+		{agents: 10000, budget: 40, want: 240 * time.Second},
+		{agents: 100000, budget: 40, want: 240 * time.Second},
+		{agents: 10000, budget: 0, want: 0},
+		{agents: 10000, budget: -1, want: 0},
+	}
+	for _, tt := range tests {
+		got := HeartbeatInterval(tt.agents, tt.budget, DefaultMaxHeartbeatInterval)
+		if got != tt.want {
+			t.Errorf("HeartbeatInterval(%d, %v) = %s, want %s", tt.agents, tt.budget, got, tt.want)
+		}
+		if got > 0 && float64(tt.agents)/got.Seconds() > tt.budget && got < DefaultMaxHeartbeatInterval {
+			t.Errorf("HeartbeatInterval(%d, %v) = %s costs %.1f writes/s", tt.agents, tt.budget, got, float64(tt.agents)/got.Seconds())
+		}
+	}
+}

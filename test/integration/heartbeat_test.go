@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/discovery"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
+)
+
+// TestHeartbeatPacing: the hub sets the agents' heartbeat interval for the fleet's
+// size, an agent renews at the interval asked (and stretches its lease by its
+// margin), and goes back to its own pace when the hub no longer asks; the hub's
+// change of the Lease never counts as an outage. The fleet here is the Leases of
+// one namespace (the Pacer reads through a client of that namespace).
+func TestHeartbeatPacing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "lodestar-cluster-pace-" + rand.String(5)
+	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	// Two more agents' Leases in the same namespace, as far as the Pacer counts.
+	for _, name := range []string{"other-a", "other-b"} {
+		g.Expect(hubCP.Client.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{placementv1alpha1.AgentLeaseLabel: "true"}},
+			Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: time.Now()}, LeaseDurationSeconds: ptr.To[int32](40)},
+		})).To(Succeed())
+	}
+
+	dc, err := discovery.NewDiscoveryClientForConfig(members[member2].Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	var reconnects atomic.Int32
+	hb := &registration.Heartbeat{Hub: hubCP.Client, Member: dc.RESTClient(), Namespace: ns, Cluster: "pace",
+		Duration: 2 * time.Second, OnReconnect: func(context.Context) { reconnects.Add(1) }}
+	hbCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hb.Start(hbCtx) }()
+	defer func() { stop(); <-done }()
+
+	key := client.ObjectKey{Namespace: ns, Name: placementv1alpha1.AgentLeaseName}
+	// renewals gathers the next n renew times of the agent's Lease.
+	renewals := func(n int) []time.Time {
+		var seen []time.Time
+		Eventually(func(g Gomega) {
+			lease := &coordinationv1.Lease{}
+			g.Expect(hubCP.Client.Get(ctx, key, lease)).To(Succeed())
+			g.Expect(lease.Spec.RenewTime).NotTo(BeNil())
+			if at := lease.Spec.RenewTime.Time; len(seen) == 0 || at.After(seen[len(seen)-1]) {
+				seen = append(seen, at)
+			}
+			g.Expect(len(seen)).To(BeNumerically(">", n), "renewals seen")
+		}).WithPolling(20 * time.Millisecond).Should(Succeed())
+		return seen[1:] // the first is whatever was there when we started looking
+	}
+	leaseDuration := func() int32 {
+		lease := &coordinationv1.Lease{}
+		g.Expect(hubCP.Client.Get(ctx, key, lease)).To(Succeed())
+		return ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)
+	}
+	shortestGap := func(ts []time.Time) time.Duration {
+		gap := time.Hour
+		for i := 1; i < len(ts); i++ {
+			gap = min(gap, ts[i].Sub(ts[i-1]))
+		}
+		return gap
+	}
+
+	// At its own pace: every quarter of its 2 s lease.
+	renewals(2)
+	g.Expect(leaseDuration()).To(BeEquivalentTo(2))
+
+	// Three agents for a budget of 0.1 renewals per second would need 30 s; the
+	// hub asks for its maximum, here 3 s.
+	pacer := &clusterhealth.Pacer{Client: client.NewNamespacedClient(hubCP.Client, ns), WriteBudget: 0.1, MaxInterval: 3 * time.Second}
+	g.Expect(pacer.Pace(ctx)).To(Succeed())
+	for _, name := range []string{placementv1alpha1.AgentLeaseName, "other-a", "other-b"} {
+		lease := &coordinationv1.Lease{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lease)).To(Succeed())
+		g.Expect(lease.Annotations).To(HaveKeyWithValue(placementv1alpha1.HeartbeatIntervalAnnotation, "3"), name)
+	}
+	// The renewal after the next one is at the hub's pace, with the lease
+	// stretched by the agent's margin (1.5 s).
+	renewals(1)
+	g.Expect(shortestGap(renewals(3))).To(BeNumerically(">=", 3*time.Second))
+	g.Expect(leaseDuration()).To(BeEquivalentTo(5), "3 s + 1.5 s margin, rounded up")
+
+	// A fleet that fits the budget at the agents' own pace: the interval goes.
+	pacer.WriteBudget = -1
+	g.Expect(pacer.Pace(ctx)).To(Succeed())
+	lease := &coordinationv1.Lease{}
+	g.Expect(hubCP.Client.Get(ctx, key, lease)).To(Succeed())
+	g.Expect(lease.Annotations).NotTo(HaveKey(placementv1alpha1.HeartbeatIntervalAnnotation))
+	renewals(1)
+	g.Expect(shortestGap(renewals(3))).To(BeNumerically("<", 2*time.Second))
+	g.Expect(leaseDuration()).To(BeEquivalentTo(2))
+
+	g.Expect(reconnects.Load()).To(BeZero(), "the hub's writes to the Lease are not an outage")
+}
