@@ -40,6 +40,7 @@ type fleet struct {
 	bin      string
 	hub      *testenv.ControlPlane
 	admin    client.Client // unthrottled
+	watcher  client.WithWatch
 	adminCfg *rest.Config
 	manager  *exec.Cmd
 	sim      *simulator
@@ -78,6 +79,9 @@ func startFleet(dir, bin string) (*fleet, error) {
 	}
 	f := &fleet{dir: dir, bin: bin, hub: hubCP, adminCfg: unthrottled(hubCP.Config)}
 	if f.admin, err = client.New(f.adminCfg, client.Options{Scheme: hub.NewScheme()}); err != nil {
+		return nil, errors.Join(err, hubCP.Stop())
+	}
+	if f.watcher, err = client.NewWithWatch(f.adminCfg, client.Options{Scheme: hub.NewScheme()}); err != nil {
 		return nil, errors.Join(err, hubCP.Stop())
 	}
 	if err := testenv.WriteKubeconfig(hubCP.Config, "hub", filepath.Join(dir, "hub.kubeconfig")); err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -80,36 +81,92 @@ func ptrTo[T any](v T) *T { return &v }
 
 // hubWrites is the hub API server's count of write requests so far.
 func (f *fleet) hubWrites(ctx context.Context) (float64, error) {
+	byKind, err := f.hubWritesByKind(ctx)
+	var total float64
+	for _, v := range byKind {
+		total += v
+	}
+	return total, err
+}
+
+// hubWritesByKind is the hub API server's count of write requests so far, by
+// resource (and subresource) and verb: "works POST", "works/status PATCH".
+func (f *fleet) hubWritesByKind(ctx context.Context) (map[string]float64, error) {
 	cs, err := kubernetes.NewForConfig(f.adminCfg)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("reading the hub API server's metrics: %w", err)
+		return nil, fmt.Errorf("reading the hub API server's metrics: %w", err)
 	}
-	var total float64
+	out := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
+		labels, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
 			continue
 		}
-		write := false
-		for _, verb := range []string{`verb="POST"`, `verb="PUT"`, `verb="PATCH"`, `verb="APPLY"`, `verb="DELETE"`} {
-			if strings.Contains(line, verb) {
-				write = true
-				break
-			}
-		}
-		if !write {
+		l := promLabels(labels[:strings.IndexByte(labels, '}')])
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE":
+		default:
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err == nil {
-			total += v
+		if err != nil {
+			continue
+		}
+		key := l["resource"]
+		if sub := l["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		out[key+" "+l["verb"]] += v
+	}
+	return out, sc.Err()
+}
+
+// promLabels parses the labels of a Prometheus text line: a="x",b="y".
+func promLabels(s string) map[string]string {
+	out := map[string]string{}
+	for s != "" {
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 || eq+1 >= len(s) || s[eq+1] != '"' {
+			break
+		}
+		name := s[:eq]
+		end := strings.IndexByte(s[eq+2:], '"')
+		if end < 0 {
+			break
+		}
+		out[name] = s[eq+2 : eq+2+end]
+		s = strings.TrimPrefix(s[eq+2+end+1:], ",")
+	}
+	return out
+}
+
+// writesPerWork adds to r the hub writes per Work between two counts, in all and
+// for each kind of write that made up at least 0.05 of a write per Work.
+func writesPerWork(r *Result, before, after map[string]float64, works int) {
+	var total float64
+	type kind struct {
+		name string
+		n    float64
+	}
+	var kinds []kind
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			total += d
+			kinds = append(kinds, kind{k, d})
 		}
 	}
-	return total, sc.Err()
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i].n > kinds[j].n })
+	r.add("hub writes per Work", total/float64(works), "writes")
+	for _, k := range kinds {
+		if per := k.n / float64(works); per >= 0.05 {
+			r.add("  of which "+k.name, per, "writes/Work")
+		}
+	}
 }

@@ -84,22 +84,34 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 			}
 		}
 		var ds []time.Duration
+		perStage := make([][]time.Duration, len(stageNames))
 		for i := range reps {
 			ns := fmt.Sprintf("bench-%s-%02d", strings.ToLower(name), i)
 			if err := f.app(ctx, ns); err != nil {
 				return err
 			}
-			d, err := f.place(ctx, placementFor(ns, "web", map[string]string{"group": "0"}), 100, 2*time.Minute, true)
+			p := placementFor(ns, "web", map[string]string{"group": "0"})
+			stages, err := f.timeStages(ctx, p, 100, func() (time.Duration, error) { return f.place(ctx, p, 100, 2*time.Minute, false) })
 			if err != nil {
 				return err
 			}
-			ds = append(ds, d)
+			if err := f.remove(ctx, client.ObjectKeyFromObject(p), 2*time.Minute); err != nil {
+				return err
+			}
+			ds = append(ds, stages.total)
+			for s, d := range stages.each {
+				perStage[s] = append(perStage[s], d)
+			}
 		}
 		p50, p90, maxS := percentiles(ds)
 		r := &Result{Scenario: name, Description: desc, Members: simulated}
 		r.add("p50", p50, "s")
 		r.add("p90", p90, "s")
 		r.add("max", maxS, "s")
+		for s, name := range stageNames {
+			p50, _, _ := percentiles(perStage[s])
+			r.add("stage p50: "+name, p50, "s")
+		}
 		r.FractionOfBw = 100 / p50 / bw
 		say("%s: p50 %.2fs p90 %.2fs max %.2fs", name, p50, p90, maxS)
 		return record(r)
@@ -158,13 +170,26 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	if err := f.app(ctx, "bench-p2"); err != nil {
 		return err
 	}
-	d, err := f.place(ctx, placementFor("bench-p2", "to-1000", map[string]string{"fleet": "sim"}), 1000, 5*time.Minute, true)
+	before, err := f.hubWritesByKind(ctx)
 	if err != nil {
+		return err
+	}
+	to1000 := placementFor("bench-p2", "to-1000", map[string]string{"fleet": "sim"})
+	d, err := f.place(ctx, to1000, 1000, 5*time.Minute, false)
+	if err != nil {
+		return err
+	}
+	after, err := f.hubWritesByKind(ctx)
+	if err != nil {
+		return err
+	}
+	if err := f.remove(ctx, client.ObjectKeyFromObject(to1000), 5*time.Minute); err != nil {
 		return err
 	}
 	p2 := &Result{Scenario: "P2-1000", Description: "fan-out, one Placement to all 1000 clusters, create to Available everywhere", Members: simulated}
 	p2.add("end to end", d.Seconds(), "s")
 	p2.add("throughput", 1000/d.Seconds(), "Works/s")
+	writesPerWork(p2, before, after, 1000)
 	p2.FractionOfBw = 1000 / d.Seconds() / bw
 	say("P2: 1000 clusters in %.2fs", d.Seconds())
 	if err := record(p2); err != nil {
@@ -186,8 +211,14 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	registered := time.Since(start)
 	say("registered and taken in by the hub in %s", registered.Round(time.Millisecond))
 	rss5000 := f.managerRSS()
+	if before, err = f.hubWritesByKind(ctx); err != nil {
+		return err
+	}
 	d, err = f.place(ctx, withSummaries(placementFor("bench-p2", "to-5000", map[string]string{"fleet": "sim"})), 5000, 10*time.Minute, false)
 	if err != nil {
+		return err
+	}
+	if after, err = f.hubWritesByKind(ctx); err != nil {
 		return err
 	}
 	if err := f.summarized(ctx, client.ObjectKey{Namespace: "bench-p2", Name: "to-5000"}, 5000); err != nil {
@@ -197,6 +228,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	p2.add("end to end", d.Seconds(), "s")
 	p2.add("throughput", 5000/d.Seconds(), "Works/s")
 	p2.add("registering the 4000 clusters before (until the hub took them in)", registered.Seconds(), "s")
+	writesPerWork(p2, before, after, 5000)
 	p2.FractionOfBw = 5000 / d.Seconds() / bw
 	say("P2: 5000 clusters in %.2fs", d.Seconds())
 	if err := record(p2); err != nil {

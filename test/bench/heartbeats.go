@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// heartbeatClusters is how many clusters H1 registers.
+const heartbeatClusters = 10000
+
+// heartbeats runs H1: heartbeatClusters simulated clusters, each renewing its
+// Lease with the agent's own heartbeat code (registration.Heartbeat, at the
+// agent's default lease duration), started over 10 s as a fleet's agents would
+// be; once the hub has paced them, the hub's write rate they cost, the hub
+// manager's memory, and the longest an agent that stops would go unnoticed.
+func (f *fleet) heartbeats(ctx context.Context, bw float64, record func(*Result) error) error {
+	say("H1: registering %d simulated clusters", heartbeatClusters)
+	start := time.Now()
+	if err := f.register(ctx, heartbeatClusters, func(i int) map[string]string {
+		return map[string]string{"fleet": "sim", "group": fmt.Sprint(i % 10)}
+	}); err != nil {
+		return err
+	}
+	say("H1: registered in %s; starting %d heartbeats", time.Since(start).Round(time.Second), heartbeatClusters)
+
+	// The members' /readyz, which every heartbeat asks.
+	readyz := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer readyz.Close()
+	dc, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: readyz.URL, QPS: -1})
+	if err != nil {
+		return err
+	}
+	member := dc.RESTClient()
+	hbCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	started := time.Now()
+	for i := range heartbeatClusters {
+		name := fmt.Sprintf("sim-%05d", i)
+		hb := &registration.Heartbeat{Hub: f.admin, Member: member, Namespace: names.ClusterNamespace(name), Cluster: name}
+		delay := rand.N(10 * time.Second) //nolint:gosec // spreading start times, not security
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-hbCtx.Done():
+				return
+			case <-time.After(delay):
+			}
+			_ = hb.Start(hbCtx)
+		}()
+	}
+
+	// Paced: every Lease carries the hub's interval, and its agent renewed at it.
+	want := clusterhealth.HeartbeatInterval(heartbeatClusters, clusterhealth.DefaultHeartbeatWriteBudget, clusterhealth.DefaultMaxHeartbeatInterval)
+	_, wantDuration := registration.Pace(registration.DefaultLeaseDuration, map[string]string{
+		placementv1alpha1.HeartbeatIntervalAnnotation: fmt.Sprint(int(want.Seconds()))})
+	if _, err := waitFor(ctx, 6*time.Minute, 5*time.Second, func() (bool, error) {
+		leases := &coordinationv1.LeaseList{}
+		if err := f.admin.List(ctx, leases, client.HasLabels{placementv1alpha1.AgentLeaseLabel}); err != nil {
+			return false, err
+		}
+		paced := 0
+		for i := range leases.Items {
+			if int(ptr.Deref(leases.Items[i].Spec.LeaseDurationSeconds, 0)) == int(wantDuration.Seconds()) {
+				paced++
+			}
+		}
+		return paced >= heartbeatClusters, nil
+	}); err != nil {
+		return fmt.Errorf("H1: the agents did not take up the hub's heartbeat interval of %s: %w", want, err)
+	}
+	settled := time.Since(started)
+	say("H1: paced at %s in %s; measuring", want, settled.Round(time.Second))
+
+	const window = 60 * time.Second
+	before, err := f.hubWritesByKind(ctx)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(window):
+	}
+	after, err := f.hubWritesByKind(ctx)
+	if err != nil {
+		return err
+	}
+	leaseWrites := (after["leases PUT"] - before["leases PUT"] + after["leases PATCH"] - before["leases PATCH"]) / window.Seconds()
+	var all float64
+	for k, v := range after {
+		all += v - before[k]
+	}
+	r := &Result{Scenario: "H1", Description: fmt.Sprintf("%d clusters with heartbeats (the agent's Lease renewal code, started over 10 s), paced by the hub; write rates over %s once paced", heartbeatClusters, window), Members: simulated}
+	r.add("heartbeat interval set by the hub", want.Seconds(), "s")
+	r.add("from the first heartbeat until every agent took it up", settled.Seconds(), "s")
+	r.add("heartbeat writes", leaseWrites, "writes/s")
+	r.add("heartbeat writes as a fraction of B_w", leaseWrites/bw, "")
+	r.add("all hub writes meanwhile", all/window.Seconds(), "writes/s")
+	r.add("an agent that stops is unreachable after at most", (wantDuration + clusterhealth.DefaultGracePeriod).Seconds(), "s")
+	r.add("hub manager RSS", f.managerRSS(), "MiB")
+	say("H1: %.1f heartbeat writes/s (%.3f of B_w), manager RSS %.0f MiB", leaseWrites, leaseWrites/bw, f.managerRSS())
+	return record(r)
+}
