@@ -4,6 +4,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -68,6 +70,48 @@ func ApplyStatusWith(ctx context.Context, c client.Client, obj client.Object, ow
 	}
 	if err != nil {
 		return fmt.Errorf("applying status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// ReplaceStatus writes the whole status of desired over that of current (the
+// object as last read) with one JSON merge patch of the status subresource, for a
+// status that owner alone writes: cheaper for the API server than an apply, which
+// merges field ownership. Top-level status fields current has and desired leaves
+// out are removed. edit, when set, is a last edit of the status as it is sent. A
+// deleted object is not an error.
+func ReplaceStatus(ctx context.Context, c client.Client, current, desired client.Object, owner string, edit func(status map[string]any)) error {
+	was, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
+	if err != nil {
+		return err
+	}
+	now, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
+	if err != nil {
+		return err
+	}
+	status, _ := now["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+	}
+	if edit != nil {
+		edit(status)
+	}
+	old, _ := was["status"].(map[string]any)
+	for k := range old {
+		if _, ok := status[k]; !ok {
+			status[k] = nil // removed by the merge patch
+		}
+	}
+	body, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	err = c.Status().Patch(ctx, desired, client.RawPatch(types.MergePatchType, body), client.FieldOwner(owner))
+	if apierrors.IsNotFound(err) {
+		return nil // The object is gone, and its status with it.
+	}
+	if err != nil {
+		return fmt.Errorf("writing status of %s: %w", client.ObjectKeyFromObject(desired), err)
 	}
 	return nil
 }
@@ -154,6 +198,14 @@ func Truncate(s string, n int) string {
 func SameCondition(existing []metav1.Condition, c metav1.Condition) bool {
 	old := meta.FindStatusCondition(existing, c.Type)
 	return old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration
+}
+
+// ConditionMoved tells whether c differs from the condition of its type in
+// existing in what a reader acts on: its status, reason or observed generation
+// (not only its message), or whether there was none.
+func ConditionMoved(existing []metav1.Condition, c metav1.Condition) bool {
+	old := meta.FindStatusCondition(existing, c.Type)
+	return old == nil || old.Status != c.Status || old.Reason != c.Reason || old.ObservedGeneration != c.ObservedGeneration
 }
 
 // CoalescingHandler enqueues the requests mapFn returns after delay, so that a

@@ -310,6 +310,8 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 		}
 	}()
 	memberClients := map[string]client.Client{}
+	var agentMetrics []string
+	hubHost := ""
 	for _, m := range testenv.DefaultMembers() {
 		cp, err := testenv.StartFullMember(m.Name, agent.NewScheme())
 		if err != nil {
@@ -322,6 +324,7 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 		if err != nil {
 			return err
 		}
+		hubHost = hostOf(hubCfg.Host)
 		hubKC, memberKC := filepath.Join(f.dir, m.Name+"-hub.kubeconfig"), filepath.Join(f.dir, m.Name+".kubeconfig")
 		if err := testenv.WriteKubeconfig(hubCfg, "hub", hubKC); err != nil {
 			return err
@@ -333,8 +336,13 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 		if err != nil {
 			return err
 		}
+		metricsAddr, err := freeAddress()
+		if err != nil {
+			return err
+		}
+		agentMetrics = append(agentMetrics, metricsAddr)
 		cmd := exec.Command(filepath.Join(f.bin, "lodestar-agent"), "--cluster-name", m.Name, "--hub-kubeconfig", hubKC,
-			"--kubeconfig", memberKC, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+			"--kubeconfig", memberKC, "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0")
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		if err := cmd.Start(); err != nil {
 			return err
@@ -407,8 +415,34 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 	if err := f.waitPlacements(ctx, bg, 100, func(p *placementv1alpha1.Placement) bool { return p.Status.AppliedClusters == 1 }); err != nil {
 		return err
 	}
-	fa := &Result{Scenario: "footprint-agent", Description: "lodestar-agent resident memory with 100 Works applied (real member)", Members: r.Members}
+	// Steady state: what the agent asks of the hub and of its member in a quiet
+	// minute, from its own client metrics.
+	const window = time.Minute
+	before, err := agentRequests(ctx, agentMetrics[0])
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(window):
+	}
+	after, err := agentRequests(ctx, agentMetrics[0])
+	if err != nil {
+		return err
+	}
+	var toHub, toMember float64
+	for host, n := range after {
+		if host == hubHost {
+			toHub += n - before[host]
+		} else {
+			toMember += n - before[host]
+		}
+	}
+	fa := &Result{Scenario: "footprint-agent", Description: "lodestar-agent with 100 Works applied (real member): resident memory, and its API requests in a quiet minute after", Members: r.Members}
 	fa.add("agent RSS", rssMiB(agents[0].Process.Pid), "MiB")
+	fa.add("requests to the hub", toHub/window.Minutes(), "per minute")
+	fa.add("requests to the member", toMember/window.Minutes(), "per minute")
 	return record(fa)
 }
 

@@ -23,7 +23,8 @@ import (
 // before (the first from the Placement's creation).
 var stageNames = []string{
 	"scheduler (create to PlacementDecision naming every cluster)",
-	"work generator (decision to the last Work written)",
+	"work generator, first Work (decision to the first Work written)",
+	"work generator, the rest (first to last Work written)",
 	"agents (last Work written to the last Work reporting Applied)",
 	"readiness (last Applied to the last Work reporting Available)",
 	"status aggregator (last Work Available to the Placement Available)",
@@ -139,6 +140,15 @@ func (c *stageClock) follow(ctx context.Context, w watch.Interface, seen func(ob
 func (c *stageClock) stages() ([]time.Duration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	first := func(m map[string]time.Time) time.Time {
+		var t time.Time
+		for _, v := range m {
+			if t.IsZero() || v.Before(t) {
+				t = v
+			}
+		}
+		return t
+	}
 	last := func(m map[string]time.Time) time.Time {
 		var t time.Time
 		for _, v := range m {
@@ -152,7 +162,7 @@ func (c *stageClock) stages() ([]time.Duration, error) {
 		return nil, fmt.Errorf("the watches saw %d of %d Works written, %d applied, %d available (decided %t, Placement available %t)",
 			len(c.written), c.want, len(c.applied), len(c.available), !c.decided.IsZero(), !c.placed.IsZero())
 	}
-	marks := []time.Time{c.start, c.decided, last(c.written), last(c.applied), last(c.available), c.placed}
+	marks := []time.Time{c.start, c.decided, first(c.written), last(c.written), last(c.applied), last(c.available), c.placed}
 	out := make([]time.Duration, 0, len(stageNames))
 	for i := 1; i < len(marks); i++ {
 		out = append(out, max(marks[i].Sub(marks[i-1]), 0))

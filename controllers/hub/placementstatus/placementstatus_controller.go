@@ -30,8 +30,12 @@ import (
 const Name = "lodestar-status"
 
 // coalesceWindow is how long Work status events for one Placement are gathered
-// before its status is computed and written.
-const coalesceWindow = 100 * time.Millisecond
+// before its status is computed; statusEvery is the least time between two
+// writes of it that move no condition (counts, per-cluster states, summaries).
+const (
+	coalesceWindow = 100 * time.Millisecond
+	statusEvery    = 500 * time.Millisecond
+)
 
 // Reconciler aggregates Work status into Placement status.
 type Reconciler struct {
@@ -45,6 +49,8 @@ type Reconciler struct {
 	views views
 	// changes times Placement changes for the lodestar_placement_change_* histograms.
 	changes metrics.ChangeTimer
+	// pace spaces the writes that move no condition.
+	pace kube.StatusPace
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
@@ -59,6 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.views.forget(req.NamespacedName)
 			r.changes.Forget(req.NamespacedName)
+			r.pace.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -84,12 +91,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.changes.Observe(req.NamespacedName, placement.Generation,
 		agg.Condition.Status == metav1.ConditionTrue, agg.AvailableCondition.Status == metav1.ConditionTrue, time.Now())
-	return ctrl.Result{}, r.applyStatus(ctx, placement, agg)
+	wait, err := r.applyStatus(ctx, placement, agg)
+	return ctrl.Result{RequeueAfter: wait}, err
 }
 
 // SetupWithManager registers the status aggregator: it runs when a Placement is
 // created or changed, and when its Works or PlacementDecisions change.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.pace.Every = statusEvery
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("status").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).

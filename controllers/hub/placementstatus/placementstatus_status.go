@@ -6,10 +6,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -207,8 +209,10 @@ func sample(clusters []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(clusters[:maxNamedFailures], ", "), len(clusters)-maxNamedFailures)
 }
 
-// applyStatus writes the aggregator's fields of the Placement's status.
-func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, agg Aggregation) error {
+// applyStatus writes the aggregator's fields of the Placement's status. A write
+// that only moves counts, per-cluster states or summaries waits for the pace
+// (the returned duration); one that moves a condition goes at once.
+func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, agg Aggregation) (time.Duration, error) {
 	agg.Condition.ObservedGeneration = placement.Generation
 	agg.AvailableCondition.ObservedGeneration = placement.Generation
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
@@ -241,7 +245,14 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		equality.Semantic.DeepEqual(st.Summaries, agg.Summaries) &&
 		st.AppliedClusters == agg.Applied && st.AvailableClusters == agg.Available && st.DriftedClusters == agg.Drifted &&
 		st.UnlistedClusters == agg.Unlisted && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
-		return nil // Nothing would change.
+		return 0, nil // Nothing would change.
 	}
-	return kube.ApplyStatus(ctx, r.Client, patch, Name)
+	material := false
+	for _, c := range patch.Status.Conditions {
+		material = material || kube.ConditionMoved(st.Conditions, c)
+	}
+	if wait := r.pace.Wait(client.ObjectKeyFromObject(placement), material, time.Now()); wait > 0 {
+		return wait, nil
+	}
+	return 0, kube.ApplyStatus(ctx, r.Client, patch, Name)
 }

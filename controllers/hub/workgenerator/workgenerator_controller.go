@@ -94,9 +94,8 @@ type Reconciler struct {
 	// lastRevision is the PlacementRevision last made for each Placement
 	// (client.ObjectKey → madeRevision).
 	lastRevision sync.Map
-	// statusWritten is when each Placement's status was last written
-	// (client.ObjectKey → time.Time), to pace writes that only move counts.
-	statusWritten sync.Map
+	// statusPace paces status writes that only move counts.
+	statusPace kube.StatusPace
 	// compiledSets are the compiled overrides of revisions (hash → *overrides.Set).
 	compiledSets sync.Map
 	// failing are the clusters each Placement's overrides fail on.
@@ -480,7 +479,7 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 // forget drops what the generator remembers of a Placement being deleted.
 func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 	r.active.Delete(client.ObjectKeyFromObject(placement))
-	r.statusWritten.Delete(client.ObjectKeyFromObject(placement))
+	r.statusPace.Forget(client.ObjectKeyFromObject(placement))
 	r.lastRevision.Delete(client.ObjectKeyFromObject(placement))
 	r.failing.set(client.ObjectKeyFromObject(placement), nil)
 	prefix := expectationKey(placement, "")
@@ -708,6 +707,7 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error
 // Placements select are added as Placements name them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	workPlacement := placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)
+	r.statusPace.Every = statusEvery
 	if r.Discovery != nil {
 		r.kinds = &servedKinds{discovery: r.Discovery}
 	}

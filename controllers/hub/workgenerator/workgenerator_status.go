@@ -24,10 +24,10 @@ type status struct {
 	deferred time.Duration
 }
 
-// statusPace is the least time between two status writes of a Placement that
+// statusEvery is the least time between two status writes of a Placement that
 // change only counts and per-cluster states; a change of a condition's status or
 // reason, of the target, stable revision or stage is written at once.
-const statusPace = time.Second
+const statusEvery = time.Second
 
 func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...any) {
 	s.synchronized.Set(placementv1alpha1.WorkSynchronizedCondition, st, reason, format, args...)
@@ -47,8 +47,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	}{{&s.synchronized, placementv1alpha1.WorkSynchronizedCondition}, {&s.progressing, placementv1alpha1.ProgressingCondition}} {
 		if c, ok := d.decision.For(existing, placement.Generation); ok {
 			changed = changed || !kube.SameCondition(existing, c)
-			old := meta.FindStatusCondition(existing, d.t)
-			material = material || old == nil || old.Status != c.Status || old.Reason != c.Reason || old.ObservedGeneration != c.ObservedGeneration
+			material = material || kube.ConditionMoved(existing, c)
 			conditions = append(conditions, c)
 		} else if old := meta.FindStatusCondition(existing, d.t); old != nil {
 			conditions = append(conditions, *old)
@@ -65,14 +64,10 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	if !changed {
 		return nil
 	}
-	key := client.ObjectKeyFromObject(placement)
-	if last, ok := r.statusWritten.Load(key); ok && !material {
-		if wait := statusPace - time.Since(last.(time.Time)); wait > 0 {
-			s.deferred = wait
-			return nil
-		}
+	if wait := r.statusPace.Wait(client.ObjectKeyFromObject(placement), material, time.Now()); wait > 0 {
+		s.deferred = wait
+		return nil
 	}
-	r.statusWritten.Store(key, time.Now())
 	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
 	patch.Status.Conditions = conditions
 	patch.Status.Rollout = ro
