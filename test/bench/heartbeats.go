@@ -119,4 +119,3 @@ func (f *fleet) heartbeats(ctx context.Context, bw float64, record func(*Result)
 	say("H1: %.1f heartbeat writes/s (%.3f of B_w), manager RSS %.0f MiB", leaseWrites, leaseWrites/bw, f.managerRSS())
 	return record(r)
 }
-
