@@ -92,6 +92,13 @@ func main() {
 	}
 }
 
+// nextPort is addr (host:port) with its port moved by n.
+func nextPort(addr string, n int) string {
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	return net.JoinHostPort(host, strconv.Itoa(p+n))
+}
+
 func say(format string, args ...any) {
 	fmt.Printf("%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
@@ -131,15 +138,10 @@ func run(out, bin, readme, only, pprofAddr string) error {
 		f.only = strings.Split(only, ",")
 	}
 	if pprofAddr != "" {
-		host, port, err := net.SplitHostPort(pprofAddr)
-		if err != nil {
+		if _, _, err := net.SplitHostPort(pprofAddr); err != nil {
 			return fmt.Errorf("--pprof: %w", err)
 		}
-		n, err := strconv.Atoi(port)
-		if err != nil {
-			return fmt.Errorf("--pprof: %w", err)
-		}
-		f.pprof = net.JoinHostPort(host, strconv.Itoa(n+1))
+		f.pprof = nextPort(pprofAddr, 1)
 	}
 
 	bw, err := f.baseline(ctx, record)

@@ -341,8 +341,13 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 			return err
 		}
 		agentMetrics = append(agentMetrics, metricsAddr)
-		cmd := exec.Command(filepath.Join(f.bin, "lodestar-agent"), "--cluster-name", m.Name, "--hub-kubeconfig", hubKC,
-			"--kubeconfig", memberKC, "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0")
+		args := []string{"--cluster-name", m.Name, "--hub-kubeconfig", hubKC,
+			"--kubeconfig", memberKC, "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0"}
+		if f.pprof != "" {
+			// The agents' profiling endpoints follow the hub manager's.
+			args = append(args, "--pprof-bind-address", nextPort(f.pprof, 1+len(agents)))
+		}
+		cmd := exec.Command(filepath.Join(f.bin, "lodestar-agent"), args...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		if err := cmd.Start(); err != nil {
 			return err

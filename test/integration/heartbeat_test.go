@@ -52,7 +52,7 @@ func TestHeartbeatPacing(t *testing.T) {
 	// renewals gathers the next n renew times of the agent's Lease.
 	renewals := func(n int) []time.Time {
 		var seen []time.Time
-		Eventually(func(g Gomega) {
+		g.Eventually(func(g Gomega) {
 			lease := &coordinationv1.Lease{}
 			g.Expect(hubCP.Client.Get(ctx, key, lease)).To(Succeed())
 			g.Expect(lease.Spec.RenewTime).NotTo(BeNil())

@@ -94,19 +94,15 @@ func (p *Pacer) Start(ctx context.Context) error {
 	return nil
 }
 
-// Pace sets the interval for the fleet as it is now on every Lease that does not
+// Pace sets the interval for the fleet as it is now (the Leases labelled
+// placementv1alpha1.AgentLeaseLabel, one per agent) on every Lease that does not
 // carry it yet.
 func (p *Pacer) Pace(ctx context.Context) error {
 	leases := &coordinationv1.LeaseList{}
 	if err := p.Client.List(ctx, leases, client.HasLabels{placementv1alpha1.AgentLeaseLabel}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	agents := 0
-	for i := range leases.Items {
-		if leases.Items[i].Name == placementv1alpha1.AgentLeaseName {
-			agents++
-		}
-	}
+	agents := len(leases.Items)
 	want := ""
 	if d := HeartbeatInterval(agents, p.WriteBudget, p.MaxInterval); d > 0 {
 		want = strconv.Itoa(int(d.Seconds()))
@@ -125,7 +121,7 @@ func (p *Pacer) Pace(ctx context.Context) error {
 	changed := 0
 	for i := range leases.Items {
 		l := &leases.Items[i]
-		if l.Name != placementv1alpha1.AgentLeaseName || l.Annotations[placementv1alpha1.HeartbeatIntervalAnnotation] == want {
+		if l.Annotations[placementv1alpha1.HeartbeatIntervalAnnotation] == want {
 			continue
 		}
 		changed++
