@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -59,4 +61,62 @@ func agentRequests(ctx context.Context, addr string) (map[string]float64, error)
 		out[promLabels(labels[:end])["host"]] += v
 	}
 	return out, sc.Err()
+}
+
+// cpuSeconds is the CPU time (user and system) used so far by this process
+// (the simulated members) and by each of its child processes, by command name
+// (kube-apiserver, etcd, lodestar-hub, ...).
+func cpuSeconds() map[string]float64 {
+	out := map[string]float64{}
+	self := os.Getpid()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime stime: fields 14 and 15.
+		s := string(b)
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		comm := s[open+1 : closing]
+		fields := strings.Fields(s[closing+1:])
+		if len(fields) < 13 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		if pid != self && ppid != self {
+			continue
+		}
+		if pid == self {
+			comm = "bench (simulated members)"
+		}
+		utime, _ := strconv.ParseFloat(fields[11], 64)
+		stime, _ := strconv.ParseFloat(fields[12], 64)
+		out[comm] += (utime + stime) / clockTicks
+	}
+	return out
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
+const clockTicks = 100
+
+// cpuShares adds to r the CPU seconds each process used between two readings.
+func cpuShares(r *Result, before, after map[string]float64) {
+	names := make([]string, 0, len(after))
+	for k := range after {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if d := after[k] - before[k]; d >= 0.5 {
+			r.add("CPU "+k, d, "s")
+		}
+	}
 }

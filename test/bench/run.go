@@ -175,6 +175,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	to1000 := placementFor("bench-p2", "to-1000", map[string]string{"fleet": "sim"})
+	cpuBefore := cpuSeconds()
 	d, err := f.place(ctx, to1000, 1000, 5*time.Minute, false)
 	if err != nil {
 		return err
@@ -183,6 +184,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	if err != nil {
 		return err
 	}
+	cpuAfter := cpuSeconds()
 	if err := f.remove(ctx, client.ObjectKeyFromObject(to1000), 5*time.Minute); err != nil {
 		return err
 	}
@@ -190,6 +192,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	p2.add("end to end", d.Seconds(), "s")
 	p2.add("throughput", 1000/d.Seconds(), "Works/s")
 	writesPerWork(p2, before, after, 1000)
+	cpuShares(p2, cpuBefore, cpuAfter)
 	p2.FractionOfBw = 1000 / d.Seconds() / bw
 	say("P2: 1000 clusters in %.2fs", d.Seconds())
 	if err := record(p2); err != nil {
@@ -214,6 +217,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	if before, err = f.hubWritesByKind(ctx); err != nil {
 		return err
 	}
+	cpuBefore = cpuSeconds()
 	d, err = f.place(ctx, withSummaries(placementFor("bench-p2", "to-5000", map[string]string{"fleet": "sim"})), 5000, 10*time.Minute, false)
 	if err != nil {
 		return err
@@ -221,6 +225,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	if after, err = f.hubWritesByKind(ctx); err != nil {
 		return err
 	}
+	cpuAfter = cpuSeconds()
 	if err := f.summarized(ctx, client.ObjectKey{Namespace: "bench-p2", Name: "to-5000"}, 5000); err != nil {
 		return err
 	}
@@ -229,6 +234,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	p2.add("throughput", 5000/d.Seconds(), "Works/s")
 	p2.add("registering the 4000 clusters before (until the hub took them in)", registered.Seconds(), "s")
 	writesPerWork(p2, before, after, 5000)
+	cpuShares(p2, cpuBefore, cpuAfter)
 	p2.FractionOfBw = 5000 / d.Seconds() / bw
 	say("P2: 5000 clusters in %.2fs", d.Seconds())
 	if err := record(p2); err != nil {
@@ -264,6 +270,10 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	start = time.Now()
+	if before, err = f.hubWritesByKind(ctx); err != nil {
+		return err
+	}
+	cpuBefore = cpuSeconds()
 	if err := f.startManager(200, 400); err != nil {
 		return err
 	}
@@ -279,9 +289,15 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return fmt.Errorf("P3: %w", err)
 	}
 	d = time.Since(start)
+	if after, err = f.hubWritesByKind(ctx); err != nil {
+		return err
+	}
+	cpuAfter = cpuSeconds()
 	p3 := &Result{Scenario: "P3", Description: fmt.Sprintf("hub manager restart with %d Works present; a change made while it was down to one Placement's ConfigMap, until applied on all 5000 clusters it reaches", works), Members: simulated}
 	p3.add("to reflected everywhere", d.Seconds(), "s")
 	p3.add("manager RSS after", f.managerRSS(), "MiB")
+	writesPerWork(p3, before, after, 5000)
+	cpuShares(p3, cpuBefore, cpuAfter)
 	p3.FractionOfBw = 5000 / d.Seconds() / bw
 	say("P3: %.2fs", d.Seconds())
 	if err := record(p3); err != nil {

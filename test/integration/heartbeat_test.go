@@ -17,22 +17,29 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
 // TestHeartbeatPacing: the hub sets the agents' heartbeat interval for the fleet's
 // size, an agent renews at the interval asked (and stretches its lease by its
 // margin), and goes back to its own pace when the hub no longer asks; the hub's
-// change of the Lease never counts as an outage. The fleet here is the Leases of
-// one namespace (the Pacer reads through a client of that namespace).
+// change of the Lease never counts as an outage. It runs on a hub API server of
+// its own, whose only pacer is the test's: the shared hub's manager paces the
+// shared fleet.
 func TestHeartbeatPacing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
+	ownHub, err := testenv.StartHub(hub.NewScheme(), testenv.QuickShutdown)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = ownHub.Stop() })
+	hubClient := ownHub.Client
 	ns := "lodestar-cluster-pace-" + rand.String(5)
-	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	// Two more agents' Leases in the same namespace, as far as the Pacer counts.
 	for _, name := range []string{"other-a", "other-b"} {
-		g.Expect(hubCP.Client.Create(ctx, &coordinationv1.Lease{
+		g.Expect(hubClient.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{placementv1alpha1.AgentLeaseLabel: "true"}},
 			Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: time.Now()}, LeaseDurationSeconds: ptr.To[int32](40)},
 		})).To(Succeed())
@@ -41,7 +48,7 @@ func TestHeartbeatPacing(t *testing.T) {
 	dc, err := discovery.NewDiscoveryClientForConfig(members[member2].Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	var reconnects atomic.Int32
-	hb := &registration.Heartbeat{Hub: hubCP.Client, Member: dc.RESTClient(), Namespace: ns, Cluster: "pace",
+	hb := &registration.Heartbeat{Hub: hubClient, Member: dc.RESTClient(), Namespace: ns, Cluster: "pace",
 		Duration: 2 * time.Second, OnReconnect: func(context.Context) { reconnects.Add(1) }}
 	hbCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -54,7 +61,7 @@ func TestHeartbeatPacing(t *testing.T) {
 		var seen []time.Time
 		g.Eventually(func(g Gomega) {
 			lease := &coordinationv1.Lease{}
-			g.Expect(hubCP.Client.Get(ctx, key, lease)).To(Succeed())
+			g.Expect(hubClient.Get(ctx, key, lease)).To(Succeed())
 			g.Expect(lease.Spec.RenewTime).NotTo(BeNil())
 			if at := lease.Spec.RenewTime.Time; len(seen) == 0 || at.After(seen[len(seen)-1]) {
 				seen = append(seen, at)
@@ -65,7 +72,7 @@ func TestHeartbeatPacing(t *testing.T) {
 	}
 	leaseDuration := func() int32 {
 		lease := &coordinationv1.Lease{}
-		g.Expect(hubCP.Client.Get(ctx, key, lease)).To(Succeed())
+		g.Expect(hubClient.Get(ctx, key, lease)).To(Succeed())
 		return ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)
 	}
 	shortestGap := func(ts []time.Time) time.Duration {
@@ -82,11 +89,11 @@ func TestHeartbeatPacing(t *testing.T) {
 
 	// Three agents for a budget of 0.1 renewals per second would need 30 s; the
 	// hub asks for its maximum, here 3 s.
-	pacer := &clusterhealth.Pacer{Client: client.NewNamespacedClient(hubCP.Client, ns), WriteBudget: 0.1, MaxInterval: 3 * time.Second}
+	pacer := &clusterhealth.Pacer{Client: hubClient, WriteBudget: 0.1, MaxInterval: 3 * time.Second}
 	g.Expect(pacer.Pace(ctx)).To(Succeed())
 	for _, name := range []string{placementv1alpha1.AgentLeaseName, "other-a", "other-b"} {
 		lease := &coordinationv1.Lease{}
-		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lease)).To(Succeed())
+		g.Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lease)).To(Succeed())
 		g.Expect(lease.Annotations).To(HaveKeyWithValue(placementv1alpha1.HeartbeatIntervalAnnotation, "3"), name)
 	}
 	// The renewal after the next one is at the hub's pace, with the lease
@@ -99,7 +106,7 @@ func TestHeartbeatPacing(t *testing.T) {
 	pacer.WriteBudget = -1
 	g.Expect(pacer.Pace(ctx)).To(Succeed())
 	lease := &coordinationv1.Lease{}
-	g.Expect(hubCP.Client.Get(ctx, key, lease)).To(Succeed())
+	g.Expect(hubClient.Get(ctx, key, lease)).To(Succeed())
 	g.Expect(lease.Annotations).NotTo(HaveKey(placementv1alpha1.HeartbeatIntervalAnnotation))
 	renewals(1)
 	g.Expect(shortestGap(renewals(3))).To(BeNumerically("<", 2*time.Second))
