@@ -162,7 +162,10 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	mopts.Scheme = scheme
 	// Watch only the cluster's own namespace on the hub: the agent's identity may
 	// read nothing else.
-	mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{names.ClusterNamespace(opts.ClusterName): {}}}
+	// Neither cache keeps managedFields: the agent never reads them from a cache
+	// (only from what an apply returns), and they are often half of an object.
+	mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{names.ClusterNamespace(opts.ClusterName): {}},
+		DefaultTransform: cache.TransformStripManagedFields()}
 	// Several agents may share a process (tests, simulated members in benchmarks);
 	// each has a single controller, so its name needs no process-wide uniqueness.
 	mopts.Controller.SkipNameValidation = ptr.To(true)
@@ -203,7 +206,7 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 		metrics.AgentWatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Dec()
 	}}
 	memberCache, err := cache.New(opts.Member, cache.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient,
-		DefaultWatchErrorHandler: watches.ErrorHandler})
+		DefaultWatchErrorHandler: watches.ErrorHandler, DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		return nil, fmt.Errorf("creating the member cache: %w", err)
 	}
