@@ -31,7 +31,8 @@ func hostOf(s string) string {
 	return s
 }
 
-// agentRequests reads an agent's rest_client_requests_total, summed by host.
+// agentRequests reads an agent's rest_client_requests_total, summed by host and
+// method ("host:port GET").
 func agentRequests(ctx context.Context, addr string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
@@ -58,7 +59,8 @@ func agentRequests(ctx context.Context, addr string) (map[string]float64, error)
 		if err != nil {
 			continue
 		}
-		out[promLabels(labels[:end])["host"]] += v
+		l := promLabels(labels[:end])
+		out[l["host"]+" "+l["method"]] += v
 	}
 	return out, sc.Err()
 }

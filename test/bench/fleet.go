@@ -120,15 +120,18 @@ func (f *fleet) stopManager() {
 }
 
 // managerRSS is the resident memory of the hub manager process, in MiB.
-func (f *fleet) managerRSS() float64 { return rssMiB(f.manager.Process.Pid) }
+func (f *fleet) managerRSS() float64 { return rssMiB(f.manager.Process.Pid, "VmRSS") }
 
-func rssMiB(pid int) float64 {
+// rssMiB reads a field of a process's /proc status, in MiB: VmRSS (all its
+// resident memory), RssAnon (its own: heap, stacks) or RssFile (the pages of its
+// binary that are mapped in).
+func rssMiB(pid int, field string) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
 			return kb / 1024
 		}

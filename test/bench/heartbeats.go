@@ -89,7 +89,7 @@ func (f *fleet) heartbeats(ctx context.Context, bw float64, record func(*Result)
 	settled := time.Since(started)
 	say("H1: paced at %s in %s; measuring", want, settled.Round(time.Second))
 
-	const window = 60 * time.Second
+	const window = 30 * time.Second
 	before, err := f.hubWritesByKind(ctx)
 	if err != nil {
 		return err

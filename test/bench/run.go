@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -452,18 +453,38 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 	if err != nil {
 		return err
 	}
-	var toHub, toMember float64
-	for host, n := range after {
+	toHub, toMember := map[string]float64{}, map[string]float64{}
+	for key, n := range after {
+		host, method, _ := strings.Cut(key, " ")
 		if host == hubHost {
-			toHub += n - before[host]
+			toHub[method] += n - before[key]
 		} else {
-			toMember += n - before[host]
+			toMember[method] += n - before[key]
 		}
 	}
+	pid := agents[0].Process.Pid
 	fa := &Result{Scenario: "footprint-agent", Description: "lodestar-agent with 100 Works applied (real member): resident memory, and its API requests in a quiet minute after", Members: r.Members}
-	fa.add("agent RSS", rssMiB(agents[0].Process.Pid), "MiB")
-	fa.add("requests to the hub", toHub/window.Minutes(), "per minute")
-	fa.add("requests to the member", toMember/window.Minutes(), "per minute")
+	fa.add("agent RSS", rssMiB(pid, "VmRSS"), "MiB")
+	fa.add("of which its own memory (heap, stacks)", rssMiB(pid, "RssAnon"), "MiB")
+	fa.add("of which its binary's mapped pages", rssMiB(pid, "RssFile"), "MiB")
+	for _, side := range []struct {
+		name     string
+		byMethod map[string]float64
+	}{{"hub", toHub}, {"member", toMember}} {
+		var all float64
+		methods := make([]string, 0, len(side.byMethod))
+		for m, n := range side.byMethod {
+			all += n
+			if n > 0 {
+				methods = append(methods, m)
+			}
+		}
+		slices.Sort(methods)
+		fa.add("requests to the "+side.name, all/window.Minutes(), "per minute")
+		for _, m := range methods {
+			fa.add(fmt.Sprintf("requests to the %s, %s", side.name, m), side.byMethod[m]/window.Minutes(), "per minute")
+		}
+	}
 	return record(fa)
 }
 
