@@ -158,8 +158,17 @@ func (f *fleet) startSimulator() error {
 	return nil
 }
 
-// register adds clusters n..to-1 to the fleet, each with labels(i), simulated.
+// register adds clusters n..to-1 to the fleet, each with labels(i), simulated,
+// and waits until the hub manager has taken them in.
 func (f *fleet) register(ctx context.Context, to int, labels func(i int) map[string]string) error {
+	if err := f.addClusters(ctx, to, labels); err != nil {
+		return err
+	}
+	return f.settled(ctx, to)
+}
+
+// addClusters adds clusters n..to-1 to the fleet, each with labels(i), simulated.
+func (f *fleet) addClusters(ctx context.Context, to int, labels func(i int) map[string]string) error {
 	from := f.clusters
 	err := parallel(to-from, 32, func(k int) error {
 		i := from + k
@@ -180,10 +189,7 @@ func (f *fleet) register(ctx context.Context, to int, labels func(i int) map[str
 		return nil
 	})
 	f.clusters = to
-	if err != nil {
-		return err
-	}
-	return f.settled(ctx, to)
+	return err
 }
 
 // settled waits until the hub manager has taken in n registered clusters: each

@@ -118,7 +118,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return record(r)
 	}
 	if f.want("p1") {
-		if err := p1("P1-qps20", "latency, 1 of 1000 clusters' Placement to 100 (ConfigMap 1 KB + Deployment), create to Available on all 100; hub manager at controller-runtime's default client rate (20 QPS, burst 30); 5 runs", 5, 20, 30, true); err != nil {
+		if err := p1("P1-qps20", "latency, 1 of 1000 clusters' Placement to 100 (ConfigMap 1 KB + Deployment), create to Available on all 100; hub manager at controller-runtime's default client rate (20 QPS, burst 30); 3 runs", 3, 20, 30, true); err != nil {
 			return err
 		}
 		if err := p1("P1", "latency as above with the hub manager's defaults (200 QPS, burst 400); 20 runs", 20, 200, 400, true); err != nil {
@@ -159,7 +159,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	say("1000 Placements available in %s", time.Since(start).Round(time.Millisecond))
 	rss1000 := f.managerRSS()
 	if f.want("p1-busy") {
-		if err := p1("P1-busy", "latency as above with 1000 other Placements (1000 Works) present; 20 runs", 20, 0, 0, false); err != nil {
+		if err := p1("P1-busy", "latency as above with 1000 other Placements (1000 Works) present; 10 runs", 10, 0, 0, false); err != nil {
 			return err
 		}
 	}
