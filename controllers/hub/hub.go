@@ -130,7 +130,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster health controller: %w", err)
 	}
-	if err := mgr.Add(&clusterhealth.Pacer{Client: mgr.GetClient(), WriteBudget: opts.HeartbeatWriteBudget, MaxInterval: opts.MaxHeartbeatInterval}); err != nil {
+	if err := mgr.Add(&clusterhealth.Pacer{Client: mgr.GetClient(), Informers: mgr.GetCache(), WriteBudget: opts.HeartbeatWriteBudget, MaxInterval: opts.MaxHeartbeatInterval}); err != nil {
 		return fmt.Errorf("setting up the heartbeat pacer: %w", err)
 	}
 	if err := (&clustercleanup.Reconciler{

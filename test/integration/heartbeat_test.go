@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -113,4 +114,29 @@ func TestHeartbeatPacing(t *testing.T) {
 	g.Expect(leaseDuration()).To(BeEquivalentTo(2))
 
 	g.Expect(reconnects.Load()).To(BeZero(), "the hub's writes to the Lease are not an outage")
+
+	// A running Pacer paces the Lease of an agent that joins as soon as its cache
+	// sees it, not at its next count (an hour away here).
+	hubCache, err := cache.New(ownHub.Config, cache.Options{Scheme: hubClient.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	cacheCtx, stopCache := context.WithCancel(ctx)
+	defer stopCache()
+	go func() { _ = hubCache.Start(cacheCtx) }()
+	running := &clusterhealth.Pacer{Client: hubClient, Informers: hubCache, WriteBudget: 0.1, MaxInterval: 3 * time.Second, Every: time.Hour}
+	pacerDone := make(chan struct{})
+	go func() { defer close(pacerDone); _ = running.Start(cacheCtx) }()
+	defer func() { stopCache(); <-pacerDone }()
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubClient.Get(ctx, key, lease)).To(Succeed())
+		g.Expect(lease.Annotations).To(HaveKeyWithValue(placementv1alpha1.HeartbeatIntervalAnnotation, "3"), "the first count")
+	}).Should(Succeed())
+	joined := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "other-c", Namespace: ns, Labels: map[string]string{placementv1alpha1.AgentLeaseLabel: "true"}},
+		Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: time.Now()}, LeaseDurationSeconds: ptr.To[int32](40)},
+	}
+	g.Expect(hubClient.Create(ctx, joined)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubClient.Get(ctx, client.ObjectKeyFromObject(joined), joined)).To(Succeed())
+		g.Expect(joined.Annotations).To(HaveKeyWithValue(placementv1alpha1.HeartbeatIntervalAnnotation, "3"))
+	}).Should(Succeed())
 }

@@ -4,14 +4,20 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -60,8 +66,14 @@ func HeartbeatInterval(n int, budget float64, maxInterval time.Duration) time.Du
 // that stops is still found within MaxInterval plus its margin and the grace
 // period. The agents read it at their next renewal.
 type Pacer struct {
-	// Client reads the agents' Leases from the cache and patches them.
+	// Client reads the agents' Leases and the ClusterProfiles from the cache and
+	// patches the Leases.
 	Client client.Client
+	// Informers, when set, tells the Pacer of every Lease the cache sees, so that
+	// the Lease of an agent that joins is paced at once instead of at the next
+	// count: a fleet that comes up all at once would otherwise renew at the agents'
+	// own pace, many times the budget, until then.
+	Informers cache.Informers
 	// WriteBudget is how many Lease renewals per second the fleet may cost the hub
 	// (default DefaultHeartbeatWriteBudget).
 	WriteBudget float64
@@ -70,6 +82,12 @@ type Pacer struct {
 	MaxInterval time.Duration
 	// Every is how often the fleet is counted (default 30 s).
 	Every time.Duration
+
+	// want is the interval asked now ("" for the agents' own pace); nil until the
+	// fleet is first counted.
+	want atomic.Pointer[string]
+	// queue holds the Leases seen without the interval asked.
+	queue workqueue.TypedInterface[types.NamespacedName]
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=patch
@@ -86,6 +104,25 @@ func (p *Pacer) Start(ctx context.Context) error {
 		p.Every = paceEvery
 	}
 	log := ctrl.LoggerFrom(ctx).WithName("heartbeat-pacer")
+	if p.Informers != nil {
+		p.queue = workqueue.NewTyped[types.NamespacedName]()
+		defer p.queue.ShutDown()
+		inf, err := p.Informers.GetInformer(ctx, &coordinationv1.Lease{})
+		if err != nil {
+			return fmt.Errorf("watching Leases: %w", err)
+		}
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    p.notice,
+			UpdateFunc: func(_, obj any) { p.notice(obj) },
+		})
+		if err != nil {
+			return fmt.Errorf("watching Leases: %w", err)
+		}
+		defer func() { _ = inf.RemoveEventHandler(reg) }()
+		for range paceWriters {
+			go p.paceQueued(ctx, log)
+		}
+	}
 	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
 		if err := p.Pace(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Setting the agents' heartbeat interval")
@@ -94,28 +131,53 @@ func (p *Pacer) Start(ctx context.Context) error {
 	return nil
 }
 
-// Pace sets the interval for the fleet as it is now (the Leases labelled
-// placementv1alpha1.AgentLeaseLabel, one per agent) on every Lease that does not
-// carry it yet.
+// notice queues an agent's Lease that does not carry the interval asked now.
+func (p *Pacer) notice(obj any) {
+	lease, ok := obj.(*coordinationv1.Lease)
+	want := p.want.Load()
+	if !ok || want == nil {
+		return
+	}
+	if _, agent := lease.Labels[placementv1alpha1.AgentLeaseLabel]; !agent || lease.Annotations[placementv1alpha1.HeartbeatIntervalAnnotation] == *want {
+		return
+	}
+	p.queue.Add(client.ObjectKeyFromObject(lease))
+}
+
+// paceQueued writes the interval on the queued Leases until the queue shuts down.
+// A write that fails is tried again at the Lease's next renewal or the next count.
+func (p *Pacer) paceQueued(ctx context.Context, log logr.Logger) {
+	for {
+		key, shutdown := p.queue.Get()
+		if shutdown {
+			return
+		}
+		if err := p.patch(ctx, key, *p.want.Load()); err != nil && ctx.Err() == nil {
+			log.Error(err, "Setting an agent's heartbeat interval")
+		}
+		p.queue.Done(key)
+	}
+}
+
+// Pace counts the fleet, the larger of the agents' Leases (labelled
+// placementv1alpha1.AgentLeaseLabel) and the registered clusters (a fleet
+// registered at once is paced for its size before its agents come up), and sets
+// the interval for it on every Lease that does not carry it yet.
 func (p *Pacer) Pace(ctx context.Context) error {
 	leases := &coordinationv1.LeaseList{}
 	if err := p.Client.List(ctx, leases, client.HasLabels{placementv1alpha1.AgentLeaseLabel}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	agents := len(leases.Items)
+	clusters := &cpv1alpha1.ClusterProfileList{}
+	if err := p.Client.List(ctx, clusters, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	agents := max(len(leases.Items), len(clusters.Items))
 	want := ""
 	if d := HeartbeatInterval(agents, p.WriteBudget, p.MaxInterval); d > 0 {
 		want = strconv.Itoa(int(d.Seconds()))
 	}
-	// An interval removed is a JSON null in the merge patch.
-	var value any
-	if want != "" {
-		value = want
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{placementv1alpha1.HeartbeatIntervalAnnotation: value}}})
-	if err != nil {
-		return err
-	}
+	p.want.Store(&want)
 	var eg errgroup.Group
 	eg.SetLimit(paceWriters)
 	changed := 0
@@ -126,17 +188,29 @@ func (p *Pacer) Pace(ctx context.Context) error {
 		}
 		changed++
 		key := client.ObjectKeyFromObject(l)
-		eg.Go(func() error {
-			obj := &coordinationv1.Lease{}
-			obj.Namespace, obj.Name = key.Namespace, key.Name
-			if err := p.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("setting the heartbeat interval of %s: %w", key, err)
-			}
-			return nil
-		})
+		eg.Go(func() error { return p.patch(ctx, key, want) })
 	}
 	if changed > 0 {
 		ctrl.LoggerFrom(ctx).Info("Setting the agents' heartbeat interval for the fleet's size", "agents", agents, "intervalSeconds", want, "leases", changed)
 	}
 	return eg.Wait()
+}
+
+// patch sets the interval want on a Lease ("" removes it). A Lease gone meanwhile
+// needs none.
+func (p *Pacer) patch(ctx context.Context, key types.NamespacedName, want string) error {
+	var value any // null removes the annotation
+	if want != "" {
+		value = want
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{placementv1alpha1.HeartbeatIntervalAnnotation: value}}})
+	if err != nil {
+		return err
+	}
+	obj := &coordinationv1.Lease{}
+	obj.Namespace, obj.Name = key.Namespace, key.Name
+	if err := p.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("setting the heartbeat interval of %s: %w", key, err)
+	}
+	return nil
 }
