@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // freeAddress is a loopback address with a port free now.
@@ -29,6 +30,22 @@ func hostOf(s string) string {
 		return u.Host
 	}
 	return s
+}
+
+// overWindow reads counters, waits for window, and reads them again.
+func overWindow(ctx context.Context, window time.Duration, read func(context.Context) (map[string]float64, error)) (before, after map[string]float64, err error) {
+	if before, err = read(ctx); err != nil {
+		return nil, nil, err
+	}
+	select {
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	case <-time.After(window):
+	}
+	if after, err = read(ctx); err != nil {
+		return nil, nil, err
+	}
+	return before, after, nil
 }
 
 // agentRequests reads an agent's rest_client_requests_total, summed by host and

@@ -104,16 +104,7 @@ func (f *fleet) heartbeats(ctx context.Context, bw float64, record func(*Result)
 	say("H1: paced at %s in %s; measuring", want, settled.Round(time.Second))
 
 	const window = 30 * time.Second
-	before, err := f.hubWritesByKind(ctx)
-	if err != nil {
-		return err
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(window):
-	}
-	after, err := f.hubWritesByKind(ctx)
+	before, after, err := overWindow(ctx, window, f.hubWritesByKind)
 	if err != nil {
 		return err
 	}

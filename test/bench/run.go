@@ -440,16 +440,9 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 	// Steady state: what the agent asks of the hub and of its member in a quiet
 	// minute, from its own client metrics.
 	const window = time.Minute
-	before, err := agentRequests(ctx, agentMetrics[0])
-	if err != nil {
-		return err
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(window):
-	}
-	after, err := agentRequests(ctx, agentMetrics[0])
+	before, after, err := overWindow(ctx, window, func(ctx context.Context) (map[string]float64, error) {
+		return agentRequests(ctx, agentMetrics[0])
+	})
 	if err != nil {
 		return err
 	}
