@@ -92,7 +92,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 				return err
 			}
 			p := placementFor(ns, "web", map[string]string{"group": "0"})
-			stages, err := f.timeStages(ctx, p, 100, func() (time.Duration, error) { return f.place(ctx, p, 100, 2*time.Minute, false) })
+			stages, err := f.timeStages(ctx, p, 100, func() (time.Duration, error) { return f.place(ctx, p, 100, 2*time.Minute) })
 			if err != nil {
 				return err
 			}
@@ -177,7 +177,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	}
 	to1000 := placementFor("bench-p2", "to-1000", map[string]string{"fleet": "sim"})
 	cpuBefore := cpuSeconds()
-	d, err := f.place(ctx, to1000, 1000, 5*time.Minute, false)
+	d, err := f.place(ctx, to1000, 1000, 5*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	cpuBefore = cpuSeconds()
-	d, err = f.place(ctx, withSummaries(placementFor("bench-p2", "to-5000", map[string]string{"fleet": "sim"})), 5000, 10*time.Minute, false)
+	d, err = f.place(ctx, withSummaries(placementFor("bench-p2", "to-5000", map[string]string{"fleet": "sim"})), 5000, 10*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	if err := f.app(ctx, "bench-p3"); err != nil {
 		return err
 	}
-	if _, err := f.place(ctx, placementFor("bench-p3", "to-5000", map[string]string{"fleet": "sim"}), 5000, 10*time.Minute, false); err != nil {
+	if _, err := f.place(ctx, placementFor("bench-p3", "to-5000", map[string]string{"fleet": "sim"}), 5000, 10*time.Minute); err != nil {
 		return err
 	}
 	works := 1000 + 5000 + 5000

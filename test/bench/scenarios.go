@@ -112,9 +112,8 @@ func (f *fleet) available(ctx context.Context, key client.ObjectKey, want int) (
 }
 
 // place creates a Placement and measures the time until it reports its objects
-// available on want clusters; with remove, it then deletes it and waits until the
-// members are clean.
-func (f *fleet) place(ctx context.Context, p *placementv1alpha1.Placement, want int, timeout time.Duration, remove bool) (time.Duration, error) {
+// available on want clusters.
+func (f *fleet) place(ctx context.Context, p *placementv1alpha1.Placement, want int, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
 	if err := f.admin.Create(ctx, p); err != nil {
 		return 0, err
@@ -122,13 +121,7 @@ func (f *fleet) place(ctx context.Context, p *placementv1alpha1.Placement, want 
 	if _, err := waitFor(ctx, timeout, 20*time.Millisecond, func() (bool, error) { return f.available(ctx, client.ObjectKeyFromObject(p), want) }); err != nil {
 		return 0, fmt.Errorf("placing %s on %d clusters: %w", client.ObjectKeyFromObject(p), want, err)
 	}
-	d := time.Since(start)
-	if remove {
-		if err := f.remove(ctx, client.ObjectKeyFromObject(p), timeout); err != nil {
-			return 0, err
-		}
-	}
-	return d, nil
+	return time.Since(start), nil
 }
 
 // remove deletes a Placement and waits until it is gone, which is when the
