@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -60,11 +61,19 @@ func agentRequests(ctx context.Context, addr string) (map[string]float64, error)
 		return nil, fmt.Errorf("reading the agent's metrics: %w", err)
 	}
 	defer resp.Body.Close()
+	return sumCounter(resp.Body, "rest_client_requests_total", func(l map[string]string) (string, bool) {
+		return l["host"] + " " + l["method"], true
+	})
+}
+
+// sumCounter sums the samples of a counter in a Prometheus text exposition by the
+// key that key gives each sample's labels; a sample key refuses is left out.
+func sumCounter(r io.Reader, metric string, key func(labels map[string]string) (string, bool)) (map[string]float64, error) {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		labels, ok := strings.CutPrefix(sc.Text(), "rest_client_requests_total{")
+		labels, ok := strings.CutPrefix(sc.Text(), metric+"{")
 		if !ok {
 			continue
 		}
@@ -76,8 +85,9 @@ func agentRequests(ctx context.Context, addr string) (map[string]float64, error)
 		if err != nil {
 			continue
 		}
-		l := promLabels(labels[:end])
-		out[l["host"]+" "+l["method"]] += v
+		if k, ok := key(promLabels(labels[:end])); ok {
+			out[k] += v
+		}
 	}
 	return out, sc.Err()
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -100,32 +98,18 @@ func (f *fleet) hubWritesByKind(ctx context.Context) (map[string]float64, error)
 	if err != nil {
 		return nil, fmt.Errorf("reading the hub API server's metrics: %w", err)
 	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		labels, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		l := promLabels(labels[:strings.IndexByte(labels, '}')])
+	return sumCounter(bytes.NewReader(raw), "apiserver_request_total", func(l map[string]string) (string, bool) {
 		switch l["verb"] {
 		case "POST", "PUT", "PATCH", "APPLY", "DELETE":
 		default:
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			continue
+			return "", false
 		}
 		key := l["resource"]
 		if sub := l["subresource"]; sub != "" {
 			key += "/" + sub
 		}
-		out[key+" "+l["verb"]] += v
-	}
-	return out, sc.Err()
+		return key + " " + l["verb"], true
+	})
 }
 
 // promLabels parses the labels of a Prometheus text line: a="x",b="y".
