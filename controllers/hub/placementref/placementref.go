@@ -110,7 +110,7 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 	if scheduler == "" {
 		scheduler = placementv1alpha1.DefaultSchedulerName
 	}
-	known := map[string]map[string]bool{} // set → cluster names, read when first needed
+	var fleet *profiles // read when first needed
 	allowed := func(ref cpv1alpha1.ClusterProfileReference) (string, error) {
 		if !slices.Contains(sets, ref.Namespace) {
 			if ref.Namespace == "" {
@@ -118,33 +118,22 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 			}
 			return fmt.Sprintf("cluster set %s is not one the namespace may use", ref.Namespace), nil
 		}
-		if known[ref.Namespace] == nil {
-			profiles := &cpv1alpha1.ClusterProfileList{}
-			if err := c.List(ctx, profiles, client.InNamespace(ref.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-				return "", fmt.Errorf("listing ClusterProfiles in %s: %w", ref.Namespace, err)
-			}
-			known[ref.Namespace] = make(map[string]bool, len(profiles.Items))
-			for i := range profiles.Items {
-				if p := &profiles.Items[i]; p.Spec.ClusterManager.Name == placementv1alpha1.ClusterManagerName {
-					known[ref.Namespace][p.Name] = true
-				}
+		if fleet == nil {
+			var err error
+			if fleet, err = readProfiles(ctx, c, sets); err != nil {
+				return "", err
 			}
 		}
-		if !known[ref.Namespace][ref.Name] {
+		if !fleet.managed[ref.Namespace][ref.Name] {
 			return fmt.Sprintf("no ClusterProfile %s/%s that Lodestar manages", ref.Namespace, ref.Name), nil
 		}
 		// A cluster's Works go to the hub namespace of its name: a name that
 		// another cluster set's profile claims (the hub marks the profiles of the
 		// sets it manages with their Work namespace) could send one set's Works to
 		// the other's cluster.
-		same, err := lookup.ClusterProfilesNamed(ctx, c, ref.Name)
-		if err != nil {
-			return "", err
-		}
-		for i := range same {
-			p := &same[i]
-			if p.Namespace != ref.Namespace && lookup.Managed(p) && p.Labels[placementv1alpha1.WorkNamespaceLabel] == names.ClusterNamespace(ref.Name) {
-				return fmt.Sprintf("cluster name %s is used in cluster sets %s and %s; its Works would be ambiguous", ref.Name, ref.Namespace, p.Namespace), nil
+		for _, set := range fleet.claims[ref.Name] {
+			if set != ref.Namespace {
+				return fmt.Sprintf("cluster name %s is used in cluster sets %s and %s; its Works would be ambiguous", ref.Name, ref.Namespace, set), nil
 			}
 		}
 		return "", nil
@@ -185,6 +174,41 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 	}
 	out.Found = accepted > 0
 	out.Consistent = consistent(accepted, revisions, declared)
+	return out, nil
+}
+
+// profiles is what Decided needs to know of the fleet's ClusterProfiles, read
+// with one List of the cache however many clusters the decisions name.
+type profiles struct {
+	// managed are the names of Lodestar's ClusterProfiles in the cluster sets
+	// asked for, by cluster set.
+	managed map[string]map[string]bool
+	// claims are, by cluster name, the cluster sets whose Lodestar profile of that
+	// name is marked with the cluster's Work namespace.
+	claims map[string][]string
+}
+
+func readProfiles(ctx context.Context, c client.Reader, sets []string) (*profiles, error) {
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
+	}
+	out := &profiles{managed: map[string]map[string]bool{}, claims: map[string][]string{}}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !lookup.Managed(p) {
+			continue
+		}
+		if slices.Contains(sets, p.Namespace) {
+			if out.managed[p.Namespace] == nil {
+				out.managed[p.Namespace] = map[string]bool{}
+			}
+			out.managed[p.Namespace][p.Name] = true
+		}
+		if p.Labels[placementv1alpha1.WorkNamespaceLabel] == names.ClusterNamespace(p.Name) {
+			out.claims[p.Name] = append(out.claims[p.Name], p.Namespace)
+		}
+	}
 	return out, nil
 }
 
