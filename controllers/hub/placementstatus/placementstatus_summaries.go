@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
@@ -109,19 +112,22 @@ func groupValue(s placementv1alpha1.StatusSummary) string {
 	return s.GroupBy.Value
 }
 
-// clusterLabels returns the labels of the clusters' ClusterProfiles.
+// clusterLabels returns the labels of the clusters' ClusterProfiles, read with
+// one List of the cache however many clusters there are.
 func (r *Reconciler) clusterLabels(ctx context.Context, clusters []string) (map[string]map[string]string, error) {
-	out := make(map[string]map[string]string, len(clusters))
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
+	}
+	wanted := make(map[string]bool, len(clusters))
 	for _, c := range clusters {
-		profiles, err := lookup.ClusterProfilesNamed(ctx, r.Client, c)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range profiles {
-			if lookup.Managed(&p) {
-				out[c] = p.Labels
-				break
-			}
+		wanted[c] = true
+	}
+	out := make(map[string]map[string]string, len(clusters))
+	for i := range list.Items {
+		p := &list.Items[i]
+		if _, done := out[p.Name]; !done && wanted[p.Name] && lookup.Managed(p) {
+			out[p.Name] = p.Labels
 		}
 	}
 	return out, nil
