@@ -132,6 +132,14 @@ func TestPropertiesNamesAndCapacity(t *testing.T) {
 			g.Expect(decided(g, t, p)).To(ConsistOf(want))
 		}).Should(Succeed(), p.Name)
 	}
+	// Clusters it does not name are not counted: its status does not change with
+	// the fleet's size.
+	NewWithT(t).Eventually(func(g Gomega) {
+		_, got := scheduled(g, t, byNames)
+		g.Expect(got.Status.Scheduling).NotTo(BeNil())
+		g.Expect(got.Status.Scheduling.Eligible).To(BeEquivalentTo(2))
+		g.Expect(got.Status.Scheduling.Excluded).NotTo(ContainElement(HaveField("Reason", scheduling.ReasonNotInClusterNames)))
+	}).Should(Succeed())
 	NewWithT(t).Eventually(func(g Gomega) {
 		_, got := scheduled(g, t, byCapacity)
 		g.Expect(got.Status.Scheduling.Eligible).To(BeEquivalentTo(1))

@@ -83,15 +83,23 @@ const explainEvery = time.Minute
 // schedulingStatus explains a result: how many clusters were eligible and, by
 // reason, how many were not chosen, with a few names.
 func schedulingStatus(res scheduling.Result) *placementv1alpha1.SchedulingStatus {
-	if res.Eligible == 0 && len(res.Excluded) == 0 {
-		return nil // Nothing to explain: no cluster to choose from.
-	}
-	st := &placementv1alpha1.SchedulingStatus{Eligible: int32(res.Eligible)} //nolint:gosec // bounded by the number of ClusterProfiles
 	reasons := make([]string, 0, len(res.Excluded))
 	for reason := range res.Excluded {
-		reasons = append(reasons, reason)
+		// The clusters a Placement does not name were never candidates: counting
+		// them would make its status change with every cluster that joins or
+		// leaves the fleet, while the scheduler, rightly, does not even look at
+		// such a Placement when a cluster it does not name changes. The count was
+		// then only brought up to date by the next reconcile for another reason
+		// (a hub manager restart wrote every such Placement once).
+		if reason != scheduling.ReasonNotInClusterNames {
+			reasons = append(reasons, reason)
+		}
+	}
+	if res.Eligible == 0 && len(reasons) == 0 {
+		return nil // Nothing to explain: no cluster to choose from.
 	}
 	sort.Strings(reasons)
+	st := &placementv1alpha1.SchedulingStatus{Eligible: int32(res.Eligible)} //nolint:gosec // bounded by the number of ClusterProfiles
 	for _, reason := range reasons {
 		names := res.Excluded[reason]
 		st.Excluded = append(st.Excluded, placementv1alpha1.Exclusion{
