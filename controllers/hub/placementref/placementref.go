@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -110,7 +111,20 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 	if scheduler == "" {
 		scheduler = placementv1alpha1.DefaultSchedulerName
 	}
-	var fleet *profiles // read when first needed
+	// The fleet's profiles are read one at a time for a few clusters, and with one
+	// List for many (a List copies every ClusterProfile of the hub).
+	refs := 0
+	for i := range list.Items {
+		refs += len(list.Items[i].Decisions)
+	}
+	var fleet profiles = lookups{ctx: ctx, c: c}
+	if refs > bulkReads {
+		listed, err := listProfiles(ctx, c, sets)
+		if err != nil {
+			return Decisions{}, err
+		}
+		fleet = listed
+	}
 	allowed := func(ref cpv1alpha1.ClusterProfileReference) (string, error) {
 		if !slices.Contains(sets, ref.Namespace) {
 			if ref.Namespace == "" {
@@ -118,20 +132,22 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 			}
 			return fmt.Sprintf("cluster set %s is not one the namespace may use", ref.Namespace), nil
 		}
-		if fleet == nil {
-			var err error
-			if fleet, err = readProfiles(ctx, c, sets); err != nil {
-				return "", err
-			}
+		managed, err := fleet.managed(ref.Namespace, ref.Name)
+		if err != nil {
+			return "", err
 		}
-		if !fleet.managed[ref.Namespace][ref.Name] {
+		if !managed {
 			return fmt.Sprintf("no ClusterProfile %s/%s that Lodestar manages", ref.Namespace, ref.Name), nil
 		}
 		// A cluster's Works go to the hub namespace of its name: a name that
 		// another cluster set's profile claims (the hub marks the profiles of the
 		// sets it manages with their Work namespace) could send one set's Works to
 		// the other's cluster.
-		for _, set := range fleet.claims[ref.Name] {
+		claims, err := fleet.claims(ref.Name)
+		if err != nil {
+			return "", err
+		}
+		for _, set := range claims {
 			if set != ref.Namespace {
 				return fmt.Sprintf("cluster name %s is used in cluster sets %s and %s; its Works would be ambiguous", ref.Name, ref.Namespace, set), nil
 			}
@@ -177,40 +193,91 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 	return out, nil
 }
 
-// profiles is what Decided needs to know of the fleet's ClusterProfiles, read
-// with one List of the cache however many clusters the decisions name.
-type profiles struct {
-	// managed are the names of Lodestar's ClusterProfiles in the cluster sets
-	// asked for, by cluster set.
-	managed map[string]map[string]bool
-	// claims are, by cluster name, the cluster sets whose Lodestar profile of that
-	// name is marked with the cluster's Work namespace.
-	claims map[string][]string
+// bulkReads is the number of decided clusters above which Decided reads the
+// fleet's ClusterProfiles with one List rather than one by one.
+const bulkReads = 64
+
+// profiles is what Decided needs to know of the fleet's ClusterProfiles.
+type profiles interface {
+	// managed tells whether Lodestar manages a ClusterProfile set/name.
+	managed(set, name string) (bool, error)
+	// claims are the cluster sets whose Lodestar profile of that cluster name is
+	// marked with the cluster's Work namespace.
+	claims(name string) ([]string, error)
 }
 
-func readProfiles(ctx context.Context, c client.Reader, sets []string) (*profiles, error) {
+// lookups reads profiles one at a time from the cache.
+type lookups struct {
+	ctx context.Context
+	c   client.Reader
+}
+
+func (l lookups) managed(set, name string) (bool, error) {
+	p := &cpv1alpha1.ClusterProfile{}
+	if err := l.c.Get(l.ctx, client.ObjectKey{Namespace: set, Name: name}, p, client.UnsafeDisableDeepCopy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading ClusterProfile %s/%s: %w", set, name, err)
+	}
+	return lookup.Managed(p), nil
+}
+
+func (l lookups) claims(name string) ([]string, error) {
+	same, err := lookup.ClusterProfilesNamed(l.ctx, l.c, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range same {
+		if claims(&same[i]) {
+			out = append(out, same[i].Namespace)
+		}
+	}
+	return out, nil
+}
+
+// claims tells whether p is a Lodestar profile marked with its cluster's Work
+// namespace.
+func claims(p *cpv1alpha1.ClusterProfile) bool {
+	return lookup.Managed(p) && p.Labels[placementv1alpha1.WorkNamespaceLabel] == names.ClusterNamespace(p.Name)
+}
+
+// listed is the fleet's profiles as one List of the cache found them.
+type listed struct {
+	// bySet are Lodestar's profiles of the cluster sets asked for, by set.
+	bySet map[string]map[string]bool
+	// claimed are the claims by cluster name.
+	claimed map[string][]string
+}
+
+func listProfiles(ctx context.Context, c client.Reader, sets []string) (*listed, error) {
 	list := &cpv1alpha1.ClusterProfileList{}
 	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
 	}
-	out := &profiles{managed: map[string]map[string]bool{}, claims: map[string][]string{}}
+	out := &listed{bySet: map[string]map[string]bool{}, claimed: map[string][]string{}}
 	for i := range list.Items {
 		p := &list.Items[i]
 		if !lookup.Managed(p) {
 			continue
 		}
 		if slices.Contains(sets, p.Namespace) {
-			if out.managed[p.Namespace] == nil {
-				out.managed[p.Namespace] = map[string]bool{}
+			if out.bySet[p.Namespace] == nil {
+				out.bySet[p.Namespace] = map[string]bool{}
 			}
-			out.managed[p.Namespace][p.Name] = true
+			out.bySet[p.Namespace][p.Name] = true
 		}
-		if p.Labels[placementv1alpha1.WorkNamespaceLabel] == names.ClusterNamespace(p.Name) {
-			out.claims[p.Name] = append(out.claims[p.Name], p.Namespace)
+		if claims(p) {
+			out.claimed[p.Name] = append(out.claimed[p.Name], p.Namespace)
 		}
 	}
 	return out, nil
 }
+
+func (l *listed) managed(set, name string) (bool, error) { return l.bySet[set][name], nil }
+
+func (l *listed) claims(name string) ([]string, error) { return l.claimed[name], nil }
 
 // DecidedIn is Decided for the cluster sets the Placement's namespace may use
 // (lookup.ClusterSets: those of managed its ClusterSetBindings name).
