@@ -434,7 +434,10 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 	}); err != nil {
 		return err
 	}
-	if err := f.waitPlacements(ctx, bg, 100, func(p *placementv1alpha1.Placement) bool { return p.Status.AppliedClusters == 1 }); err != nil {
+	// Every Work available and reported: nothing left for the agent to finish.
+	if err := f.waitPlacements(ctx, bg, 100, func(p *placementv1alpha1.Placement) bool {
+		return p.Status.AvailableClusters == 1 && meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AvailableCondition)
+	}); err != nil {
 		return err
 	}
 	// Steady state: what the agent asks of the hub and of its member in a quiet
