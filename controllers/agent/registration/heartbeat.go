@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -56,23 +57,24 @@ func (h *Heartbeat) Start(ctx context.Context) error {
 		h.Duration = DefaultLeaseDuration
 	}
 	log := ctrl.LoggerFrom(ctx).WithName("heartbeat")
-	failing := false
+	failures := 0
 	for {
 		every, err := h.renew(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Error(err, "Renewing the agent's Lease on the hub")
-			failing = true
-		case err == nil && failing:
+		case err == nil && failures > 0:
 			log.Info("The hub is reachable again")
-			failing = false
 			if h.OnReconnect != nil {
 				h.OnReconnect(ctx)
 			}
 		}
 		if err != nil {
-			// Tried again at the fastest pace, so that the hub's return is noticed.
-			every, _ = Pace(h.Duration, nil)
+			failures++
+			own, _ := Pace(h.Duration, nil)
+			every = RetryAfter(own, failures)
+		} else {
+			failures = 0
 		}
 		select {
 		case <-ctx.Done():
@@ -94,6 +96,24 @@ func Pace(d time.Duration, annotations map[string]string) (every, duration time.
 		}
 	}
 	return every, max(d, every)
+}
+
+// MaxRetryInterval is the longest an agent waits between two renewals that fail.
+const MaxRetryInterval = time.Minute
+
+// RetryAfter is how long an agent whose own pace is own waits after its n-th
+// failed renewal in a row: its own pace at first, so that a short hiccup goes
+// unnoticed, then twice as long with each failure up to MaxRetryInterval, and
+// up to a fifth more at random. When a hub returns after an outage, its agents
+// come back spread over a minute rather than all within their own pace (10 000
+// agents every 10 s would be 1 000 writes a second), and the hub's return is
+// still noticed within a minute.
+func RetryAfter(own time.Duration, n int) time.Duration {
+	d := own
+	for i := 1; i < n && d < MaxRetryInterval; i++ {
+		d *= 2
+	}
+	return wait.Jitter(min(d, max(own, MaxRetryInterval)), 0.2)
 }
 
 // NeedLeaderElection is false: the agent runs one replica per member.
