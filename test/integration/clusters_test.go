@@ -286,18 +286,6 @@ func TestPropertiesMirrored(t *testing.T) {
 		g.Expect(member.Get(ctx, client.ObjectKey{Name: name}, id)).To(Succeed())
 		g.Expect(id.Spec.Value).To(Equal(string(ks.UID)), name)
 	}
-
-	// A well-known property deleted on the member is written again (the agent
-	// asks its watch's cache which exist, and creates only the missing ones).
-	set := &aboutv1alpha1.ClusterProperty{}
-	g.Expect(member.Get(ctx, client.ObjectKey{Name: profile.PropertyClusterSet}, set)).To(Succeed())
-	g.Expect(member.Delete(ctx, set)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		again := &aboutv1alpha1.ClusterProperty{}
-		g.Expect(member.Get(ctx, client.ObjectKey{Name: profile.PropertyClusterSet}, again)).To(Succeed())
-		g.Expect(again.UID).NotTo(Equal(set.UID))
-		g.Expect(again.Spec.Value).To(Equal(placementv1alpha1.DefaultClusterSet))
-	}).Should(Succeed())
 }
 
 // Cordon keeps new Placements off a cluster; uncordon lets them back.
