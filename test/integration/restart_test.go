@@ -97,7 +97,8 @@ func TestRestartWritesNothingWhenNothingChanged(t *testing.T) {
 	var mu sync.Mutex
 	reconciled := map[string]bool{}
 	logger := funcr.New(func(_, args string) {
-		if !strings.Contains(args, `"msg"="Reconcile `) || !(strings.Contains(args, `"namespace"="`+ns+`"`) || strings.Contains(args, `"namespace"="`+ns2+`"`)) {
+		ours := strings.Contains(args, `"namespace"="`+ns+`"`) || strings.Contains(args, `"namespace"="`+ns2+`"`)
+		if !ours || !strings.Contains(args, `"msg"="Reconcile `) {
 			return
 		}
 		for _, c := range []string{"scheduler", "workgenerator", "status"} {

@@ -118,7 +118,7 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 		refs += len(list.Items[i].Decisions)
 	}
 	var fleet profiles = lookups{ctx: ctx, c: c}
-	if refs > bulkReads {
+	if refs > BulkReads {
 		listed, err := listProfiles(ctx, c, sets)
 		if err != nil {
 			return Decisions{}, err
@@ -193,9 +193,9 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 	return out, nil
 }
 
-// bulkReads is the number of decided clusters above which Decided reads the
+// BulkReads is the number of decided clusters above which Decided reads the
 // fleet's ClusterProfiles with one List rather than one by one.
-const bulkReads = 64
+const BulkReads = 64
 
 // profiles is what Decided needs to know of the fleet's ClusterProfiles.
 type profiles interface {

@@ -1,21 +1,25 @@
-package placementref
+package placementref_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
 // Decided judges a few decided clusters by reading their profiles one by one and
@@ -23,9 +27,15 @@ import (
 // same reasons.
 func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 	g := NewWithT(t)
+	ctx := t.Context()
 	scheme := runtime.NewScheme()
 	g.Expect(cpv1alpha1.AddToScheme(scheme)).To(Succeed())
 	g.Expect(placementv1alpha1.AddToScheme(scheme)).To(Succeed())
+	g.Expect(workv1alpha1.AddToScheme(scheme)).To(Succeed())
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	hub, err := testenv.StartHub(scheme, testenv.QuickShutdown)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = hub.Stop() })
 
 	profile := func(set, name string, managed, claimed bool) client.Object {
 		p := &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: set, Name: name, Labels: map[string]string{}}}
@@ -46,16 +56,29 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 		profile("fleet", "shared", true, true),
 		profile("other", "shared", true, false),
 	}
-	for i := range bulkReads + 10 {
+	for i := range placementref.BulkReads + 10 {
 		objs = append(objs, profile("fleet", fmt.Sprintf("c-%03d", i), true, true))
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithIndex(&cpv1alpha1.ClusterProfile{}, lookup.ClusterProfilesByName, func(o client.Object) []string { return []string{o.GetName()} }).
-		Build()
+	for _, ns := range []string{"fleet", "other", "app"} {
+		g.Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+	for _, o := range objs {
+		g.Expect(hub.Client.Create(ctx, o)).To(Succeed())
+	}
+	// Decided reads through the hub manager's cache, with its indexes.
+	c, err := cache.New(hub.Config, cache.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lookup.AddIndexes(ctx, c)).To(Succeed())
+	go func() { _ = c.Start(ctx) }()
+	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+	g.Eventually(func(g Gomega) {
+		list := &cpv1alpha1.ClusterProfileList{}
+		g.Expect(c.List(ctx, list)).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(len(objs)))
+	}).WithTimeout(testenv.EventuallyTimeout).Should(Succeed())
 
 	special := []string{"unmanaged", "twice", "shared", "missing"}
-	decide := func(name string, clusters []string) Decisions {
-		ctx := context.Background()
+	decide := func(name string, clusters []string) placementref.Decisions {
 		placement := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, UID: types.UID("uid-" + name)}}
 		pd := &cpv1alpha1.PlacementDecision{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name + "-1",
@@ -66,15 +89,19 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 		for _, cl := range clusters {
 			pd.Decisions = append(pd.Decisions, cpv1alpha1.ClusterDecision{ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: cl}})
 		}
-		g.Expect(c.Create(ctx, pd)).To(Succeed())
-		d, err := Decided(ctx, c, placement, []string{"fleet"})
+		g.Expect(hub.Client.Create(ctx, pd)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			got := &cpv1alpha1.PlacementDecision{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pd), got)).To(Succeed())
+		}).WithTimeout(testenv.EventuallyTimeout).Should(Succeed())
+		d, err := placementref.Decided(ctx, c, placement, []string{"fleet"})
 		g.Expect(err).NotTo(HaveOccurred())
 		return d
 	}
 
 	few := decide("few", append([]string{"c-000"}, special...))
 	var all []string
-	for i := range bulkReads + 10 {
+	for i := range placementref.BulkReads + 10 {
 		all = append(all, fmt.Sprintf("c-%03d", i))
 	}
 	many := decide("many", append(all, special...))
