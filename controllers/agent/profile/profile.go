@@ -202,12 +202,6 @@ func (r *Reporter) ensureWellKnown(ctx context.Context) error {
 	for _, p := range []struct{ name, value string }{
 		{PropertyClusterID, id}, {PropertyClusterIDLegacy, id}, {PropertyClusterSet, r.ClusterSet},
 	} {
-		// Asked of the watch's cache, so that a minute in which nothing changed
-		// writes nothing; one created since the cache last heard is refused as
-		// AlreadyExists.
-		if err := r.properties().Get(ctx, client.ObjectKey{Name: p.name}, &aboutv1alpha1.ClusterProperty{}); err == nil {
-			continue
-		}
 		prop := &aboutv1alpha1.ClusterProperty{ObjectMeta: metav1.ObjectMeta{Name: p.name}, Spec: aboutv1alpha1.ClusterPropertySpec{Value: p.value}}
 		if err := r.Member.Create(ctx, prop); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating ClusterProperty %s: %w", p.name, err)
@@ -216,21 +210,12 @@ func (r *Reporter) ensureWellKnown(ctx context.Context) error {
 	return nil
 }
 
-// properties reads the member's ClusterProperties: from the cache of their
-// watch when there is one.
-func (r *Reporter) properties() client.Reader {
-	if r.MemberCache != nil {
-		return r.MemberCache
-	}
-	return r.Member
-}
-
 // clusterID is the ID the member already has under either name, or else the UID
 // of its kube-system namespace.
 func (r *Reporter) clusterID(ctx context.Context) (string, error) {
 	for _, name := range []string{PropertyClusterID, PropertyClusterIDLegacy} {
 		prop := &aboutv1alpha1.ClusterProperty{}
-		err := r.properties().Get(ctx, client.ObjectKey{Name: name}, prop)
+		err := r.Member.Get(ctx, client.ObjectKey{Name: name}, prop)
 		if err == nil && prop.Spec.Value != "" {
 			return prop.Spec.Value, nil
 		}
