@@ -185,12 +185,26 @@ func (m *memMember) List(_ context.Context, list client.ObjectList, opts ...clie
 	return meta.SetList(list, items)
 }
 
-func (m *memMember) Create(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
+// sent is obj as a JSON map, with its key and resource.
+func (m *memMember) sent(obj client.Object) (map[string]any, memKey, schema.GroupResource, error) {
 	k, gr, err := m.key(obj, obj.GetNamespace(), obj.GetName())
 	if err != nil {
-		return err
+		return nil, k, gr, err
 	}
 	u, err := toMap(obj, k.gvk)
+	return u, k, gr, err
+}
+
+// born gives a new object its identity: a UID, generation 1 and its creation time.
+func born(u map[string]any) {
+	md := metadata(u)
+	md["uid"] = string(uuid.NewUUID())
+	md["generation"] = int64(1)
+	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+}
+
+func (m *memMember) Create(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
+	u, k, gr, err := m.sent(obj)
 	if err != nil {
 		return err
 	}
@@ -199,10 +213,7 @@ func (m *memMember) Create(_ context.Context, obj client.Object, _ ...client.Cre
 	if _, ok := m.objs[k]; ok {
 		return apierrors.NewAlreadyExists(gr, k.name)
 	}
-	md := metadata(u)
-	md["uid"] = string(uuid.NewUUID())
-	md["generation"] = int64(1)
-	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+	born(u)
 	m.next(u, "")
 	m.objs[k] = u
 	return fromMap(u, obj)
@@ -265,11 +276,7 @@ func (m *memMember) patch(obj client.Object, patch client.Patch, status bool) er
 // identity and bumping its generation when its spec changed; an object whose
 // deletion waited only for finalizers that are now gone goes.
 func (m *memMember) write(obj client.Object, change func(stored, sent map[string]any) (map[string]any, error)) error {
-	k, gr, err := m.key(obj, obj.GetNamespace(), obj.GetName())
-	if err != nil {
-		return err
-	}
-	sent, err := toMap(obj, k.gvk)
+	sent, k, gr, err := m.sent(obj)
 	if err != nil {
 		return err
 	}
@@ -364,10 +371,7 @@ func (m *memMember) Apply(_ context.Context, obj runtime.ApplyConfiguration, opt
 			return apierrors.NewConflict(gr, k.name, fmt.Errorf("the object to update no longer exists"))
 		}
 		out = runtime.DeepCopyJSON(sent)
-		md := metadata(out)
-		md["uid"] = string(uuid.NewUUID())
-		md["generation"] = int64(1)
-		md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+		born(out)
 		delete(out, "status")
 	} else {
 		if err := preconditions(gr, k.name, sent, stored); err != nil {

@@ -22,6 +22,14 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
+// The package's Gomega defaults, sized for a busy CI machine (testenv).
+func init() {
+	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
+	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
+	SetDefaultConsistentlyDuration(testenv.ConsistentlyDuration)
+	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
+}
+
 // Decided judges a few decided clusters by reading their profiles one by one and
 // many with one List: both ways accept and reject the same clusters, for the
 // same reasons.
@@ -75,7 +83,7 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 		list := &cpv1alpha1.ClusterProfileList{}
 		g.Expect(c.List(ctx, list)).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(len(objs)))
-	}).WithTimeout(testenv.EventuallyTimeout).Should(Succeed())
+	}).Should(Succeed())
 
 	special := []string{"unmanaged", "twice", "shared", "missing"}
 	decide := func(name string, clusters []string) placementref.Decisions {
@@ -93,7 +101,7 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			got := &cpv1alpha1.PlacementDecision{}
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pd), got)).To(Succeed())
-		}).WithTimeout(testenv.EventuallyTimeout).Should(Succeed())
+		}).Should(Succeed())
 		d, err := placementref.Decided(ctx, c, placement, []string{"fleet"})
 		g.Expect(err).NotTo(HaveOccurred())
 		return d
