@@ -211,7 +211,14 @@ func ConditionMoved(existing []metav1.Condition, c metav1.Condition) bool {
 // CoalescingHandler enqueues the requests mapFn returns after delay, so that a
 // burst of events for the same object leads to one reconcile.
 func CoalescingHandler(mapFn handler.MapFunc, delay time.Duration) handler.EventHandler {
-	return coalescing(mapFn, delay, nil)
+	return coalescing(mapFn, nil, delay)
+}
+
+// RecheckingHandler enqueues the requests mapFn returns at once and again after
+// each of delays, for a change whose effects another component shows later (a
+// new CRD's kind in the API server's discovery). mapFn runs once per event.
+func RecheckingHandler(mapFn handler.MapFunc, delays ...time.Duration) handler.EventHandler {
+	return coalescing(mapFn, nil, append([]time.Duration{0}, delays...)...)
 }
 
 // BackgroundHandler is CoalescingHandler at low priority (with the controller's
@@ -219,18 +226,22 @@ func CoalescingHandler(mapFn handler.MapFunc, delay time.Duration) handler.Event
 // behind those of changes (a new Placement, new decisions), so that a burst of
 // status reports across many Placements never delays them.
 func BackgroundHandler(mapFn handler.MapFunc, delay time.Duration) handler.EventHandler {
-	return coalescing(mapFn, delay, ptr.To(handler.LowPriority))
+	return coalescing(mapFn, ptr.To(handler.LowPriority), delay)
 }
 
-func coalescing(mapFn handler.MapFunc, delay time.Duration, priority *int) handler.EventHandler {
+// coalescing enqueues the requests of each event after each of delays, at
+// priority when set.
+func coalescing(mapFn handler.MapFunc, priority *int, delays ...time.Duration) handler.EventHandler {
 	add := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 		for _, req := range mapFn(ctx, obj) {
-			if ok && priority != nil {
-				pq.AddWithOpts(priorityqueue.AddOpts{After: delay, Priority: priority}, req)
-				continue
+			for _, delay := range delays {
+				if ok && priority != nil {
+					pq.AddWithOpts(priorityqueue.AddOpts{After: delay, Priority: priority}, req)
+					continue
+				}
+				q.AddAfter(req, delay)
 			}
-			q.AddAfter(req, delay)
 		}
 	}
 	return handler.Funcs{

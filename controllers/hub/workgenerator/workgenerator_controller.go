@@ -735,7 +735,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&workv1alpha1.Work{}, kube.BackgroundHandler(r.activePlacement(workPlacement, reporting), reportWindow)).
 		Watches(&placementv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(approvedPlacement)).
 		// A kind added (or removed) may concern the selectors without kind.
-		WatchesMetadata(crds, handler.EnqueueRequestsFromMapFunc(r.placementsByLabels)).
+		WatchesMetadata(crds, kube.RecheckingHandler(r.placementsByLabels, kindsRecheck, kindsSettle)).
 		// Kinds a platform admin forbids in a namespace are never placed from it.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(placementref.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).

@@ -288,23 +288,33 @@ func selectsByLabels(p *placementv1alpha1.Placement) bool {
 }
 
 // kindsMaxAge is how long the discovered kinds are used before they are
-// discovered again; a CRD change discovers them again at once.
-const kindsMaxAge = time.Minute
+// discovered again; a CRD change discovers them again at once. The API server
+// lists a new CRD's kind in discovery a moment after the CRD is established
+// (longer when it is busy), so for kindsSettle after a CRD change the kinds are
+// discovered anew each time, and the Placements concerned are looked at again
+// after kindsRecheck and kindsSettle.
+const (
+	kindsMaxAge  = time.Minute
+	kindsRecheck = 2 * time.Second
+	kindsSettle  = 10 * time.Second
+)
 
 // servedKinds caches the hub's namespaced kinds for selectors without kind.
 type servedKinds struct {
 	discovery discovery.DiscoveryInterface
 	mu        sync.Mutex
 	kinds     []schema.GroupVersionKind
-	at        time.Time
+	// at is when kinds were discovered, changed when a CRD last changed.
+	at, changed time.Time
 }
 
-// get returns the kinds, discovered again when they are older than kindsMaxAge
-// or were invalidated. A group that cannot be discovered is logged and left out.
+// get returns the kinds, discovered again when they are older than kindsMaxAge,
+// were invalidated, or were discovered within kindsSettle of a CRD change. A
+// group that cannot be discovered is logged and left out.
 func (s *servedKinds) get(ctx context.Context) ([]schema.GroupVersionKind, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.kinds != nil && time.Since(s.at) < kindsMaxAge {
+	if s.kinds != nil && time.Since(s.at) < kindsMaxAge && s.at.Sub(s.changed) >= kindsSettle {
 		return s.kinds, nil
 	}
 	kinds, err := kube.NamespacedKinds(s.discovery)
@@ -322,7 +332,7 @@ func (s *servedKinds) get(ctx context.Context) ([]schema.GroupVersionKind, error
 func (s *servedKinds) invalidate() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.kinds = nil
+	s.kinds, s.changed = nil, time.Now()
 }
 
 // selectObjects returns the objects of the Placement's namespace that its resource
@@ -393,7 +403,8 @@ func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx c
 
 // placementsByLabels maps a CRD change to every Placement with a selector
 // without kind, after forgetting the discovered kinds: a kind added later is
-// picked up without a restart.
+// picked up without a restart (its watch uses kube.RecheckingHandler, as
+// discovery lags the CRD).
 func (r *Reconciler) placementsByLabels(ctx context.Context, crd client.Object) []reconcile.Request {
 	if r.kinds != nil {
 		r.kinds.invalidate()
