@@ -77,6 +77,7 @@ func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.App
 	release := orphan || rec.TakenOver && policy != lodestarworkv1alpha1.DeletionDeleteTakenOver
 	ref := klog.KRef(rec.Namespace, rec.Name)
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", rec.Kind, "object", ref)
+	r.forgetWritten(objectKey(rec.Group, rec.Kind, rec.Namespace, rec.Name))
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion(metav1.GroupVersion{Group: rec.Group, Version: rec.Version}.String())
 	obj.SetKind(rec.Kind)

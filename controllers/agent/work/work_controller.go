@@ -75,6 +75,9 @@ type Reconciler struct {
 	// unserved remembers when each record was first found of an unserved kind
 	// (AppliedWork UID and record key to time.Time).
 	unserved sync.Map
+	// written remembers, by object key, what the agent last applied to each
+	// object and how that left it (unchangedSinceWritten).
+	written sync.Map
 	// resync, set by SetupWithManager, brings every Work back (Resync).
 	resync chan event.TypedGenericEvent[*workv1alpha1.Work]
 	// Watches, when set, tracks the kinds watched on the member and stops the

@@ -1,0 +1,67 @@
+package work
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// written is what the agent last applied to an object, and the object as the
+// apply left it: enough to tell from a later read that applying the same again
+// would change nothing.
+type written struct {
+	uid types.UID
+	// sent identifies what was applied (manifestHash, with the owner and the
+	// ignored fields).
+	sent string
+	// generation and meta are the object's after the apply.
+	generation int64
+	meta       string
+}
+
+// unchangedSinceWritten tells whether applying sent to existing would write
+// nothing, so that the apply can be left out: the agent applied the same to
+// this very object, and neither its desired state nor its metadata moved since.
+// The API server moves an object's generation with every change of its spec
+// (of everything but metadata and status), so a status change (a Deployment's
+// pods becoming ready) needs a fresh read for readiness, not a write. Kinds
+// without a generation (ConfigMaps, Services) are always applied.
+func (r *Reconciler) unchangedSinceWritten(key, sent string, existing *unstructured.Unstructured) bool {
+	if existing.GetGeneration() == 0 {
+		return false
+	}
+	v, ok := r.written.Load(key)
+	if !ok {
+		return false
+	}
+	w := v.(written)
+	return w.uid == existing.GetUID() && w.sent == sent && w.generation == existing.GetGeneration() && w.meta == metaDigest(existing)
+}
+
+// rememberWritten records that sent was applied to the object key, which the
+// apply left as live.
+func (r *Reconciler) rememberWritten(key, sent string, live *unstructured.Unstructured) {
+	if live.GetGeneration() == 0 || live.GetUID() == "" {
+		r.written.Delete(key)
+		return
+	}
+	r.written.Store(key, written{uid: live.GetUID(), sent: sent, generation: live.GetGeneration(), meta: metaDigest(live)})
+}
+
+// forgetWritten drops what was recorded for the object key (deleted by the agent).
+func (r *Reconciler) forgetWritten(key string) { r.written.Delete(key) }
+
+// metaDigest identifies the metadata an apply may set or another writer may
+// change without moving the generation: labels, annotations, owners,
+// finalizers, and the fields the agent owns (without their time).
+func metaDigest(obj *unstructured.Unstructured) string {
+	var own []any
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager == FieldManager && f.Subresource == "" {
+			own = append(own, map[string]any{"operation": string(f.Operation), "apiVersion": f.APIVersion, "fields": f.FieldsV1})
+		}
+	}
+	return manifestHash(&unstructured.Unstructured{Object: map[string]any{
+		"labels": obj.GetLabels(), "annotations": obj.GetAnnotations(), "owners": obj.GetOwnerReferences(),
+		"finalizers": obj.GetFinalizers(), "managed": own,
+	}})
+}
