@@ -166,20 +166,27 @@ func (r *Reporter) Report(ctx context.Context) error {
 // observe returns the properties to report: the member's ClusterProperties (after
 // setting the cluster ID and cluster set properties when absent) and the capacity properties.
 func (r *Reporter) observe(ctx context.Context) (map[string]string, error) {
-	if err := r.ensureWellKnown(ctx); err != nil {
+	props, err := r.properties(ctx)
+	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	list := &aboutv1alpha1.ClusterPropertyList{}
-	if err := r.Member.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing ClusterProperties: %w", err)
+	created, err := r.ensureWellKnown(ctx, props)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range list.Items {
-		if len(p.Spec.Value) > maxValueLength {
-			ctrl.LoggerFrom(ctx).Info("Not reporting a ClusterProperty longer than a ClusterProfile property may be", "property", p.Name, "length", len(p.Spec.Value), "max", maxValueLength)
+	if created {
+		// Read again: another writer may have created one first, and its value stays.
+		if props, err = r.properties(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]string{}
+	for name, value := range props {
+		if len(value) > maxValueLength {
+			ctrl.LoggerFrom(ctx).Info("Not reporting a ClusterProperty longer than a ClusterProfile property may be", "property", name, "length", len(value), "max", maxValueLength)
 			continue
 		}
-		out[p.Name] = p.Spec.Value
+		out[name] = value
 	}
 	capacity, err := r.capacity(ctx)
 	if err != nil {
@@ -189,38 +196,56 @@ func (r *Reporter) observe(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
+// properties returns the member's ClusterProperties by name.
+func (r *Reporter) properties(ctx context.Context) (map[string]string, error) {
+	list := &aboutv1alpha1.ClusterPropertyList{}
+	if err := r.Member.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing ClusterProperties: %w", err)
+	}
+	out := make(map[string]string, len(list.Items))
+	for _, p := range list.Items {
+		out[p.Name] = p.Spec.Value
+	}
+	return out, nil
+}
+
 // ensureWellKnown creates the cluster ID properties (cluster.clusterset.k8s.io
 // and id.k8s.io, the kube-system namespace UID) and clusterset.k8s.io (the cluster
-// set) on the member when absent. The member's admin may set any of them, and then
-// the agent leaves them; an ID the admin set under one name is also used for the
-// other, so both always name the same cluster.
-func (r *Reporter) ensureWellKnown(ctx context.Context) error {
-	id, err := r.clusterID(ctx)
+// set) on the member when props, the member's properties, lack them; it tells
+// whether it tried to create any. The member's admin may set any of them, and
+// then the agent leaves them; an ID the admin set under one name is also used
+// for the other, so both always name the same cluster.
+func (r *Reporter) ensureWellKnown(ctx context.Context, props map[string]string) (bool, error) {
+	_, hasID := props[PropertyClusterID]
+	_, hasLegacy := props[PropertyClusterIDLegacy]
+	_, hasSet := props[PropertyClusterSet]
+	if hasID && hasLegacy && hasSet {
+		return false, nil
+	}
+	id, err := r.clusterID(ctx, props)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, p := range []struct{ name, value string }{
 		{PropertyClusterID, id}, {PropertyClusterIDLegacy, id}, {PropertyClusterSet, r.ClusterSet},
 	} {
+		if _, ok := props[p.name]; ok {
+			continue
+		}
 		prop := &aboutv1alpha1.ClusterProperty{ObjectMeta: metav1.ObjectMeta{Name: p.name}, Spec: aboutv1alpha1.ClusterPropertySpec{Value: p.value}}
 		if err := r.Member.Create(ctx, prop); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating ClusterProperty %s: %w", p.name, err)
+			return true, fmt.Errorf("creating ClusterProperty %s: %w", p.name, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // clusterID is the ID the member already has under either name, or else the UID
 // of its kube-system namespace.
-func (r *Reporter) clusterID(ctx context.Context) (string, error) {
+func (r *Reporter) clusterID(ctx context.Context, props map[string]string) (string, error) {
 	for _, name := range []string{PropertyClusterID, PropertyClusterIDLegacy} {
-		prop := &aboutv1alpha1.ClusterProperty{}
-		err := r.Member.Get(ctx, client.ObjectKey{Name: name}, prop)
-		if err == nil && prop.Spec.Value != "" {
-			return prop.Spec.Value, nil
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("reading ClusterProperty %s: %w", name, err)
+		if v := props[name]; v != "" {
+			return v, nil
 		}
 	}
 	ks := &corev1.Namespace{}
