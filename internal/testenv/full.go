@@ -76,6 +76,12 @@ func startFull(name string, scheme *runtime.Scheme, startAPIServer func(string, 
 		}},
 		{kwok, []string{
 			"--kubeconfig=" + kubeconfig, "--manage-all-nodes=true", "--cidr=10.244.0.0/16", "--node-ip=127.0.0.1",
+			// Renew each node's Lease as a kubelet does (every 10 s). Without it
+			// (kwok's own default), kube-controller-manager finds the node's
+			// heartbeat late every --node-monitor-grace-period, marks it and its
+			// pods not ready, and kwok readies them again: every placed Deployment
+			// would stop being available for a moment once a minute.
+			"--node-lease-duration-seconds=40",
 			// The stages `make` assembles beside the binary from the kwok module.
 			"--config=" + filepath.Join(filepath.Dir(kwok), "stages.yaml"),
 		}},
