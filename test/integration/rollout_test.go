@@ -442,9 +442,10 @@ func TestUndoRestoresThePreviousObjects(t *testing.T) {
 // Editing the cluster selection moves a Deployment with minReadySeconds between
 // two members that run workloads make-before-break: the old member's copy, while
 // available, stays until the new member's is available. (A copy that is not
-// available protects nothing and goes at once, by design; kwok pods can drop out
-// of Ready for a moment on a loaded machine, which restarts minReadySeconds, so
-// the test judges each removal by what the Works reported when it began.)
+// available protects nothing and goes at once, by design; a member's pods may
+// drop out of Ready for a moment, which restarts minReadySeconds (kwok did so
+// once a minute before it renewed its node's Lease), so the test judges each
+// removal by what the Works reported when it began.)
 func TestSelectorEditMovesWithoutDisruption(t *testing.T) {
 	extraMembers(t)
 	g := NewWithT(t)
