@@ -13,38 +13,44 @@ type written struct {
 	// sent identifies what was applied (manifestHash, with the owner and the
 	// ignored fields).
 	sent string
-	// generation and meta are the object's after the apply.
-	generation int64
-	meta       string
+	// resourceVersion, generation and meta are the object's after the apply.
+	resourceVersion string
+	generation      int64
+	meta            string
 }
 
 // unchangedSinceWritten tells whether applying sent to existing would write
 // nothing, so that the apply can be left out: the agent applied the same to
-// this very object, and neither its desired state nor its metadata moved since.
-// The API server moves an object's generation with every change of its spec
-// (of everything but metadata and status), so a status change (a Deployment's
-// pods becoming ready) needs a fresh read for readiness, not a write. Kinds
-// without a generation (ConfigMaps, Services) are always applied.
+// this very object, and the object has not changed since (the same
+// resourceVersion), or only its status has. The API server moves an object's
+// generation with every change of its spec (of everything but metadata and
+// status), so a status change (a Deployment's pods becoming ready), which moves
+// neither its generation nor its metadata, needs a fresh read for readiness,
+// not a write. For kinds without a generation (ConfigMaps) any change counts.
 func (r *Reconciler) unchangedSinceWritten(key, sent string, existing *unstructured.Unstructured) bool {
-	if existing.GetGeneration() == 0 {
-		return false
-	}
 	v, ok := r.written.Load(key)
 	if !ok {
 		return false
 	}
 	w := v.(written)
-	return w.uid == existing.GetUID() && w.sent == sent && w.generation == existing.GetGeneration() && w.meta == metaDigest(existing)
+	if w.uid != existing.GetUID() || w.sent != sent {
+		return false
+	}
+	if w.resourceVersion == existing.GetResourceVersion() {
+		return true
+	}
+	return existing.GetGeneration() != 0 && w.generation == existing.GetGeneration() && w.meta == metaDigest(existing)
 }
 
 // rememberWritten records that sent was applied to the object key, which the
 // apply left as live.
 func (r *Reconciler) rememberWritten(key, sent string, live *unstructured.Unstructured) {
-	if live.GetGeneration() == 0 || live.GetUID() == "" {
+	if live.GetUID() == "" || live.GetResourceVersion() == "" {
 		r.written.Delete(key)
 		return
 	}
-	r.written.Store(key, written{uid: live.GetUID(), sent: sent, generation: live.GetGeneration(), meta: metaDigest(live)})
+	r.written.Store(key, written{uid: live.GetUID(), sent: sent, resourceVersion: live.GetResourceVersion(),
+		generation: live.GetGeneration(), meta: metaDigest(live)})
 }
 
 // forgetWritten drops what was recorded for the object key (deleted by the agent).
