@@ -31,6 +31,9 @@ import (
 // maxDiffPaths caps how many differing fields a message names.
 const maxDiffPaths = 10
 
+// msgApplied is the Applied message of a manifest applied as it is.
+const msgApplied = "applied with server-side apply"
+
 // result is what applying one manifest came to.
 type result struct {
 	id        workv1alpha1.ResourceIdentifier
@@ -408,7 +411,9 @@ func (r *Reconciler) execute(ctx context.Context, res *result, a action, m manif
 			res.corrected = []string{"(deleted)"}
 			return res.succeed(lodestarworkv1alpha1.ReasonApplied, "created again with server-side apply: it had been deleted on the member")
 		}
-		return res.succeed(lodestarworkv1alpha1.ReasonApplied, "created with server-side apply")
+		// Said as every later reconcile says it, so that the reconcile the new
+		// object's own watch event brings writes no status.
+		return res.succeed(lodestarworkv1alpha1.ReasonApplied, msgApplied)
 	case actConflictOtherWork:
 		// Recorded as waiting: when the other Work lets the object go, it passes it
 		// to this one instead of deleting it.
@@ -487,7 +492,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 	if !changedOnHub && strategy.WhenDrifted == lodestarworkv1alpha1.DriftCorrect && r.unchangedSinceWritten(res.key, sent(existing), existing) {
 		// Applying again would write nothing: the object is read, not written.
 		res.live, res.record = existing, record(existing, res.id, hash)
-		res.condition = appliedCondition(metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied, "applied with server-side apply")
+		res.condition = appliedCondition(metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied, msgApplied)
 		return *res
 	}
 	var desired *unstructured.Unstructured
@@ -499,7 +504,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 			if paths, err = r.dryRunDiff(ctx, withOwner(desired, applied), existing); err == nil {
 				// Nothing is written: the object is left as it is.
 				res.live, res.drift, res.record = existing, paths, prev.DeepCopy()
-				msg := "applied with server-side apply"
+				msg := msgApplied
 				if len(res.drift) > 0 {
 					msg = "applied; changed on the member since, and left so (whenDrifted: Report)"
 				}
@@ -526,7 +531,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 	if !changedOnHub && res.live.GetResourceVersion() != existing.GetResourceVersion() {
 		res.corrected = diff.PathsWithin(withOwner(desired, applied).Object, existing.Object, res.live.Object, maxDiffPaths)
 	}
-	msg := "applied with server-side apply"
+	msg := msgApplied
 	if len(res.corrected) > 0 {
 		msg = "applied with server-side apply; set back what was changed on the member at " + strings.Join(res.corrected, ", ")
 	}

@@ -130,10 +130,18 @@ func TestUnchangedObjectsAreReadNotWritten(t *testing.T) {
 		g.Expect(applies.count("ConfigMap")).To(Equal(configMaps), "ConfigMap applies: %s", why)
 	}
 
+	workVersion := func() string {
+		t.Helper()
+		got := &workv1alpha1.Work{}
+		g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
+		return got.ResourceVersion
+	}
 	d := reconcileWork()
 	expectApplies(1, 1, "created")
+	written := workVersion()
 	d = reconcileWork()
 	expectApplies(1, 1, "nothing changed")
+	g.Expect(workVersion()).To(Equal(written), "the Work's status is as the creating reconcile wrote it")
 
 	// Its pods become available on the member: a status write.
 	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
