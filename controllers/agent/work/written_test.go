@@ -136,10 +136,10 @@ func TestUnchangedObjectsAreReadNotWritten(t *testing.T) {
 		g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 		return got.ResourceVersion
 	}
-	d := reconcileWork()
+	reconcileWork()
 	expectApplies(1, 1, "created")
 	written := workVersion()
-	d = reconcileWork()
+	d := reconcileWork()
 	expectApplies(1, 1, "nothing changed")
 	g.Expect(workVersion()).To(Equal(written), "the Work's status is as the creating reconcile wrote it")
 
