@@ -399,7 +399,7 @@ func (r *Reconciler) execute(ctx context.Context, res *result, a action, m manif
 			return res.fail(lodestarworkv1alpha1.ReasonApplyFailed, "%s", errorMessage(res.transient, m.isSecret))
 		}
 		res.record = record(res.live, res.id, m.hash)
-		r.rememberWritten(res.key, manifestHash(withOwner(m.obj, applied)), res.live)
+		r.rememberWritten(res.key, sentID(m, nil, applied), res.live)
 		if by := createdBy(res.live); by != "" {
 			// Someone else created the object between the agent's read and its
 			// apply, which then patched theirs: it is not the agent's to delete.
@@ -486,10 +486,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 		// Another Work placed it and let it go to this one: it was not deleted.
 		res.passedFrom = prev.WaitingFor
 	}
-	sent := func(existing *unstructured.Unstructured) string {
-		return manifestHash(withOwner(withIgnored(obj, existing, ignored), applied))
-	}
-	if !changedOnHub && strategy.WhenDrifted == lodestarworkv1alpha1.DriftCorrect && r.unchangedSinceWritten(res.key, sent(existing), existing) {
+	if !changedOnHub && strategy.WhenDrifted == lodestarworkv1alpha1.DriftCorrect && r.unchangedSinceWritten(res.key, sentID(m, existing, applied), existing) {
 		// Applying again would write nothing: the object is read, not written.
 		res.live, res.record = existing, record(existing, res.id, hash)
 		res.condition = appliedCondition(metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied, msgApplied)
@@ -527,7 +524,7 @@ func (r *Reconciler) update(ctx context.Context, res *result, applied *lodestarw
 		existing = fresh
 	}
 	res.record = record(res.live, res.id, hash)
-	r.rememberWritten(res.key, sent(existing), res.live)
+	r.rememberWritten(res.key, sentID(m, existing, applied), res.live)
 	if !changedOnHub && res.live.GetResourceVersion() != existing.GetResourceVersion() {
 		res.corrected = diff.PathsWithin(withOwner(desired, applied).Object, existing.Object, res.live.Object, maxDiffPaths)
 	}

@@ -3,6 +3,8 @@ package work
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
 
 // written is what the agent last applied to an object, and the object as the
@@ -10,13 +12,22 @@ import (
 // would change nothing.
 type written struct {
 	uid types.UID
-	// sent identifies what was applied (manifestHash, with the owner and the
-	// ignored fields).
+	// sent identifies what was applied (sentID).
 	sent string
 	// resourceVersion, generation and meta are the object's after the apply.
 	resourceVersion string
 	generation      int64
 	meta            string
+}
+
+// sentID identifies what applying m over existing sends: the manifest with the
+// ignored fields' values existing has, and the AppliedWork as an owner.
+func sentID(m manifest, existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) string {
+	hash := m.hash
+	if existing != nil && len(m.ignored) > 0 {
+		hash = manifestHash(withIgnored(m.obj, existing, m.ignored))
+	}
+	return hash + "/" + string(applied.UID)
 }
 
 // unchangedSinceWritten tells whether applying sent to existing would write
