@@ -279,6 +279,56 @@ func (l *listed) managed(set, name string) (bool, error) { return l.bySet[set][n
 
 func (l *listed) claims(name string) ([]string, error) { return l.claimed[name], nil }
 
+// ClusterLabels returns the labels of the named clusters' ClusterProfiles: of
+// the Lodestar profile that claims each name (marked with the cluster's Work
+// namespace), else of a Lodestar profile of that name, the first by cluster
+// set; a cluster without one is left out. As Decided, it reads a few clusters'
+// profiles one by one and many with one List (BulkReads). The labels are the
+// cache's: not to be changed.
+func ClusterLabels(ctx context.Context, c client.Reader, clusters []string) (map[string]map[string]string, error) {
+	chosen := make(map[string]*cpv1alpha1.ClusterProfile, len(clusters))
+	consider := func(p *cpv1alpha1.ClusterProfile) {
+		if !lookup.Managed(p) {
+			return
+		}
+		prev, ok := chosen[p.Name]
+		if ok && (claims(prev) && !claims(p) || claims(prev) == claims(p) && prev.Namespace < p.Namespace) {
+			return
+		}
+		chosen[p.Name] = p
+	}
+	if len(clusters) <= BulkReads {
+		for _, name := range clusters {
+			same, err := lookup.ClusterProfilesNamed(ctx, c, name)
+			if err != nil {
+				return nil, err
+			}
+			for i := range same {
+				consider(&same[i])
+			}
+		}
+	} else {
+		list := &cpv1alpha1.ClusterProfileList{}
+		if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
+		}
+		wanted := make(map[string]bool, len(clusters))
+		for _, name := range clusters {
+			wanted[name] = true
+		}
+		for i := range list.Items {
+			if wanted[list.Items[i].Name] {
+				consider(&list.Items[i])
+			}
+		}
+	}
+	out := make(map[string]map[string]string, len(chosen))
+	for name, p := range chosen {
+		out[name] = p.Labels
+	}
+	return out, nil
+}
+
 // DecidedIn is Decided for the cluster sets the Placement's namespace may use
 // (lookup.ClusterSets: those of managed its ClusterSetBindings name).
 func DecidedIn(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, managed []string) (Decisions, error) {

@@ -46,7 +46,7 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 	t.Cleanup(func() { _ = hub.Stop() })
 
 	profile := func(set, name string, managed, claimed bool) client.Object {
-		p := &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: set, Name: name, Labels: map[string]string{}}}
+		p := &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: set, Name: name, Labels: map[string]string{"set": set}}}
 		if managed {
 			p.Spec.ClusterManager.Name = placementv1alpha1.ClusterManagerName
 		}
@@ -63,11 +63,14 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 		// The same name in another set, not marked: no ambiguity.
 		profile("fleet", "shared", true, true),
 		profile("other", "shared", true, false),
+		// The same name unclaimed in a set that sorts first.
+		profile("abc", "late", true, false),
+		profile("fleet", "late", true, true),
 	}
 	for i := range placementref.BulkReads + 10 {
 		objs = append(objs, profile("fleet", fmt.Sprintf("c-%03d", i), true, true))
 	}
-	for _, ns := range []string{"fleet", "other", "app"} {
+	for _, ns := range []string{"fleet", "other", "abc", "app"} {
 		g.Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
 	for _, o := range objs {
@@ -125,4 +128,22 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 		g.Expect(many.Rejected[i]).To(Equal("PlacementDecision many-1" + r[len("PlacementDecision few-1"):]))
 	}
 	g.Expect(many.Rejected).To(HaveLen(len(few.Rejected)))
+
+	// ClusterLabels reads the same labels both ways: the claiming profile's, else
+	// the first Lodestar profile's by cluster set; none without one.
+	fewLabels, err := placementref.ClusterLabels(ctx, c, append([]string{"c-000", "late"}, special...))
+	g.Expect(err).NotTo(HaveOccurred())
+	manyLabels, err := placementref.ClusterLabels(ctx, c, append(append(all, "late"), special...))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fewLabels).To(HaveLen(4))
+	g.Expect(fewLabels).NotTo(HaveKey("unmanaged"))
+	g.Expect(fewLabels).NotTo(HaveKey("missing"))
+	g.Expect(fewLabels["c-000"]).To(HaveKeyWithValue("set", "fleet"))
+	g.Expect(fewLabels["late"]).To(HaveKeyWithValue("set", "fleet"), "the claiming profile")
+	g.Expect(fewLabels["shared"]).To(HaveKeyWithValue("set", "fleet"), "the claiming profile")
+	g.Expect(fewLabels["twice"]).To(HaveKeyWithValue("set", "fleet"), "both claim: the first by set")
+	g.Expect(manyLabels).To(HaveLen(len(all) + 3))
+	for name, labels := range fewLabels {
+		g.Expect(manyLabels).To(HaveKeyWithValue(name, labels))
+	}
 }

@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/summary"
 )
@@ -25,7 +22,7 @@ func (r *Reconciler) summaries(ctx context.Context, placement *placementv1alpha1
 	for _, s := range specs {
 		if s.GroupBy != nil && s.GroupBy.ClusterLabel != "" {
 			var err error
-			if labels, err = r.clusterLabels(ctx, decided); err != nil {
+			if labels, err = placementref.ClusterLabels(ctx, r.Client, decided); err != nil {
 				return nil, err
 			}
 			break
@@ -110,25 +107,4 @@ func groupValue(s placementv1alpha1.StatusSummary) string {
 		return ""
 	}
 	return s.GroupBy.Value
-}
-
-// clusterLabels returns the labels of the clusters' ClusterProfiles, read with
-// one List of the cache however many clusters there are.
-func (r *Reconciler) clusterLabels(ctx context.Context, clusters []string) (map[string]map[string]string, error) {
-	list := &cpv1alpha1.ClusterProfileList{}
-	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
-	}
-	wanted := make(map[string]bool, len(clusters))
-	for _, c := range clusters {
-		wanted[c] = true
-	}
-	out := make(map[string]map[string]string, len(clusters))
-	for i := range list.Items {
-		p := &list.Items[i]
-		if _, done := out[p.Name]; !done && wanted[p.Name] && lookup.Managed(p) {
-			out[p.Name] = p.Labels
-		}
-	}
-	return out, nil
 }
