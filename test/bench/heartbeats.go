@@ -11,9 +11,12 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -106,9 +109,26 @@ func (f *fleet) heartbeats(ctx context.Context, bw float64, record func(*Result)
 	// Every paced agent renews once in an interval: over a whole one, the rate is
 	// the fleet's own, wherever each agent's renewals fall.
 	window := want
+	windowStart := time.Now()
 	before, after, err := overWindow(ctx, window, f.hubWritesByKind)
 	if err != nil {
 		return err
+	}
+	// Every cluster must still be reachable, and none must have changed its
+	// reachability in the window (a late heartbeat, or the hub catching up).
+	profiles := &cpv1alpha1.ClusterProfileList{}
+	if err := f.admin.List(ctx, profiles, client.MatchingLabels{"fleet": "edge"}); err != nil {
+		return err
+	}
+	var unreachable, changed int
+	for i := range profiles.Items {
+		c := meta.FindStatusCondition(profiles.Items[i].Status.Conditions, placementv1alpha1.AgentReachableCondition)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			unreachable++
+		}
+		if c != nil && c.LastTransitionTime.After(windowStart) {
+			changed++
+		}
 	}
 	leaseWrites := (after["leases PUT"] - before["leases PUT"] + after["leases PATCH"] - before["leases PATCH"]) / window.Seconds()
 	var all float64
@@ -122,6 +142,8 @@ func (f *fleet) heartbeats(ctx context.Context, bw float64, record func(*Result)
 	r.add("heartbeat writes as a fraction of B_w", leaseWrites/bw, "")
 	r.add("all hub writes meanwhile", all/window.Seconds(), "writes/s")
 	r.add("an agent that stops is unreachable after at most", (wantDuration + clusterhealth.DefaultGracePeriod).Seconds(), "s")
+	r.add("clusters not reachable at the end", float64(unreachable), "")
+	r.add("clusters whose reachability changed in the window", float64(changed), "")
 	kinds := make([]string, 0, len(after))
 	for k, v := range after {
 		if (v-before[k])/window.Seconds() >= 1 {
