@@ -119,13 +119,15 @@ func TestBadManifestsFailOnlyThemselves(t *testing.T) {
 }
 
 // Removing a manifest deletes its object, but not one that someone recreated
-// after the agent created it.
+// after the agent created it. (The Work reports drift rather than correcting it:
+// under Correct the agent may create the deleted object again before the test
+// does, which is drift correction, not what this test is about.)
 func TestRemovedManifestDeletesOnlyWhatItCreated(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := "agent-" + newNamespace(t)
 	member := members[member2].Client
-	w := newWork(t, member2, "removal", nil,
+	w := newWork(t, member2, "removal", &lodestarworkv1alpha1.ApplyStrategy{WhenDrifted: lodestarworkv1alpha1.DriftReport},
 		configMapManifest(t, ns, "keep", nil),
 		configMapManifest(t, ns, "drop", nil),
 		configMapManifest(t, ns, "recreated", nil),
