@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -27,7 +28,7 @@ const AssetsEnv = "KUBEBUILDER_ASSETS"
 
 // How long tests on real API servers wait, sized for a loaded 2-core CI machine
 // (Kubernetes being built beside the tests), not for an idle one. Each test
-// package sets them once as its Gomega defaults.
+// package sets them once as its Gomega defaults (SetGomegaDefaults).
 const (
 	// EventuallyTimeout bounds an Eventually.
 	EventuallyTimeout = 60 * time.Second
@@ -36,6 +37,15 @@ const (
 	// PollInterval is how often both look.
 	PollInterval = 100 * time.Millisecond
 )
+
+// SetGomegaDefaults makes these Gomega's defaults for Eventually and
+// Consistently; each test package on real API servers calls it once.
+func SetGomegaDefaults() {
+	gomega.SetDefaultEventuallyTimeout(EventuallyTimeout)
+	gomega.SetDefaultEventuallyPollingInterval(PollInterval)
+	gomega.SetDefaultConsistentlyDuration(ConsistentlyDuration)
+	gomega.SetDefaultConsistentlyPollingInterval(PollInterval)
+}
 
 // AgentServiceAccount is the name of each agent's ServiceAccount in its cluster's
 // namespace on the hub.

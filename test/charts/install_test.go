@@ -31,10 +31,7 @@ const releaseNamespace = testenv.ReleaseNamespace
 
 // The package's Gomega defaults, sized for a busy CI machine (testenv).
 func init() {
-	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
-	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
-	SetDefaultConsistentlyDuration(testenv.ConsistentlyDuration)
-	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
+	testenv.SetGomegaDefaults()
 }
 
 // serviceAccountConfig returns a connection as a ServiceAccount of the charts

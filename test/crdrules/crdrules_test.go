@@ -37,8 +37,7 @@ var apiServer *testenv.ControlPlane
 
 // TestMain starts one API server serving every CRD Lodestar ships (hub and member).
 func TestMain(m *testing.M) {
-	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
-	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
+	testenv.SetGomegaDefaults()
 	scheme := hub.NewScheme()
 	if err := lodestarworkv1alpha1.AddToScheme(scheme); err != nil {
 		panic(err)

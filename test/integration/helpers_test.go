@@ -25,10 +25,7 @@ import (
 
 // The package's Gomega defaults, sized for a busy CI machine (testenv).
 func init() {
-	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
-	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
-	SetDefaultConsistentlyDuration(testenv.ConsistentlyDuration)
-	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
+	testenv.SetGomegaDefaults()
 }
 
 // newNamespace creates a namespace of its own for a test on the hub, bound to the

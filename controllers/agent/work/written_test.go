@@ -29,10 +29,7 @@ import (
 
 // The package's Gomega defaults, sized for a busy CI machine (testenv).
 func init() {
-	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
-	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
-	SetDefaultConsistentlyDuration(testenv.ConsistentlyDuration)
-	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
+	testenv.SetGomegaDefaults()
 }
 
 // applyCounter counts the applies (not dry runs) the agent sends, by kind.

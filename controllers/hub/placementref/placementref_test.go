@@ -24,10 +24,7 @@ import (
 
 // The package's Gomega defaults, sized for a busy CI machine (testenv).
 func init() {
-	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
-	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
-	SetDefaultConsistentlyDuration(testenv.ConsistentlyDuration)
-	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
+	testenv.SetGomegaDefaults()
 }
 
 // Decided judges a few decided clusters by reading their profiles one by one and

@@ -51,10 +51,7 @@ func init() {
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	// The package's Gomega defaults, sized for a busy CI machine.
-	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
-	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
-	SetDefaultConsistentlyDuration(testenv.ConsistentlyDuration)
-	SetDefaultConsistentlyPollingInterval(testenv.PollInterval)
+	testenv.SetGomegaDefaults()
 	os.Exit(testenv.RunWithHub(m, hub.NewScheme(), startScheduler))
 }
 
