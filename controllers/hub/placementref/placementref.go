@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -111,48 +110,37 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 	if scheduler == "" {
 		scheduler = placementv1alpha1.DefaultSchedulerName
 	}
-	// The fleet's profiles are read one at a time for a few clusters, and with one
-	// List for many (a List copies every ClusterProfile of the hub).
-	refs := 0
+	var named []string
 	for i := range list.Items {
-		refs += len(list.Items[i].Decisions)
-	}
-	var fleet profiles = lookups{ctx: ctx, c: c}
-	if refs > BulkReads {
-		listed, err := listProfiles(ctx, c, sets)
-		if err != nil {
-			return Decisions{}, err
+		for _, d := range list.Items[i].Decisions {
+			named = append(named, d.ClusterProfileRef.Name)
 		}
-		fleet = listed
 	}
-	allowed := func(ref cpv1alpha1.ClusterProfileReference) (string, error) {
+	fleet, err := profilesNamed(ctx, c, named)
+	if err != nil {
+		return Decisions{}, err
+	}
+	allowed := func(ref cpv1alpha1.ClusterProfileReference) string {
 		if !slices.Contains(sets, ref.Namespace) {
 			if ref.Namespace == "" {
-				return "names no cluster set (clusterProfileRef.namespace is empty)", nil
+				return "names no cluster set (clusterProfileRef.namespace is empty)"
 			}
-			return fmt.Sprintf("cluster set %s is not one the namespace may use", ref.Namespace), nil
+			return fmt.Sprintf("cluster set %s is not one the namespace may use", ref.Namespace)
 		}
-		managed, err := fleet.managed(ref.Namespace, ref.Name)
-		if err != nil {
-			return "", err
-		}
-		if !managed {
-			return fmt.Sprintf("no ClusterProfile %s/%s that Lodestar manages", ref.Namespace, ref.Name), nil
+		same := fleet[ref.Name]
+		if !slices.ContainsFunc(same, func(p *cpv1alpha1.ClusterProfile) bool { return p.Namespace == ref.Namespace && lookup.Managed(p) }) {
+			return fmt.Sprintf("no ClusterProfile %s/%s that Lodestar manages", ref.Namespace, ref.Name)
 		}
 		// A cluster's Works go to the hub namespace of its name: a name that
 		// another cluster set's profile claims (the hub marks the profiles of the
 		// sets it manages with their Work namespace) could send one set's Works to
 		// the other's cluster.
-		claims, err := fleet.claims(ref.Name)
-		if err != nil {
-			return "", err
-		}
-		for _, set := range claims {
-			if set != ref.Namespace {
-				return fmt.Sprintf("cluster name %s is used in cluster sets %s and %s; its Works would be ambiguous", ref.Name, ref.Namespace, set), nil
+		for _, p := range same {
+			if claims(p) && p.Namespace != ref.Namespace {
+				return fmt.Sprintf("cluster name %s is used in cluster sets %s and %s; its Works would be ambiguous", ref.Name, ref.Namespace, p.Namespace)
 			}
 		}
-		return "", nil
+		return ""
 	}
 
 	seen := map[string]bool{}
@@ -174,11 +162,7 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 		declared[pd.Annotations[placementv1alpha1.DecisionSlicesAnnotation]] = true
 		for _, d := range pd.Decisions {
 			ref := d.ClusterProfileRef
-			why, err := allowed(ref)
-			if err != nil {
-				return Decisions{}, err
-			}
-			if why != "" {
+			if why := allowed(ref); why != "" {
 				out.Rejected = append(out.Rejected, fmt.Sprintf("PlacementDecision %s names cluster %s: %s", pd.Name, ref.Name, why))
 				continue
 			}
@@ -193,45 +177,43 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 	return out, nil
 }
 
-// BulkReads is the number of decided clusters above which Decided reads the
-// fleet's ClusterProfiles with one List rather than one by one.
+// BulkReads is the number of cluster names above which their ClusterProfiles
+// are read with one List of all rather than name by name.
 const BulkReads = 64
 
-// profiles is what Decided needs to know of the fleet's ClusterProfiles.
-type profiles interface {
-	// managed tells whether Lodestar manages a ClusterProfile set/name.
-	managed(set, name string) (bool, error)
-	// claims are the cluster sets whose Lodestar profile of that cluster name is
-	// marked with the cluster's Work namespace.
-	claims(name string) ([]string, error)
-}
-
-// lookups reads profiles one at a time from the cache.
-type lookups struct {
-	ctx context.Context
-	c   client.Reader
-}
-
-func (l lookups) managed(set, name string) (bool, error) {
-	p := &cpv1alpha1.ClusterProfile{}
-	if err := l.c.Get(l.ctx, client.ObjectKey{Namespace: set, Name: name}, p, client.UnsafeDisableDeepCopy); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
+// profilesNamed returns the ClusterProfiles of the given cluster names, in every
+// cluster set, by name: read name by name through the cache's name index for a
+// few names, and with one List for many (a List copies every ClusterProfile of
+// the hub). They are the cache's: not to be changed.
+func profilesNamed(ctx context.Context, c client.Reader, names []string) (map[string][]*cpv1alpha1.ClusterProfile, error) {
+	out := make(map[string][]*cpv1alpha1.ClusterProfile, len(names))
+	if len(names) <= BulkReads {
+		for _, name := range names {
+			if _, done := out[name]; done {
+				continue
+			}
+			same, err := lookup.ClusterProfilesNamed(ctx, c, name)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = []*cpv1alpha1.ClusterProfile{}
+			for i := range same {
+				out[name] = append(out[name], &same[i])
+			}
 		}
-		return false, fmt.Errorf("reading ClusterProfile %s/%s: %w", set, name, err)
+		return out, nil
 	}
-	return lookup.Managed(p), nil
-}
-
-func (l lookups) claims(name string) ([]string, error) {
-	same, err := lookup.ClusterProfilesNamed(l.ctx, l.c, name)
-	if err != nil {
-		return nil, err
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
 	}
-	var out []string
-	for i := range same {
-		if claims(&same[i]) {
-			out = append(out, same[i].Namespace)
+	wanted := make(map[string]bool, len(names))
+	for _, name := range names {
+		wanted[name] = true
+	}
+	for i := range list.Items {
+		if p := &list.Items[i]; wanted[p.Name] {
+			out[p.Name] = append(out[p.Name], p)
 		}
 	}
 	return out, nil
@@ -243,83 +225,27 @@ func claims(p *cpv1alpha1.ClusterProfile) bool {
 	return lookup.Managed(p) && p.Labels[placementv1alpha1.WorkNamespaceLabel] == names.ClusterNamespace(p.Name)
 }
 
-// listed is the fleet's profiles as one List of the cache found them.
-type listed struct {
-	// bySet are Lodestar's profiles of the cluster sets asked for, by set.
-	bySet map[string]map[string]bool
-	// claimed are the claims by cluster name.
-	claimed map[string][]string
-}
-
-func listProfiles(ctx context.Context, c client.Reader, sets []string) (*listed, error) {
-	list := &cpv1alpha1.ClusterProfileList{}
-	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
-	}
-	out := &listed{bySet: map[string]map[string]bool{}, claimed: map[string][]string{}}
-	for i := range list.Items {
-		p := &list.Items[i]
-		if !lookup.Managed(p) {
-			continue
-		}
-		if slices.Contains(sets, p.Namespace) {
-			if out.bySet[p.Namespace] == nil {
-				out.bySet[p.Namespace] = map[string]bool{}
-			}
-			out.bySet[p.Namespace][p.Name] = true
-		}
-		if claims(p) {
-			out.claimed[p.Name] = append(out.claimed[p.Name], p.Namespace)
-		}
-	}
-	return out, nil
-}
-
-func (l *listed) managed(set, name string) (bool, error) { return l.bySet[set][name], nil }
-
-func (l *listed) claims(name string) ([]string, error) { return l.claimed[name], nil }
-
 // ClusterLabels returns the labels of the named clusters' ClusterProfiles: of
 // the Lodestar profile that claims each name (marked with the cluster's Work
 // namespace), else of a Lodestar profile of that name, the first by cluster
-// set; a cluster without one is left out. As Decided, it reads a few clusters'
-// profiles one by one and many with one List (BulkReads). The labels are the
-// cache's: not to be changed.
+// set; a cluster without one is left out (profilesNamed reads them). The
+// labels are the cache's: not to be changed.
 func ClusterLabels(ctx context.Context, c client.Reader, clusters []string) (map[string]map[string]string, error) {
-	chosen := make(map[string]*cpv1alpha1.ClusterProfile, len(clusters))
-	consider := func(p *cpv1alpha1.ClusterProfile) {
-		if !lookup.Managed(p) {
-			return
-		}
-		prev, ok := chosen[p.Name]
-		if ok && (claims(prev) && !claims(p) || claims(prev) == claims(p) && prev.Namespace < p.Namespace) {
-			return
-		}
-		chosen[p.Name] = p
+	fleet, err := profilesNamed(ctx, c, clusters)
+	if err != nil {
+		return nil, err
 	}
-	if len(clusters) <= BulkReads {
-		for _, name := range clusters {
-			same, err := lookup.ClusterProfilesNamed(ctx, c, name)
-			if err != nil {
-				return nil, err
+	chosen := make(map[string]*cpv1alpha1.ClusterProfile, len(clusters))
+	for name, same := range fleet {
+		for _, p := range same {
+			if !lookup.Managed(p) {
+				continue
 			}
-			for i := range same {
-				consider(&same[i])
+			prev, ok := chosen[name]
+			if ok && (claims(prev) && !claims(p) || claims(prev) == claims(p) && prev.Namespace < p.Namespace) {
+				continue
 			}
-		}
-	} else {
-		list := &cpv1alpha1.ClusterProfileList{}
-		if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
-		}
-		wanted := make(map[string]bool, len(clusters))
-		for _, name := range clusters {
-			wanted[name] = true
-		}
-		for i := range list.Items {
-			if wanted[list.Items[i].Name] {
-				consider(&list.Items[i])
-			}
+			chosen[name] = p
 		}
 	}
 	out := make(map[string]map[string]string, len(chosen))
