@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 )
 
 // newGetCommand is `kubectl lodestar get clusters`.
@@ -36,7 +36,7 @@ func newGetCommand(o *options) *cobra.Command {
 		selector     string
 		allSets      bool
 	)
-	print := genericclioptions.NewPrintFlags("").WithTypeSetter(hub.NewScheme())
+	print := genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Hub())
 	clusters := &cobra.Command{
 		Use:     "clusters",
 		Aliases: []string{"cluster", "clusterprofiles"},

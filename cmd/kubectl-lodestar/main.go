@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
+	"github.com/lodestar-dev/lodestar/internal/watches"
 )
 
 func main() {
@@ -138,7 +138,7 @@ func (o *options) hub() (*rest.Config, client.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Hub()})
 	return cfg, c, err
 }
 
@@ -168,7 +168,7 @@ func (o *options) kinds(context.Context) ([]schema.GroupVersionKind, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kube.NamespacedKinds(d)
+	return watches.NamespacedKinds(d)
 }
 
 func orDefault(s, d string) string {

@@ -18,10 +18,10 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -31,7 +31,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.RunWithHub(m, hub.NewScheme(), func(cp *testenv.ControlPlane) (func(), error) {
+	os.Exit(testenv.RunWithHub(m, scheme.Hub(), func(cp *testenv.ControlPlane) (func(), error) {
 		hubCP = cp
 		dir, err := os.MkdirTemp("", "kubectl-lodestar-")
 		if err != nil {
@@ -68,7 +68,7 @@ func TestJoinWritesTheAgentKubeconfig(t *testing.T) {
 	// The kubeconfig is the agent's identity: its own namespace, nothing else.
 	cfg, err := clientcmd.BuildConfigFromFlags("", out)
 	g.Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Hub()})
 	g.Expect(err).NotTo(HaveOccurred())
 	err = c.Get(t.Context(), client.ObjectKey{Namespace: names.ClusterNamespace("edge-1"), Name: placementv1alpha1.AgentLeaseName}, &coordinationv1.Lease{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "got %v", err)

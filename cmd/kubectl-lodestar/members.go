@@ -15,7 +15,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/kubeconfig"
 )
 
 // newJoinCommand is `kubectl lodestar join <cluster>`.
@@ -75,7 +75,7 @@ other cluster can take the name: give --member-kubeconfig (read once) or
 			if server != "" {
 				agentCfg.Host = server
 			}
-			b, err := kube.Kubeconfig(agentCfg, "lodestar-hub")
+			b, err := kubeconfig.For(agentCfg, "lodestar-hub")
 			if err != nil {
 				return err
 			}

@@ -11,8 +11,8 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
-	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/rolloutctl"
 )
 
@@ -42,7 +42,7 @@ func rolloutPlacement(t *testing.T, reason string) client.ObjectKey {
 	status.Status.Conditions = []metav1.Condition{{Type: placementv1alpha1.ProgressingCondition, Status: metav1.ConditionFalse,
 		Reason: reason, Message: "revision 2: 1 of 2 clusters updated", ObservedGeneration: 1, LastTransitionTime: metav1.Now()}}
 	status.Status.Rollout = &placementv1alpha1.RolloutStatus{TargetRevision: revs[1].Name, TargetRevisionNumber: 2}
-	g.Expect(kube.ApplyStatus(ctx, hubCP.Client, status, "test")).To(Succeed())
+	g.Expect(patch.ApplyStatus(ctx, hubCP.Client, status, "test")).To(Succeed())
 	return client.ObjectKeyFromObject(p)
 }
 

@@ -18,9 +18,9 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -93,7 +93,7 @@ func TestStatusReadsOnlyThePlacement(t *testing.T) {
 	// and status did not need it to.
 	cfg, err := clientcmd.BuildConfigFromFlags("", tenant)
 	g.Expect(err).NotTo(HaveOccurred())
-	tc, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
+	tc, err := client.New(cfg, client.Options{Scheme: scheme.Hub()})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(tc.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace(names.ClusterNamespace("edge-2")))).To(MatchError(ContainSubstring("forbidden")))
 

@@ -21,7 +21,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/run"
 )
 
 func main() {
@@ -113,7 +113,7 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("Starting")
-	if err := kube.Run(mgr); err != nil {
+	if err := run.Manager(mgr); err != nil {
 		log.Error(err, "Running the agent")
 		os.Exit(1)
 	}

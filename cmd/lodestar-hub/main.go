@@ -16,7 +16,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/run"
 )
 
 func main() {
@@ -68,7 +68,7 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("Starting")
-	if err := kube.Run(mgr); err != nil {
+	if err := run.Manager(mgr); err != nil {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
 	}

@@ -14,33 +14,29 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
-	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
+	"github.com/lodestar-dev/lodestar/internal/watches"
 )
 
 // Options configure an agent.
@@ -135,19 +131,6 @@ func LoadConfig(path string) (Config, error) {
 	return c, nil
 }
 
-// NewScheme returns a scheme with every type the agent uses.
-func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, workv1alpha1.AddToScheme, lodestarworkv1alpha1.AddToScheme, aboutv1alpha1.AddToScheme, cpv1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(err) // Registering static types cannot fail.
-		}
-	}
-	return s
-}
-
 // NewManager returns an agent ready to Start.
 func NewManager(opts Options) (ctrl.Manager, error) {
 	if opts.ClusterName == "" {
@@ -157,9 +140,9 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 		return nil, errors.New("both the hub and the member connection are required")
 	}
 	metrics.RegisterAgent()
-	scheme := NewScheme()
+	s := scheme.Agent()
 	mopts := opts.Manager
-	mopts.Scheme = scheme
+	mopts.Scheme = s
 	// Watch only the cluster's own namespace on the hub: the agent's identity may
 	// read nothing else.
 	// Neither cache keeps managedFields: the agent never reads them from a cache
@@ -197,15 +180,15 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the member client: %w", err)
 	}
-	member, err := client.New(opts.Member, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient})
+	member, err := client.New(opts.Member, client.Options{Scheme: s, Mapper: mapper, HTTPClient: httpClient})
 	if err != nil {
 		return nil, fmt.Errorf("creating the member client: %w", err)
 	}
 	// A watch that fails because its kind is gone (CRD deleted) is stopped.
-	watches := &kube.Watches{Object: work.MetadataObject, OnStop: func(gvk schema.GroupVersionKind) {
+	watches := &watches.Set{Object: work.MetadataObject, OnStop: func(gvk schema.GroupVersionKind) {
 		metrics.AgentWatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Dec()
 	}}
-	memberCache, err := cache.New(opts.Member, cache.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient,
+	memberCache, err := cache.New(opts.Member, cache.Options{Scheme: s, Mapper: mapper, HTTPClient: httpClient,
 		DefaultWatchErrorHandler: watches.ErrorHandler, DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		return nil, fmt.Errorf("creating the member cache: %w", err)

@@ -9,26 +9,23 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterplacement"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustersetbinding"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/memberaccess"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 )
 
 // DefaultWorkers is how many Placements each hub controller reconciles at once.
@@ -57,24 +54,11 @@ type Options struct {
 	MaxHeartbeatInterval time.Duration
 }
 
-// NewScheme returns a scheme with every type the hub controllers use.
-func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, placementv1alpha1.AddToScheme, cpv1alpha1.AddToScheme, workv1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(err) // Registering static types cannot fail.
-		}
-	}
-	return s
-}
-
 // ManagerOptions returns the manager options the hub controllers need, starting
 // from base: the hub scheme, and a client that reads every kind (including the
 // user objects that Placements select, as unstructured) from the cache.
 func ManagerOptions(base ctrl.Options) ctrl.Options {
-	base.Scheme = NewScheme()
+	base.Scheme = scheme.Hub()
 	base.Client.Cache = &client.CacheOptions{Unstructured: true}
 	// Of all Leases, only the agents' heartbeats are watched.
 	if base.Cache.ByObject == nil {

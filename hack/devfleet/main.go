@@ -23,8 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lodestar-dev/lodestar/controllers/agent"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -81,7 +80,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 	}
 
 	say("starting the hub control plane and installing the lodestar-hub chart")
-	hubCP, err := testenv.StartEmpty("hub", hub.NewScheme())
+	hubCP, err := testenv.StartEmpty("hub", scheme.Hub())
 	if err != nil {
 		return err
 	}
@@ -107,7 +106,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 
 	for _, m := range testenv.DefaultMembers() {
 		say("starting member " + m.Name + " (API server, etcd, controller manager, scheduler, a kwok fake node)")
-		cp, err := testenv.StartFullMember(m.Name, agent.NewScheme())
+		cp, err := testenv.StartFullMember(m.Name, scheme.Agent())
 		if err != nil {
 			return err
 		}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/message"
 )
 
 // WholeStatusName is the name under which a whole-status rule reports.
@@ -167,8 +168,8 @@ func (f field) read(obj *unstructured.Unstructured) (any, bool, error) {
 	return vals, true, nil
 }
 
-// message is the JSON of the StatusFeedback condition's message.
-type message struct {
+// encoded is the JSON of the StatusFeedback condition's message.
+type encoded struct {
 	Values  map[string]json.RawMessage `json:"values"`
 	Trimmed []string                   `json:"trimmed,omitempty"`
 	Errors  map[string]string          `json:"errors,omitempty"`
@@ -199,9 +200,9 @@ func Encode(values map[string]any, errs map[string]string, budget int) (string, 
 		return entries[i].name < entries[j].name
 	})
 
-	m := message{Values: map[string]json.RawMessage{}}
+	m := encoded{Values: map[string]json.RawMessage{}}
 	for name, e := range errs {
-		m.Errors = withError(m.Errors, name, truncate(e, 256))
+		m.Errors = withError(m.Errors, name, message.Truncate(e, 256))
 	}
 	size := func() int { b, _ := json.Marshal(m); return len(b) }
 	if size() > budget {
@@ -228,13 +229,6 @@ func withError(errs map[string]string, name, msg string) map[string]string {
 	}
 	errs[name] = msg
 	return errs
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // Decode reads the values of a StatusFeedback condition's message; numbers are

@@ -21,10 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
-	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
+	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
+	"github.com/lodestar-dev/lodestar/internal/selection"
 )
 
 // Options say what to render.
@@ -37,7 +38,7 @@ type Options struct {
 	// objects it may select.
 	Local []*unstructured.Unstructured
 	// Kinds returns the namespaced kinds the hub serves, for resource selectors
-	// without kind (kube.NamespacedKinds).
+	// without kind (watches.NamespacedKinds).
 	Kinds func(ctx context.Context) ([]schema.GroupVersionKind, error)
 }
 
@@ -52,11 +53,11 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	objs, err := workgenerator.SelectObjects(ctx, placement, workgenerator.Source{Mapper: c.RESTMapper(), List: hubAndLocal(c, o.Local), Kinds: o.Kinds})
+	objs, err := selection.SelectObjects(ctx, placement, selection.Source{Mapper: c.RESTMapper(), List: hubAndLocal(c, o.Local), Kinds: o.Kinds})
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	base, res, err := workgenerator.Preview(objs, placement, view)
+	base, res, err := render.Preview(objs, placement, view)
 	if err != nil {
 		return nil, overrides.Result{}, fmt.Errorf("placement %s on cluster %s: %w", o.Placement.Name, o.Cluster, err)
 	}
@@ -138,7 +139,7 @@ func clusterView(ctx context.Context, c client.Client, namespace, name string) (
 
 // hubAndLocal lists the hub's objects, with those of the file in place of the
 // hub's of the same name.
-func hubAndLocal(c client.Client, local []*unstructured.Unstructured) workgenerator.Lister {
+func hubAndLocal(c client.Client, local []*unstructured.Unstructured) selection.Lister {
 	return func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))

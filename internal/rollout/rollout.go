@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
 
 // UnmatchedStage is the stage of the clusters that match no stage of a Staged
@@ -260,9 +260,7 @@ func (p *planner) recheckIn(d time.Duration) {
 	if d <= 0 {
 		d = time.Second
 	}
-	if p.recheck == 0 || d < p.recheck {
-		p.recheck = d
-	}
+	p.recheck = requeue.Soonest(p.recheck, d)
 }
 
 // budget counts the failed clusters and tells whether starting is allowed.
@@ -663,18 +661,10 @@ func Remove(leaving []Leaving, selected []Cluster, deadline time.Duration, now t
 			available--
 		default:
 			r.Kept = append(r.Kept, l.Name)
-			if d := l.Since.Add(cmp.Or(l.Deadline, deadline)).Sub(now); !held && (r.RecheckAfter == 0 || d < r.RecheckAfter) {
-				r.RecheckAfter = d
+			if !held {
+				r.RecheckAfter = requeue.Soonest(r.RecheckAfter, l.Since.Add(cmp.Or(l.Deadline, deadline)).Sub(now))
 			}
 		}
 	}
 	return r
-}
-
-// Summary names at most n of names, and how many more.
-func Summary(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }

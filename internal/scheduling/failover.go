@@ -6,6 +6,7 @@ import (
 	"time"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
 
 // ReasonFailedOver excludes a chosen cluster whose agent has been unreachable
@@ -53,9 +54,7 @@ func Failover(clusters []Cluster, current map[string]bool, p Policy, now time.Ti
 		unreachable++
 		left := c.UnreachableSince.Add(*p.FailoverAfter).Sub(now)
 		if left > 0 {
-			if plan.RecheckAfter == 0 || left < plan.RecheckAfter {
-				plan.RecheckAfter = left
-			}
+			plan.RecheckAfter = requeue.Soonest(plan.RecheckAfter, left)
 			continue
 		}
 		due = append(due, c.Name)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
 
 // MaxDecisionsPerSlice is the most clusters one PlacementDecision may name.
@@ -168,9 +169,7 @@ func Schedule(clusters []Cluster, current map[string]bool, p Policy, now time.Ti
 	var eligible []candidate
 	for _, c := range clusters {
 		cand, reason, recheck := filter(c, current[c.Name], p, now)
-		if recheck > 0 && (res.RecheckAfter == 0 || recheck < res.RecheckAfter) {
-			res.RecheckAfter = recheck
-		}
+		res.RecheckAfter = requeue.Soonest(res.RecheckAfter, recheck)
 		if reason != "" {
 			res.exclude(reason, c.Name)
 			continue
@@ -280,9 +279,7 @@ func checkTaints(c Cluster, current bool, tolerations []placementv1alpha1.Tolera
 				// Not chosen anew only to be evicted soon.
 				return ReasonTainted, false, 0
 			}
-			if recheck == 0 || left < recheck {
-				recheck = left
-			}
+			recheck = requeue.Soonest(recheck, left)
 		}
 	}
 	return "", avoid, recheck

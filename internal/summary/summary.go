@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/message"
 )
 
 // DefaultMaxGroups is how many groups a summary reports unless it says otherwise.
@@ -107,7 +108,7 @@ func join(a, b string) string {
 func groupKey(by *placementv1alpha1.SummaryGroupBy, o Observation) string {
 	if by.ClusterLabel != "" {
 		if v, ok := o.Labels[by.ClusterLabel]; ok {
-			return truncate(v)
+			return message.Truncate(v, maxKey)
 		}
 		return NoGroup
 	}
@@ -117,7 +118,7 @@ func groupKey(by *placementv1alpha1.SummaryGroupBy, o Observation) string {
 	}
 	switch v := v.(type) {
 	case string:
-		return truncate(v)
+		return message.Truncate(v, maxKey)
 	case json.Number:
 		return v.String()
 	}
@@ -125,14 +126,7 @@ func groupKey(by *placementv1alpha1.SummaryGroupBy, o Observation) string {
 	if err != nil {
 		return NoGroup
 	}
-	return truncate(string(b))
-}
-
-func truncate(s string) string {
-	if len(s) <= maxKey {
-		return s
-	}
-	return s[:maxKey]
+	return message.Truncate(string(b), maxKey)
 }
 
 // capped returns the groups with the largest counts first (by key when equal), at

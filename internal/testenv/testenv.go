@@ -20,7 +20,7 @@ import (
 
 	"github.com/lodestar-dev/lodestar/config"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/kubeconfig"
 )
 
 // AssetsEnv names the directory of the kube-apiserver, etcd and kubectl binaries.
@@ -203,7 +203,7 @@ func Register(ctx context.Context, hub *ControlPlane, m Member) (*rest.Config, e
 
 // WriteKubeconfig writes a kubeconfig file for cfg, with context name name.
 func WriteKubeconfig(cfg *rest.Config, name, path string) error {
-	b, err := kube.Kubeconfig(cfg, name)
+	b, err := kubeconfig.For(cfg, name)
 	if err != nil {
 		return err
 	}

@@ -26,10 +26,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -73,15 +72,15 @@ func unthrottled(cfg *rest.Config) *rest.Config {
 }
 
 func startFleet(dir, bin string) (*fleet, error) {
-	hubCP, err := testenv.StartHub(hub.NewScheme())
+	hubCP, err := testenv.StartHub(scheme.Hub())
 	if err != nil {
 		return nil, err
 	}
 	f := &fleet{dir: dir, bin: bin, hub: hubCP, adminCfg: unthrottled(hubCP.Config)}
-	if f.admin, err = client.New(f.adminCfg, client.Options{Scheme: hub.NewScheme()}); err != nil {
+	if f.admin, err = client.New(f.adminCfg, client.Options{Scheme: scheme.Hub()}); err != nil {
 		return nil, errors.Join(err, hubCP.Stop())
 	}
-	if f.watcher, err = client.NewWithWatch(f.adminCfg, client.Options{Scheme: hub.NewScheme()}); err != nil {
+	if f.watcher, err = client.NewWithWatch(f.adminCfg, client.Options{Scheme: scheme.Hub()}); err != nil {
 		return nil, errors.Join(err, hubCP.Stop())
 	}
 	if err := testenv.WriteKubeconfig(hubCP.Config, "hub", filepath.Join(dir, "hub.kubeconfig")); err != nil {
@@ -142,7 +141,7 @@ func rssMiB(pid int, field string) float64 {
 // startSimulator runs simulated agents in this process.
 func (f *fleet) startSimulator() error {
 	mgr, err := ctrl.NewManager(f.adminCfg, ctrl.Options{
-		Scheme:                 agent.NewScheme(),
+		Scheme:                 scheme.Agent(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})

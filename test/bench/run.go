@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -330,7 +330,7 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 	var agentMetrics []string
 	hubHost := ""
 	for _, m := range testenv.DefaultMembers() {
-		cp, err := testenv.StartFullMember(m.Name, agent.NewScheme())
+		cp, err := testenv.StartFullMember(m.Name, scheme.Agent())
 		if err != nil {
 			return err
 		}

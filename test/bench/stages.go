@@ -15,7 +15,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 )
 
 // stageNames are the steps of a Placement's way to its clusters, as the hub's
@@ -52,7 +52,7 @@ func (f *fleet) watchStages(ctx context.Context, p *placementv1alpha1.Placement,
 	if err != nil {
 		return nil, err
 	}
-	works, err := f.watcher.Watch(ctx, &workv1alpha1.WorkList{}, client.MatchingLabels(placementref.WorkLabels(p)))
+	works, err := f.watcher.Watch(ctx, &workv1alpha1.WorkList{}, client.MatchingLabels(lookup.WorkLabels(p)))
 	if err != nil {
 		decisions.Stop()
 		return nil, err

@@ -24,6 +24,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -49,10 +50,10 @@ func serviceAccountConfig(t *testing.T, admin *rest.Config, name string) *rest.C
 func chartedFleet(t *testing.T, start func(string, *runtime.Scheme) (*testenv.ControlPlane, error)) (hubCP, memberCP *testenv.ControlPlane, dir string) {
 	t.Helper()
 	g := NewWithT(t)
-	hubCP, err := start("hub", hub.NewScheme())
+	hubCP, err := start("hub", scheme.Hub())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = hubCP.Stop() })
-	memberCP, err = start("member", agent.NewScheme())
+	memberCP, err = start("member", scheme.Agent())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = memberCP.Stop() })
 	dir = t.TempDir()

@@ -26,7 +26,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/config"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -38,7 +38,7 @@ var apiServer *testenv.ControlPlane
 // TestMain starts one API server serving every CRD Lodestar ships (hub and member).
 func TestMain(m *testing.M) {
 	testenv.SetGomegaDefaults()
-	scheme := hub.NewScheme()
+	scheme := scheme.Hub()
 	if err := lodestarworkv1alpha1.AddToScheme(scheme); err != nil {
 		panic(err)
 	}

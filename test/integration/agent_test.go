@@ -19,8 +19,8 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 )
 
 func manifest(t *testing.T, obj map[string]any) workv1alpha1.Manifest {
@@ -170,7 +170,7 @@ func TestRemovedManifestDeletesOnlyWhatItCreated(t *testing.T) {
 func TestAgentIdentityIsLeastPrivilege(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	c, err := client.New(agentConfigs[member1], client.Options{Scheme: agent.NewScheme()})
+	c, err := client.New(agentConfigs[member1], client.Options{Scheme: scheme.Agent()})
 	g.Expect(err).NotTo(HaveOccurred())
 	cs, err := kubernetes.NewForConfig(agentConfigs[member1])
 	g.Expect(err).NotTo(HaveOccurred())

@@ -32,6 +32,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 )
 
 // auxSet is a cluster set no Placement of these tests uses: clusters joined by the
@@ -105,7 +106,7 @@ func TestJoin(t *testing.T) {
 	}
 
 	// The returned connection is the agent's own identity.
-	agentClient, err := client.New(cfg, client.Options{Scheme: agent.NewScheme()})
+	agentClient, err := client.New(cfg, client.Options{Scheme: scheme.Agent()})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(agentClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: placementv1alpha1.AgentLeaseName}, &coordinationv1.Lease{})).To(Satisfy(apierrors.IsNotFound), "no agent has renewed it yet")
 

@@ -18,8 +18,8 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -32,7 +32,7 @@ import (
 func TestHeartbeatPacing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ownHub, err := testenv.StartHub(hub.NewScheme(), testenv.QuickShutdown)
+	ownHub, err := testenv.StartHub(scheme.Hub(), testenv.QuickShutdown)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = ownHub.Stop() })
 	hubClient := ownHub.Client

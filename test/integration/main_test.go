@@ -24,6 +24,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -104,14 +105,14 @@ func startFleet(ctx context.Context) error {
 			}
 		}()
 	}
-	start("hub", func() (*testenv.ControlPlane, error) { return testenv.StartHub(hub.NewScheme()) })
+	start("hub", func() (*testenv.ControlPlane, error) { return testenv.StartHub(scheme.Hub()) })
 	for _, m := range testenv.DefaultMembers() {
 		name := m.Name
 		startMember := testenv.StartMember
 		if name == fullMember {
 			startMember = testenv.StartFullMember
 		}
-		start(name, func() (*testenv.ControlPlane, error) { return startMember(name, agent.NewScheme()) })
+		start(name, func() (*testenv.ControlPlane, error) { return startMember(name, scheme.Agent()) })
 	}
 	wg.Wait()
 	if len(errs) > 0 {

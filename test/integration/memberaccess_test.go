@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
 	consumer "github.com/lodestar-dev/lodestar/docs/examples/member-access"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -189,7 +189,7 @@ func TestMemberAccess(t *testing.T) {
 	g.Expect(list(g)).To(ContainElement("seen-by-" + ns))
 
 	// The agent's hub identity: its own Secret, nothing else.
-	agentHub, err := client.New(rest.CopyConfig(agentConfigs[member1]), client.Options{Scheme: hub.NewScheme()})
+	agentHub, err := client.New(rest.CopyConfig(agentConfigs[member1]), client.Options{Scheme: scheme.Hub()})
 	g.Expect(err).NotTo(HaveOccurred())
 	clusterNS := names.ClusterNamespace(member1)
 	own := &corev1.Secret{}

@@ -22,9 +22,9 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -274,7 +274,7 @@ func TestCompletedJobIsNotRunAgain(t *testing.T) {
 func TestHubAPIServerRestart(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ownHub, err := testenv.StartHub(hub.NewScheme(), testenv.QuickShutdown)
+	ownHub, err := testenv.StartHub(scheme.Hub(), testenv.QuickShutdown)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = ownHub.Stop() })
 	name := "restarted-" + rand.String(5)

@@ -20,8 +20,8 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
-	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 )
 
 // A hub manager that starts over settled Placements writes nothing: not their
@@ -69,7 +69,7 @@ func TestRestartWritesNothingWhenNothingChanged(t *testing.T) {
 			g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
 			out[p.Name] = got.ResourceVersion
 			works := &workv1alpha1.WorkList{}
-			g.Expect(hubCP.Client.List(ctx, works, client.MatchingLabels(placementref.WorkLabels(got)))).To(Succeed())
+			g.Expect(hubCP.Client.List(ctx, works, client.MatchingLabels(lookup.WorkLabels(got)))).To(Succeed())
 			g.Expect(works.Items).To(HaveLen(len(p.Spec.ClusterNames)))
 			for _, w := range works.Items {
 				out[p.Name+" work "+w.Namespace] = w.ResourceVersion

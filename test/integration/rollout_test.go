@@ -27,10 +27,11 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/rolloutctl"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -63,7 +64,7 @@ func extraMembers(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cp, err := m.start(m.name, agent.NewScheme())
+				cp, err := m.start(m.name, scheme.Agent())
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {

@@ -17,9 +17,9 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -48,7 +48,7 @@ func identity(t *testing.T, ns, name string, extra []rbacv1.PolicyRule, roles ..
 	}
 	cfg, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, ns, name, time.Hour)
 	g.Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(cfg, client.Options{Scheme: hub.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Hub()})
 	g.Expect(err).NotTo(HaveOccurred())
 	return c
 }

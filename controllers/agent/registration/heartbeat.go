@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 )
 
@@ -129,16 +130,9 @@ func (h *Heartbeat) memberReady(ctx context.Context) (bool, string) {
 		if msg == "" {
 			msg = err.Error()
 		}
-		return false, truncate("the member API server is not ready: "+msg, 1024)
+		return false, message.Truncate("the member API server is not ready: "+msg, 1024)
 	}
 	return true, "the member API server is ready"
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // renew writes the Lease and returns when to renew it next. A Lease the hub

@@ -14,7 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
 
@@ -79,7 +79,7 @@ func podBlocker(ctx context.Context, c client.Reader, obj *unstructured.Unstruct
 	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
 	for i := range pods.Items {
 		if why := podProblem(&pods.Items[i]); why != "" {
-			return kube.Truncate(fmt.Sprintf("pod %s: %s", pods.Items[i].Name, why), maxBlocker), nil
+			return message.Truncate(fmt.Sprintf("pod %s: %s", pods.Items[i].Name, why), maxBlocker), nil
 		}
 	}
 	return "", nil

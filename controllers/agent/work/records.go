@@ -19,8 +19,8 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
 // appliedWork returns the member's AppliedWork for the Work, creating it if needed.
@@ -37,7 +37,7 @@ func (r *Reconciler) appliedWork(ctx context.Context, work *workv1alpha1.Work) (
 					"the AppliedWork %s was deleted on the member; it is kept (finalizer %s) while this Work exists, so the placed objects stay", applied.Name, lodestarworkv1alpha1.AppliedWorkFinalizer)
 			}
 		}
-		if err := kube.SetFinalizer(ctx, r.Member, applied, lodestarworkv1alpha1.AppliedWorkFinalizer, true); err != nil {
+		if err := patch.SetFinalizer(ctx, r.Member, applied, lodestarworkv1alpha1.AppliedWorkFinalizer, true); err != nil {
 			return nil, fmt.Errorf("protecting AppliedWork: %w", err)
 		}
 		return applied, nil

@@ -39,10 +39,11 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/kube"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
+	"github.com/lodestar-dev/lodestar/internal/watches"
 )
 
 // FieldManager is the agent's server-side apply field manager on members and its
@@ -83,7 +84,7 @@ type Reconciler struct {
 	// Watches, when set, tracks the kinds watched on the member and stops the
 	// watch of a kind the member no longer serves; its Object must make
 	// metadata-only objects.
-	Watches *kube.Watches
+	Watches *watches.Set
 }
 
 // Requeue intervals: while something is on its way (a CRD being established, an
@@ -126,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{}, err
 	}
-	if err := kube.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, true); err != nil {
+	if err := patch.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, true); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -239,7 +240,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Wor
 			return blocked, err
 		}
 	}
-	if err := kube.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, false); err != nil {
+	if err := patch.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, false); err != nil {
 		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Removed the Work's objects from the member", "deletionPolicy", policy)
@@ -254,7 +255,7 @@ func (r *Reconciler) forget(ctx context.Context, applied *lodestarworkv1alpha1.A
 	if err := r.writeRecords(ctx, applied, kept); err != nil || cleanupErr != nil {
 		return blocked, errors.Join(cleanupErr, err)
 	}
-	if err := kube.SetFinalizer(ctx, r.Member, applied, lodestarworkv1alpha1.AppliedWorkFinalizer, false); err != nil {
+	if err := patch.SetFinalizer(ctx, r.Member, applied, lodestarworkv1alpha1.AppliedWorkFinalizer, false); err != nil {
 		return nil, fmt.Errorf("releasing AppliedWork: %w", err)
 	}
 	if err := r.Member.Delete(ctx, applied, client.Preconditions{UID: &applied.UID}); err != nil && !apierrors.IsNotFound(err) {
@@ -333,7 +334,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workNamespace string) er
 		return err
 	}
 	if r.Watches == nil {
-		r.Watches = &kube.Watches{Cache: r.MemberCache, Object: MetadataObject}
+		r.Watches = &watches.Set{Cache: r.MemberCache, Object: MetadataObject}
 	}
 	toWork := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		var reqs []reconcile.Request

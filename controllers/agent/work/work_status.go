@@ -12,8 +12,10 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/conditions"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
 
@@ -68,9 +70,9 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *r
 		for _, c := range conds {
 			c.ObservedGeneration = gen
 			if c.Type != lodestarworkv1alpha1.ConditionStatusFeedback {
-				c.Message = kube.Truncate(c.Message, maxMessage)
+				c.Message = message.Truncate(c.Message, maxMessage)
 			}
-			merged = append(merged, kube.Condition(previous[res.id.Ordinal], c))
+			merged = append(merged, conditions.Merge(previous[res.id.Ordinal], c))
 		}
 		st.ManifestConditions = append(st.ManifestConditions, workv1alpha1.ManifestCondition{Identifier: res.id, Conditions: merged})
 
@@ -164,7 +166,7 @@ func invalidStrategyStatus(work *workv1alpha1.Work, err error) workv1alpha1.Work
 	return workv1alpha1.WorkStatus{
 		Conditions: workConditions(work, []metav1.Condition{{
 			Type: lodestarworkv1alpha1.ConditionApplied, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInvalidStrategy,
-			Message: kube.Truncate(err.Error(), maxMessage) + "; nothing was applied",
+			Message: message.Truncate(err.Error(), maxMessage) + "; nothing was applied",
 		}}),
 		ManifestConditions: work.Status.ManifestConditions,
 	}
@@ -179,7 +181,7 @@ func workConditions(work *workv1alpha1.Work, conds []metav1.Condition, optional 
 	}
 	for _, c := range conds {
 		c.ObservedGeneration = work.Generation
-		c.Message = kube.Truncate(c.Message, maxMessage)
+		c.Message = message.Truncate(c.Message, maxMessage)
 		meta.SetStatusCondition(&out, c)
 	}
 	return out
@@ -191,10 +193,7 @@ func summary(t string, holds bool, trueReason, falseReason, trueMsg, falseMsg st
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, trueReason, trueMsg
 	}
 	if len(details) > 0 {
-		c.Message += ": " + details[0]
-		if len(details) > 1 {
-			c.Message += fmt.Sprintf(" (and %d more)", len(details)-1)
-		}
+		c.Message += ": " + message.List(details, 1, "; ")
 	}
 	return c
 }
@@ -219,7 +218,7 @@ func trimStatus(st *workv1alpha1.WorkStatus, budget int) (bool, string) {
 		}},
 		{"messages shortened", func(c *metav1.Condition) bool {
 			if c.Type != lodestarworkv1alpha1.ConditionStatusFeedback {
-				c.Message = kube.Truncate(c.Message, 64)
+				c.Message = message.Truncate(c.Message, 64)
 			}
 			return false
 		}},
@@ -284,8 +283,8 @@ func (r *Reconciler) applyWorkStatus(ctx context.Context, work *workv1alpha1.Wor
 	}
 	// The agent alone writes a Work's status: it is replaced whole with a merge
 	// patch, which costs the hub less than an apply.
-	patch := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: work.Name, Namespace: work.Namespace}, Status: st}
-	return kube.ReplaceStatus(ctx, r.Hub, work, patch, FieldManager, withOrdinals)
+	desired := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: work.Name, Namespace: work.Namespace}, Status: st}
+	return patch.ReplaceStatus(ctx, r.Hub, work, desired, FieldManager, withOrdinals)
 }
 
 // withOrdinals writes every manifest condition's identifier.ordinal, 0 included:

@@ -21,9 +21,9 @@ import (
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/config"
-	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -69,7 +69,7 @@ func (a *applyCounter) client(c client.WithWatch) client.WithWatch {
 func TestUnchangedObjectsAreReadNotWritten(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	scheme := agent.NewScheme()
+	scheme := scheme.Agent()
 	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	cp, err := testenv.StartHub(scheme)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -26,10 +26,10 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
 // Name is the cleanup controller's event source.
@@ -94,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				}
 			}
 			if giveUp {
-				if err := kube.SetFinalizer(ctx, r.Client, w, lodestarworkv1alpha1.WorkFinalizer, false); err != nil {
+				if err := patch.SetFinalizer(ctx, r.Client, w, lodestarworkv1alpha1.WorkFinalizer, false); err != nil {
 					return ctrl.Result{}, err
 				}
 			}
@@ -119,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	log.Info("Removed a deleted cluster's hub side", "namespace", ns)
-	return ctrl.Result{}, kube.SetFinalizer(ctx, r.Client, profile, placementv1alpha1.ClusterCleanupFinalizer, false)
+	return ctrl.Result{}, patch.SetFinalizer(ctx, r.Client, profile, placementv1alpha1.ClusterCleanupFinalizer, false)
 }
 
 // agentGone tells whether the agent of a deleted cluster is taken to be gone for

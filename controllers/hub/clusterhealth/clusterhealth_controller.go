@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -69,7 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	reachable, healthy, recheck := Evaluate(lease, time.Now(), r.GracePeriod)
 	reachable.ObservedGeneration, healthy.ObservedGeneration = profile.Generation, profile.Generation
-	if !kube.SameCondition(profile.Status.Conditions, reachable) || !kube.SameCondition(profile.Status.Conditions, healthy) {
+	if !conditions.Same(profile.Status.Conditions, reachable) || !conditions.Same(profile.Status.Conditions, healthy) {
 		if err := r.apply(ctx, profile, reachable, healthy); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -117,7 +117,7 @@ func Evaluate(lease *coordinationv1.Lease, now time.Time, grace time.Duration) (
 func (r *Reconciler) apply(ctx context.Context, profile *cpv1alpha1.ClusterProfile, conds ...metav1.Condition) error {
 	var list []any
 	for _, c := range conds {
-		c = kube.Condition(profile.Status.Conditions, c)
+		c = conditions.Merge(profile.Status.Conditions, c)
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
 		if err != nil {
 			return err

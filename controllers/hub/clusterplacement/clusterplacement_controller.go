@@ -19,7 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
 // Name is the controller's field owner.
@@ -66,9 +67,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			return ctrl.Result{}, nil // Its deletion triggers the next reconcile.
 		}
-		return ctrl.Result{}, kube.SetFinalizer(ctx, r.Client, cp, placementv1alpha1.PlacementFinalizer, false)
+		return ctrl.Result{}, patch.SetFinalizer(ctx, r.Client, cp, placementv1alpha1.PlacementFinalizer, false)
 	}
-	if err := kube.SetFinalizer(ctx, r.Client, cp, placementv1alpha1.PlacementFinalizer, true); err != nil {
+	if err := patch.SetFinalizer(ctx, r.Client, cp, placementv1alpha1.PlacementFinalizer, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	if !exists {
@@ -114,7 +115,7 @@ func (r *Reconciler) copyStatus(ctx context.Context, cp *placementv1alpha1.Clust
 		return nil
 	}
 	out := &placementv1alpha1.ClusterPlacement{ObjectMeta: metav1.ObjectMeta{Name: cp.Name}, Status: st}
-	return kube.ApplyStatus(ctx, r.Client, out, Name)
+	return patch.ApplyStatus(ctx, r.Client, out, Name)
 }
 
 // ensureNamespace creates ClusterPlacementNamespace when it is missing.
@@ -132,7 +133,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterplacement").
 		For(&placementv1alpha1.ClusterPlacement{}).
-		Watches(&placementv1alpha1.Placement{}, kube.CoalescingHandler(carried, statusWindow)).
+		Watches(&placementv1alpha1.Placement{}, handlers.Coalescing(carried, statusWindow)).
 		Complete(r)
 }
 

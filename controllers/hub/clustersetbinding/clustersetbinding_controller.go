@@ -19,9 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
-	"github.com/lodestar-dev/lodestar/controllers/hub/tenantns"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
 // Name is the controller's field owner.
@@ -50,13 +51,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, binding); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone: the namespace may no longer be a tenant's.
-			return ctrl.Result{}, tenantns.Unmark(ctx, r.Client, req.Namespace, nil)
+			return ctrl.Result{}, lookup.UnmarkTenant(ctx, r.Client, req.Namespace, nil)
 		}
 		return ctrl.Result{}, err
 	}
 	// The namespace is a tenant's before the binding reports Bound: pods of
 	// workloads applied after that are refused on the hub from the start.
-	if err := tenantns.Mark(ctx, r.Client, binding.Namespace); err != nil {
+	if err := lookup.MarkTenant(ctx, r.Client, binding.Namespace); err != nil {
 		return ctrl.Result{}, err
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterSetBinding", klog.KObj(binding)))
@@ -75,16 +76,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		bound.Status, bound.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonClusterSetNotFound
 		bound.Message = "this hub manages no cluster set " + binding.Spec.ClusterSet
 	}
-	if kube.SameCondition(binding.Status.Conditions, bound) && binding.Status.Clusters == clusters && binding.Status.ObservedGeneration == binding.Generation {
+	if conditions.Same(binding.Status.Conditions, bound) && binding.Status.Clusters == clusters && binding.Status.ObservedGeneration == binding.Generation {
 		return ctrl.Result{}, nil
 	}
 	out := &placementv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: binding.Name, Namespace: binding.Namespace}}
 	out.Status = placementv1alpha1.ClusterSetBindingStatus{
-		Conditions:         []metav1.Condition{kube.Condition(binding.Status.Conditions, bound)},
+		Conditions:         []metav1.Condition{conditions.Merge(binding.Status.Conditions, bound)},
 		ObservedGeneration: binding.Generation,
 		Clusters:           clusters,
 	}
-	return ctrl.Result{}, kube.ApplyStatus(ctx, r.Client, out, Name)
+	return ctrl.Result{}, patch.ApplyStatus(ctx, r.Client, out, Name)
 }
 
 // count is the number of ClusterProfiles Lodestar manages in set.
@@ -108,7 +109,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clustersetbinding").
 		For(&placementv1alpha1.ClusterSetBinding{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&cpv1alpha1.ClusterProfile{}, kube.CoalescingHandler(r.bindingsOf, profileWindow),
+		Watches(&cpv1alpha1.ClusterProfile{}, handlers.Coalescing(r.bindingsOf, profileWindow),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
 		Complete(r)
 }

@@ -35,9 +35,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
 
 // Name is the controller's field owner.
@@ -76,9 +78,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if err != nil || left > 0 {
 			return ctrl.Result{RequeueAfter: time.Second}, err
 		}
-		return ctrl.Result{}, kube.SetFinalizer(ctx, r.Client, grant, placementv1alpha1.MemberAccessFinalizer, false)
+		return ctrl.Result{}, patch.SetFinalizer(ctx, r.Client, grant, placementv1alpha1.MemberAccessFinalizer, false)
 	}
-	if err := kube.SetFinalizer(ctx, r.Client, grant, placementv1alpha1.MemberAccessFinalizer, true); err != nil {
+	if err := patch.SetFinalizer(ctx, r.Client, grant, placementv1alpha1.MemberAccessFinalizer, true); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -143,9 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// The copies go when their token expires, unless a renewed one comes first.
 	var next time.Duration
 	for cluster := range keep {
-		if d := credentials[cluster].Expires.Sub(now) + time.Second; next == 0 || d < next {
-			next = d
-		}
+		next = requeue.Soonest(next, credentials[cluster].Expires.Sub(now)+time.Second)
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
 }
@@ -258,18 +258,18 @@ type status struct {
 func (r *Reconciler) applyStatus(ctx context.Context, grant *placementv1alpha1.MemberAccessGrant, st status) error {
 	ready := Ready(grant.Spec.Namespace, st.invalid, st.missingNamespace, st.pending, st.conflicts)
 	ready.ObservedGeneration = grant.Generation
-	if kube.SameCondition(grant.Status.Conditions, ready) && grant.Status.ObservedGeneration == grant.Generation &&
+	if conditions.Same(grant.Status.Conditions, ready) && grant.Status.ObservedGeneration == grant.Generation &&
 		grant.Status.Clusters == int32(st.clusters) && grant.Status.Credentials == int32(st.copied) {
 		return nil
 	}
 	out := &placementv1alpha1.MemberAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: grant.Name}}
 	out.Status = placementv1alpha1.MemberAccessGrantStatus{
-		Conditions:         []metav1.Condition{kube.Condition(grant.Status.Conditions, ready)},
+		Conditions:         []metav1.Condition{conditions.Merge(grant.Status.Conditions, ready)},
 		ObservedGeneration: grant.Generation,
 		Clusters:           int32(st.clusters),
 		Credentials:        int32(st.copied),
 	}
-	return kube.ApplyStatus(ctx, r.Client, out, Name)
+	return patch.ApplyStatus(ctx, r.Client, out, Name)
 }
 
 // Ready is the grant's Ready condition.

@@ -20,9 +20,8 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
-	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 )
 
@@ -50,7 +49,7 @@ type Reconciler struct {
 	// changes times Placement changes for the lodestar_placement_change_* histograms.
 	changes metrics.ChangeTimer
 	// pace spaces the writes that move no condition.
-	pace kube.StatusPace
+	pace handlers.StatusPace
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
@@ -71,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
 
-	decided, err := placementref.DecidedIn(ctx, r.Client, placement, r.ClusterSets)
+	decided, err := lookup.DecidedIn(ctx, r.Client, placement, r.ClusterSets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -103,9 +102,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("status").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
+		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
 		// Work status reports arrive in bursts (one per cluster); they are folded
 		// into one status write per Placement per coalescing window.
-		Watches(&workv1alpha1.Work{}, kube.CoalescingHandler(placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel), coalesceWindow)).
+		Watches(&workv1alpha1.Work{}, handlers.Coalescing(lookup.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel), coalesceWindow)).
 		Complete(r)
 }

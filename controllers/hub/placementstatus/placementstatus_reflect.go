@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/reflection"
 )
 
@@ -98,12 +98,12 @@ func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.P
 	case len(others) > 0:
 		c = condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonOtherStatusWriter,
 			"something else writes the status of %d placed objects on the hub, so Lodestar does not (a hub that runs workload controllers; see docs/hub.md): %s",
-			len(others), strings.Join(firstN(others, maxNamedFailures), "; "))
+			len(others), message.List(others, maxNamedFailures, "; "))
 	case len(failed) > 0:
 		c = condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonReflectionFailed,
-			"the status of %d placed objects could not be written on the hub: %s", len(failed), strings.Join(firstN(failed, maxNamedFailures), "; "))
+			"the status of %d placed objects could not be written on the hub: %s", len(failed), message.List(failed, maxNamedFailures, "; "))
 	}
-	c.Message = kube.Truncate(c.Message, 4096)
+	c.Message = message.Truncate(c.Message, 4096)
 	return &c
 }
 
@@ -138,11 +138,11 @@ func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *refle
 	if sameJSON(hub.Object["status"], st) {
 		return nil
 	}
-	patch := &unstructured.Unstructured{Object: map[string]any{"status": st}}
-	patch.SetGroupVersionKind(ro.gvk)
-	patch.SetNamespace(namespace)
-	patch.SetName(ro.name)
-	return kube.ApplyStatus(ctx, r.Client, patch, Name)
+	desired := &unstructured.Unstructured{Object: map[string]any{"status": st}}
+	desired.SetGroupVersionKind(ro.gvk)
+	desired.SetNamespace(namespace)
+	desired.SetName(ro.name)
+	return patch.ApplyStatus(ctx, r.Client, desired, Name)
 }
 
 // otherStatusWriter names a field manager other than the status aggregator that
@@ -168,11 +168,4 @@ func sameJSON(a, b any) bool {
 		return false
 	}
 	return equality.Semantic.DeepEqual(va, vb)
-}
-
-func firstN(s []string, n int) []string {
-	if len(s) <= n {
-		return s
-	}
-	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
 }

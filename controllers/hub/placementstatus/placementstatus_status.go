@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -16,9 +15,11 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
 // maxDriftMessage bounds a cluster's drift in the Placement's status.
@@ -66,7 +67,7 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) A
 		cond := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionApplied)
 		cs.Available = lookup.WorkAvailability(&w)
 		if d := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionDrifted); d != nil && d.Status == metav1.ConditionTrue && d.ObservedGeneration == w.Generation {
-			cs.Drift = kube.Truncate(d.Message, maxDriftMessage)
+			cs.Drift = message.Truncate(d.Message, maxDriftMessage)
 		}
 		blocked := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionCleanupBlocked)
 		switch {
@@ -202,11 +203,7 @@ func condition(t string, status metav1.ConditionStatus, reason, format string, a
 
 // sample names up to maxNamedFailures of the clusters, sorted.
 func sample(clusters []string) string {
-	clusters = slices.Sorted(slices.Values(clusters))
-	if len(clusters) <= maxNamedFailures {
-		return strings.Join(clusters, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(clusters[:maxNamedFailures], ", "), len(clusters)-maxNamedFailures)
+	return message.List(slices.Sorted(slices.Values(clusters)), maxNamedFailures, ", ")
 }
 
 // applyStatus writes the aggregator's fields of the Placement's status. A write
@@ -215,10 +212,10 @@ func sample(clusters []string) string {
 func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, agg Aggregation) (time.Duration, error) {
 	agg.Condition.ObservedGeneration = placement.Generation
 	agg.AvailableCondition.ObservedGeneration = placement.Generation
-	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
-	patch.Status.Conditions = []metav1.Condition{
-		kube.Condition(placement.Status.Conditions, agg.Condition),
-		kube.Condition(placement.Status.Conditions, agg.AvailableCondition),
+	desired := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
+	desired.Status.Conditions = []metav1.Condition{
+		conditions.Merge(placement.Status.Conditions, agg.Condition),
+		conditions.Merge(placement.Status.Conditions, agg.AvailableCondition),
 	}
 	st := placement.Status
 	// Without whenDrifted: Report there is no Drifted condition: leaving it out of
@@ -226,33 +223,33 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	sameDrift := meta.FindStatusCondition(st.Conditions, placementv1alpha1.DriftedCondition) == nil
 	if agg.DriftCondition != nil {
 		agg.DriftCondition.ObservedGeneration = placement.Generation
-		patch.Status.Conditions = append(patch.Status.Conditions, kube.Condition(placement.Status.Conditions, *agg.DriftCondition))
-		sameDrift = kube.SameCondition(st.Conditions, *agg.DriftCondition)
+		desired.Status.Conditions = append(desired.Status.Conditions, conditions.Merge(placement.Status.Conditions, *agg.DriftCondition))
+		sameDrift = conditions.Same(st.Conditions, *agg.DriftCondition)
 	}
-	patch.Status.AppliedClusters = agg.Applied
-	patch.Status.AvailableClusters = agg.Available
-	patch.Status.DriftedClusters = agg.Drifted
-	patch.Status.Clusters = agg.Clusters
-	patch.Status.UnlistedClusters = agg.Unlisted
-	patch.Status.Summaries = agg.Summaries
+	desired.Status.AppliedClusters = agg.Applied
+	desired.Status.AvailableClusters = agg.Available
+	desired.Status.DriftedClusters = agg.Drifted
+	desired.Status.Clusters = agg.Clusters
+	desired.Status.UnlistedClusters = agg.Unlisted
+	desired.Status.Summaries = agg.Summaries
 	sameReflect := meta.FindStatusCondition(st.Conditions, placementv1alpha1.StatusReflectedCondition) == nil
 	if agg.ReflectCondition != nil {
 		agg.ReflectCondition.ObservedGeneration = placement.Generation
-		patch.Status.Conditions = append(patch.Status.Conditions, kube.Condition(placement.Status.Conditions, *agg.ReflectCondition))
-		sameReflect = kube.SameCondition(st.Conditions, *agg.ReflectCondition)
+		desired.Status.Conditions = append(desired.Status.Conditions, conditions.Merge(placement.Status.Conditions, *agg.ReflectCondition))
+		sameReflect = conditions.Same(st.Conditions, *agg.ReflectCondition)
 	}
-	if kube.SameCondition(st.Conditions, agg.Condition) && kube.SameCondition(st.Conditions, agg.AvailableCondition) && sameDrift && sameReflect &&
+	if conditions.Same(st.Conditions, agg.Condition) && conditions.Same(st.Conditions, agg.AvailableCondition) && sameDrift && sameReflect &&
 		equality.Semantic.DeepEqual(st.Summaries, agg.Summaries) &&
 		st.AppliedClusters == agg.Applied && st.AvailableClusters == agg.Available && st.DriftedClusters == agg.Drifted &&
 		st.UnlistedClusters == agg.Unlisted && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
 		return 0, nil // Nothing would change.
 	}
 	material := false
-	for _, c := range patch.Status.Conditions {
-		material = material || kube.ConditionMoved(st.Conditions, c)
+	for _, c := range desired.Status.Conditions {
+		material = material || conditions.Moved(st.Conditions, c)
 	}
 	if wait := r.pace.Wait(client.ObjectKeyFromObject(placement), material, time.Now()); wait > 0 {
 		return wait, nil
 	}
-	return 0, kube.ApplyStatus(ctx, r.Client, patch, Name)
+	return 0, patch.ApplyStatus(ctx, r.Client, desired, Name)
 }

@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/summary"
 )
 
@@ -22,7 +22,7 @@ func (r *Reconciler) summaries(ctx context.Context, placement *placementv1alpha1
 	for _, s := range specs {
 		if s.GroupBy != nil && s.GroupBy.ClusterLabel != "" {
 			var err error
-			if labels, err = placementref.ClusterLabels(ctx, r.Client, decided); err != nil {
+			if labels, err = lookup.ClusterLabels(ctx, r.Client, decided); err != nil {
 				return nil, err
 			}
 			break

@@ -17,7 +17,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/reflection"
 )
@@ -75,7 +75,7 @@ func viewOf(w *workv1alpha1.Work) *view {
 		default:
 			o.message = "no availability reported"
 		}
-		o.message = kube.Truncate(o.message, maxObjectMessage)
+		o.message = message.Truncate(o.message, maxObjectMessage)
 		if fb := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionStatusFeedback); fb != nil && fb.ObservedGeneration == w.Generation {
 			if values, err := feedback.Decode(fb.Message); err == nil && len(values) > 0 {
 				o.values = values
@@ -119,7 +119,7 @@ func (v *view) reasons(n int) []string {
 		if o.state == placementv1alpha1.ObjectAvailable || !o.current {
 			continue
 		}
-		out = append(out, kube.Truncate(describeID(o.id)+": "+o.message, 1024))
+		out = append(out, message.Truncate(describeID(o.id)+": "+o.message, 1024))
 		if len(out) == n {
 			break
 		}

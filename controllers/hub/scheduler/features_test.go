@@ -21,8 +21,8 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
@@ -199,7 +199,7 @@ func availableWork(t *testing.T, p *placementv1alpha1.Placement, cluster string)
 	if err := hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(p.Namespace, p.Name), Namespace: ns, Labels: placementref.WorkLabels(p)}}
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(p.Namespace, p.Name), Namespace: ns, Labels: lookup.WorkLabels(p)}}
 	g.Expect(hubCP.Client.Create(t.Context(), w)).To(Succeed())
 	w.Status.Conditions = []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available",
 		ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()}}

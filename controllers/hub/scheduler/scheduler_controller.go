@@ -33,10 +33,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
-	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/requeue"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
@@ -150,10 +150,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	st.result = res
 
 	result := ctrl.Result{}
-	for _, d := range []time.Duration{res.RecheckAfter, failover.RecheckAfter} {
-		if d > 0 && (result.RequeueAfter == 0 || d+time.Second < result.RequeueAfter) {
-			result.RequeueAfter = d + time.Second
-		}
+	if d := requeue.Soonest(res.RecheckAfter, failover.RecheckAfter); d > 0 {
+		// A second late, so that what it waits for has passed.
+		result.RequeueAfter = d + time.Second
 	}
 	switch {
 	case len(sets) == 0:
@@ -286,7 +285,7 @@ func (r *Reconciler) clusterSet(ctx context.Context, ns string) ([]scheduling.Cl
 
 // currentDecisions returns the clusters the Placement's decisions name now.
 func (r *Reconciler) currentDecisions(ctx context.Context, placement *placementv1alpha1.Placement, sets []string) (map[string]bool, error) {
-	decided, err := placementref.Decided(ctx, r.Client, placement, sets)
+	decided, err := lookup.Decided(ctx, r.Client, placement, sets)
 	if err != nil {
 		return nil, err
 	}
@@ -384,8 +383,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&cpv1alpha1.PlacementDecision{}).
 		// A ClusterProfile change may concern every Placement: changes arriving
 		// together (registrations, heartbeats) lead to one rescheduling each.
-		Watches(&cpv1alpha1.ClusterProfile{}, kube.CoalescingHandler(r.allPlacements, clusterChangeWindow)).
-		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(placementref.InNamespace(mgr.GetClient())),
+		Watches(&cpv1alpha1.ClusterProfile{}, handlers.Coalescing(r.allPlacements, clusterChangeWindow)).
+		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(lookup.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }

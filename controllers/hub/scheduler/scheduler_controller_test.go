@@ -24,8 +24,9 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -52,7 +53,7 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	// The package's Gomega defaults, sized for a busy CI machine.
 	testenv.SetGomegaDefaults()
-	os.Exit(testenv.RunWithHub(m, hub.NewScheme(), startScheduler))
+	os.Exit(testenv.RunWithHub(m, scheme.Hub(), startScheduler))
 }
 
 // startScheduler runs only the scheduler on the hub, for the cluster set of these tests.

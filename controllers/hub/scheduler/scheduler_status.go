@@ -11,14 +11,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
 // status is what one reconcile found; the scheduler owns the Scheduled condition,
 // selectedClusters and observedGeneration of a Placement.
 type status struct {
-	scheduled kube.Decision
+	scheduled conditions.Decision
 	result    scheduling.Result
 }
 
@@ -33,28 +34,28 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	if !ok {
 		return nil
 	}
-	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
-	patch.Status.Conditions = []metav1.Condition{c}
-	patch.Status.ObservedGeneration = placement.Generation
-	patch.Status.SelectedClusters = int32(len(s.result.Selected)) //nolint:gosec // bounded by the number of ClusterProfiles
-	patch.Status.Scheduling = schedulingStatus(s.result)
+	desired := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
+	desired.Status.Conditions = []metav1.Condition{c}
+	desired.Status.ObservedGeneration = placement.Generation
+	desired.Status.SelectedClusters = int32(len(s.result.Selected)) //nolint:gosec // bounded by the number of ClusterProfiles
+	desired.Status.Scheduling = schedulingStatus(s.result)
 	key := client.ObjectKeyFromObject(placement)
-	if kube.SameCondition(placement.Status.Conditions, c) && placement.Status.ObservedGeneration == patch.Status.ObservedGeneration &&
-		placement.Status.SelectedClusters == patch.Status.SelectedClusters {
+	if conditions.Same(placement.Status.Conditions, c) && placement.Status.ObservedGeneration == desired.Status.ObservedGeneration &&
+		placement.Status.SelectedClusters == desired.Status.SelectedClusters {
 		// The decision did not change. The explanation (eligible and excluded
 		// counts) changes with every cluster that joins or leaves the fleet; writing
 		// it at each would write every Placement at each registration, so it is
 		// refreshed at most once per explainEvery — unless a reason appears or goes
 		// (a drained cluster kept until its replacement is available, say).
-		if equality.Semantic.DeepEqual(placement.Status.Scheduling, patch.Status.Scheduling) {
+		if equality.Semantic.DeepEqual(placement.Status.Scheduling, desired.Status.Scheduling) {
 			return nil
 		}
 		if last, ok := r.explained.Load(key); ok && time.Since(last.(time.Time)) < explainEvery &&
-			slices.Equal(exclusionReasons(placement.Status.Scheduling), exclusionReasons(patch.Status.Scheduling)) {
+			slices.Equal(exclusionReasons(placement.Status.Scheduling), exclusionReasons(desired.Status.Scheduling)) {
 			return nil
 		}
 	}
-	if err := kube.ApplyStatus(ctx, r.Client, patch, Name); err != nil {
+	if err := patch.ApplyStatus(ctx, r.Client, desired, Name); err != nil {
 		return err
 	}
 	r.explained.Store(key, time.Now())

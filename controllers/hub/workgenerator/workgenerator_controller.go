@@ -43,17 +43,20 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
-	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
-	"github.com/lodestar-dev/lodestar/controllers/hub/tenantns"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/reflection"
 	"github.com/lodestar-dev/lodestar/internal/render"
+	"github.com/lodestar-dev/lodestar/internal/requeue"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
+	"github.com/lodestar-dev/lodestar/internal/selection"
+	"github.com/lodestar-dev/lodestar/internal/watches"
 )
 
 // Name is the work generator's field owner and event source.
@@ -80,11 +83,11 @@ type Reconciler struct {
 	ClusterSets []string
 
 	controller controller.Controller
-	kinds      *servedKinds
+	kinds      *watches.ServedKinds
 	// Watches, when set, tracks the selected kinds watched on the hub and stops
 	// the watch of a kind the hub no longer serves; its Object must make
 	// unstructured objects.
-	Watches *kube.Watches
+	Watches *watches.Set
 	// expected are Work writes the cache may not show yet (expectationKey →
 	// expectation), so that the gate never counts a cluster twice.
 	expected sync.Map
@@ -95,7 +98,7 @@ type Reconciler struct {
 	// (client.ObjectKey → madeRevision).
 	lastRevision sync.Map
 	// statusPace paces status writes that only move counts.
-	statusPace kube.StatusPace
+	statusPace handlers.StatusPace
 	// compiledSets are the compiled overrides of revisions (hash → *overrides.Set).
 	compiledSets sync.Map
 	// failing are the clusters each Placement's overrides fail on.
@@ -128,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := r.applyStatus(ctx, placement, st); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
-		if d := st.deferred; d > 0 && retErr == nil && (result.RequeueAfter == 0 || d < result.RequeueAfter) {
+		if d := st.deferred; d > 0 && retErr == nil && requeue.Soonest(d, result.RequeueAfter) == d {
 			// Only counts wait: behind the reconciles of changes.
 			result.RequeueAfter, result.Priority = d, ptr.To(handler.LowPriority)
 		}
@@ -138,16 +141,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.forget(placement)
 		return ctrl.Result{}, r.reconcileDelete(ctx, placement, st)
 	}
-	if err := kube.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, true); err != nil {
+	if err := patch.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, true); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := tenantns.Mark(ctx, r.Client, placement.Namespace); err != nil {
+	if err := lookup.MarkTenant(ctx, r.Client, placement.Namespace); err != nil {
 		return ctrl.Result{}, err
 	}
 
 	objs, err := r.selectObjects(ctx, placement)
 	if err != nil {
-		var invalid *InvalidSelectorError
+		var invalid *selection.InvalidSelectorError
 		if errors.As(err, &invalid) {
 			st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidResourceSelector, "%s", invalid.Error())
 			r.Recorder.Eventf(placement, nil, "Warning", placementv1alpha1.ReasonInvalidResourceSelector, "SelectResources", "%s", invalid.Error())
@@ -179,14 +182,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	decided, err := placementref.DecidedIn(ctx, r.Client, placement, r.ClusterSets)
+	decided, err := lookup.DecidedIn(ctx, r.Client, placement, r.ClusterSets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(decided.Rejected) > 0 {
 		log.Info("Ignoring PlacementDecisions that may not send Works", "rejected", decided.Rejected)
 		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonDecisionRejected, "Decide",
-			"ignored: %s", rejectedSummary(decided.Rejected))
+			"ignored: %s", message.List(decided.Rejected, 5, "; "))
 	}
 	if !decided.Found {
 		// Without decisions we know nothing new about where the objects belong:
@@ -206,7 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // the Placement's strategy, and removes the Works of the clusters it left once
 // the clusters added in their place are Available.
 func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.Placement, st *status,
-	objs []*unstructured.Unstructured, rendered content, annotations map[string]string, decided placementref.Decisions) (ctrl.Result, error) {
+	objs []*unstructured.Unstructured, rendered content, annotations map[string]string, decided lookup.Decisions) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	now := time.Now()
 	strategy, err := rollout.StrategyFor(placement.Spec.Strategy)
@@ -448,12 +451,7 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 		r.active.Store(client.ObjectKeyFromObject(placement), gating)
 	}
 
-	result := ctrl.Result{}
-	for _, d := range []time.Duration{plan.RecheckAfter, removal.RecheckAfter, wait} {
-		if d > 0 && (result.RequeueAfter == 0 || d < result.RequeueAfter) {
-			result.RequeueAfter = d
-		}
-	}
+	result := ctrl.Result{RequeueAfter: requeue.Soonest(plan.RecheckAfter, removal.RecheckAfter, wait)}
 	if !decided.Consistent {
 		// The slices are being rewritten: a cluster missing now may be moving from
 		// one slice to another. Works are removed once every slice agrees.
@@ -535,15 +533,6 @@ func (r *Reconciler) warnOnce(placement *placementv1alpha1.Placement, reason, ms
 	r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, reason, "Rollout", "%s", msg)
 }
 
-// rejectedSummary joins the first few rejections for an event.
-func rejectedSummary(rejected []string) string {
-	const shown = 5
-	if len(rejected) <= shown {
-		return strings.Join(rejected, "; ")
-	}
-	return fmt.Sprintf("%s; and %d more", strings.Join(rejected[:shown], "; "), len(rejected)-shown)
-}
-
 // reflects tells whether the Placement reflects its objects' status on the hub.
 func reflects(placement *placementv1alpha1.Placement) bool {
 	return placement.Spec.StatusReflection == placementv1alpha1.ReflectionAggregate
@@ -596,10 +585,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonDeleting, "waiting for %d clusters to remove the placed objects", len(remaining))
 		return nil // Work deletions trigger the next reconcile.
 	}
-	if err := tenantns.Unmark(ctx, r.Client, placement.Namespace, placement); err != nil {
+	if err := lookup.UnmarkTenant(ctx, r.Client, placement.Namespace, placement); err != nil {
 		return err
 	}
-	return kube.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, false)
+	return patch.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, false)
 }
 
 // writeWork creates or updates the Work that carries the manifests to cluster.
@@ -612,7 +601,7 @@ func (r *Reconciler) writeWork(ctx context.Context, placement *placementv1alpha1
 		if work.Labels == nil {
 			work.Labels = map[string]string{}
 		}
-		for k, v := range placementref.WorkLabels(placement) {
+		for k, v := range lookup.WorkLabels(placement) {
 			work.Labels[k] = v
 		}
 		work.Labels[placementv1alpha1.ClusterLabel] = names.LabelValue(cluster)
@@ -651,7 +640,7 @@ func workUpToDate(w *workv1alpha1.Work, placement *placementv1alpha1.Placement, 
 		w.Annotations[placementv1alpha1.RevisionAnnotation] != revision || len(w.Spec.Workload.Manifests) != len(manifests) {
 		return false
 	}
-	for k, v := range placementref.WorkLabels(placement) {
+	for k, v := range lookup.WorkLabels(placement) {
 		if w.Labels[k] != v {
 			return false
 		}
@@ -706,13 +695,13 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error
 // SetupWithManager registers the work generator. Watches on the kinds that
 // Placements select are added as Placements name them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	workPlacement := placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)
+	workPlacement := lookup.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)
 	r.statusPace.Every = statusEvery
 	if r.Discovery != nil {
-		r.kinds = &servedKinds{discovery: r.Discovery}
+		r.kinds = &watches.ServedKinds{Discovery: r.Discovery}
 	}
 	if r.Watches == nil {
-		r.Watches = &kube.Watches{Cache: r.Cache, Discovery: r.Discovery, Object: UnstructuredObject,
+		r.Watches = &watches.Set{Cache: r.Cache, Discovery: r.Discovery, Object: UnstructuredObject,
 			OnStop: func(gvk schema.GroupVersionKind) { metrics.WatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Dec() }}
 		if r.Discovery != nil {
 			if err := mgr.Add(r.Watches); err != nil {
@@ -726,21 +715,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("workgenerator").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
+		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
 		// Edits and deletions of its Works concern the generator; their status
 		// reports only while a rollout or a removal of their Placement is under way.
-		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(placementref.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)),
+		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel)),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&workv1alpha1.Work{}, kube.CoalescingHandler(r.activePlacement(workPlacement, gating), statusWindow)).
-		Watches(&workv1alpha1.Work{}, kube.BackgroundHandler(r.activePlacement(workPlacement, reporting), reportWindow)).
+		Watches(&workv1alpha1.Work{}, handlers.Coalescing(r.activePlacement(workPlacement, gating), statusWindow)).
+		Watches(&workv1alpha1.Work{}, handlers.Background(r.activePlacement(workPlacement, reporting), reportWindow)).
 		Watches(&placementv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(approvedPlacement)).
 		// A kind added (or removed) may concern the selectors without kind.
-		WatchesMetadata(crds, kube.RecheckingHandler(r.placementsByLabels, kindsRecheck, kindsSettle)).
+		WatchesMetadata(crds, handlers.Rechecking(r.placementsByLabels, watches.KindsRecheck, watches.KindsSettle)).
 		// Kinds a platform admin forbids in a namespace are never placed from it.
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(placementref.InNamespace(mgr.GetClient())),
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(lookup.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		// A binding removed revokes its set's clusters, whoever writes the decisions.
-		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(placementref.InNamespace(mgr.GetClient())),
+		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(lookup.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A cluster's labels or properties may change what overrides make of it.
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsOverriding(workPlacement)), builder.WithPredicates(viewChanged)).

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,11 +18,11 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
 	"github.com/lodestar-dev/lodestar/internal/render"
-	"github.com/lodestar-dev/lodestar/internal/rollout"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
@@ -76,52 +74,10 @@ func (rd *renderer) content(c content, cluster string) (content, error) {
 	if m, ok := rd.memo[key]; ok {
 		return m.c, m.err
 	}
-	res, err := renderBound(bound, c.manifests)
+	res, err := render.Override(bound, c.manifests)
 	out := content{manifests: res.Manifests, hash: c.hash, overrides: c.overrides}
 	rd.memo[key] = rendered{c: out, err: err}
 	return out, err
-}
-
-// renderBound applies overrides bound to a cluster to manifests, and checks that
-// the result fits in a Work.
-func renderBound(bound *overrides.Bound, manifests []runtime.RawExtension) (overrides.Result, error) {
-	res, err := bound.Apply(manifests)
-	if err != nil {
-		return overrides.Result{}, err
-	}
-	return res, checkSize(res.Manifests)
-}
-
-// Preview is what the Work of the Placement on a cluster holds for the objects
-// objs, by the work generator's own steps: the manifests rendered from the
-// objects (returned too, as base) and the overrides applied for the cluster.
-func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Placement, cluster scheduling.Cluster) ([]runtime.RawExtension, overrides.Result, error) {
-	base, _, err := render.Manifests(objs, reflects(placement))
-	if err != nil {
-		return nil, overrides.Result{}, err
-	}
-	set, err := overrides.Compile(placement.Spec.Overrides)
-	if err != nil {
-		return nil, overrides.Result{}, err
-	}
-	bound, err := set.Bind(cluster)
-	if err != nil {
-		return nil, overrides.Result{}, err
-	}
-	res, err := renderBound(bound, base)
-	return base, res, err
-}
-
-// checkSize refuses rendered manifests larger than a Work may carry.
-func checkSize(manifests []runtime.RawExtension) error {
-	size := 0
-	for _, m := range manifests {
-		size += len(m.Raw) + 1
-	}
-	if size > render.MaxManifestBytes {
-		return &overrides.Error{Rule: "(all)", Action: "result", Err: fmt.Errorf("the overridden objects render to %d KiB, more than a Work may carry (%d KiB)", size>>10, render.MaxManifestBytes>>10)}
-	}
-	return nil
 }
 
 // compiled returns the compiled overrides of a revision, compiling them once.
@@ -155,7 +111,7 @@ func overrideFailures(failed map[string]string, selected int) string {
 		parts = append(parts, n+": "+failed[n])
 	}
 	return fmt.Sprintf("overrides fail on %d of %d clusters, whose Works keep their last good content: %s",
-		len(failed), selected, rollout.Summary(parts, 3))
+		len(failed), selected, message.List(parts, 3, ", "))
 }
 
 // clusterProfiles returns the ClusterProfiles of the clusters in the sets, by name.

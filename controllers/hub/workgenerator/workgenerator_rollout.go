@@ -23,8 +23,8 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
@@ -154,7 +154,7 @@ func (r *Reconciler) revisions(ctx context.Context, c client.Reader, placement *
 // the previous revision.
 func changeCause(placement *placementv1alpha1.Placement, previous *placementv1alpha1.PlacementRevision, objs []*unstructured.Unstructured, c content) string {
 	if cause := placement.Annotations[placementv1alpha1.ChangeCauseAnnotation]; cause != "" {
-		return kube.Truncate(cause, 1024)
+		return message.Truncate(cause, 1024)
 	}
 	if previous == nil {
 		return fmt.Sprintf("first revision: %d objects", len(objs))
@@ -189,10 +189,10 @@ func changeCause(placement *placementv1alpha1.Placement, previous *placementv1al
 		keys []string
 	}{{"changed", changed}, {"added", added}, {"removed", removed}} {
 		if len(p.keys) > 0 {
-			parts = append(parts, p.verb+" "+rollout.Summary(p.keys, 5))
+			parts = append(parts, p.verb+" "+message.List(p.keys, 5, ", "))
 		}
 	}
-	return kube.Truncate(strings.Join(parts, "; "), 1024)
+	return message.Truncate(strings.Join(parts, "; "), 1024)
 }
 
 // manifestKey is Kind/name of a rendered manifest.
@@ -261,11 +261,11 @@ func (r *Reconciler) gateCluster(placement *placementv1alpha1.Placement, name st
 	if a := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionApplied); a != nil && a.ObservedGeneration == w.Generation {
 		c.Applied = a.Status
 		if a.Status == metav1.ConditionFalse {
-			c.Message = kube.Truncate(a.Message, 512)
+			c.Message = message.Truncate(a.Message, 512)
 		}
 	}
 	if d := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionDegraded); d != nil && d.ObservedGeneration == w.Generation && d.Status == metav1.ConditionTrue {
-		c.Degraded, c.Message = true, kube.Truncate(d.Message, 512)
+		c.Degraded, c.Message = true, message.Truncate(d.Message, 512)
 	}
 	return c
 }
@@ -342,7 +342,7 @@ func rolloutStatus(target *placementv1alpha1.PlacementRevision, stable string, p
 		if routine && cp.State != placementv1alpha1.ClusterFailed {
 			continue
 		}
-		listed = append(listed, placementv1alpha1.ClusterRollout{Name: cp.Name, Stage: cp.Stage, State: cp.State, Reason: kube.Truncate(cp.Reason, 1024)})
+		listed = append(listed, placementv1alpha1.ClusterRollout{Name: cp.Name, Stage: cp.Stage, State: cp.State, Reason: message.Truncate(cp.Reason, 1024)})
 	}
 	for _, name := range removal.Kept {
 		listed = append(listed, placementv1alpha1.ClusterRollout{Name: name, State: placementv1alpha1.ClusterSkipped,
@@ -378,7 +378,7 @@ func progressing(target *placementv1alpha1.PlacementRevision, plan rollout.Plan,
 	case plan.Done && len(removal.Kept) == 0:
 		if len(removal.Forced) > 0 {
 			return metav1.ConditionFalse, placementv1alpha1.ReasonProgressDeadlineExceeded,
-				fmt.Sprintf("%s; removed %s before the clusters added were Available (progress deadline)", head, rollout.Summary(removal.Forced, 5))
+				fmt.Sprintf("%s; removed %s before the clusters added were Available (progress deadline)", head, message.List(removal.Forced, 5, ", "))
 		}
 		if deadline := deadlineFailures(plan); len(deadline) > 0 {
 			return metav1.ConditionFalse, placementv1alpha1.ReasonProgressDeadlineExceeded, head + failed
@@ -398,7 +398,7 @@ func progressing(target *placementv1alpha1.PlacementRevision, plan rollout.Plan,
 	}
 	msg := head + failed
 	if len(removal.Kept) > 0 {
-		msg += fmt.Sprintf("; keeping %s until the clusters added are Available", rollout.Summary(removal.Kept, 5))
+		msg += fmt.Sprintf("; keeping %s until the clusters added are Available", message.List(removal.Kept, 5, ", "))
 	}
 	return metav1.ConditionTrue, placementv1alpha1.ReasonRolloutInProgress, msg
 }
@@ -437,8 +437,8 @@ func failedSummary(plan rollout.Plan) string {
 	var parts []string
 	for _, c := range plan.Clusters {
 		if c.State == placementv1alpha1.ClusterFailed {
-			parts = append(parts, c.Name+" ("+kube.Truncate(c.Reason, 200)+")")
+			parts = append(parts, c.Name+" ("+message.Truncate(c.Reason, 200)+")")
 		}
 	}
-	return rollout.Summary(parts, 5)
+	return message.List(parts, 5, ", ")
 }

@@ -11,14 +11,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
 // status is the work generator's part of a Placement's status, as one reconcile
 // found it: the WorkSynchronized and Progressing conditions and status.rollout.
 type status struct {
-	synchronized kube.Decision
-	progressing  kube.Decision
+	synchronized conditions.Decision
+	progressing  conditions.Decision
 	rollout      *placementv1alpha1.RolloutStatus
 	// deferred, when set, is when a write skipped for pace is due.
 	deferred time.Duration
@@ -40,17 +41,17 @@ func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...a
 func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, s *status) error {
 	existing := placement.Status.Conditions
 	changed, material := false, false
-	var conditions []metav1.Condition
+	var conds []metav1.Condition
 	for _, d := range []struct {
-		decision *kube.Decision
+		decision *conditions.Decision
 		t        string
 	}{{&s.synchronized, placementv1alpha1.WorkSynchronizedCondition}, {&s.progressing, placementv1alpha1.ProgressingCondition}} {
 		if c, ok := d.decision.For(existing, placement.Generation); ok {
-			changed = changed || !kube.SameCondition(existing, c)
-			material = material || kube.ConditionMoved(existing, c)
-			conditions = append(conditions, c)
+			changed = changed || !conditions.Same(existing, c)
+			material = material || conditions.Moved(existing, c)
+			conds = append(conds, c)
 		} else if old := meta.FindStatusCondition(existing, d.t); old != nil {
-			conditions = append(conditions, *old)
+			conds = append(conds, *old)
 		}
 	}
 	ro := s.rollout
@@ -68,8 +69,8 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		s.deferred = wait
 		return nil
 	}
-	patch := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
-	patch.Status.Conditions = conditions
-	patch.Status.Rollout = ro
-	return kube.ApplyStatus(ctx, r.Client, patch, Name)
+	desired := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
+	desired.Status.Conditions = conds
+	desired.Status.Rollout = ro
+	return patch.ApplyStatus(ctx, r.Client, desired, Name)
 }

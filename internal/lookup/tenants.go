@@ -1,7 +1,8 @@
-// Package tenantns marks the hub namespaces that belong to the fleet's tenants:
-// those bound to a cluster set or holding Placements. The hub chart's
+// The tenants' hub namespaces: marked with placementv1alpha1.TenantNamespaceLabel
+// while they are bound to a cluster set or hold Placements. The hub chart's
 // tenant-pods admission policy refuses Pods in them.
-package tenantns
+
+package lookup
 
 import (
 	"context"
@@ -13,23 +14,23 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
-// Mark sets placementv1alpha1.TenantNamespaceLabel on namespace, which has a
+// MarkTenant sets placementv1alpha1.TenantNamespaceLabel on namespace, which has a
 // ClusterSetBinding or a Placement: the caller just read one. It reads only the
 // Namespace (from the manager's cache) when the label is there already.
-func Mark(ctx context.Context, c client.Client, namespace string) error {
-	return set(ctx, c, namespace, func() (bool, error) { return true, nil })
+func MarkTenant(ctx context.Context, c client.Client, namespace string) error {
+	return setTenant(ctx, c, namespace, func() (bool, error) { return true, nil })
 }
 
-// Unmark removes placementv1alpha1.TenantNamespaceLabel from namespace when it has
+// UnmarkTenant removes placementv1alpha1.TenantNamespaceLabel from namespace when it has
 // neither a ClusterSetBinding nor a Placement (not being deleted, other than
 // except) any more.
-func Unmark(ctx context.Context, c client.Client, namespace string, except client.Object) error {
-	return set(ctx, c, namespace, func() (bool, error) { return isTenant(ctx, c, namespace, except) })
+func UnmarkTenant(ctx context.Context, c client.Client, namespace string, except client.Object) error {
+	return setTenant(ctx, c, namespace, func() (bool, error) { return isTenant(ctx, c, namespace, except) })
 }
 
-// set gives namespace the label when tenant says so, and takes it away when not;
+// setTenant gives namespace the label when tenant says so, and takes it away when not;
 // tenant is asked only when the label may have to change.
-func set(ctx context.Context, c client.Client, namespace string, tenant func() (bool, error)) error {
+func setTenant(ctx context.Context, c client.Client, namespace string, tenant func() (bool, error)) error {
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		return client.IgnoreNotFound(err)

@@ -1,9 +1,8 @@
-package workgenerator
+package selection
 
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
@@ -111,51 +109,4 @@ func TestSelectObjectsByLabelsAlone(t *testing.T) {
 	p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{byLabels}
 	_, err = SelectObjects(t.Context(), p, src)
 	g.Expect(err).To(MatchError(ContainSubstring("needs the hub's discovery")))
-}
-
-// listedKinds is a discovery client that lists the namespaced kinds it holds.
-type listedKinds struct {
-	discovery.DiscoveryInterface
-	kinds []string
-}
-
-func (d *listedKinds) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
-	list := &metav1.APIResourceList{GroupVersion: "example.com/v1"}
-	for _, k := range d.kinds {
-		list.APIResources = append(list.APIResources, metav1.APIResource{Name: strings.ToLower(k) + "s", Kind: k, Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}})
-	}
-	return []*metav1.APIResourceList{list}, nil
-}
-
-// The served kinds are cached, except while the API server may not yet list a
-// kind whose CRD just changed.
-func TestServedKindsRediscoveredWhileACRDSettles(t *testing.T) {
-	g := NewWithT(t)
-	d := &listedKinds{kinds: []string{"Apple"}}
-	s := &servedKinds{discovery: d}
-	names := func() []string {
-		kinds, err := s.get(t.Context())
-		g.Expect(err).NotTo(HaveOccurred())
-		var out []string
-		for _, k := range kinds {
-			out = append(out, k.Kind)
-		}
-		return out
-	}
-	g.Expect(names()).To(Equal([]string{"Apple"}))
-	d.kinds = append(d.kinds, "Banana")
-	g.Expect(names()).To(Equal([]string{"Apple"}), "cached")
-
-	// A CRD changed: discovered again, and again while discovery may lag.
-	s.invalidate()
-	g.Expect(names()).To(Equal([]string{"Apple", "Banana"}))
-	d.kinds = append(d.kinds, "Cherry")
-	g.Expect(names()).To(Equal([]string{"Apple", "Banana", "Cherry"}), "rediscovered within kindsSettle of the change")
-
-	// Once the change is kindsSettle older than the last discovery, cached again.
-	s.mu.Lock()
-	s.changed = s.changed.Add(-kindsSettle)
-	s.mu.Unlock()
-	d.kinds = append(d.kinds, "Date")
-	g.Expect(names()).To(Equal([]string{"Apple", "Banana", "Cherry"}), "cached")
 }

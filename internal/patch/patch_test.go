@@ -1,4 +1,4 @@
-package kube_test
+package patch_test
 
 import (
 	"os"
@@ -13,15 +13,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub"
-	"github.com/lodestar-dev/lodestar/internal/kube"
+	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
 var hubCP *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.RunWithHub(m, hub.NewScheme(), func(cp *testenv.ControlPlane) (func(), error) {
+	os.Exit(testenv.RunWithHub(m, scheme.Hub(), func(cp *testenv.ControlPlane) (func(), error) {
 		hubCP = cp
 		return nil, nil
 	}))
@@ -57,12 +57,12 @@ func TestApplyStatusKeepsOtherOwnersFields(t *testing.T) {
 	a := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	a.Status.Conditions = []metav1.Condition{condition("A", metav1.ConditionTrue)}
 	a.Status.SelectedClusters = 3
-	g.Expect(kube.ApplyStatus(ctx, hubCP.Client, a, "owner-a")).To(Succeed())
+	g.Expect(patch.ApplyStatus(ctx, hubCP.Client, a, "owner-a")).To(Succeed())
 
 	b := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	b.Status.Conditions = []metav1.Condition{condition("B", metav1.ConditionFalse)}
 	b.Status.AppliedClusters = 1
-	g.Expect(kube.ApplyStatus(ctx, hubCP.Client, b, "owner-b")).To(Succeed())
+	g.Expect(patch.ApplyStatus(ctx, hubCP.Client, b, "owner-b")).To(Succeed())
 
 	got := &placementv1alpha1.Placement{}
 	g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
@@ -74,7 +74,7 @@ func TestApplyStatusKeepsOtherOwnersFields(t *testing.T) {
 	// owner-a changes its condition and leaves selectedClusters out.
 	a.Status.Conditions = []metav1.Condition{condition("A", metav1.ConditionFalse)}
 	a.Status.SelectedClusters = 0
-	g.Expect(kube.ApplyStatus(ctx, hubCP.Client, a, "owner-a")).To(Succeed())
+	g.Expect(patch.ApplyStatus(ctx, hubCP.Client, a, "owner-a")).To(Succeed())
 	g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
 	g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, "A")).To(BeTrue())
 	g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, "B")).To(BeTrue())
@@ -89,7 +89,7 @@ func TestApplyStatusOfDeletedObject(t *testing.T) {
 	g := NewWithT(t)
 	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: "default"}}
 	p.Status.Conditions = []metav1.Condition{condition("A", metav1.ConditionTrue)}
-	g.Expect(kube.ApplyStatus(t.Context(), hubCP.Client, p, "owner-a")).To(Succeed())
+	g.Expect(patch.ApplyStatus(t.Context(), hubCP.Client, p, "owner-a")).To(Succeed())
 	err := hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &placementv1alpha1.Placement{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a status write does not create an object")
 }
@@ -104,12 +104,12 @@ func TestSetFinalizer(t *testing.T) {
 	p.Finalizers = []string{"example.com/other"}
 	g.Expect(hubCP.Client.Update(ctx, p)).To(Succeed())
 
-	g.Expect(kube.SetFinalizer(ctx, hubCP.Client, p, "example.com/ours", true)).To(Succeed())
+	g.Expect(patch.SetFinalizer(ctx, hubCP.Client, p, "example.com/ours", true)).To(Succeed())
 	got := &placementv1alpha1.Placement{}
 	g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
 	g.Expect(got.Finalizers).To(ConsistOf("example.com/other", "example.com/ours"))
 
-	g.Expect(kube.SetFinalizer(ctx, hubCP.Client, got, "example.com/ours", false)).To(Succeed())
+	g.Expect(patch.SetFinalizer(ctx, hubCP.Client, got, "example.com/ours", false)).To(Succeed())
 	g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
 	g.Expect(got.Finalizers).To(ConsistOf("example.com/other"))
 }

@@ -1,4 +1,4 @@
-package placementref_test
+package lookup_test
 
 import (
 	"fmt"
@@ -16,8 +16,7 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/lookup"
-	"github.com/lodestar-dev/lodestar/controllers/hub/placementref"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
@@ -64,7 +63,7 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 		profile("abc", "late", true, false),
 		profile("fleet", "late", true, true),
 	}
-	for i := range placementref.BulkReads + 10 {
+	for i := range lookup.BulkReads + 10 {
 		objs = append(objs, profile("fleet", fmt.Sprintf("c-%03d", i), true, true))
 	}
 	for _, ns := range []string{"fleet", "other", "abc", "app"} {
@@ -86,7 +85,7 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 	}).Should(Succeed())
 
 	special := []string{"unmanaged", "twice", "shared", "missing"}
-	decide := func(name string, clusters []string) placementref.Decisions {
+	decide := func(name string, clusters []string) lookup.Decisions {
 		placement := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, UID: types.UID("uid-" + name)}}
 		pd := &cpv1alpha1.PlacementDecision{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name + "-1",
@@ -102,14 +101,14 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 			got := &cpv1alpha1.PlacementDecision{}
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pd), got)).To(Succeed())
 		}).Should(Succeed())
-		d, err := placementref.Decided(ctx, c, placement, []string{"fleet"})
+		d, err := lookup.Decided(ctx, c, placement, []string{"fleet"})
 		g.Expect(err).NotTo(HaveOccurred())
 		return d
 	}
 
 	few := decide("few", append([]string{"c-000"}, special...))
 	var all []string
-	for i := range placementref.BulkReads + 10 {
+	for i := range lookup.BulkReads + 10 {
 		all = append(all, fmt.Sprintf("c-%03d", i))
 	}
 	many := decide("many", append(all, special...))
@@ -128,9 +127,9 @@ func TestDecidedReadsProfilesOneByOneOrInBulk(t *testing.T) {
 
 	// ClusterLabels reads the same labels both ways: the claiming profile's, else
 	// the first Lodestar profile's by cluster set; none without one.
-	fewLabels, err := placementref.ClusterLabels(ctx, c, append([]string{"c-000", "late"}, special...))
+	fewLabels, err := lookup.ClusterLabels(ctx, c, append([]string{"c-000", "late"}, special...))
 	g.Expect(err).NotTo(HaveOccurred())
-	manyLabels, err := placementref.ClusterLabels(ctx, c, append(append(all, "late"), special...))
+	manyLabels, err := lookup.ClusterLabels(ctx, c, append(append(all, "late"), special...))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(fewLabels).To(HaveLen(4))
 	g.Expect(fewLabels).NotTo(HaveKey("unmanaged"))

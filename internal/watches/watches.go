@@ -1,4 +1,7 @@
-package kube
+// Package watches starts and stops watches of kinds chosen at run time (the kinds
+// Placements select on the hub, the kinds Works place on a member), and reads from
+// discovery which kinds an API server serves.
+package watches
 
 import (
 	"context"
@@ -18,12 +21,12 @@ import (
 // into one look at discovery.
 const pruneDelay = time.Second
 
-// Watches tracks the kinds a controller watches on demand (the kinds
+// Set tracks the kinds a controller watches on demand (the kinds
 // Placements select on the hub, the kinds Works place on a member), and stops
 // the watch of a kind the API server no longer serves, its CRD deleted, so that
 // an informer does not list and fail for as long as the process runs. A kind
 // used again is watched anew.
-type Watches struct {
+type Set struct {
 	// Cache holds the informers.
 	Cache interface {
 		RemoveInformer(ctx context.Context, obj client.Object) error
@@ -42,31 +45,31 @@ type Watches struct {
 }
 
 // Add records gvk as watched; false when it was already.
-func (w *Watches) Add(gvk schema.GroupVersionKind) bool {
+func (w *Set) Add(gvk schema.GroupVersionKind) bool {
 	_, loaded := w.kinds.LoadOrStore(gvk, struct{}{})
 	return !loaded
 }
 
 // Forget drops gvk, whose watch could not be started.
-func (w *Watches) Forget(gvk schema.GroupVersionKind) { w.kinds.Delete(gvk) }
+func (w *Set) Forget(gvk schema.GroupVersionKind) { w.kinds.Delete(gvk) }
 
 // Check asks for the watched kinds to be checked against discovery soon: a
 // watch failed, or a CRD went.
-func (w *Watches) Check() {
+func (w *Set) Check() {
 	select {
 	case w.signal() <- struct{}{}:
 	default:
 	}
 }
 
-func (w *Watches) signal() chan struct{} {
+func (w *Set) signal() chan struct{} {
 	w.once.Do(func() { w.changed = make(chan struct{}, 1) })
 	return w.changed
 }
 
 // ErrorHandler is a cache's watch error handler: it logs as client-go's does
 // and, when a watch fails because its kind is not served, calls Check.
-func (w *Watches) ErrorHandler(ctx context.Context, refl *toolscache.Reflector, err error) {
+func (w *Set) ErrorHandler(ctx context.Context, refl *toolscache.Reflector, err error) {
 	toolscache.DefaultWatchErrorHandler(ctx, refl, err)
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		w.Check()
@@ -74,7 +77,7 @@ func (w *Watches) ErrorHandler(ctx context.Context, refl *toolscache.Reflector, 
 }
 
 // Start checks after each Check until ctx ends.
-func (w *Watches) Start(ctx context.Context) error {
+func (w *Set) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -91,10 +94,10 @@ func (w *Watches) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection is false: a follower's cache has informers too.
-func (w *Watches) NeedLeaderElection() bool { return false }
+func (w *Set) NeedLeaderElection() bool { return false }
 
 // prune stops the watch of every watched kind discovery no longer lists.
-func (w *Watches) prune(ctx context.Context) {
+func (w *Set) prune(ctx context.Context) {
 	log := ctrl.LoggerFrom(ctx).WithName("watches")
 	w.kinds.Range(func(key, _ any) bool {
 		gvk := key.(schema.GroupVersionKind)

@@ -1,0 +1,151 @@
+package lookup
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// ClusterProfilesNamed lists the ClusterProfiles of a cluster name in every
+// cluster set, read-only (the cache's own objects).
+func ClusterProfilesNamed(ctx context.Context, c client.Reader, name string) ([]cpv1alpha1.ClusterProfile, error) {
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := c.List(ctx, list, client.MatchingFields{ClusterProfilesByName: name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterProfiles named %s: %w", name, err)
+	}
+	return list.Items, nil
+}
+
+// Managed tells whether Lodestar manages a ClusterProfile.
+func Managed(p *cpv1alpha1.ClusterProfile) bool {
+	return p.Spec.ClusterManager.Name == placementv1alpha1.ClusterManagerName
+}
+
+// ManagedProfile reads the ClusterProfile of key for a controller that acts only on
+// Lodestar's ClusterProfiles in the cluster sets the hub manages (sets). It returns
+// nil, and no error, when the profile is gone or not one to act on.
+func ManagedProfile(ctx context.Context, c client.Reader, key client.ObjectKey, sets []string) (*cpv1alpha1.ClusterProfile, error) {
+	profile := &cpv1alpha1.ClusterProfile{}
+	if err := c.Get(ctx, key, profile); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !Managed(profile) || !slices.Contains(sets, profile.Namespace) {
+		return nil, nil
+	}
+	return profile, nil
+}
+
+// ManagedProfiles lets only the ClusterProfiles Lodestar manages through.
+var ManagedProfiles = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	p, ok := o.(*cpv1alpha1.ClusterProfile)
+	return ok && Managed(p)
+})
+
+// ClusterSets returns the cluster sets a namespace's Placements may use: those its
+// ClusterSetBindings name that are among managed, the cluster sets the hub
+// manages, sorted. A namespace without a binding may use none; the Placements
+// that carry out ClusterPlacements use every managed set.
+func ClusterSets(ctx context.Context, c client.Reader, namespace string, managed []string) ([]string, error) {
+	if namespace == placementv1alpha1.ClusterPlacementNamespace {
+		// ClusterPlacements are the platform admins': every managed set.
+		return slices.Sorted(slices.Values(managed)), nil
+	}
+	list := &placementv1alpha1.ClusterSetBindingList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterSetBindings in %s: %w", namespace, err)
+	}
+	var sets []string
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.DeletionTimestamp.IsZero() && slices.Contains(managed, b.Spec.ClusterSet) && !slices.Contains(sets, b.Spec.ClusterSet) {
+			sets = append(sets, b.Spec.ClusterSet)
+		}
+	}
+	slices.Sort(sets)
+	return sets, nil
+}
+
+// BulkReads is the number of cluster names above which their ClusterProfiles
+// are read with one List of all rather than name by name.
+const BulkReads = 64
+
+// profilesNamed returns the ClusterProfiles of the given cluster names, in every
+// cluster set, by name: read name by name through the cache's name index for a
+// few names, and with one List for many (a List copies every ClusterProfile of
+// the hub). They are the cache's: not to be changed.
+func profilesNamed(ctx context.Context, c client.Reader, names []string) (map[string][]*cpv1alpha1.ClusterProfile, error) {
+	out := make(map[string][]*cpv1alpha1.ClusterProfile, len(names))
+	if len(names) <= BulkReads {
+		for _, name := range names {
+			if _, done := out[name]; done {
+				continue
+			}
+			same, err := ClusterProfilesNamed(ctx, c, name)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = []*cpv1alpha1.ClusterProfile{}
+			for i := range same {
+				out[name] = append(out[name], &same[i])
+			}
+		}
+		return out, nil
+	}
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
+	}
+	wanted := make(map[string]bool, len(names))
+	for _, name := range names {
+		wanted[name] = true
+	}
+	for i := range list.Items {
+		if p := &list.Items[i]; wanted[p.Name] {
+			out[p.Name] = append(out[p.Name], p)
+		}
+	}
+	return out, nil
+}
+
+// claims tells whether p is a Lodestar profile marked with its cluster's Work
+// namespace.
+func claims(p *cpv1alpha1.ClusterProfile) bool {
+	return Managed(p) && p.Labels[placementv1alpha1.WorkNamespaceLabel] == names.ClusterNamespace(p.Name)
+}
+
+// ClusterLabels returns the labels of the named clusters' ClusterProfiles: of
+// the Lodestar profile that claims each name (marked with the cluster's Work
+// namespace), else of a Lodestar profile of that name, the first by cluster
+// set; a cluster without one is left out (profilesNamed reads them). The
+// labels are the cache's: not to be changed.
+func ClusterLabels(ctx context.Context, c client.Reader, clusters []string) (map[string]map[string]string, error) {
+	fleet, err := profilesNamed(ctx, c, clusters)
+	if err != nil {
+		return nil, err
+	}
+	chosen := make(map[string]*cpv1alpha1.ClusterProfile, len(clusters))
+	for name, same := range fleet {
+		for _, p := range same {
+			if !Managed(p) {
+				continue
+			}
+			prev, ok := chosen[name]
+			if ok && (claims(prev) && !claims(p) || claims(prev) == claims(p) && prev.Namespace < p.Namespace) {
+				continue
+			}
+			chosen[name] = p
+		}
+	}
+	out := make(map[string]map[string]string, len(chosen))
+	for name, p := range chosen {
+		out[name] = p.Labels
+	}
+	return out, nil
+}

@@ -1,0 +1,57 @@
+// Preview: what a cluster's Work of a Placement holds, by the work generator's own
+// steps, for `kubectl lodestar render`.
+
+package render
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/overrides"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+)
+
+// Override applies overrides bound to a cluster to manifests, and checks that
+// the result fits in a Work.
+func Override(bound *overrides.Bound, manifests []runtime.RawExtension) (overrides.Result, error) {
+	res, err := bound.Apply(manifests)
+	if err != nil {
+		return overrides.Result{}, err
+	}
+	return res, checkSize(res.Manifests)
+}
+
+// Preview is what the Work of the Placement on a cluster holds for the objects
+// objs, by the work generator's own steps: the manifests rendered from the
+// objects (returned too, as base) and the overrides applied for the cluster.
+func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Placement, cluster scheduling.Cluster) ([]runtime.RawExtension, overrides.Result, error) {
+	base, _, err := Manifests(objs, placement.Spec.StatusReflection == placementv1alpha1.ReflectionAggregate)
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	set, err := overrides.Compile(placement.Spec.Overrides)
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	bound, err := set.Bind(cluster)
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	res, err := Override(bound, base)
+	return base, res, err
+}
+
+// checkSize refuses rendered manifests larger than a Work may carry.
+func checkSize(manifests []runtime.RawExtension) error {
+	size := 0
+	for _, m := range manifests {
+		size += len(m.Raw) + 1
+	}
+	if size > MaxManifestBytes {
+		return &overrides.Error{Rule: "(all)", Action: "result", Err: fmt.Errorf("the overridden objects render to %d KiB, more than a Work may carry (%d KiB)", size>>10, MaxManifestBytes>>10)}
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+// Package selection is which objects of the hub a Placement selects: its resource
+// selectors read against a source of objects (the hub manager's cache, or the
+// hub and local files for `kubectl lodestar render`), each object once, without
+// what belongs to the hub and without the kinds its namespace's platform admin
+// forbids.
+package selection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/render"
+)
+
+// InvalidSelectorError is a resource selector that can never select anything.
+type InvalidSelectorError struct{ msg string }
+
+func (e *InvalidSelectorError) Error() string { return e.msg }
+
+// Lister lists the objects of a kind in a namespace whose labels match.
+type Lister func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error)
+
+// Source is where the selection reads from.
+type Source struct {
+	// Mapper maps the kinds selectors name.
+	Mapper meta.RESTMapper
+	// List lists the objects of a kind.
+	List Lister
+	// Kinds returns the namespaced kinds the hub serves, for selectors without
+	// kind; nil when the caller cannot discover them.
+	Kinds func(ctx context.Context) ([]schema.GroupVersionKind, error)
+	// Forbidden are the kinds the namespace's platform admin forbids
+	// (ForbiddenKinds); nil forbids none.
+	Forbidden func(schema.GroupKind) bool
+}
+
+// ForbiddenKinds reads a namespace's placementv1alpha1.ForbiddenKindsAnnotation:
+// it tells whether a kind is forbidden there.
+func ForbiddenKinds(ns *corev1.Namespace) func(schema.GroupKind) bool {
+	var rules []schema.GroupKind
+	for _, s := range strings.Split(ns.Annotations[placementv1alpha1.ForbiddenKindsAnnotation], ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		group, kind, found := strings.Cut(s, "/")
+		if !found {
+			group, kind = "", s
+		}
+		rules = append(rules, schema.GroupKind{Group: group, Kind: kind})
+	}
+	return func(gk schema.GroupKind) bool {
+		return slices.ContainsFunc(rules, func(r schema.GroupKind) bool {
+			return r.Group == gk.Group && (r.Kind == "*" || r.Kind == gk.Kind)
+		})
+	}
+}
+
+// SelectObjects returns the objects that the Placement's resource selectors select
+// in its namespace, each once: the work generator's selection, also used by
+// `kubectl lodestar render`. A selector that can never select anything is an
+// *InvalidSelectorError.
+func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, src Source) ([]*unstructured.Unstructured, error) {
+	s := &selection{seen: map[string]bool{}}
+	if _, ok := placement.Annotations[placementv1alpha1.ClusterPlacementAnnotation]; ok && placement.Namespace == placementv1alpha1.ClusterPlacementNamespace {
+		if err := s.clusterScoped(ctx, placement, src); err != nil {
+			return nil, err
+		}
+		return s.out, nil
+	}
+	if err := s.namespaced(ctx, placement, src); err != nil {
+		return nil, err
+	}
+	return s.out, nil
+}
+
+// selection gathers selected objects, each once.
+type selection struct {
+	seen map[string]bool
+	out  []*unstructured.Unstructured
+}
+
+// add takes the items of kind gvk (only the one called name, when set) that are
+// not going and do not belong to the hub.
+func (s *selection) add(ctx context.Context, gvk schema.GroupVersionKind, items []unstructured.Unstructured, name string) {
+	for j := range items {
+		obj := &items[j]
+		if name != "" && obj.GetName() != name {
+			continue
+		}
+		if !obj.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		obj.SetGroupVersionKind(gvk)
+		if why := render.HubOwned(obj); why != "" {
+			ctrl.LoggerFrom(ctx).V(4).Info("Not placing an object that belongs to the hub", "kind", gvk.Kind, "object", klog.KObj(obj), "why", why)
+			continue
+		}
+		key := gvk.GroupKind().String() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+		if s.seen[key] {
+			continue
+		}
+		s.seen[key] = true
+		s.out = append(s.out, obj)
+	}
+}
+
+// namespaced is the selection of a Placement: objects of its own namespace.
+func (s *selection) namespaced(ctx context.Context, placement *placementv1alpha1.Placement, src Source) error {
+	for i, sel := range placement.Spec.ResourceSelectors {
+		selector, err := labelSelector(sel, i)
+		if err != nil {
+			return err
+		}
+		if sel.Kind == "" {
+			if err := s.everyKind(ctx, src, placement.Namespace, selector); err != nil {
+				return err
+			}
+			continue
+		}
+		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
+		if err := checkKind(src.Mapper, gvk, i); err != nil {
+			return err
+		}
+		if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
+			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the namespace's platform admin forbids placing %s (annotation %s)",
+				i, gvk.GroupKind(), placementv1alpha1.ForbiddenKindsAnnotation)}
+		}
+		items, err := src.List(ctx, gvk, placement.Namespace, selector)
+		if err != nil {
+			return fmt.Errorf("listing %s in %s: %w", gvk, placement.Namespace, err)
+		}
+		s.add(ctx, gvk, items, sel.Name)
+	}
+	return nil
+}
+
+// everyKind adds the objects of namespace whose labels match, of every kind a
+// selector without kind may select there.
+func (s *selection) everyKind(ctx context.Context, src Source, namespace string, selector labels.Selector) error {
+	kinds, err := selectableKinds(ctx, src)
+	if err != nil {
+		return err
+	}
+	for _, gvk := range kinds {
+		if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
+			continue
+		}
+		items, err := src.List(ctx, gvk, namespace, selector)
+		if err != nil {
+			return fmt.Errorf("listing %s in %s: %w", gvk, namespace, err)
+		}
+		s.add(ctx, gvk, items, "")
+	}
+	return nil
+}
+
+// clusterScoped is the selection of a ClusterPlacement (carried out by
+// placement): cluster-scoped objects, and whole namespaces, a selected Namespace
+// with every namespaced object in it that a selector without kind may select.
+// The namespaces of Kubernetes and of Lodestar are never placed whole.
+func (s *selection) clusterScoped(ctx context.Context, placement *placementv1alpha1.Placement, src Source) error {
+	for i, sel := range placement.Spec.ResourceSelectors {
+		selector, err := labelSelector(sel, i)
+		if err != nil {
+			return err
+		}
+		if sel.Kind == "" {
+			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: a ClusterPlacement's selectors name a kind", i)}
+		}
+		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
+		namespaced, err := served(src.Mapper, gvk, i)
+		if err != nil {
+			return err
+		}
+		if namespaced {
+			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is namespaced; a ClusterPlacement places cluster-scoped kinds and whole namespaces (kind Namespace)", i, gvk)}
+		}
+		items, err := src.List(ctx, gvk, "", selector)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", gvk, err)
+		}
+		if gvk.GroupKind() != (schema.GroupKind{Kind: "Namespace"}) {
+			s.add(ctx, gvk, items, sel.Name)
+			continue
+		}
+		for j := range items {
+			ns := items[j].GetName()
+			if (sel.Name != "" && ns != sel.Name) || SystemNamespace(ns) {
+				continue
+			}
+			s.add(ctx, gvk, items[j:j+1], "")
+			if err := s.everyKind(ctx, src, ns, labels.Everything()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SystemNamespace tells whether ns is Kubernetes' or Lodestar's own.
+func SystemNamespace(ns string) bool {
+	return strings.HasPrefix(ns, "kube-") || strings.HasPrefix(ns, "lodestar-")
+}
+
+// labelSelector parses selector i's label selector (everything without one).
+func labelSelector(sel placementv1alpha1.ResourceSelector, i int) (labels.Selector, error) {
+	if sel.LabelSelector == nil {
+		return labels.Everything(), nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel.LabelSelector)
+	if err != nil {
+		return nil, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d].labelSelector: %v", i, err)}
+	}
+	return selector, nil
+}
+
+// checkKind says, as an *InvalidSelectorError, why selector i's kind can never be
+// placed by a Placement: the hub does not serve it, it is cluster-scoped, or it
+// belongs to the hub.
+func checkKind(mapper meta.RESTMapper, gvk schema.GroupVersionKind, i int) error {
+	namespaced, err := served(mapper, gvk, i)
+	if err != nil {
+		return err
+	}
+	if !namespaced {
+		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is cluster-scoped; a Placement places only namespaced kinds", i, gvk)}
+	}
+	if why := render.HubOnlyKind(gvk.GroupKind()); why != "" {
+		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s are never placed: %s", i, gvk.Kind, why)}
+	}
+	return nil
+}
+
+// served tells whether selector i's kind is namespaced; a kind the hub does not
+// serve is an *InvalidSelectorError.
+func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind, i int) (namespaced bool, err error) {
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return false, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s", i, gvk)}
+	}
+	if err != nil {
+		return false, fmt.Errorf("mapping %s: %w", gvk, err)
+	}
+	return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// selectableKinds are the kinds a selector without kind looks through.
+func selectableKinds(ctx context.Context, src Source) ([]schema.GroupVersionKind, error) {
+	if src.Kinds == nil {
+		return nil, errors.New("a resource selector without kind needs the hub's discovery")
+	}
+	all, err := src.Kinds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]schema.GroupVersionKind, 0, len(all))
+	for _, gvk := range all {
+		if render.SelectableByLabels(gvk.GroupKind()) {
+			out = append(out, gvk)
+		}
+	}
+	return out, nil
+}
+
+// SelectsByLabels tells whether a Placement has a selector without kind.
+func SelectsByLabels(p *placementv1alpha1.Placement) bool {
+	for _, sel := range p.Spec.ResourceSelectors {
+		if sel.Kind == "" {
+			return true
+		}
+	}
+	return false
+}
