@@ -67,7 +67,7 @@ up() {
   say "Status from the hub: per cluster and object, feedback, summaries (kubectl lodestar status)"
   "${LODESTAR_BIN:?}/kubectl-lodestar" status web -n demo --kubeconfig "$dir/hub.kubeconfig"
   echo
-  say "The hub's own Deployment shows both members (statusReflection: Aggregate)"
+  say "The hub's own Deployment shows both members (reporting.reflection: Aggregate)"
   "$kubectl" "${hub[@]}" -n demo get deploy web
   echo
   say "What member-2's copy changes (the sample's overrides; kubectl lodestar render)"

@@ -299,10 +299,6 @@ type whyReport struct {
 	Decided bool `json:"decided"`
 }
 
-// ReasonNotInClusterSets is why's reason for a cluster outside the namespace's
-// bound cluster sets.
-const ReasonNotInClusterSets = "NotInClusterSets"
-
 // newWhyCommand is `kubectl lodestar why <placement> --cluster <name>`.
 func newWhyCommand(o *options) *cobra.Command {
 	var cluster, output string
@@ -358,7 +354,7 @@ func explain(cmd *cobra.Command, c client.Client, key client.ObjectKey, cluster 
 	if err := c.Get(ctx, key, placement); err != nil {
 		return r, err
 	}
-	policy, err := scheduling.PolicyFor(placement.Spec, placement.Namespace+"/"+placement.Name)
+	policy, err := scheduling.PolicyFor(placement.Spec.Scheduling, placement.Namespace+"/"+placement.Name)
 	if err != nil {
 		return r, fmt.Errorf("placement %s cannot be scheduled: %w", key, err)
 	}
@@ -386,7 +382,7 @@ func explain(cmd *cobra.Command, c client.Client, key client.ObjectKey, cluster 
 	r.Decided = current[cluster]
 	i := slices.IndexFunc(clusters, func(cl scheduling.Cluster) bool { return cl.Name == cluster })
 	if i < 0 {
-		r.Reason = ReasonNotInClusterSets
+		r.Reason = placementv1alpha1.ExclusionNotInClusterSets
 		r.Detail = fmt.Sprintf("no ClusterProfile %s in the cluster sets bound to namespace %s (%s)", cluster, key.Namespace, orDefault(strings.Join(sets, ", "), "none"))
 		return r, nil
 	}
@@ -410,14 +406,14 @@ func explain(cmd *cobra.Command, c client.Client, key client.ObjectKey, cluster 
 	res := scheduling.Schedule(clusters, current, policy, now)
 	r.Chosen = slices.ContainsFunc(res.Selected, func(cl scheduling.Cluster) bool { return cl.Name == cluster })
 	if !r.Chosen {
-		r.Reason = scheduling.ReasonNotPicked
+		r.Reason = placementv1alpha1.ExclusionNotPicked
 		for reason, names := range res.Excluded {
 			if slices.Contains(names, cluster) {
 				r.Reason = reason
 			}
 		}
-		if placement.Spec.NumberOfClusters != nil {
-			r.Detail = fmt.Sprintf("passes every filter, but numberOfClusters %d picks %d of %d eligible clusters by preference and spread", *placement.Spec.NumberOfClusters, len(res.Selected), res.Eligible)
+		if placement.Spec.Scheduling.NumberOfClusters != nil {
+			r.Detail = fmt.Sprintf("passes every filter, but numberOfClusters %d picks %d of %d eligible clusters by preference and spread", *placement.Spec.Scheduling.NumberOfClusters, len(res.Selected), res.Eligible)
 		}
 	}
 	return r, nil

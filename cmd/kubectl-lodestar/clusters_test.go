@@ -164,7 +164,7 @@ func TestGetAndDescribeClusters(t *testing.T) {
 	tenant := "describe-" + rand.String(5)
 	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}})).To(Succeed())
 	web := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: tenant},
-		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment"}}, ClusterSelector: &metav1.LabelSelector{}}}
+		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment"}}, Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{}}}}
 	g.Expect(hubCP.Client.Create(ctx, web)).To(Succeed())
 	pd := &cpv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: tenant, Labels: map[string]string{cpv1alpha1.PlacementKeyLabel: "web"}},
 		Decisions: []cpv1alpha1.ClusterDecision{{ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Name: set + "-a", Namespace: set}}}}
@@ -224,9 +224,7 @@ func TestWhy(t *testing.T) {
 	web := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment"}},
-			ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
-			RequiredCapacity:  &placementv1alpha1.Capacity{CPU: "2"},
-			NumberOfClusters:  ptr.To[int32](1),
+			Scheduling:        placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, RequiredCapacity: &placementv1alpha1.Capacity{CPU: "2"}, NumberOfClusters: ptr.To[int32](1)},
 		}}
 	g.Expect(hubCP.Client.Create(ctx, web)).To(Succeed())
 	// The current decision names big, as the scheduler would have written it.
@@ -274,12 +272,12 @@ func TestWhy(t *testing.T) {
 	g.Expect(verdict(r, "clusterSelector")).To(ConsistOf(HavePrefix(`selector "env=prod" against labels "env=dev,`)))
 
 	r = why(other + "-x")
-	g.Expect(r.Reason).To(Equal(ReasonNotInClusterSets))
+	g.Expect(r.Reason).To(Equal(placementv1alpha1.ExclusionNotInClusterSets))
 	g.Expect(r.Detail).To(ContainSubstring("bound to namespace " + ns + " (" + set + ")"))
 
 	// Tolerating the taint, gpu passes every filter, and the ranking keeps big
 	// (chosen before): gpu is not picked.
-	web.Spec.Tolerations = []placementv1alpha1.Toleration{{Key: "gpu", Operator: placementv1alpha1.TolerationExists}}
+	web.Spec.Scheduling.Tolerations = []placementv1alpha1.Toleration{{Key: "gpu", Operator: placementv1alpha1.TolerationExists}}
 	g.Expect(hubCP.Client.Update(ctx, web)).To(Succeed())
 	r = why(set + "-gpu")
 	g.Expect(r.Chosen).To(BeFalse())

@@ -44,7 +44,7 @@ func renderFixture(t *testing.T) string {
 				{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"},
 				{Version: "v1", Kind: "ConfigMap", Name: "web-config"},
 			},
-			ClusterSelector: &metav1.LabelSelector{},
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{}},
 			Overrides: []placementv1alpha1.Override{
 				{Name: "replicas", Targets: []placementv1alpha1.OverrideTarget{{Group: "apps", Kind: "Deployment"}},
 					JSONPatch: []placementv1alpha1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas",
@@ -116,7 +116,8 @@ spec:
     - version: v1
       kind: ConfigMap
       name: web-config
-  clusterSelector: {}
+  scheduling:
+    clusterSelector: {}
   overrides:
     - name: greet-by-region
       mergePatch:

@@ -63,11 +63,11 @@ func TestRolloutVerbs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	p := &placementv1alpha1.Placement{}
 	g.Expect(hubCP.Client.Get(t.Context(), key, p)).To(Succeed())
-	g.Expect(p.Spec.Paused).To(BeTrue())
+	g.Expect(p.Spec.Strategy.Paused).To(BeTrue())
 	_, _, err = kubectlLodestar(t, "rollout", "resume", "web", "-n", key.Namespace)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hubCP.Client.Get(t.Context(), key, p)).To(Succeed())
-	g.Expect(p.Spec.Paused).To(BeFalse())
+	g.Expect(p.Spec.Strategy.Paused).To(BeFalse())
 
 	out, _, err = kubectlLodestar(t, "rollout", "approve", "web", "-n", key.Namespace, "--stage", "production")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -54,9 +55,9 @@ so a tenant's own RBAC (get placements) is enough.`,
 				return err
 			}
 			report := statusReport{
-				Namespace: p.Namespace, Name: p.Name, SelectedClusters: p.Status.SelectedClusters, AppliedClusters: p.Status.AppliedClusters,
-				AvailableClusters: p.Status.AvailableClusters, Conditions: p.Status.Conditions, Clusters: p.Status.Clusters,
-				UnlistedClusters: p.Status.UnlistedClusters, Summaries: p.Status.Summaries,
+				Namespace: p.Namespace, Name: p.Name, SelectedClusters: ptr.Deref(p.Status.SelectedClusters, 0), AppliedClusters: ptr.Deref(p.Status.AppliedClusters, 0),
+				AvailableClusters: ptr.Deref(p.Status.AvailableClusters, 0), Conditions: p.Status.Conditions, Clusters: p.Status.Clusters,
+				UnlistedClusters: ptr.Deref(p.Status.UnlistedClusters, 0), Summaries: p.Status.Summaries,
 			}
 			if cluster != "" {
 				report.Clusters = nil
@@ -112,8 +113,8 @@ func printStatus(out io.Writer, r statusReport) {
 			}
 			fmt.Fprintf(w, "%s\t%s %s/%s\t%s\t%s\n", cs.Name, o.Kind, o.Namespace, o.Name, o.State, detail)
 		}
-		if cs.UnlistedObjects > 0 {
-			fmt.Fprintf(w, "%s\t(%d more objects)\t\t\n", cs.Name, cs.UnlistedObjects)
+		if n := ptr.Deref(cs.UnlistedObjects, 0); n > 0 {
+			fmt.Fprintf(w, "%s\t(%d more objects)\t\t\n", cs.Name, n)
 		}
 	}
 	if len(r.Summaries) > 0 {
@@ -124,7 +125,7 @@ func printStatus(out io.Writer, r statusReport) {
 			for _, g := range s.Groups {
 				groups = append(groups, fmt.Sprintf("%s=%s", g.Key, orDefault(g.Value, "-")))
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", s.Name, orDefault(s.Value, "-"), s.Count, s.Stale, strings.Join(groups, " "), s.Message)
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", s.Name, orDefault(s.Value, "-"), ptr.Deref(s.Count, 0), ptr.Deref(s.Stale, 0), strings.Join(groups, " "), s.Message)
 		}
 	}
 	_ = w.Flush()

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -53,13 +54,13 @@ func TestStatusReadsOnlyThePlacement(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment"}},
-			ClusterSelector:   &metav1.LabelSelector{},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{}},
 		},
 	}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 	// The status as the hub's controllers write it (none run in this package).
 	p.Status = placementv1alpha1.PlacementStatus{
-		SelectedClusters: 2, AppliedClusters: 2, AvailableClusters: 1,
+		SelectedClusters: ptr.To[int32](2), AppliedClusters: ptr.To[int32](2), AvailableClusters: ptr.To[int32](1),
 		Conditions: []metav1.Condition{{Type: placementv1alpha1.AvailableCondition, Status: metav1.ConditionFalse, Reason: placementv1alpha1.ReasonNotAvailable,
 			Message: "1 of 2 clusters available; not yet: edge-2", LastTransitionTime: metav1.Now()}},
 		Clusters: []placementv1alpha1.ClusterStatus{
@@ -69,7 +70,7 @@ func TestStatusReadsOnlyThePlacement(t *testing.T) {
 				Reasons: []string{"PersistentVolumeClaim " + ns + "/uploads: the claim is Pending"},
 				Objects: []placementv1alpha1.ObjectStatus{{Kind: "PersistentVolumeClaim", Namespace: ns, Name: "uploads", State: placementv1alpha1.ObjectProgressing, Message: "the claim is Pending"}}},
 		},
-		Summaries: []placementv1alpha1.SummaryStatus{{Name: "ready", Value: "3", Count: 1, Stale: 1}},
+		Summaries: []placementv1alpha1.SummaryStatus{{Name: "ready", Value: "3", Count: ptr.To[int32](1), Stale: ptr.To[int32](1)}},
 	}
 	g.Expect(hubCP.Client.Status().Update(ctx, p)).To(Succeed())
 

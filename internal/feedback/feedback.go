@@ -65,17 +65,17 @@ func Compile(rules []lodestarworkv1alpha1.FeedbackRule) (*Rules, error) {
 	for i, r := range rules {
 		gk := schema.GroupKind{Group: r.Group, Kind: r.Kind}
 		if gk == secretKind {
-			return nil, fmt.Errorf("statusFeedback[%d]: status feedback is never collected from Secrets", i)
+			return nil, fmt.Errorf("feedback[%d]: status feedback is never collected from Secrets", i)
 		}
 		if r.WholeStatus == (len(r.Fields) > 0) {
-			return nil, fmt.Errorf("statusFeedback[%d]: exactly one of fields and wholeStatus must be set", i)
+			return nil, fmt.Errorf("feedback[%d]: exactly one of fields and wholeStatus must be set", i)
 		}
 		cr := rule{whole: r.WholeStatus}
 		for j, f := range r.Fields {
 			cf := field{name: f.Name}
 			switch {
 			case (f.JSONPath == "") == (f.CEL == ""):
-				return nil, fmt.Errorf("statusFeedback[%d].fields[%d]: exactly one of jsonPath and cel must be set", i, j)
+				return nil, fmt.Errorf("feedback[%d].fields[%d]: exactly one of jsonPath and cel must be set", i, j)
 			case f.JSONPath != "":
 				cf.path = jsonpath.New(f.Name).AllowMissingKeys(true)
 				p := f.JSONPath
@@ -83,16 +83,16 @@ func Compile(rules []lodestarworkv1alpha1.FeedbackRule) (*Rules, error) {
 					p = "{" + p + "}"
 				}
 				if err := cf.path.Parse(p); err != nil {
-					return nil, fmt.Errorf("statusFeedback[%d].fields[%d].jsonPath: %w", i, j, err)
+					return nil, fmt.Errorf("feedback[%d].fields[%d].jsonPath: %w", i, j, err)
 				}
 			default:
 				ast, iss := celEnv.Compile(f.CEL)
 				if iss.Err() != nil {
-					return nil, fmt.Errorf("statusFeedback[%d].fields[%d].cel: %w", i, j, iss.Err())
+					return nil, fmt.Errorf("feedback[%d].fields[%d].cel: %w", i, j, iss.Err())
 				}
 				prg, err := celEnv.Program(ast, cel.CostLimit(100000))
 				if err != nil {
-					return nil, fmt.Errorf("statusFeedback[%d].fields[%d].cel: %w", i, j, err)
+					return nil, fmt.Errorf("feedback[%d].fields[%d].cel: %w", i, j, err)
 				}
 				cf.expr = prg
 			}

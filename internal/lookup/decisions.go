@@ -33,7 +33,7 @@ type Decisions struct {
 
 // Decided reads the Placement's PlacementDecisions and accepts only what may send
 // Works somewhere: slices owned by the Placement and written for its scheduler
-// (spec.schedulerName), and in them only clusters whose ClusterProfile exists, is
+// (spec.scheduling.schedulerName), and in them only clusters whose ClusterProfile exists, is
 // Lodestar's, and lies in one of sets, the cluster sets the Placement's namespace
 // may use. Whoever wrote the decisions (an external scheduler, a tenant who may
 // create PlacementDecisions), nothing else reaches a Work.
@@ -44,7 +44,7 @@ func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 		return Decisions{}, fmt.Errorf("listing PlacementDecisions: %w", err)
 	}
 	out := Decisions{Sets: sets}
-	scheduler := placement.Spec.SchedulerName
+	scheduler := placement.Spec.Scheduling.SchedulerName
 	if scheduler == "" {
 		scheduler = placementv1alpha1.DefaultSchedulerName
 	}

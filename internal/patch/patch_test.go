@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -56,30 +57,30 @@ func TestApplyStatusKeepsOtherOwnersFields(t *testing.T) {
 
 	a := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	a.Status.Conditions = []metav1.Condition{condition("A", metav1.ConditionTrue)}
-	a.Status.SelectedClusters = 3
+	a.Status.SelectedClusters = ptr.To[int32](3)
 	g.Expect(patch.ApplyStatus(ctx, hubCP.Client, a, "owner-a")).To(Succeed())
 
 	b := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	b.Status.Conditions = []metav1.Condition{condition("B", metav1.ConditionFalse)}
-	b.Status.AppliedClusters = 1
+	b.Status.AppliedClusters = ptr.To[int32](1)
 	g.Expect(patch.ApplyStatus(ctx, hubCP.Client, b, "owner-b")).To(Succeed())
 
 	got := &placementv1alpha1.Placement{}
 	g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
 	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, "A")).To(BeTrue())
 	g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, "B")).To(BeTrue())
-	g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(3))
-	g.Expect(got.Status.AppliedClusters).To(BeEquivalentTo(1))
+	g.Expect(got.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(3)))
+	g.Expect(got.Status.AppliedClusters).To(HaveValue(BeEquivalentTo(1)))
 
 	// owner-a changes its condition and leaves selectedClusters out.
 	a.Status.Conditions = []metav1.Condition{condition("A", metav1.ConditionFalse)}
-	a.Status.SelectedClusters = 0
+	a.Status.SelectedClusters = nil
 	g.Expect(patch.ApplyStatus(ctx, hubCP.Client, a, "owner-a")).To(Succeed())
 	g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
 	g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, "A")).To(BeTrue())
 	g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, "B")).To(BeTrue())
-	g.Expect(got.Status.SelectedClusters).To(BeZero())
-	g.Expect(got.Status.AppliedClusters).To(BeEquivalentTo(1))
+	g.Expect(got.Status.SelectedClusters).To(BeNil())
+	g.Expect(got.Status.AppliedClusters).To(HaveValue(BeEquivalentTo(1)))
 
 	// The spec is untouched by status writes.
 	g.Expect(got.Spec.ResourceSelectors).To(HaveLen(1))

@@ -1,5 +1,5 @@
 // Package reflection computes the status that a placed object on the hub shows
-// for its copies on the clusters (spec.statusReflection: Aggregate): the sum over
+// for its copies on the clusters (spec.reporting.reflection: Aggregate): the sum over
 // the clusters for the workload kinds, a single cluster's status for any other
 // kind placed on one cluster. It also says which status feedback the agents
 // report for it. It is pure: the status aggregator reads and writes.

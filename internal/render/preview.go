@@ -28,7 +28,7 @@ func Override(bound *overrides.Bound, manifests []runtime.RawExtension) (overrid
 // objs, by the work generator's own steps: the manifests rendered from the
 // objects (returned too, as base) and the overrides applied for the cluster.
 func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Placement, cluster scheduling.Cluster) ([]runtime.RawExtension, overrides.Result, error) {
-	base, _, err := Manifests(objs, placement.Spec.StatusReflection == placementv1alpha1.ReflectionAggregate)
+	base, _, err := Manifests(objs, placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate)
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}

@@ -179,7 +179,7 @@ func HubOwned(obj *unstructured.Unstructured) string {
 
 // HubGenerationAnnotation on a placed object names the generation of the hub
 // object it was rendered from; set when the Placement reflects status
-// (statusReflection: Aggregate), so that the hub can tell which clusters run its
+// (spec.reporting.reflection: Aggregate), so that the hub can tell which clusters run its
 // current spec.
 const HubGenerationAnnotation = "placement.lodestar.dev/hub-generation"
 

@@ -73,12 +73,9 @@ type Strategy struct {
 }
 
 // StrategyFor parses a Placement's spec.strategy; nil is AllAtOnce.
-func StrategyFor(s *placementv1alpha1.RolloutStrategy) (Strategy, error) {
+func StrategyFor(s placementv1alpha1.RolloutStrategy) (Strategy, error) {
 	out := Strategy{Type: placementv1alpha1.RolloutAllAtOnce, Deadline: DefaultProgressDeadline,
 		MaxUnavailable: intstr.FromString("25%"), MaxSurge: intstr.FromString("25%")}
-	if s == nil {
-		return out, nil
-	}
 	if s.Type != "" {
 		out.Type = s.Type
 	}

@@ -39,7 +39,7 @@ func withLabels(c Cluster, kv ...string) Cluster {
 }
 
 func rolling(maxUnavailable, maxSurge intstr.IntOrString) Strategy {
-	s, _ := StrategyFor(&placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
+	s, _ := StrategyFor(placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
 		Rolling: &placementv1alpha1.RollingStrategy{MaxUnavailable: &maxUnavailable, MaxSurge: &maxSurge}})
 	return s
 }
@@ -54,7 +54,7 @@ func states(p Plan) map[string]placementv1alpha1.ClusterRolloutState {
 
 func TestAllAtOnceStartsEveryCluster(t *testing.T) {
 	g := NewWithT(t)
-	s, err := StrategyFor(nil)
+	s, err := StrategyFor(placementv1alpha1.RolloutStrategy{})
 	g.Expect(err).NotTo(HaveOccurred())
 	p := Compute([]Cluster{at("a", old, true), at("b", old, false), {Name: "c"}}, s, State{Target: target}, t0)
 	g.Expect(p.Start).To(ConsistOf("a", "b", "c"))
@@ -207,7 +207,7 @@ func TestOverrideFailedClusterDoesNotStopTheOthers(t *testing.T) {
 		c.OverrideFailed = "rule replicas: no such key: region"
 		return c
 	}
-	allAtOnce, err := StrategyFor(nil)
+	allAtOnce, err := StrategyFor(placementv1alpha1.RolloutStrategy{})
 	g.Expect(err).NotTo(HaveOccurred())
 	clusters := []Cluster{overrideFailed(at("a", old, true)), at("b", old, true), overrideFailed(Cluster{Name: "c"}), {Name: "d"}}
 	p := Compute(clusters, allAtOnce, State{Target: target}, t0)
@@ -240,7 +240,7 @@ func TestOverrideFailedClusterDoesNotStopTheOthers(t *testing.T) {
 }
 
 func staged(stages ...Stage) Strategy {
-	s, _ := StrategyFor(nil)
+	s, _ := StrategyFor(placementv1alpha1.RolloutStrategy{})
 	s.Type = placementv1alpha1.RolloutStaged
 	s.Stages = stages
 	return s
@@ -331,7 +331,7 @@ func TestStageSoakAndUnmatchedGoLast(t *testing.T) {
 
 func TestExternalStartsOnlyApprovedClusters(t *testing.T) {
 	g := NewWithT(t)
-	s, _ := StrategyFor(&placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutExternal})
+	s, _ := StrategyFor(placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutExternal})
 	clusters := []Cluster{at("a", old, true), at("b", old, true)}
 	p := Compute(clusters, s, State{Target: target}, t0)
 	g.Expect(p.Start).To(BeEmpty())
@@ -373,10 +373,10 @@ func TestPercentages(t *testing.T) {
 	g.Expect(scaled(intstr.FromString("25%"), 2, false)).To(Equal(1), "at least 1")
 	g.Expect(scaled(intstr.FromString("0%"), 10, false)).To(Equal(0))
 	g.Expect(scaled(intstr.FromString("10%"), 1000, false)).To(Equal(100))
-	_, err := StrategyFor(&placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged,
+	_, err := StrategyFor(placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged,
 		Stages: []placementv1alpha1.RolloutStage{{Name: "x", ClusterSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bad"}}}}}})
 	g.Expect(err).To(MatchError(ContainSubstring("stages[0].clusterSelector")))
-	s, err := StrategyFor(&placementv1alpha1.RolloutStrategy{ProgressDeadlineSeconds: ptr.To[int32](30)})
+	s, err := StrategyFor(placementv1alpha1.RolloutStrategy{ProgressDeadlineSeconds: ptr.To[int32](30)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.Deadline).To(Equal(30 * time.Second))
 }

@@ -95,10 +95,10 @@ func History(ctx context.Context, c client.Client, key client.ObjectKey) ([]plac
 	return out, nil
 }
 
-// SetPaused sets or clears spec.paused.
+// SetPaused sets or clears spec.strategy.paused.
 func SetPaused(ctx context.Context, c client.Client, key client.ObjectKey, paused bool) error {
 	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
-	patch := fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused)
+	patch := fmt.Appendf(nil, `{"spec":{"strategy":{"paused":%t}}}`, paused)
 	return c.Patch(ctx, p, client.RawPatch("application/merge-patch+json", patch))
 }
 

@@ -55,7 +55,7 @@ func Explain(c Cluster, current bool, p Policy, now time.Time) Explanation {
 	add := func(v Verdict) { e.Verdicts = append(e.Verdicts, v) }
 
 	if p.Exclude[c.Name] {
-		add(Verdict{Filter: FilterFailover, Reason: ReasonFailedOver, Detail: "the cluster's agent has been unreachable longer than spec.failover allows: it is being replaced"})
+		add(Verdict{Filter: FilterFailover, Reason: placementv1alpha1.ExclusionFailedOver, Detail: "the cluster's agent has been unreachable longer than spec.scheduling.failover allows: it is being replaced"})
 	}
 	if p.Names != nil {
 		names := make([]string, 0, len(p.Names))
@@ -65,14 +65,14 @@ func Explain(c Cluster, current bool, p Policy, now time.Time) Explanation {
 		sort.Strings(names)
 		v := Verdict{Filter: FilterNames, Passed: p.Names[c.Name], Detail: "clusterNames: " + strings.Join(names, ", ")}
 		if !v.Passed {
-			v.Reason = ReasonNotInClusterNames
+			v.Reason = placementv1alpha1.ExclusionNotInClusterNames
 		}
 		add(v)
 	}
 	v := Verdict{Filter: FilterLabels, Passed: p.Selector.Matches(labels.Set(c.Labels)),
 		Detail: fmt.Sprintf("selector %q against labels %q", selectorString(p.Selector), labels.Set(c.Labels).String())}
 	if !v.Passed {
-		v.Reason = ReasonLabelsMismatch
+		v.Reason = placementv1alpha1.ExclusionLabelsMismatch
 	}
 	add(v)
 
@@ -81,12 +81,12 @@ func Explain(c Cluster, current bool, p Policy, now time.Time) Explanation {
 	case !c.HealthReported() && current:
 		v.Detail += "; health not reported yet, kept as chosen before"
 	case !c.HealthReported():
-		v.Passed, v.Reason = false, ReasonHealthNotReported
+		v.Passed, v.Reason = false, placementv1alpha1.ExclusionHealthNotReported
 		v.Detail += "; health not reported yet"
 	case !c.Healthy() && current:
 		v.Detail += "; unhealthy, kept as chosen before"
 	case !c.Healthy():
-		v.Passed, v.Reason = false, ReasonUnhealthy
+		v.Passed, v.Reason = false, placementv1alpha1.ExclusionUnhealthy
 	}
 	add(v)
 
@@ -101,7 +101,7 @@ func Explain(c Cluster, current bool, p Policy, now time.Time) Explanation {
 		v := Verdict{Filter: FilterTaint, Passed: reason == "", Reason: reason, Detail: t.String()}
 		tol, ok := tolerated(t, p.Tolerations)
 		switch {
-		case reason == ReasonTolerationExpired:
+		case reason == placementv1alpha1.ExclusionTolerationExpired:
 			v.Detail += fmt.Sprintf(" tolerated for %ds, which have passed", *tol.TolerationSeconds)
 		case ok:
 			v.Detail += " tolerated"
@@ -126,9 +126,9 @@ func Explain(c Cluster, current bool, p Policy, now time.Time) Explanation {
 			v.Passed = true
 			v.Detail = fmt.Sprintf("%s: %v; kept as chosen before", p.Expression.Source(), err)
 		case err != nil:
-			v.Reason, v.Detail = ReasonExpressionError, fmt.Sprintf("%s: %v", p.Expression.Source(), err)
+			v.Reason, v.Detail = placementv1alpha1.ExclusionExpressionError, fmt.Sprintf("%s: %v", p.Expression.Source(), err)
 		case !ok:
-			v.Reason = ReasonExpressionFalse
+			v.Reason = placementv1alpha1.ExclusionExpressionFalse
 		}
 		add(v)
 	}
@@ -155,7 +155,7 @@ func Explain(c Cluster, current bool, p Policy, now time.Time) Explanation {
 			v.Detail += "; not checked for a cluster chosen before"
 		}
 		if !v.Passed {
-			v.Reason = ReasonInsufficientCapacity
+			v.Reason = placementv1alpha1.ExclusionInsufficientCapacity
 		}
 		add(v)
 	}

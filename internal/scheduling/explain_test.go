@@ -32,10 +32,7 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 	noTier := cluster("no-tier", map[string]string{"env": "prod"}, map[string]string{placementv1alpha1.PropertyCPUFree: "8", placementv1alpha1.PropertyMemoryFree: "64Gi"})
 
 	p := mustPolicy(t, placementv1alpha1.PlacementSpec{
-		ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
-		ClusterExpression: "cluster.labels['tier'] == 'gold'",
-		RequiredCapacity:  &placementv1alpha1.Capacity{CPU: "2", Memory: "2Gi"},
-		Tolerations:       []placementv1alpha1.Toleration{{Key: "gpu", Operator: placementv1alpha1.TolerationEqual, Value: "true"}},
+		Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, ClusterExpression: "cluster.labels['tier'] == 'gold'", RequiredCapacity: &placementv1alpha1.Capacity{CPU: "2", Memory: "2Gi"}, Tolerations: []placementv1alpha1.Toleration{{Key: "gpu", Operator: placementv1alpha1.TolerationEqual, Value: "true"}}},
 	})
 	for _, c := range []Cluster{small, big, dev, tainted, sick, unreported, broken, noTier} {
 		for _, current := range []bool{false, true} {
@@ -58,13 +55,13 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 		return out
 	}
 	e := Explain(small, false, p, now)
-	g.Expect(e.Reason).To(Equal(ReasonExpressionError))
+	g.Expect(e.Reason).To(Equal(placementv1alpha1.ExclusionExpressionError))
 	g.Expect(detail(e, FilterCPU)).To(ConsistOf("cpu free 500m < 2 asked"))
 	g.Expect(detail(e, FilterMemory)).To(ConsistOf("memory free 64Gi >= 2Gi asked"))
 	g.Expect(detail(e, FilterExpression)[0]).To(ContainSubstring("no such key: tier"))
 
 	e = Explain(tainted, false, p, now)
-	g.Expect(e.Reason).To(Equal(ReasonTainted))
+	g.Expect(e.Reason).To(Equal(placementv1alpha1.ExclusionTainted))
 	g.Expect(detail(e, FilterTaint)).To(Equal([]string{"gpu=true:NoSchedule tolerated", "maintenance:NoSchedule not tolerated"}))
 	g.Expect(detail(e, FilterExpression)).To(ConsistOf("cluster.labels['tier'] == 'gold' = true"))
 	g.Expect(detail(e, FilterMemory)).To(ConsistOf("memory free 1Gi < 2Gi asked"), "every filter is judged, not only up to the first failure")
@@ -72,21 +69,21 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 	g.Expect(Explain(tainted, true, p, now).Reason).To(BeEmpty())
 
 	e = Explain(dev, false, p, now)
-	g.Expect(e.Reason).To(Equal(ReasonLabelsMismatch))
+	g.Expect(e.Reason).To(Equal(placementv1alpha1.ExclusionLabelsMismatch))
 	g.Expect(detail(e, FilterLabels)).To(ConsistOf(`selector "env=prod" against labels "env=dev"`))
 	g.Expect(detail(e, FilterMemory)).To(ConsistOf("memory free unknown (property memory.free.lodestar.dev), 2Gi asked"))
 
 	g.Expect(Explain(big, false, p, now).Reason).To(BeEmpty())
-	g.Expect(Explain(sick, false, p, now).Reason).To(Equal(ReasonUnhealthy))
+	g.Expect(Explain(sick, false, p, now).Reason).To(Equal(placementv1alpha1.ExclusionUnhealthy))
 	g.Expect(detail(Explain(sick, false, p, now), FilterHealth)).To(ConsistOf("ControlPlaneHealthy=False, AgentReachable=<none>"))
-	g.Expect(Explain(unreported, false, p, now).Reason).To(Equal(ReasonHealthNotReported))
+	g.Expect(Explain(unreported, false, p, now).Reason).To(Equal(placementv1alpha1.ExclusionHealthNotReported))
 	g.Expect(detail(Explain(broken, false, p, now), FilterTaint)[0]).To(ContainSubstring("cannot be read: not JSON"))
 
-	named := mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterNames: []string{"big", "dev"}})
-	g.Expect(Explain(small, false, named, now).Reason).To(Equal(ReasonNotInClusterNames))
+	named := mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterNames: []string{"big", "dev"}}})
+	g.Expect(Explain(small, false, named, now).Reason).To(Equal(placementv1alpha1.ExclusionNotInClusterNames))
 	g.Expect(Explain(small, false, named, now).Verdicts[0].Detail).To(Equal("clusterNames: big, dev"))
 	nothing := mustPolicy(t, placementv1alpha1.PlacementSpec{})
 	g.Expect(detail(Explain(big, false, nothing, now), FilterLabels)[0]).To(HavePrefix(`selector "<nothing>"`))
 	p.Exclude = map[string]bool{"big": true}
-	g.Expect(Explain(big, true, p, now).Reason).To(Equal(ReasonFailedOver))
+	g.Expect(Explain(big, true, p, now).Reason).To(Equal(placementv1alpha1.ExclusionFailedOver))
 }

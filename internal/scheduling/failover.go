@@ -9,10 +9,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
 
-// ReasonFailedOver excludes a chosen cluster whose agent has been unreachable
-// longer than the Placement's failover toleration: another cluster replaces it.
-const ReasonFailedOver = "FailedOver"
-
 // Reachable tells whether the cluster's agent renews its Lease.
 func (c Cluster) Reachable() bool {
 	return c.Conditions[placementv1alpha1.AgentReachableCondition] == "True"
@@ -30,7 +26,7 @@ type FailoverPlan struct {
 }
 
 // Failover decides the failover of a Placement with numberOfClusters and
-// spec.failover (p.FailoverAfter). A chosen cluster whose agent has been
+// spec.scheduling.failover (p.FailoverAfter). A chosen cluster whose agent has been
 // unreachable (since UnreachableSince) for the toleration is replaced, unless:
 // two or more, and more than half, of the chosen clusters are unreachable at
 // once, which is a partition rather than a cluster failure; or the clusters due cannot all be

@@ -24,8 +24,9 @@ func unreachableFor(c Cluster, d time.Duration) Cluster {
 
 func TestFailover(t *testing.T) {
 	spec := func(n int32) placementv1alpha1.PlacementSpec {
-		return placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: ptr.To(n),
-			Failover: &placementv1alpha1.Failover{TolerationSeconds: ptr.To[int32](300)}}
+		return placementv1alpha1.PlacementSpec{
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), NumberOfClusters: ptr.To(n), Failover: &placementv1alpha1.Failover{TolerationSeconds: ptr.To[int32](300)}},
+		}
 	}
 	tests := []struct {
 		name        string
@@ -64,7 +65,7 @@ func TestFailover(t *testing.T) {
 			g := NewWithT(t)
 			s := spec(tt.n)
 			if tt.noFailover {
-				s.Failover = nil
+				s.Scheduling.Failover = nil
 			}
 			p := mustPolicy(t, s)
 			current := map[string]bool{}

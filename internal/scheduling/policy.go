@@ -14,14 +14,6 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
-// Reasons a Placement's rules are invalid, for its Scheduled condition.
-const (
-	ReasonInvalidClusterSelector   = "InvalidClusterSelector"
-	ReasonInvalidClusterExpression = "InvalidClusterExpression"
-	ReasonInvalidPreference        = "InvalidPreference"
-	ReasonInvalidCapacity          = "InvalidCapacity"
-)
-
 // InvalidPolicyError is a Placement whose rules can never be applied.
 type InvalidPolicyError struct {
 	Reason string
@@ -35,15 +27,15 @@ func invalid(reason, format string, args ...any) error {
 	return &InvalidPolicyError{Reason: reason, Err: fmt.Errorf(format, args...)}
 }
 
-// PolicyFor checks and compiles a Placement's scheduling rules. seed makes the
+// PolicyFor checks and compiles a Placement's spec.scheduling. seed makes the
 // tiebreak deterministic for this Placement.
-func PolicyFor(spec placementv1alpha1.PlacementSpec, seed string) (Policy, error) {
+func PolicyFor(spec placementv1alpha1.Scheduling, seed string) (Policy, error) {
 	p := Policy{Seed: seed, Tolerations: spec.Tolerations}
 	switch {
 	case spec.ClusterSelector != nil:
 		sel, err := metav1.LabelSelectorAsSelector(spec.ClusterSelector)
 		if err != nil {
-			return p, invalid(ReasonInvalidClusterSelector, "spec.clusterSelector is invalid: %v", err)
+			return p, invalid(placementv1alpha1.ReasonInvalidClusterSelector, "spec.scheduling.clusterSelector is invalid: %v", err)
 		}
 		p.Selector = sel
 	case len(spec.ClusterNames) > 0:
@@ -60,16 +52,16 @@ func PolicyFor(spec placementv1alpha1.PlacementSpec, seed string) (Policy, error
 	if spec.ClusterExpression != "" {
 		e, err := CompileExpression(spec.ClusterExpression)
 		if err != nil {
-			return p, invalid(ReasonInvalidClusterExpression, "spec.clusterExpression does not compile: %v", err)
+			return p, invalid(placementv1alpha1.ReasonInvalidClusterExpression, "spec.scheduling.clusterExpression does not compile: %v", err)
 		}
 		p.Expression = e
 	}
 	if c := spec.RequiredCapacity; c != nil {
 		var err error
-		if p.CPU, err = parseQuantity("spec.requiredCapacity.cpu", c.CPU); err != nil {
+		if p.CPU, err = parseQuantity("spec.scheduling.requiredCapacity.cpu", c.CPU); err != nil {
 			return p, err
 		}
-		if p.Memory, err = parseQuantity("spec.requiredCapacity.memory", c.Memory); err != nil {
+		if p.Memory, err = parseQuantity("spec.scheduling.requiredCapacity.memory", c.Memory); err != nil {
 			return p, err
 		}
 	}
@@ -90,14 +82,14 @@ func PolicyFor(spec placementv1alpha1.PlacementSpec, seed string) (Policy, error
 		case pref.Expression != "":
 			e, err := CompileExpression(pref.Expression)
 			if err != nil {
-				return p, invalid(ReasonInvalidPreference, "spec.preferences[%d].expression does not compile: %v", i, err)
+				return p, invalid(placementv1alpha1.ReasonInvalidPreference, "spec.scheduling.preferences[%d].expression does not compile: %v", i, err)
 			}
 			cp.Expression = e
 		case pref.PropertySort != nil:
 			cp.Property = pref.PropertySort.Name
 			cp.Descending = pref.PropertySort.Order != placementv1alpha1.Ascending
 		default:
-			return p, invalid(ReasonInvalidPreference, "spec.preferences[%d] needs expression or propertySort", i)
+			return p, invalid(placementv1alpha1.ReasonInvalidPreference, "spec.scheduling.preferences[%d] needs expression or propertySort", i)
 		}
 		p.Preferences = append(p.Preferences, cp)
 	}
@@ -113,7 +105,7 @@ func parseQuantity(field, s string) (*resource.Quantity, error) {
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
-		return nil, invalid(ReasonInvalidCapacity, "%s: %v", field, err)
+		return nil, invalid(placementv1alpha1.ReasonInvalidCapacity, "%s: %v", field, err)
 	}
 	return &q, nil
 }

@@ -22,29 +22,6 @@ import (
 // MaxDecisionsPerSlice is the most clusters one PlacementDecision may name.
 const MaxDecisionsPerSlice = 100
 
-// Reasons a cluster is not chosen.
-const (
-	ReasonNotInClusterNames    = "NotInClusterNames"
-	ReasonLabelsMismatch       = "LabelsMismatch"
-	ReasonUnhealthy            = "Unhealthy"
-	ReasonHealthNotReported    = "HealthNotReported"
-	ReasonTainted              = "Tainted"
-	ReasonTolerationExpired    = "TolerationExpired"
-	ReasonExpressionFalse      = "ExpressionFalse"
-	ReasonExpressionError      = "ExpressionError"
-	ReasonInsufficientCapacity = "InsufficientCapacity"
-	ReasonMissingTopologyKey   = "MissingTopologyKey"
-	ReasonTopologySkew         = "TopologySkew"
-	ReasonNotPicked            = "NotPicked"
-	// ReasonKeptUnhealthy is not an exclusion: it names chosen clusters that are
-	// unhealthy and kept because they were chosen before.
-	ReasonKeptUnhealthy = "KeptWhileUnhealthy"
-	// ReasonKeptExpressionError is not an exclusion: it names chosen clusters whose
-	// clusterExpression cannot be evaluated now (a property it reads vanished, say),
-	// kept because they were chosen before. Only a false result removes them.
-	ReasonKeptExpressionError = "KeptWhileExpressionFails"
-)
-
 // Cluster is what the scheduler knows of a member cluster.
 type Cluster struct {
 	// Name is the cluster's name (its ClusterProfile's name).
@@ -113,7 +90,7 @@ type Policy struct {
 	MaxSkew   int
 	// Seed makes the tiebreak deterministic per Placement.
 	Seed string
-	// FailoverAfter, when set (spec.failover), is how long a chosen cluster's
+	// FailoverAfter, when set (spec.scheduling.failover), is how long a chosen cluster's
 	// agent may be unreachable before the cluster is replaced.
 	FailoverAfter *time.Duration
 	// Exclude are clusters not to choose: those being failed over.
@@ -175,10 +152,10 @@ func Schedule(clusters []Cluster, current map[string]bool, p Policy, now time.Ti
 			continue
 		}
 		if current[c.Name] && !c.Healthy() {
-			res.exclude(ReasonKeptUnhealthy, c.Name)
+			res.exclude(placementv1alpha1.KeptWhileUnhealthy, c.Name)
 		}
 		if cand.expressionFails {
-			res.exclude(ReasonKeptExpressionError, c.Name)
+			res.exclude(placementv1alpha1.KeptWhileExpressionFails, c.Name)
 		}
 		eligible = append(eligible, cand)
 	}
@@ -203,19 +180,19 @@ func Schedule(clusters []Cluster, current map[string]bool, p Policy, now time.Ti
 func filter(c Cluster, current bool, p Policy, now time.Time) (candidate, string, time.Duration) {
 	cand := candidate{Cluster: c, current: current}
 	if p.Exclude[c.Name] {
-		return cand, ReasonFailedOver, 0
+		return cand, placementv1alpha1.ExclusionFailedOver, 0
 	}
 	if p.Names != nil && !p.Names[c.Name] {
-		return cand, ReasonNotInClusterNames, 0
+		return cand, placementv1alpha1.ExclusionNotInClusterNames, 0
 	}
 	if !p.Selector.Matches(labels.Set(c.Labels)) {
-		return cand, ReasonLabelsMismatch, 0
+		return cand, placementv1alpha1.ExclusionLabelsMismatch, 0
 	}
 	if !current && !c.HealthReported() {
-		return cand, ReasonHealthNotReported, 0
+		return cand, placementv1alpha1.ExclusionHealthNotReported, 0
 	}
 	if !current && !c.Healthy() {
-		return cand, ReasonUnhealthy, 0
+		return cand, placementv1alpha1.ExclusionUnhealthy, 0
 	}
 	reason, avoid, recheck := checkTaints(c, current, p.Tolerations, now)
 	if reason != "" {
@@ -228,16 +205,16 @@ func filter(c Cluster, current bool, p Policy, now time.Time) (candidate, string
 		case err != nil && current:
 			cand.expressionFails = true
 		case err != nil:
-			return cand, ReasonExpressionError, recheck
+			return cand, placementv1alpha1.ExclusionExpressionError, recheck
 		case !ok:
-			return cand, ReasonExpressionFalse, recheck
+			return cand, placementv1alpha1.ExclusionExpressionFalse, recheck
 		}
 	}
 	// Free capacity is checked when a cluster is chosen, as kube-scheduler checks a
 	// node's: what the Placement itself placed there is no longer free, and a
 	// chosen cluster must not be evicted by its own workload.
 	if !current && (!hasCapacity(c, placementv1alpha1.PropertyCPUFree, p.CPU) || !hasCapacity(c, placementv1alpha1.PropertyMemoryFree, p.Memory)) {
-		return cand, ReasonInsufficientCapacity, recheck
+		return cand, placementv1alpha1.ExclusionInsufficientCapacity, recheck
 	}
 	return cand, "", recheck
 }
@@ -258,11 +235,11 @@ func checkTaints(c Cluster, current bool, tolerations []placementv1alpha1.Tolera
 			avoid = avoid || !ok
 		case placementv1alpha1.TaintNoSchedule:
 			if !ok && !current {
-				return ReasonTainted, false, 0
+				return placementv1alpha1.ExclusionTainted, false, 0
 			}
 		case placementv1alpha1.TaintNoExecute:
 			if !ok {
-				return ReasonTainted, false, 0
+				return placementv1alpha1.ExclusionTainted, false, 0
 			}
 			if tol.TolerationSeconds == nil {
 				continue
@@ -273,11 +250,11 @@ func checkTaints(c Cluster, current bool, tolerations []placementv1alpha1.Tolera
 			}
 			left := added.Add(time.Duration(*tol.TolerationSeconds) * time.Second).Sub(now)
 			if left <= 0 {
-				return ReasonTolerationExpired, false, 0
+				return placementv1alpha1.ExclusionTolerationExpired, false, 0
 			}
 			if !current {
 				// Not chosen anew only to be evicted soon.
-				return ReasonTainted, false, 0
+				return placementv1alpha1.ExclusionTainted, false, 0
 			}
 			recheck = requeue.Soonest(recheck, left)
 		}
@@ -362,7 +339,7 @@ func pick(eligible []candidate, p Policy, res *Result) ([]Cluster, bool) {
 		for _, c := range eligible {
 			d, ok := domain(c.Cluster, p.SpreadKey)
 			if !ok {
-				res.exclude(ReasonMissingTopologyKey, c.Name)
+				res.exclude(placementv1alpha1.ExclusionMissingTopologyKey, c.Name)
 				continue
 			}
 			domains[d] += 0
@@ -408,9 +385,9 @@ func pick(eligible []candidate, p Policy, res *Result) ([]Cluster, bool) {
 		}
 	}
 	for _, c := range unpicked {
-		reason := ReasonNotPicked
+		reason := placementv1alpha1.ExclusionNotPicked
 		if len(picked) < n {
-			reason = ReasonTopologySkew
+			reason = placementv1alpha1.ExclusionTopologySkew
 		}
 		res.exclude(reason, c.Name)
 	}

@@ -31,7 +31,7 @@ func names(cs []Cluster) []string {
 
 func mustPolicy(t *testing.T, spec placementv1alpha1.PlacementSpec) Policy {
 	t.Helper()
-	p, err := PolicyFor(spec, "ns/p")
+	p, err := PolicyFor(spec.Scheduling, "ns/p")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,26 +62,30 @@ func TestFilters(t *testing.T) {
 		excluded map[string][]string
 	}{
 		{"nothing selected without selector or names", placementv1alpha1.PlacementSpec{}, []string{},
-			map[string][]string{ReasonLabelsMismatch: {"a", "b", "broken-taints", "c", "sick", "tainted", "unreachable"}}},
-		{"labels, health and taints", placementv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+			map[string][]string{placementv1alpha1.ExclusionLabelsMismatch: {"a", "b", "broken-taints", "c", "sick", "tainted", "unreachable"}}},
+		{"labels, health and taints", placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}},
 			[]string{"a", "b"},
-			map[string][]string{ReasonLabelsMismatch: {"c"}, ReasonTainted: {"broken-taints", "tainted"}, ReasonUnhealthy: {"sick", "unreachable"}}},
-		{"names", placementv1alpha1.PlacementSpec{ClusterNames: []string{"a", "c", "missing"}}, []string{"a", "c"}, nil},
-		{"names and labels", placementv1alpha1.PlacementSpec{ClusterNames: []string{"a", "c"}, ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+			map[string][]string{placementv1alpha1.ExclusionLabelsMismatch: {"c"}, placementv1alpha1.ExclusionTainted: {"broken-taints", "tainted"}, placementv1alpha1.ExclusionUnhealthy: {"sick", "unreachable"}}},
+		{"names", placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterNames: []string{"a", "c", "missing"}}}, []string{"a", "c"}, nil},
+		{"names and labels", placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterNames: []string{"a", "c"}, ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}},
 			[]string{"a"}, nil},
-		{"expression over properties", placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
-			ClusterExpression: "'nodes.lodestar.dev' in cluster.properties && int(cluster.properties['nodes.lodestar.dev']) >= 3"},
+		{"expression over properties", placementv1alpha1.PlacementSpec{
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), ClusterExpression: "'nodes.lodestar.dev' in cluster.properties && int(cluster.properties['nodes.lodestar.dev']) >= 3"},
+		},
 			[]string{"a"}, nil},
-		{"expression with quantities", placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
-			ClusterExpression: "has(cluster.properties.x) || quantity(cluster.properties['memory.free.lodestar.dev']).isGreaterThan(quantity('40Gi'))"},
-			[]string{"b"}, map[string][]string{ReasonExpressionError: {"c"}}},
-		{"expression over labels, name and version", placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
-			ClusterExpression: "cluster.labels.env == 'dev' && cluster.name.startsWith('c') && cluster.version.startsWith('v1.36')"},
+		{"expression with quantities", placementv1alpha1.PlacementSpec{
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), ClusterExpression: "has(cluster.properties.x) || quantity(cluster.properties['memory.free.lodestar.dev']).isGreaterThan(quantity('40Gi'))"},
+		},
+			[]string{"b"}, map[string][]string{placementv1alpha1.ExclusionExpressionError: {"c"}}},
+		{"expression over labels, name and version", placementv1alpha1.PlacementSpec{
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), ClusterExpression: "cluster.labels.env == 'dev' && cluster.name.startsWith('c') && cluster.version.startsWith('v1.36')"},
+		},
 			[]string{"c"}, nil},
-		{"capacity", placementv1alpha1.PlacementSpec{ClusterSelector: everything(), RequiredCapacity: &placementv1alpha1.Capacity{CPU: "4", Memory: "16Gi"}},
-			[]string{"a"}, map[string][]string{ReasonInsufficientCapacity: {"b", "c"}}},
-		{"tolerations", placementv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
-			Tolerations: []placementv1alpha1.Toleration{{Key: "maintenance", Operator: placementv1alpha1.TolerationExists}}},
+		{"capacity", placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), RequiredCapacity: &placementv1alpha1.Capacity{CPU: "4", Memory: "16Gi"}}},
+			[]string{"a"}, map[string][]string{placementv1alpha1.ExclusionInsufficientCapacity: {"b", "c"}}},
+		{"tolerations", placementv1alpha1.PlacementSpec{
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Tolerations: []placementv1alpha1.Toleration{{Key: "maintenance", Operator: placementv1alpha1.TolerationExists}}},
+		},
 			[]string{"a", "b", "tainted"}, nil},
 	}
 	for _, tt := range tests {
@@ -105,10 +109,10 @@ func TestStickinessWhenUnhealthyOrCordoned(t *testing.T) {
 	b.Taints = []placementv1alpha1.Taint{{Key: "cordon", Effect: placementv1alpha1.TaintNoSchedule}}
 	c := cluster("c", nil, nil)
 	c.Taints = []placementv1alpha1.Taint{{Key: "drain", Effect: placementv1alpha1.TaintNoExecute}}
-	res := Schedule([]Cluster{a, b, c}, map[string]bool{"a": true, "b": true, "c": true}, mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterSelector: everything()}), now)
+	res := Schedule([]Cluster{a, b, c}, map[string]bool{"a": true, "b": true, "c": true}, mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything()}}), now)
 	g.Expect(names(res.Selected)).To(Equal([]string{"a", "b"}), "NoSchedule and lost health keep what is there; NoExecute does not")
-	g.Expect(res.Excluded[ReasonKeptUnhealthy]).To(Equal([]string{"a"}))
-	g.Expect(res.Excluded[ReasonTainted]).To(Equal([]string{"c"}))
+	g.Expect(res.Excluded[placementv1alpha1.KeptWhileUnhealthy]).To(Equal([]string{"a"}))
+	g.Expect(res.Excluded[placementv1alpha1.ExclusionTainted]).To(Equal([]string{"c"}))
 }
 
 // A cluster whose health the hub has not judged yet is not chosen anew; once it
@@ -119,11 +123,11 @@ func TestHealthNotReported(t *testing.T) {
 	fresh.Conditions = map[string]string{}
 	connecting := cluster("connecting", nil, nil)
 	connecting.Conditions = map[string]string{placementv1alpha1.ControlPlaneHealthyCondition: "Unknown", placementv1alpha1.AgentReachableCondition: "Unknown"}
-	spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything()}
+	spec := placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything()}}
 
 	res := Schedule([]Cluster{fresh, connecting}, nil, mustPolicy(t, spec), now)
 	g.Expect(names(res.Selected)).To(Equal([]string{"connecting"}), "judged Unknown (agent not connected yet): may be chosen, its Works wait")
-	g.Expect(res.Excluded[ReasonHealthNotReported]).To(Equal([]string{"fresh"}))
+	g.Expect(res.Excluded[placementv1alpha1.ExclusionHealthNotReported]).To(Equal([]string{"fresh"}))
 
 	res = Schedule([]Cluster{fresh}, map[string]bool{"fresh": true}, mustPolicy(t, spec), now)
 	g.Expect(names(res.Selected)).To(Equal([]string{"fresh"}), "already chosen: kept")
@@ -133,9 +137,11 @@ func TestNoExecuteTolerationSeconds(t *testing.T) {
 	g := NewWithT(t)
 	c := cluster("c", nil, nil)
 	c.Taints = []placementv1alpha1.Taint{{Key: "drain", Effect: placementv1alpha1.TaintNoExecute, TimeAdded: now.Add(-30 * time.Second).Format(time.RFC3339)}}
-	spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), Tolerations: []placementv1alpha1.Toleration{
-		{Key: "drain", Operator: placementv1alpha1.TolerationExists, Effect: placementv1alpha1.TaintNoExecute, TolerationSeconds: ptr.To[int64](60)},
-	}}
+	spec := placementv1alpha1.PlacementSpec{
+		Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), Tolerations: []placementv1alpha1.Toleration{
+			{Key: "drain", Operator: placementv1alpha1.TolerationExists, Effect: placementv1alpha1.TaintNoExecute, TolerationSeconds: ptr.To[int64](60)},
+		}},
+	}
 	res := Schedule([]Cluster{c}, map[string]bool{"c": true}, mustPolicy(t, spec), now)
 	g.Expect(names(res.Selected)).To(Equal([]string{"c"}))
 	g.Expect(res.RecheckAfter).To(Equal(30 * time.Second))
@@ -145,7 +151,7 @@ func TestNoExecuteTolerationSeconds(t *testing.T) {
 
 	res = Schedule([]Cluster{c}, map[string]bool{"c": true}, mustPolicy(t, spec), now.Add(31*time.Second))
 	g.Expect(res.Selected).To(BeEmpty())
-	g.Expect(res.Excluded[ReasonTolerationExpired]).To(Equal([]string{"c"}))
+	g.Expect(res.Excluded[placementv1alpha1.ExclusionTolerationExpired]).To(Equal([]string{"c"}))
 }
 
 func TestPickN(t *testing.T) {
@@ -158,49 +164,53 @@ func TestPickN(t *testing.T) {
 
 	t.Run("by property", func(t *testing.T) {
 		g := NewWithT(t)
-		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(3),
-			Preferences: []placementv1alpha1.Preference{{Weight: 1, PropertySort: &placementv1alpha1.PropertySort{Name: placementv1alpha1.PropertyCPUFree}}}}
+		spec := placementv1alpha1.PlacementSpec{
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), NumberOfClusters: n(3), Preferences: []placementv1alpha1.Preference{{Weight: 1, PropertySort: &placementv1alpha1.PropertySort{Name: placementv1alpha1.PropertyCPUFree}}}},
+		}
 		res := Schedule(clusters, nil, mustPolicy(t, spec), now)
 		g.Expect(names(res.Selected)).To(Equal([]string{"c7", "c8", "c9"}))
-		g.Expect(res.Excluded[ReasonNotPicked]).To(HaveLen(7))
+		g.Expect(res.Excluded[placementv1alpha1.ExclusionNotPicked]).To(HaveLen(7))
 		g.Expect(res.Unsatisfied).To(BeFalse())
 	})
 	t.Run("ascending and by expression", func(t *testing.T) {
 		g := NewWithT(t)
-		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(2), Preferences: []placementv1alpha1.Preference{
-			{Weight: 10, PropertySort: &placementv1alpha1.PropertySort{Name: "latency", Order: placementv1alpha1.Descending}},
-			{Weight: 100, Expression: "cluster.labels.zone == 'b'"},
-		}}
+		spec := placementv1alpha1.PlacementSpec{
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), NumberOfClusters: n(2), Preferences: []placementv1alpha1.Preference{
+				{Weight: 10, PropertySort: &placementv1alpha1.PropertySort{Name: "latency", Order: placementv1alpha1.Descending}},
+				{Weight: 100, Expression: "cluster.labels.zone == 'b'"},
+			}},
+		}
 		res := Schedule(clusters, nil, mustPolicy(t, spec), now)
 		g.Expect(names(res.Selected)).To(Equal([]string{"c1", "c3"}), "zone b first, then the highest latency")
 	})
 	t.Run("capacity preference", func(t *testing.T) {
 		g := NewWithT(t)
-		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(2), RequiredCapacity: &placementv1alpha1.Capacity{CPU: "1"}}
+		spec := placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), NumberOfClusters: n(2), RequiredCapacity: &placementv1alpha1.Capacity{CPU: "1"}}}
 		res := Schedule(clusters, nil, mustPolicy(t, spec), now)
 		g.Expect(names(res.Selected)).To(Equal([]string{"c8", "c9"}), "more free capacity is preferred")
 	})
 	t.Run("deterministic tiebreak", func(t *testing.T) {
 		g := NewWithT(t)
-		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(4)}
+		spec := placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), NumberOfClusters: n(4)}}
 		first := Schedule(clusters, nil, mustPolicy(t, spec), now)
 		for range 5 {
 			g.Expect(Schedule(clusters, nil, mustPolicy(t, spec), now).Selected).To(Equal(first.Selected))
 		}
-		other, err := PolicyFor(spec, "ns/other")
+		other, err := PolicyFor(spec.Scheduling, "ns/other")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(names(Schedule(clusters, nil, other, now).Selected)).NotTo(Equal(names(first.Selected)), "another Placement spreads elsewhere")
 	})
 	t.Run("sticky", func(t *testing.T) {
 		g := NewWithT(t)
-		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(3),
-			Preferences: []placementv1alpha1.Preference{{Weight: 1, PropertySort: &placementv1alpha1.PropertySort{Name: placementv1alpha1.PropertyCPUFree}}}}
+		spec := placementv1alpha1.PlacementSpec{
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), NumberOfClusters: n(3), Preferences: []placementv1alpha1.Preference{{Weight: 1, PropertySort: &placementv1alpha1.PropertySort{Name: placementv1alpha1.PropertyCPUFree}}}},
+		}
 		res := Schedule(clusters, map[string]bool{"c0": true, "c1": true}, mustPolicy(t, spec), now)
 		g.Expect(names(res.Selected)).To(Equal([]string{"c0", "c1", "c9"}), "chosen clusters stay while eligible")
 	})
 	t.Run("unsatisfiable", func(t *testing.T) {
 		g := NewWithT(t)
-		spec := placementv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}, NumberOfClusters: n(8)}
+		spec := placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}, NumberOfClusters: n(8)}}
 		res := Schedule(clusters, nil, mustPolicy(t, spec), now)
 		g.Expect(res.Selected).To(HaveLen(5))
 		g.Expect(res.Unsatisfied).To(BeTrue())
@@ -213,7 +223,7 @@ func TestPickN(t *testing.T) {
 				avoid[i].Taints = []placementv1alpha1.Taint{{Key: "spot", Effect: placementv1alpha1.TaintPreferNoSchedule}}
 			}
 		}
-		spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: n(1)}
+		spec := placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), NumberOfClusters: n(1)}}
 		g.Expect(names(Schedule(avoid, nil, mustPolicy(t, spec), now).Selected)).To(Equal([]string{"c4"}))
 	})
 }
@@ -234,27 +244,28 @@ func TestTopologySpread(t *testing.T) {
 		}
 		return out
 	}
-	spec := placementv1alpha1.PlacementSpec{ClusterSelector: everything(), NumberOfClusters: ptr.To[int32](6),
-		TopologySpread: &placementv1alpha1.TopologySpread{TopologyKey: "zone", MaxSkew: 1}}
+	spec := placementv1alpha1.PlacementSpec{
+		Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), NumberOfClusters: ptr.To[int32](6), TopologySpread: &placementv1alpha1.TopologySpread{TopologyKey: "zone", MaxSkew: 1}},
+	}
 	res := Schedule(clusters, nil, mustPolicy(t, spec), now)
 	g.Expect(count(res.Selected, "zone")).To(Equal(map[string]int{"a": 2, "b": 2, "c": 1}), "zone c has one cluster only, which bounds the others")
 	g.Expect(res.Unsatisfied).To(BeTrue())
-	g.Expect(res.Excluded[ReasonMissingTopologyKey]).To(Equal([]string{"nozone"}))
-	g.Expect(res.Excluded[ReasonTopologySkew]).To(HaveLen(4))
+	g.Expect(res.Excluded[placementv1alpha1.ExclusionMissingTopologyKey]).To(Equal([]string{"nozone"}))
+	g.Expect(res.Excluded[placementv1alpha1.ExclusionTopologySkew]).To(HaveLen(4))
 
-	spec.TopologySpread.MaxSkew = 3
-	spec.TopologySpread.TopologyKey = "property:region"
+	spec.Scheduling.TopologySpread.MaxSkew = 3
+	spec.Scheduling.TopologySpread.TopologyKey = "property:region"
 	res = Schedule(clusters, nil, mustPolicy(t, spec), now)
 	g.Expect(res.Selected).To(HaveLen(6))
 	g.Expect(count(res.Selected, "property:region")).To(Equal(map[string]int{"a-r": 3, "b-r": 2, "c-r": 1}))
 }
 
 func TestPolicyErrors(t *testing.T) {
-	for name, spec := range map[string]placementv1alpha1.PlacementSpec{
-		ReasonInvalidClusterSelector:   {ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}},
-		ReasonInvalidClusterExpression: {ClusterExpression: "cluster.("},
-		ReasonInvalidPreference:        {Preferences: []placementv1alpha1.Preference{{Weight: 1, Expression: "))"}}},
-		ReasonInvalidCapacity:          {RequiredCapacity: &placementv1alpha1.Capacity{CPU: "lots"}},
+	for name, spec := range map[string]placementv1alpha1.Scheduling{
+		placementv1alpha1.ReasonInvalidClusterSelector:   {ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}},
+		placementv1alpha1.ReasonInvalidClusterExpression: {ClusterExpression: "cluster.("},
+		placementv1alpha1.ReasonInvalidPreference:        {Preferences: []placementv1alpha1.Preference{{Weight: 1, Expression: "))"}}},
+		placementv1alpha1.ReasonInvalidCapacity:          {RequiredCapacity: &placementv1alpha1.Capacity{CPU: "lots"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -308,27 +319,29 @@ func TestSlices(t *testing.T) {
 // only when a cluster is chosen, so a workload never evicts itself.
 func TestChosenClustersSurviveFilterFlaps(t *testing.T) {
 	g := NewWithT(t)
-	expr := mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
-		ClusterExpression: "int(cluster.properties['nodes.lodestar.dev']) > 1"})
+	expr := mustPolicy(t, placementv1alpha1.PlacementSpec{
+		Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), ClusterExpression: "int(cluster.properties['nodes.lodestar.dev']) > 1"},
+	})
 	a := cluster("a", nil, nil) // nodes property gone
 	b := cluster("b", nil, nil)
 	res := Schedule([]Cluster{a, b}, map[string]bool{"a": true}, expr, now)
 	g.Expect(names(res.Selected)).To(Equal([]string{"a"}), "a chosen cluster stays while its expression errs")
-	g.Expect(res.Excluded[ReasonKeptExpressionError]).To(Equal([]string{"a"}))
-	g.Expect(res.Excluded[ReasonExpressionError]).To(Equal([]string{"b"}), "a cluster not chosen is not chosen on an error")
+	g.Expect(res.Excluded[placementv1alpha1.KeptWhileExpressionFails]).To(Equal([]string{"a"}))
+	g.Expect(res.Excluded[placementv1alpha1.ExclusionExpressionError]).To(Equal([]string{"b"}), "a cluster not chosen is not chosen on an error")
 	a.Properties = map[string]string{"nodes.lodestar.dev": "1"}
 	res = Schedule([]Cluster{a}, map[string]bool{"a": true}, expr, now)
 	g.Expect(res.Selected).To(BeEmpty(), "a false result deselects it (its Work leaves make-before-break, in the work generator)")
-	g.Expect(res.Excluded[ReasonExpressionFalse]).To(Equal([]string{"a"}))
+	g.Expect(res.Excluded[placementv1alpha1.ExclusionExpressionFalse]).To(Equal([]string{"a"}))
 
 	// 4 CPUs were free, 2 are required, a 3-CPU workload was placed: 1 is free now.
-	capacity := mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
-		RequiredCapacity: &placementv1alpha1.Capacity{CPU: "2"}})
+	capacity := mustPolicy(t, placementv1alpha1.PlacementSpec{
+		Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), RequiredCapacity: &placementv1alpha1.Capacity{CPU: "2"}},
+	})
 	busy := cluster("busy", nil, map[string]string{placementv1alpha1.PropertyCPUFree: "1"})
 	res = Schedule([]Cluster{busy}, map[string]bool{"busy": true}, capacity, now)
 	g.Expect(names(res.Selected)).To(Equal([]string{"busy"}), "the workload does not evict itself")
 	res = Schedule([]Cluster{busy}, nil, capacity, now)
-	g.Expect(res.Excluded[ReasonInsufficientCapacity]).To(Equal([]string{"busy"}), "not chosen anew without the capacity")
+	g.Expect(res.Excluded[placementv1alpha1.ExclusionInsufficientCapacity]).To(Equal([]string{"busy"}), "not chosen anew without the capacity")
 }
 
 // A wildcard toleration tolerates any taint but Lodestar's own: a tenant cannot
@@ -340,14 +353,16 @@ func TestWildcardTolerationSparesLodestarTaints(t *testing.T) {
 	gpu := cluster("gpu", nil, nil)
 	gpu.Taints = []placementv1alpha1.Taint{{Key: "gpu", Effect: placementv1alpha1.TaintNoExecute}}
 	current := map[string]bool{"drained": true, "gpu": true}
-	wildcard := mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
-		Tolerations: []placementv1alpha1.Toleration{{Operator: placementv1alpha1.TolerationExists}}})
+	wildcard := mustPolicy(t, placementv1alpha1.PlacementSpec{
+		Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), Tolerations: []placementv1alpha1.Toleration{{Operator: placementv1alpha1.TolerationExists}}},
+	})
 	res := Schedule([]Cluster{drained, gpu}, current, wildcard, now)
 	g.Expect(names(res.Selected)).To(Equal([]string{"gpu"}))
-	g.Expect(res.Excluded[ReasonTainted]).To(Equal([]string{"drained"}))
+	g.Expect(res.Excluded[placementv1alpha1.ExclusionTainted]).To(Equal([]string{"drained"}))
 
-	named := mustPolicy(t, placementv1alpha1.PlacementSpec{ClusterSelector: everything(),
-		Tolerations: []placementv1alpha1.Toleration{{Key: placementv1alpha1.DrainTaintKey, Operator: placementv1alpha1.TolerationExists}}})
+	named := mustPolicy(t, placementv1alpha1.PlacementSpec{
+		Scheduling: placementv1alpha1.Scheduling{ClusterSelector: everything(), Tolerations: []placementv1alpha1.Toleration{{Key: placementv1alpha1.DrainTaintKey, Operator: placementv1alpha1.TolerationExists}}},
+	})
 	res = Schedule([]Cluster{drained}, current, named, now)
 	g.Expect(names(res.Selected)).To(Equal([]string{"drained"}), "a toleration that names the key is the platform's choice")
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/message"
 )
@@ -46,7 +48,8 @@ type Input struct {
 
 // Reduce computes one summary.
 func Reduce(spec placementv1alpha1.StatusSummary, in Input) placementv1alpha1.SummaryStatus {
-	out := placementv1alpha1.SummaryStatus{Name: spec.Name, Stale: int32(in.Stale)}
+	var missing, invalid int32
+	out := placementv1alpha1.SummaryStatus{Name: spec.Name, Stale: ptr.To(int32(in.Stale)), Count: ptr.To[int32](0)}
 	if in.Err != nil {
 		out.Message = "cannot be computed: " + in.Err.Error()
 		return out
@@ -59,12 +62,12 @@ func Reduce(spec placementv1alpha1.StatusSummary, in Input) placementv1alpha1.Su
 			v, has = nil, true // Count of the objects that report.
 		}
 		if !has {
-			out.Missing++
+			missing++
 			continue
 		}
 		ok := all.add(v)
 		if !ok {
-			out.Invalid++
+			invalid++
 			continue
 		}
 		if spec.GroupBy != nil {
@@ -77,16 +80,18 @@ func Reduce(spec placementv1alpha1.StatusSummary, in Input) placementv1alpha1.Su
 			g.add(v)
 		}
 	}
-	out.Count = int32(all.count)
+	out.Count, out.Missing, out.Invalid = ptr.To(int32(all.count)), ptr.To(missing), ptr.To(invalid)
 	out.Value = all.result()
 	if spec.GroupBy != nil {
-		out.Groups, out.OmittedGroups = capped(groups, maxGroups(spec))
-		if out.OmittedGroups > 0 {
-			out.Message = fmt.Sprintf("%d groups beyond maxGroups (%d) are left out", out.OmittedGroups, maxGroups(spec))
+		var omitted int32
+		out.Groups, omitted = capped(groups, maxGroups(spec))
+		out.OmittedGroups = ptr.To(omitted)
+		if omitted > 0 {
+			out.Message = fmt.Sprintf("%d groups beyond maxGroups (%d) are left out", omitted, maxGroups(spec))
 		}
 	}
-	if out.Invalid > 0 {
-		out.Message = join(out.Message, fmt.Sprintf("%d objects report a %s that is not a number", out.Invalid, spec.Value))
+	if invalid > 0 {
+		out.Message = join(out.Message, fmt.Sprintf("%d objects report a %s that is not a number", invalid, spec.Value))
 	}
 	return out
 }

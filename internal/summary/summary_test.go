@@ -31,8 +31,8 @@ func TestReduceOverNoClusters(t *testing.T) {
 			got := Reduce(spec(op, "ready"), Input{Stale: 2})
 			g := NewWithT(t)
 			g.Expect(got.Value).To(Equal(want), "never Inf or NaN: absent")
-			g.Expect(got.Count).To(BeZero())
-			g.Expect(got.Stale).To(BeEquivalentTo(2))
+			g.Expect(got.Count).To(HaveValue(BeZero()))
+			g.Expect(got.Stale).To(HaveValue(BeEquivalentTo(2)))
 		})
 	}
 }
@@ -51,9 +51,9 @@ func TestReduceOperations(t *testing.T) {
 			g := NewWithT(t)
 			got := Reduce(spec(op, "ready"), in)
 			g.Expect(got.Value).To(Equal(want))
-			g.Expect(got.Count).To(BeEquivalentTo(3))
-			g.Expect(got.Missing).To(BeEquivalentTo(1))
-			g.Expect(got.Invalid).To(BeEquivalentTo(2))
+			g.Expect(got.Count).To(HaveValue(BeEquivalentTo(3)))
+			g.Expect(got.Missing).To(HaveValue(BeEquivalentTo(1)))
+			g.Expect(got.Invalid).To(HaveValue(BeEquivalentTo(2)))
 			g.Expect(got.Message).To(ContainSubstring("2 objects report a ready that is not a number"))
 		})
 	}
@@ -98,7 +98,7 @@ func TestReduceGroups(t *testing.T) {
 	perImage.MaxGroups = ptr.To[int32](1)
 	got = Reduce(perImage, in)
 	g.Expect(got.Groups).To(Equal([]placementv1alpha1.SummaryGroup{{Key: "web:2", Value: "2", Count: 2}}))
-	g.Expect(got.OmittedGroups).To(BeEquivalentTo(2))
+	g.Expect(got.OmittedGroups).To(HaveValue(BeEquivalentTo(2)))
 	g.Expect(got.Message).To(Equal("2 groups beyond maxGroups (1) are left out"))
 }
 
@@ -111,11 +111,11 @@ func TestReduceCapsAtTheDefault(t *testing.T) {
 	s.GroupBy = &placementv1alpha1.SummaryGroupBy{Value: "v"}
 	got := Reduce(s, in)
 	NewWithT(t).Expect(got.Groups).To(HaveLen(DefaultMaxGroups))
-	NewWithT(t).Expect(got.OmittedGroups).To(BeEquivalentTo(50 - DefaultMaxGroups))
+	NewWithT(t).Expect(got.OmittedGroups).To(HaveValue(BeEquivalentTo(50 - DefaultMaxGroups)))
 }
 
 func TestReduceSaysWhyItCannot(t *testing.T) {
-	got := Reduce(spec(placementv1alpha1.SummarySum, "ready"), Input{Err: errors.New("no statusFeedback rule of apps Deployment reports ready")})
-	NewWithT(t).Expect(got.Message).To(Equal("cannot be computed: no statusFeedback rule of apps Deployment reports ready"))
+	got := Reduce(spec(placementv1alpha1.SummarySum, "ready"), Input{Err: errors.New("no spec.reporting.feedback rule of apps Deployment reports ready")})
+	NewWithT(t).Expect(got.Message).To(Equal("cannot be computed: no spec.reporting.feedback rule of apps Deployment reports ready"))
 	NewWithT(t).Expect(got.Value).To(BeEmpty())
 }

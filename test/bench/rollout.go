@@ -28,7 +28,7 @@ func (f *fleet) rolling(ctx context.Context, bw float64, record func(*Result) er
 		return err
 	}
 	p := placementFor(ns, "rolling", map[string]string{"fleet": "sim"})
-	p.Spec.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
+	p.Spec.Strategy = placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
 		Rolling: &placementv1alpha1.RollingStrategy{MaxUnavailable: ptrTo(intstr.FromString("10%"))}}
 	key := client.ObjectKeyFromObject(p)
 	if _, err := f.place(ctx, p, 1000, 5*time.Minute); err != nil {

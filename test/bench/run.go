@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -142,8 +143,8 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	start = time.Now()
 	if err := parallel(1000, 32, func(i int) error {
 		p := placementFor(bg, fmt.Sprintf("bg-%04d", i), nil)
-		p.Spec.ClusterSelector = nil
-		p.Spec.ClusterNames = []string{fmt.Sprintf("sim-%05d", i)}
+		p.Spec.Scheduling.ClusterSelector = nil
+		p.Spec.Scheduling.ClusterNames = []string{fmt.Sprintf("sim-%05d", i)}
 		return f.admin.Create(ctx, p)
 	}); err != nil {
 		return err
@@ -152,7 +153,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	// their rollout reported complete (the work generator's last write).
 	if err := f.waitPlacements(ctx, bg, 1000, func(p *placementv1alpha1.Placement) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.ProgressingCondition)
-		return p.Status.AvailableClusters == 1 && c != nil && c.Reason == placementv1alpha1.ReasonRolloutComplete
+		return ptr.Deref(p.Status.AvailableClusters, 0) == 1 && c != nil && c.Reason == placementv1alpha1.ReasonRolloutComplete
 	}); err != nil {
 		return fmt.Errorf("1000 background Placements: %w", err)
 	}
@@ -284,7 +285,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 			return false, err
 		}
 		c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition)
-		return c != nil && c.Message != oldMessage && p.Status.AppliedClusters == 5000 &&
+		return c != nil && c.Message != oldMessage && ptr.Deref(p.Status.AppliedClusters, 0) == 5000 &&
 			meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AppliedCondition), nil
 	}); err != nil {
 		return fmt.Errorf("P3: %w", err)
@@ -428,7 +429,7 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 			return err
 		}
 		p := placementFor(bg, name, nil)
-		p.Spec.ClusterSelector, p.Spec.ClusterNames = nil, []string{"member-1"}
+		p.Spec.Scheduling.ClusterSelector, p.Spec.Scheduling.ClusterNames = nil, []string{"member-1"}
 		p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: name}}
 		return f.admin.Create(ctx, p)
 	}); err != nil {
@@ -436,7 +437,7 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 	}
 	// Every Work available and reported: nothing left for the agent to finish.
 	if err := f.waitPlacements(ctx, bg, 100, func(p *placementv1alpha1.Placement) bool {
-		return p.Status.AvailableClusters == 1 && meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AvailableCondition)
+		return ptr.Deref(p.Status.AvailableClusters, 0) == 1 && meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AvailableCondition)
 	}); err != nil {
 		return err
 	}

@@ -78,7 +78,7 @@ func placementFor(ns, name string, selector map[string]string) *placementv1alpha
 				{Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
 				{Group: "apps", Version: "v1", Kind: "Deployment", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
 			},
-			ClusterSelector: &metav1.LabelSelector{MatchLabels: selector},
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{MatchLabels: selector}},
 		},
 	}
 }
@@ -89,10 +89,10 @@ func placementFor(ns, name string, selector map[string]string) *placementv1alpha
 // counts the clusters per image.
 func withSummaries(p *placementv1alpha1.Placement) *placementv1alpha1.Placement {
 	deployment := placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment", Name: "web"}
-	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
+	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
 		{Name: "ready", JSONPath: ".status.readyReplicas"}, {Name: "image", JSONPath: ".spec.template.spec.containers[0].image"},
 	}}}
-	p.Spec.StatusSummaries = []placementv1alpha1.StatusSummary{
+	p.Spec.Reporting.Summaries = []placementv1alpha1.StatusSummary{
 		{Name: "ready", Resource: deployment, Value: "ready", Operation: placementv1alpha1.SummarySum},
 		{Name: "ready-per-group", Resource: deployment, Value: "ready", Operation: placementv1alpha1.SummarySum,
 			GroupBy: &placementv1alpha1.SummaryGroupBy{ClusterLabel: "group"}},
@@ -107,7 +107,7 @@ func (f *fleet) available(ctx context.Context, key client.ObjectKey, want int) (
 	if err := f.admin.Get(ctx, key, p); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	return int(p.Status.AvailableClusters) == want && int(p.Status.SelectedClusters) == want &&
+	return int(ptr.Deref(p.Status.AvailableClusters, 0)) == want && int(ptr.Deref(p.Status.SelectedClusters, 0)) == want &&
 		meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AvailableCondition), nil
 }
 
@@ -172,7 +172,7 @@ func (f *fleet) summarized(ctx context.Context, key client.ObjectKey, want int) 
 			return false, err
 		}
 		for _, s := range p.Status.Summaries {
-			if s.Name == "ready" && int(s.Count) == want && s.Stale == 0 {
+			if s.Name == "ready" && int(ptr.Deref(s.Count, 0)) == want && ptr.Deref(s.Stale, 0) == 0 {
 				return true, nil
 			}
 		}

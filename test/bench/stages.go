@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -102,7 +103,7 @@ func (f *fleet) watchStages(ctx context.Context, p *placementv1alpha1.Placement,
 		if !ok || pl.Name != p.Name {
 			return
 		}
-		if int(pl.Status.AvailableClusters) == want && meta.IsStatusConditionTrue(pl.Status.Conditions, placementv1alpha1.AvailableCondition) && c.placed.IsZero() {
+		if int(ptr.Deref(pl.Status.AvailableClusters, 0)) == want && meta.IsStatusConditionTrue(pl.Status.Conditions, placementv1alpha1.AvailableCondition) && c.placed.IsZero() {
 			c.placed = now
 		}
 	})

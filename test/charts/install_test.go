@@ -156,7 +156,7 @@ func TestChartsInstallAndRun(t *testing.T) {
 				{Version: "v1", Kind: "ConfigMap", Name: "settings"},
 				{Group: "apps", Version: "v1", Kind: "Deployment", Name: "shop"},
 			},
-			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "edge"}},
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "edge"}}},
 		},
 	}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
@@ -166,7 +166,7 @@ func TestChartsInstallAndRun(t *testing.T) {
 		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.AvailableCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
-		g.Expect(got.Status.AvailableClusters).To(BeEquivalentTo(1))
+		g.Expect(got.Status.AvailableClusters).To(HaveValue(BeEquivalentTo(1)))
 		cm := &corev1.ConfigMap{}
 		g.Expect(memberCP.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "settings"}, cm)).To(Succeed())
 		deploy := &appsv1.Deployment{}

@@ -181,7 +181,7 @@ func TestMetrics(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "settings"}},
-			ClusterSelector:   &metav1.LabelSelector{},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{}},
 		},
 	}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())

@@ -67,7 +67,7 @@ func placementWith(mutate func(*placementv1alpha1.PlacementSpec)) func(context.C
 			ObjectMeta: metav1.ObjectMeta{Name: "p-" + rand.String(5), Namespace: ns},
 			Spec: placementv1alpha1.PlacementSpec{
 				ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "web"}},
-				ClusterSelector:   &metav1.LabelSelector{},
+				Scheduling:        placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{}},
 			},
 		}
 		mutate(&p.Spec)
@@ -82,7 +82,9 @@ func override(o placementv1alpha1.Override) func(context.Context, client.Client,
 
 // feedback creates a Placement with one status feedback rule.
 func feedback(rule lodestarworkv1alpha1.FeedbackRule) func(context.Context, client.Client, string) error {
-	return placementWith(func(s *placementv1alpha1.PlacementSpec) { s.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{rule} })
+	return placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{rule}
+	})
 }
 
 // createThenUpdate creates obj, then updates it changed by mutate.
@@ -115,35 +117,35 @@ var cases = []ruleCase{
 			ObjectMeta: metav1.ObjectMeta{Name: "p-" + rand.String(5), Namespace: ns},
 			Spec:       placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}}},
 		}
-		return createThenUpdate(p, func(p *placementv1alpha1.Placement) { p.Spec.SchedulerName = "acme" })(ctx, c, ns)
+		return createThenUpdate(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.SchedulerName = "acme" })(ctx, c, ns)
 	}},
 	{"exactly one of expression and propertySort must be set", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.NumberOfClusters = ptr.To[int32](1)
-		s.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1", PropertySort: &placementv1alpha1.PropertySort{Name: "x"}}}
+		s.Scheduling.NumberOfClusters = ptr.To[int32](1)
+		s.Scheduling.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1", PropertySort: &placementv1alpha1.PropertySort{Name: "x"}}}
 	})},
 	{"cpu must be a quantity, for example 500m or 4", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "fast"}
+		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "fast"}
 	})},
 	{"memory must be a quantity, for example 512Mi or 8Gi", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.RequiredCapacity = &placementv1alpha1.Capacity{Memory: "lots"}
+		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{Memory: "lots"}
 	})},
 	{"a toleration with operator Exists takes no value", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Operator: placementv1alpha1.TolerationExists, Value: "v"}}
+		s.Scheduling.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Operator: placementv1alpha1.TolerationExists, Value: "v"}}
 	})},
 	{"an empty key needs operator Exists", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Tolerations = []placementv1alpha1.Toleration{{Value: "v"}}
+		s.Scheduling.Tolerations = []placementv1alpha1.Toleration{{Value: "v"}}
 	})},
 	{"tolerationSeconds applies to effect NoExecute only", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Value: "v", TolerationSeconds: ptr.To[int64](5)}}
+		s.Scheduling.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Value: "v", TolerationSeconds: ptr.To[int64](5)}}
 	})},
 	{"preferences need numberOfClusters", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1"}}
+		s.Scheduling.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1"}}
 	})},
 	{"topologySpread needs numberOfClusters", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone"}
+		s.Scheduling.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone"}
 	})},
 	{"numberOfClusters cannot exceed the number of clusterNames", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.ClusterNames, s.NumberOfClusters = []string{"a"}, ptr.To[int32](2)
+		s.Scheduling.ClusterNames, s.Scheduling.NumberOfClusters = []string{"a"}, ptr.To[int32](2)
 	})},
 	{"exactly one of jsonPath and cel must be set", feedback(lodestarworkv1alpha1.FeedbackRule{Kind: "ConfigMap",
 		Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "n", JSONPath: ".data.a", CEL: "self.data.a"}}})},
@@ -165,24 +167,24 @@ var cases = []ruleCase{
 		return createThenUpdate(cp, func(cp *cpv1alpha1.ClusterProfile) { cp.Spec.ClusterManager.Name = "someone-else" })(ctx, c, ns)
 	}},
 	{"failover needs numberOfClusters", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Failover = &placementv1alpha1.Failover{}
+		s.Scheduling.Failover = &placementv1alpha1.Failover{}
 	})},
 	{"rolling applies to type Rolling only", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutAllAtOnce, Rolling: &placementv1alpha1.RollingStrategy{}}
+		s.Strategy = placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutAllAtOnce, Rolling: &placementv1alpha1.RollingStrategy{}}
 	})},
 	{"type Staged needs stages, and only type Staged takes them", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged}
+		s.Strategy = placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged}
 	})},
 	{"maxUnavailable and maxSurge cannot both be 0", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling, Rolling: &placementv1alpha1.RollingStrategy{
+		s.Strategy = placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling, Rolling: &placementv1alpha1.RollingStrategy{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromString("0%"))}}
 	})},
 	{"an integer of at least 0 or a percentage", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling, Rolling: &placementv1alpha1.RollingStrategy{
+		s.Strategy = placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling, Rolling: &placementv1alpha1.RollingStrategy{
 			MaxUnavailable: ptr.To(intstr.FromString("half"))}}
 	})},
 	{"an integer of at least 1 or a percentage", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Strategy = &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged, Stages: []placementv1alpha1.RolloutStage{
+		s.Strategy = placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged, Stages: []placementv1alpha1.RolloutStage{
 			{Name: "dev", MaxConcurrency: ptr.To(intstr.FromInt32(0))}}}
 	})},
 	{"an override has exactly one action: jsonPatch, mergePatch, image, remove or delete: true", override(placementv1alpha1.Override{
@@ -204,11 +206,11 @@ var cases = []ruleCase{
 		Name: "image", Image: &placementv1alpha1.ImageOverride{Containers: []string{"app"}},
 	})},
 	{"value is required unless the operation is Count", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.StatusSummaries = []placementv1alpha1.StatusSummary{{Name: "ready", Operation: placementv1alpha1.SummarySum,
+		s.Reporting.Summaries = []placementv1alpha1.StatusSummary{{Name: "ready", Operation: placementv1alpha1.SummarySum,
 			Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}}}
 	})},
 	{"exactly one of value and clusterLabel must be set", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.StatusSummaries = []placementv1alpha1.StatusSummary{{Name: "per", Operation: placementv1alpha1.SummaryCount,
+		s.Reporting.Summaries = []placementv1alpha1.StatusSummary{{Name: "per", Operation: placementv1alpha1.SummaryCount,
 			Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"},
 			GroupBy:  &placementv1alpha1.SummaryGroupBy{Value: "image", ClusterLabel: "region"}}}
 	})},

@@ -109,7 +109,7 @@ func TestOrphanDeletionPolicyFromThePlacement(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns, _, p := configMapPlacement(t)
-	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "staging"}}
+	p.Spec.Scheduling.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "staging"}}
 	p.Spec.ApplyStrategy = &lodestarworkv1alpha1.ApplyStrategy{DeletionPolicy: lodestarworkv1alpha1.DeletionOrphan}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 	key := client.ObjectKey{Namespace: ns, Name: "web-config"}

@@ -55,7 +55,7 @@ func TestClusterPlacement(t *testing.T) {
 	crs := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "widgets", Namespace: tenant},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: group, Version: "v1", Kind: "Widget"}},
-			ClusterNames:      []string{member1},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1}},
 		}}
 	g.Expect(hubCP.Client.Create(ctx, crs)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -73,9 +73,7 @@ func TestClusterPlacement(t *testing.T) {
 				{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: role.Name},
 				{Version: "v1", Kind: "Namespace", Name: whole},
 			},
-			ClusterNames: []string{member1},
-			// What it placed stays on the member when it goes: the CRD on member-1
-			// stays served for the tests after this one.
+			Scheduling:    placementv1alpha1.Scheduling{ClusterNames: []string{member1}},
 			ApplyStrategy: &lodestarworkv1alpha1.ApplyStrategy{DeletionPolicy: lodestarworkv1alpha1.DeletionOrphan},
 		},
 	}
@@ -93,8 +91,8 @@ func TestClusterPlacement(t *testing.T) {
 		g.Expect(applied).NotTo(BeNil())
 		g.Expect(applied.Status).To(Equal(metav1.ConditionTrue), applied.Message)
 		g.Expect(applied.ObservedGeneration).To(Equal(got.Generation))
-		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(1))
-		g.Expect(got.Status.AppliedClusters).To(BeEquivalentTo(1))
+		g.Expect(got.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(1)))
+		g.Expect(got.Status.AppliedClusters).To(HaveValue(BeEquivalentTo(1)))
 	}).Should(Succeed())
 	err := member.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a whole namespace leaves its Secrets: %v", err)
@@ -123,8 +121,10 @@ func TestClusterPlacement(t *testing.T) {
 
 	// A ClusterPlacement may not name a namespaced kind.
 	bad := &placementv1alpha1.ClusterPlacement{ObjectMeta: metav1.ObjectMeta{Name: "bad-" + rand.String(5)},
-		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}},
-			ClusterNames: []string{member1}}}
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1}},
+		}}
 	g.Expect(hubCP.Client.Create(ctx, bad)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &placementv1alpha1.ClusterPlacement{}

@@ -298,7 +298,7 @@ func TestCordon(t *testing.T) {
 	g.Expect(fleet.Cordon(ctx, hubCP.Client, "", member2)).To(Succeed(), "cordoning twice is fine")
 
 	_, _, p := configMapPlacement(t)
-	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+	p.Spec.Scheduling.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 		{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"production", "staging"}},
 	}}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
@@ -306,7 +306,7 @@ func TestCordon(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &placementv1alpha1.Placement{}
 		g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
-		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(1))
+		g.Expect(got.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(1)))
 		g.Expect(got.Status.Scheduling).NotTo(BeNil())
 		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(HaveField("Clusters", ContainElement(member2))))
 	}).Should(Succeed())
@@ -315,7 +315,7 @@ func TestCordon(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &placementv1alpha1.Placement{}
 		g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
-		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(2))
+		g.Expect(got.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(2)))
 	}).Should(Succeed())
 }
 

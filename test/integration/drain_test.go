@@ -26,8 +26,8 @@ func onOneThenEither(t *testing.T, p *placementv1alpha1.Placement) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
-	p.Spec.NumberOfClusters = ptr.To[int32](1)
-	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}}
+	p.Spec.Scheduling.NumberOfClusters = ptr.To[int32](1)
+	p.Spec.Scheduling.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		w := workOf(g, p, member1)
@@ -35,7 +35,7 @@ func onOneThenEither(t *testing.T, p *placementv1alpha1.Placement) {
 		g.Expect(workAvailable(w)).To(BeTrue())
 	}).Should(Succeed())
 	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
-		p.Spec.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		p.Spec.Scheduling.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"production", "staging"}},
 		}}
 	})).To(Succeed())

@@ -79,7 +79,7 @@ func TestDriftIsReported(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns, cm, p := configMapPlacement(t)
-	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+	p.Spec.Scheduling.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 		{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"production", "staging"}},
 	}}
 	p.Spec.ApplyStrategy = &lodestarworkv1alpha1.ApplyStrategy{WhenDrifted: lodestarworkv1alpha1.DriftReport}
@@ -108,7 +108,7 @@ func TestDriftIsReported(t *testing.T) {
 
 		placed := &placementv1alpha1.Placement{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), placed)).To(Succeed())
-		g.Expect(placed.Status.DriftedClusters).To(BeEquivalentTo(1))
+		g.Expect(placed.Status.DriftedClusters).To(HaveValue(BeEquivalentTo(1)))
 		c = placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.DriftedCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring(member2))

@@ -69,7 +69,7 @@ func TestOverridesPerCluster(t *testing.T) {
 				{Version: "v1", Kind: "ConfigMap", Name: "web-config"},
 				{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"},
 			},
-			ClusterNames: []string{member1, member2},
+			Scheduling: placementv1alpha1.Scheduling{ClusterNames: []string{member1, member2}},
 			Overrides: []placementv1alpha1.Override{
 				{Name: "replicas", Targets: []placementv1alpha1.OverrideTarget{{Group: "apps", Kind: "Deployment"}},
 					JSONPatch: []placementv1alpha1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas",

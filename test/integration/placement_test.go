@@ -63,7 +63,7 @@ func webPlacement(ns string) *placementv1alpha1.Placement {
 				{Version: "v1", Kind: "ConfigMap", Name: "web-config"},
 				{Group: "apps", Version: "v1", Kind: "Deployment", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
 			},
-			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}},
+			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}}},
 		},
 	}
 }
@@ -119,8 +119,8 @@ func expectStatus(g Gomega, t *testing.T, key client.ObjectKey, cluster string) 
 		g.Expect(c.ObservedGeneration).To(Equal(p.Generation), "condition %s", ct)
 	}
 	g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
-	g.Expect(p.Status.SelectedClusters).To(BeEquivalentTo(1))
-	g.Expect(p.Status.AppliedClusters).To(BeEquivalentTo(1))
+	g.Expect(p.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(1)))
+	g.Expect(p.Status.AppliedClusters).To(HaveValue(BeEquivalentTo(1)))
 	g.Expect(p.Status.Clusters).To(ConsistOf(HaveField("Name", cluster)))
 	g.Expect(p.Status.Clusters[0].Applied).To(Equal(metav1.ConditionTrue))
 	g.Expect(p.Status.Clusters[0].Work).To(Equal(names.Work(key.Namespace, key.Name)))

@@ -54,11 +54,11 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 		p.Spec.ResourceSelectors[1],
 		{Group: "batch", Version: "v1", Kind: "Job", Name: "migrate"},
 	}
-	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
+	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
 		{Name: "readyReplicas", JSONPath: ".status.readyReplicas"},
 		{Name: "percentReady", CEL: "self.status.readyReplicas * 100 / self.spec.replicas"},
 	}}}
-	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": fullMember}}
+	p.Spec.Scheduling.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": fullMember}}
 	setClusterLabels(t, fullMember, map[string]string{"kubernetes.io/metadata.name": fullMember, "env": "production"})
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 
@@ -77,7 +77,7 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 		got := &placementv1alpha1.Placement{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, placementv1alpha1.AvailableCondition)).To(BeTrue())
-		g.Expect(got.Status.AvailableClusters).To(BeEquivalentTo(1))
+		g.Expect(got.Status.AvailableClusters).To(HaveValue(BeEquivalentTo(1)))
 		g.Expect(got.Status.Clusters).To(ConsistOf(HaveField("Available", metav1.ConditionTrue)))
 	}).Should(Succeed())
 
@@ -95,29 +95,29 @@ func TestStatusFeedbackValidation(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	p := webPlacement(ns)
-	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "Secret", WholeStatus: true}}
+	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "Secret", WholeStatus: true}}
 	err := hubCP.Client.Create(t.Context(), p)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("never collected from Secrets"))
 
 	p = webPlacement(ns)
-	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", WholeStatus: true, Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", JSONPath: ".a"}}}}
+	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", WholeStatus: true, Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", JSONPath: ".a"}}}}
 	err = hubCP.Client.Create(t.Context(), p)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("exactly one of fields and wholeStatus"))
 
 	p = webPlacement(ns)
-	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", JSONPath: ".a", CEL: "1"}}}}
+	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", JSONPath: ".a", CEL: "1"}}}}
 	err = hubCP.Client.Create(t.Context(), p)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("exactly one of jsonPath and cel"))
 
 	p = webPlacement(ns)
-	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", CEL: "self.data.("}}}}
+	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", CEL: "self.data.("}}}}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidStatusFeedback))
-		g.Expect(c.Message).To(ContainSubstring("statusFeedback[0].fields[0].cel"))
+		g.Expect(c.Message).To(ContainSubstring("reporting.feedback[0].fields[0].cel"))
 	}).Should(Succeed())
 }

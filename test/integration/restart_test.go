@@ -39,22 +39,22 @@ func TestRestartWritesNothingWhenNothingChanged(t *testing.T) {
 	// (member-2 runs none).
 	one := webPlacement(ns)
 	one.Name = "web-one"
-	one.Spec.ClusterSelector = nil
-	one.Spec.ClusterNames = []string{fullMember}
-	one.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
+	one.Spec.Scheduling.ClusterSelector = nil
+	one.Spec.Scheduling.ClusterNames = []string{fullMember}
+	one.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
 		{Name: "ready", JSONPath: ".status.readyReplicas"}}}}
-	one.Spec.StatusSummaries = []placementv1alpha1.StatusSummary{
+	one.Spec.Reporting.Summaries = []placementv1alpha1.StatusSummary{
 		{Name: "ready", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}, Value: "ready", Operation: placementv1alpha1.SummarySum,
 			GroupBy: &placementv1alpha1.SummaryGroupBy{ClusterLabel: "region"}},
 	}
-	one.Spec.StatusReflection = placementv1alpha1.ReflectionAggregate
+	one.Spec.Reporting.Reflection = placementv1alpha1.ReflectionAggregate
 	// Its own namespace: the two may not place the same objects on member-1.
 	ns2 := newNamespace(t)
 	createWebApp(t, ns2, nil)
 	two := webPlacement(ns2)
 	two.Name = "web-two"
-	two.Spec.ClusterSelector = nil
-	two.Spec.ClusterNames = []string{member1, member2}
+	two.Spec.Scheduling.ClusterSelector = nil
+	two.Spec.Scheduling.ClusterNames = []string{member1, member2}
 	placements := []*placementv1alpha1.Placement{one, two}
 	for _, p := range placements {
 		g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
@@ -70,7 +70,7 @@ func TestRestartWritesNothingWhenNothingChanged(t *testing.T) {
 			out[p.Name] = got.ResourceVersion
 			works := &workv1alpha1.WorkList{}
 			g.Expect(hubCP.Client.List(ctx, works, client.MatchingLabels(lookup.WorkLabels(got)))).To(Succeed())
-			g.Expect(works.Items).To(HaveLen(len(p.Spec.ClusterNames)))
+			g.Expect(works.Items).To(HaveLen(len(p.Spec.Scheduling.ClusterNames)))
 			for _, w := range works.Items {
 				out[p.Name+" work "+w.Namespace] = w.ResourceVersion
 			}
@@ -85,7 +85,7 @@ func TestRestartWritesNothingWhenNothingChanged(t *testing.T) {
 		g.Expect(got.Status.Summaries).NotTo(BeEmpty())
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(two), got)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, placementv1alpha1.AppliedCondition)).To(BeTrue())
-		g.Expect(got.Status.AvailableClusters).To(BeEquivalentTo(1))
+		g.Expect(got.Status.AvailableClusters).To(HaveValue(BeEquivalentTo(1)))
 		// Settled: nothing was written for them in a while (paced writes included).
 		now, before := written(g), settled
 		settled = now

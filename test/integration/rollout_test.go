@@ -179,12 +179,12 @@ func rolloutNamespace(t *testing.T) string {
 }
 
 // greetingPlacement is a Placement of the web ConfigMap on the named clusters.
-func greetingPlacement(ns string, clusters []string, strategy *placementv1alpha1.RolloutStrategy) *placementv1alpha1.Placement {
+func greetingPlacement(ns string, clusters []string, strategy placementv1alpha1.RolloutStrategy) *placementv1alpha1.Placement {
 	return &placementv1alpha1.Placement{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "web-config"}},
-			ClusterNames:      clusters,
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: clusters},
 			Strategy:          strategy,
 		},
 	}
@@ -241,7 +241,7 @@ func TestRollingUpdateKeepsMaxUnavailable(t *testing.T) {
 	g := NewWithT(t)
 	ns := rolloutNamespace(t)
 	clusters := []string{member1, member2, member3, member4}
-	p := greetingPlacement(ns, clusters, &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
+	p := greetingPlacement(ns, clusters, placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
 		Rolling: &placementv1alpha1.RollingStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1)), MinAvailableSeconds: 1}})
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	key := client.ObjectKeyFromObject(p)
@@ -304,7 +304,7 @@ func TestRollingUpdateKeepsMaxUnavailable(t *testing.T) {
 func TestRapidEditsAreCoalesced(t *testing.T) {
 	g := NewWithT(t)
 	ns := rolloutNamespace(t)
-	p := greetingPlacement(ns, []string{member2}, nil)
+	p := greetingPlacement(ns, []string{member2}, placementv1alpha1.RolloutStrategy{})
 	p.Spec.RevisionHistoryLimit = ptr.To[int32](2)
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	key := client.ObjectKeyFromObject(p)
@@ -331,7 +331,7 @@ func TestRapidEditsAreCoalesced(t *testing.T) {
 func TestStagedRolloutWaitsForApproval(t *testing.T) {
 	g := NewWithT(t)
 	ns := rolloutNamespace(t)
-	p := greetingPlacement(ns, []string{member1, member2}, &placementv1alpha1.RolloutStrategy{
+	p := greetingPlacement(ns, []string{member1, member2}, placementv1alpha1.RolloutStrategy{
 		Type: placementv1alpha1.RolloutStaged,
 		Stages: []placementv1alpha1.RolloutStage{
 			{Name: "staging", ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "staging"}}},
@@ -373,7 +373,7 @@ func TestStagedRolloutWaitsForApproval(t *testing.T) {
 func TestFailingClusterStopsTheRollout(t *testing.T) {
 	g := NewWithT(t)
 	ns := rolloutNamespace(t)
-	p := greetingPlacement(ns, []string{member1, member2}, &placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
+	p := greetingPlacement(ns, []string{member1, member2}, placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling,
 		Rolling: &placementv1alpha1.RollingStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1))}})
 	p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, placementv1alpha1.ResourceSelector{Version: "v1", Kind: "ConfigMap", Name: "conflict"})
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
@@ -392,7 +392,7 @@ func TestFailingClusterStopsTheRollout(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got, c := progressing(g, key)
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonFailureBudgetExceeded), c.Message)
-		g.Expect(got.Status.Rollout.FailedClusters).To(BeEquivalentTo(1))
+		g.Expect(got.Status.Rollout.FailedClusters).To(HaveValue(BeEquivalentTo(1)))
 		i := slices.IndexFunc(got.Status.Rollout.Clusters, func(c placementv1alpha1.ClusterRollout) bool { return c.State == placementv1alpha1.ClusterFailed })
 		g.Expect(i).To(BeNumerically(">=", 0))
 		failed = got.Status.Rollout.Clusters[i].Name
@@ -418,7 +418,7 @@ func TestFailingClusterStopsTheRollout(t *testing.T) {
 func TestUndoRestoresThePreviousObjects(t *testing.T) {
 	g := NewWithT(t)
 	ns := rolloutNamespace(t)
-	p := greetingPlacement(ns, []string{member1, member2}, nil)
+	p := greetingPlacement(ns, []string{member1, member2}, placementv1alpha1.RolloutStrategy{})
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	key := client.ObjectKeyFromObject(p)
 	expectRolledOut(t, key, 1, "v1", member1, member2)
@@ -459,7 +459,7 @@ func TestSelectorEditMovesWithoutDisruption(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}},
-			ClusterNames:      []string{member1},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1}},
 		},
 	}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
@@ -497,7 +497,7 @@ func TestSelectorEditMovesWithoutDisruption(t *testing.T) {
 			gap.Store(true)
 		}
 	})
-	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.ClusterNames = []string{member3} })).To(Succeed())
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member3} })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(workOf(g, p, member1)).To(BeNil())
 		g.Expect(available(member3)).To(BeTrue())
@@ -513,16 +513,16 @@ func TestSelectorEditMovesWithoutDisruption(t *testing.T) {
 	}).Should(Succeed())
 }
 
-// With spec.failover, a chosen cluster whose agent stops is replaced once the
+// With spec.scheduling.failover, a chosen cluster whose agent stops is replaced once the
 // toleration passes, and its copy goes only when the replacement is Available;
 // with no replacement possible, nothing moves and the condition says why.
 func TestFailoverWithAnAgentStopped(t *testing.T) {
 	extraMembers(t)
 	g := NewWithT(t)
 	ns := rolloutNamespace(t)
-	p := greetingPlacement(ns, []string{member4}, nil)
-	p.Spec.NumberOfClusters = ptr.To[int32](1)
-	p.Spec.Failover = &placementv1alpha1.Failover{TolerationSeconds: ptr.To[int32](2), GracePeriodSeconds: ptr.To[int32](600)}
+	p := greetingPlacement(ns, []string{member4}, placementv1alpha1.RolloutStrategy{})
+	p.Spec.Scheduling.NumberOfClusters = ptr.To[int32](1)
+	p.Spec.Scheduling.Failover = &placementv1alpha1.Failover{TolerationSeconds: ptr.To[int32](2), GracePeriodSeconds: ptr.To[int32](600)}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	key := client.ObjectKeyFromObject(p)
 	expectRolledOut(t, key, 1, "v1", member4)
@@ -543,7 +543,7 @@ func TestFailoverWithAnAgentStopped(t *testing.T) {
 	}).Should(Succeed())
 
 	// A replacement is possible now.
-	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.ClusterNames = []string{member4, member2} })).To(Succeed())
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member4, member2} })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(greetingOn(g, member2, ns)).To(Equal("v1"))
 		// Deleted on the hub; its agent, stopped, removes its finalizer when back.

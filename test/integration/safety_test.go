@@ -42,7 +42,7 @@ func TestInjectedDecisionsSendNoWork(t *testing.T) {
 	ctx := t.Context()
 	victim, _ := joinAux(t, "victim", 0)
 	ns, _, p := configMapPlacement(t)
-	p.Spec.SchedulerName = "acme-scheduler"
+	p.Spec.Scheduling.SchedulerName = "acme-scheduler"
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 
 	// Another set's cluster, next to a cluster the namespace may use.
@@ -151,7 +151,7 @@ func TestClusterMovingBetweenSlicesKeepsItsWork(t *testing.T) {
 	ctx := t.Context()
 	set, tenant := sliceFleet(t, 101)
 	p := configMapOn(t, tenant, "sliced", func(s *placementv1alpha1.PlacementSpec) {
-		s.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"slice": "yes"}}
+		s.Scheduling.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"slice": "yes"}}
 	})
 	works := func(g Gomega) []workv1alpha1.Work {
 		list := &workv1alpha1.WorkList{}
@@ -438,7 +438,7 @@ func TestWorkKeptUntilEverySliceAgrees(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	set, tenant := sliceFleet(t, 3)
-	p := configMapOn(t, tenant, "sliced", func(s *placementv1alpha1.PlacementSpec) { s.SchedulerName = "acme-scheduler" })
+	p := configMapOn(t, tenant, "sliced", func(s *placementv1alpha1.PlacementSpec) { s.Scheduling.SchedulerName = "acme-scheduler" })
 	ref := func(n int) cpv1alpha1.ClusterProfileReference {
 		return cpv1alpha1.ClusterProfileReference{Namespace: set, Name: fmt.Sprintf("%s-c-%03d", set, n)}
 	}
@@ -612,7 +612,7 @@ func TestAmbiguousClusterNameGetsNoWork(t *testing.T) {
 		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
 	}
 	g.Expect(hubCP.Client.Create(ctx, twin)).To(Succeed())
-	p := configMapOn(t, tenant, "twin", func(s *placementv1alpha1.PlacementSpec) { s.SchedulerName = "acme-scheduler" })
+	p := configMapOn(t, tenant, "twin", func(s *placementv1alpha1.PlacementSpec) { s.Scheduling.SchedulerName = "acme-scheduler" })
 	g.Expect(hubCP.Client.Create(ctx, externalDecision(p, "acme-0", cpv1alpha1.ClusterProfileReference{Namespace: set, Name: name}))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		events := &eventsv1.EventList{}

@@ -33,7 +33,7 @@ func TestSamples(t *testing.T) {
 		c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AppliedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
-		g.Expect(p.Status.AppliedClusters).To(BeEquivalentTo(2))
+		g.Expect(p.Status.AppliedClusters).To(HaveValue(BeEquivalentTo(2)))
 		for _, cluster := range []string{member1, member2} {
 			mc := members[cluster].Client
 			g.Expect(mc.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, &appsv1.Deployment{})).To(Succeed())
@@ -63,7 +63,7 @@ func TestSamples(t *testing.T) {
 		p := &placementv1alpha1.Placement{}
 		g.Expect(hubCP.Client.Get(ctx, key, p)).To(Succeed())
 		g.Expect(p.Status.Summaries).To(ConsistOf(
-			And(HaveField("Name", "ready-replicas"), HaveField("Value", "3"), HaveField("Count", BeEquivalentTo(2))),
+			And(HaveField("Name", "ready-replicas"), HaveField("Value", "3"), HaveField("Count", HaveValue(BeEquivalentTo(2)))),
 			And(HaveField("Name", "clusters-per-image"), HaveField("Groups", ConsistOf(HaveField("Count", BeEquivalentTo(2))))),
 		))
 		d := &appsv1.Deployment{}
@@ -102,7 +102,7 @@ func TestSamples(t *testing.T) {
 		grant := &placementv1alpha1.MemberAccessGrant{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: "platform-tools"}, grant)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(grant.Status.Conditions, placementv1alpha1.ReadyCondition)).To(BeTrue(), "%v", grant.Status.Conditions)
-		g.Expect(grant.Status.Credentials).To(BeEquivalentTo(1))
+		g.Expect(grant.Status.Credentials).To(HaveValue(BeEquivalentTo(1)))
 		s := &corev1.Secret{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: "platform-tools", Name: member1}, s)).To(Succeed())
 		g.Expect(s.Data).To(HaveKey("token"))

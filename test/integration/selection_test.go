@@ -197,7 +197,7 @@ spec:
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}}},
-			ClusterNames:      []string{member2},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member2}},
 		},
 	}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())

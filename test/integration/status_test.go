@@ -76,7 +76,7 @@ func TestWhyAClusterIsNotReady(t *testing.T) {
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{
 				{Version: "v1", Kind: "PersistentVolumeClaim"}, {Group: "apps", Version: "v1", Kind: "Deployment"},
 			},
-			ClusterNames: []string{member2},
+			Scheduling: placementv1alpha1.Scheduling{ClusterNames: []string{member2}},
 		},
 	}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
@@ -116,7 +116,7 @@ func TestWhyAClusterIsNotReady(t *testing.T) {
 }
 
 // Two members report a Deployment's ready replicas: the Placement sums them, and
-// with statusReflection the hub's Deployment reads the sum of both, follows a
+// with reporting.reflection the hub's Deployment reads the sum of both, follows a
 // scale change, and is left alone once something else writes its status.
 func TestSummariesAndReflection(t *testing.T) {
 	g := NewWithT(t)
@@ -124,12 +124,12 @@ func TestSummariesAndReflection(t *testing.T) {
 	ns := newNamespace(t)
 	createWebApp(t, ns, nil)
 	p := webPlacement(ns)
-	p.Spec.ClusterSelector = nil
-	p.Spec.ClusterNames = []string{member1, member2}
-	p.Spec.StatusFeedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
+	p.Spec.Scheduling.ClusterSelector = nil
+	p.Spec.Scheduling.ClusterNames = []string{member1, member2}
+	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
 		{Name: "ready", JSONPath: ".status.readyReplicas"}, {Name: "image", CEL: "self.spec.template.spec.containers[0].image"},
 	}}}
-	p.Spec.StatusSummaries = []placementv1alpha1.StatusSummary{
+	p.Spec.Reporting.Summaries = []placementv1alpha1.StatusSummary{
 		{Name: "ready", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment", Name: "web"}, Value: "ready", Operation: placementv1alpha1.SummarySum},
 		{Name: "ready-per-region", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}, Value: "ready", Operation: placementv1alpha1.SummarySum,
 			GroupBy: &placementv1alpha1.SummaryGroupBy{ClusterLabel: "region"}},
@@ -137,7 +137,7 @@ func TestSummariesAndReflection(t *testing.T) {
 			GroupBy: &placementv1alpha1.SummaryGroupBy{Value: "image"}},
 		{Name: "broken", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}, Value: "replicas", Operation: placementv1alpha1.SummaryMax},
 	}
-	p.Spec.StatusReflection = placementv1alpha1.ReflectionAggregate
+	p.Spec.Reporting.Reflection = placementv1alpha1.ReflectionAggregate
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 	key := client.ObjectKeyFromObject(p)
 
@@ -160,11 +160,11 @@ func TestSummariesAndReflection(t *testing.T) {
 	setDeploymentStatus(t, ns, "web", 2)
 	g.Eventually(func(g Gomega) {
 		s := summaries(g)
-		g.Expect(s["ready"]).To(And(HaveField("Value", "4"), HaveField("Count", BeEquivalentTo(2)), HaveField("Stale", BeZero())))
+		g.Expect(s["ready"]).To(And(HaveField("Value", "4"), HaveField("Count", HaveValue(BeEquivalentTo(2))), HaveField("Stale", HaveValue(BeZero()))))
 		g.Expect(s["ready-per-region"].Groups).To(ConsistOf(
 			placementv1alpha1.SummaryGroup{Key: "eu-west", Value: "2", Count: 1}, placementv1alpha1.SummaryGroup{Key: "us-east", Value: "2", Count: 1}))
 		g.Expect(s["per-image"].Groups).To(ConsistOf(placementv1alpha1.SummaryGroup{Key: "nginx:1.27", Value: "2", Count: 2}))
-		g.Expect(s["broken"].Message).To(ContainSubstring(`no statusFeedback rule of Deployment.apps reports "replicas"`))
+		g.Expect(s["broken"].Message).To(ContainSubstring(`no spec.reporting.feedback rule of Deployment.apps reports "replicas"`))
 		g.Expect(s["broken"].Value).To(BeEmpty())
 
 		d := hubDeployment(g)

@@ -78,7 +78,7 @@ func TestClusterSetBindings(t *testing.T) {
 	g.Expect(tenant.Create(t.Context(), cm)).To(Succeed())
 	p := webPlacement(ns)
 	p.Spec.ResourceSelectors = p.Spec.ResourceSelectors[:1]
-	p.Spec.ClusterSelector = &metav1.LabelSelector{}
+	p.Spec.Scheduling.ClusterSelector = &metav1.LabelSelector{}
 	g.Expect(tenant.Create(t.Context(), p)).To(Succeed())
 	key := client.ObjectKeyFromObject(p)
 	g.Eventually(func(g Gomega) {
@@ -127,7 +127,7 @@ func TestClusterSetBindings(t *testing.T) {
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.ObservedGeneration).To(Equal(b.Generation))
-		g.Expect(b.Status.Clusters).To(Equal(managedClusters(g, placementv1alpha1.DefaultClusterSet)))
+		g.Expect(b.Status.Clusters).To(HaveValue(Equal(managedClusters(g, placementv1alpha1.DefaultClusterSet))))
 	}).Should(Succeed())
 	// The Placement now reaches both members.
 	g.Eventually(func(g Gomega) {
@@ -222,7 +222,7 @@ func TestApproverAndTenantRoles(t *testing.T) {
 
 	got := &placementv1alpha1.Placement{}
 	g.Expect(approver.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())
-	got.Spec.Paused = true
+	got.Spec.Strategy.Paused = true
 	err = approver.Update(t.Context(), got)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an approver editing a Placement: %v", err)
 
@@ -266,7 +266,7 @@ func TestForbiddenKinds(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "roles", Namespace: ns},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}},
-			ClusterNames:      []string{member2},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member2}},
 		},
 	}
 	err := hubCP.Client.Create(t.Context(), named)
@@ -277,7 +277,7 @@ func TestForbiddenKinds(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
-			ClusterNames:      []string{member2},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member2}},
 		},
 	}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())

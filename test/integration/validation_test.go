@@ -116,7 +116,7 @@ func TestNoMatchingClusters(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	p := webPlacement(ns)
-	p.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "nowhere"}}
+	p.Spec.Scheduling.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "nowhere"}}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.ScheduledCondition)
@@ -137,7 +137,7 @@ func externalDecision(p *placementv1alpha1.Placement, name string, refs ...cpv1a
 				APIVersion: placementv1alpha1.GroupVersion.String(), Kind: "Placement", Name: p.Name, UID: p.UID,
 			}},
 		},
-		SchedulerName: p.Spec.SchedulerName,
+		SchedulerName: p.Spec.Scheduling.SchedulerName,
 	}
 	for _, ref := range refs {
 		pd.Decisions = append(pd.Decisions, cpv1alpha1.ClusterDecision{ClusterProfileRef: ref, Reason: "acme says so"})
@@ -150,7 +150,7 @@ func TestExternalSchedulerDecisions(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	_, cm, p := configMapPlacement(t)
-	p.Spec.SchedulerName = "acme-scheduler"
+	p.Spec.Scheduling.SchedulerName = "acme-scheduler"
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 
 	pd := externalDecision(p, "acme-web", cpv1alpha1.ClusterProfileReference{Namespace: scheduler.DefaultClusterSetNamespace, Name: member2})

@@ -144,7 +144,7 @@ func TestHubWatchOfARemovedKindStops(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets", Namespace: ns},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: group, Version: "v1", Kind: "Widget"}},
-			ClusterNames:      []string{member2},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member2}},
 		},
 	}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())

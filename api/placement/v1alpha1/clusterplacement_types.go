@@ -25,14 +25,16 @@ const ClusterPlacementAnnotation = "placement.lodestar.dev/cluster-placement"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=lodestar,shortName=cplc
-// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
-// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.selectedClusters`
-// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.appliedClusters`
-// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableClusters`
-// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,priority=1
-// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.rollout.targetRevisionNumber`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`,description="Whether the scheduler wrote decisions for the current generation"
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.selectedClusters`,description="Clusters the PlacementDecisions name"
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.appliedClusters`,description="Selected clusters with every placed object applied at the current revision"
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableClusters`,description="Selected clusters with every placed object available at the current revision"
+// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,priority=1,description="Whether every selected cluster's Works hold what the rollout gives them"
+// +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`,priority=1,description="Selected clusters reporting a placed object changed on the member (whenDrifted: Report)"
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.rollout.targetRevisionNumber`,description="The PlacementRevision number being rolled out"
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`,priority=1,description="Where the rollout is (the Progressing condition's reason)"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,description="Whether every selected cluster has every placed object available"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since creation"
 type ClusterPlacement struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional

@@ -34,7 +34,7 @@ type ClusterSetBindingStatus struct {
 
 	// clusters is the number of clusters Lodestar manages in the set.
 	// +optional
-	Clusters int32 `json:"clusters"`
+	Clusters *int32 `json:"clusters,omitempty"`
 }
 
 // ClusterSetBinding lets the Placements of its namespace use the clusters of one
@@ -45,10 +45,10 @@ type ClusterSetBindingStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=lodestar,shortName=csb
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.clusterSet",message="a ClusterSetBinding's name must equal spec.clusterSet"
-// +kubebuilder:printcolumn:name="Set",type=string,JSONPath=`.spec.clusterSet`
-// +kubebuilder:printcolumn:name="Bound",type=string,JSONPath=`.status.conditions[?(@.type=="Bound")].status`
-// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Set",type=string,JSONPath=`.spec.clusterSet`,description="The cluster set the namespace may use"
+// +kubebuilder:printcolumn:name="Bound",type=string,JSONPath=`.status.conditions[?(@.type=="Bound")].status`,description="Whether the hub manages that cluster set"
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters`,description="Clusters Lodestar manages in the set"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since creation"
 type ClusterSetBinding struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional

@@ -33,7 +33,7 @@ const (
 	DriftedCondition = "Drifted"
 
 	// StatusReflectedCondition is True when the status of every placed object
-	// that is reflected (spec.statusReflection: Aggregate) is written on the hub,
+	// that is reflected (spec.reporting.reflection: Aggregate) is written on the hub,
 	// and False when an object's status has another writer or cannot be written.
 	// Present only with Aggregate. Written by the status aggregator.
 	StatusReflectedCondition = "StatusReflected"
@@ -50,8 +50,15 @@ const (
 	ReasonNoMatchingClusters = "NoMatchingClusters"
 	// ReasonInvalidClusterSelector: the cluster selector cannot be parsed.
 	ReasonInvalidClusterSelector = "InvalidClusterSelector"
+	// ReasonInvalidClusterExpression: spec.scheduling.clusterExpression does not
+	// compile.
+	ReasonInvalidClusterExpression = "InvalidClusterExpression"
+	// ReasonInvalidPreference: a preference's expression does not compile.
+	ReasonInvalidPreference = "InvalidPreference"
+	// ReasonInvalidCapacity: requiredCapacity is not a quantity.
+	ReasonInvalidCapacity = "InvalidCapacity"
 	// ReasonFailoverBlocked: a chosen cluster's agent has been unreachable longer
-	// than spec.failover.tolerationSeconds, and it is kept: no other cluster can
+	// than spec.scheduling.failover.tolerationSeconds, and it is kept: no other cluster can
 	// replace it, more than half the chosen clusters are unreachable at once (a
 	// partition), or failovers are being rate-limited.
 	ReasonFailoverBlocked = "FailoverBlocked"
@@ -136,7 +143,7 @@ const (
 	// ReasonRolloutComplete: every selected cluster is Available at the target
 	// revision and no cluster the Placement left still has its objects.
 	ReasonRolloutComplete = "RolloutComplete"
-	// ReasonRolloutPaused: spec.paused is set.
+	// ReasonRolloutPaused: spec.strategy.paused is set.
 	ReasonRolloutPaused = "RolloutPaused"
 	// ReasonWaitingForApproval: the next stage, or the next clusters, wait for a
 	// RolloutApproval of the target revision.

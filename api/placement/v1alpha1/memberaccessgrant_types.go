@@ -48,11 +48,11 @@ type MemberAccessGrantStatus struct {
 
 	// clusters is how many clusters the grant selects.
 	// +optional
-	Clusters int32 `json:"clusters"`
+	Clusters *int32 `json:"clusters,omitempty"`
 
 	// credentials is how many of them have a credential copied.
 	// +optional
-	Credentials int32 `json:"credentials"`
+	Credentials *int32 `json:"credentials,omitempty"`
 }
 
 // MemberAccessGrant lets the controllers of one hub namespace reach member
@@ -65,12 +65,12 @@ type MemberAccessGrantStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=lodestar,shortName=mag
-// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.namespace`
-// +kubebuilder:printcolumn:name="Set",type=string,JSONPath=`.spec.clusterSet`
-// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters`
-// +kubebuilder:printcolumn:name="Credentials",type=integer,JSONPath=`.status.credentials`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.namespace`,description="The hub namespace that receives the credentials"
+// +kubebuilder:printcolumn:name="Set",type=string,JSONPath=`.spec.clusterSet`,description="The cluster set whose clusters are granted"
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters`,description="Clusters the grant selects"
+// +kubebuilder:printcolumn:name="Credentials",type=integer,JSONPath=`.status.credentials`,description="Selected clusters whose credential is copied"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether every granted cluster's credential is copied"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since creation"
 type MemberAccessGrant struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional

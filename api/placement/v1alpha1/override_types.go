@@ -32,7 +32,7 @@ type Override struct {
 	ClusterNames []string `json:"clusterNames,omitempty"`
 
 	// clusterExpression is a CEL expression over `cluster` (the view of
-	// spec.clusterExpression) that limits the rule to clusters making it true. An
+	// spec.scheduling.clusterExpression) that limits the rule to clusters making it true. An
 	// error (a missing label, say) fails the rule on that cluster.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096

@@ -6,11 +6,11 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
 
-// PlacementSpec says which objects of the Placement's namespace go to which clusters.
-// +kubebuilder:validation:XValidation:rule="!has(self.preferences) || has(self.numberOfClusters)",message="preferences need numberOfClusters"
-// +kubebuilder:validation:XValidation:rule="!has(self.topologySpread) || has(self.numberOfClusters)",message="topologySpread needs numberOfClusters"
-// +kubebuilder:validation:XValidation:rule="!has(self.failover) || has(self.numberOfClusters)",message="failover needs numberOfClusters"
-// +kubebuilder:validation:XValidation:rule="!has(self.numberOfClusters) || !has(self.clusterNames) || self.numberOfClusters <= size(self.clusterNames)",message="numberOfClusters cannot exceed the number of clusterNames"
+// PlacementSpec says which objects of the Placement's namespace go to which
+// clusters, grouped so that a reader sees what is placed (resourceSelectors),
+// where (scheduling), how a change reaches the clusters (strategy) and how the
+// agents apply it (applyStrategy), what each cluster's copy changes
+// (overrides), and what comes back (reporting).
 type PlacementSpec struct {
 	// resourceSelectors selects the objects of the Placement's own namespace that are
 	// placed. An object is placed when any selector matches it. Only namespaced kinds
@@ -21,113 +21,28 @@ type PlacementSpec struct {
 	// +kubebuilder:validation:MaxItems=100
 	ResourceSelectors []ResourceSelector `json:"resourceSelectors"`
 
-	// schedulerName names the scheduler that writes this Placement's
-	// PlacementDecisions: lodestar (the default) or another; Lodestar consumes the
-	// decisions whoever writes them.
+	// scheduling says which clusters the objects go to: by labels, names, a CEL
+	// expression and free capacity, how many of the eligible ones, ranked how,
+	// spread over what, tolerating which taints, replaced when unreachable, and
+	// by which scheduler. With neither clusterSelector nor clusterNames, no
+	// cluster is selected.
 	// +optional
-	// +kubebuilder:default=lodestar
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="schedulerName is immutable"
-	SchedulerName string `json:"schedulerName,omitempty"`
+	// +kubebuilder:default={}
+	Scheduling Scheduling `json:"scheduling,omitempty"`
 
-	// clusterSelector selects clusters by the labels of their ClusterProfile. An
-	// empty selector matches every cluster. When neither clusterSelector nor
-	// clusterNames is set, no cluster is selected.
+	// strategy says how a new revision of the placed objects reaches the selected
+	// clusters: AllAtOnce (the default), Rolling, Staged or External, and whether
+	// the rollout is paused. Whatever the strategy, clusters the Placement leaves
+	// keep the objects until the clusters added in their place report them
+	// Available, or the progress deadline passes.
 	// +optional
-	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
-
-	// clusterNames selects clusters by name. With clusterSelector, a cluster must
-	// match both.
-	// +optional
-	// +listType=set
-	// +kubebuilder:validation:MaxItems=1000
-	// +kubebuilder:validation:items:MaxLength=253
-	ClusterNames []string `json:"clusterNames,omitempty"`
-
-	// clusterExpression is a CEL expression over `cluster` that a cluster must make
-	// true: cluster.name, cluster.namespace (its cluster set), cluster.labels,
-	// cluster.properties (name to value; compare numbers with int() or double(),
-	// quantities with quantity()), cluster.version (Kubernetes version) and
-	// cluster.conditions (type to status).
-	// +optional
-	// +kubebuilder:validation:MaxLength=4096
-	ClusterExpression string `json:"clusterExpression,omitempty"`
-
-	// requiredCapacity is the free capacity a cluster must have.
-	// +optional
-	RequiredCapacity *Capacity `json:"requiredCapacity,omitempty"`
-
-	// tolerations let the Placement use tainted clusters.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=32
-	Tolerations []Toleration `json:"tolerations,omitempty"`
-
-	// numberOfClusters, when set, picks that many of the eligible clusters, ranked by
-	// preferences (and by free capacity with requiredCapacity), with a deterministic
-	// tiebreak; clusters already picked stay while they remain eligible. Unset means
-	// every eligible cluster.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100000
-	NumberOfClusters *int32 `json:"numberOfClusters,omitempty"`
-
-	// preferences rank the eligible clusters when numberOfClusters is set.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=16
-	Preferences []Preference `json:"preferences,omitempty"`
-
-	// topologySpread spreads the picked clusters over a label's or property's values.
-	// +optional
-	TopologySpread *TopologySpread `json:"topologySpread,omitempty"`
+	Strategy RolloutStrategy `json:"strategy,omitempty"`
 
 	// applyStrategy says how the agents apply the placed objects: ServerSideApply by
 	// default, CreateOnly or ReportOnly, and whether they take over objects that
 	// exist on a member but were not placed by this Placement (Never by default).
 	// +optional
 	ApplyStrategy *lodestarworkv1alpha1.ApplyStrategy `json:"applyStrategy,omitempty"`
-
-	// statusFeedback names status values of the placed objects that the agents
-	// report back, per kind.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=20
-	StatusFeedback []lodestarworkv1alpha1.FeedbackRule `json:"statusFeedback,omitempty"`
-
-	// statusSummaries reduce status feedback values over all the clusters (Sum,
-	// Min, Max, Avg, Count, optionally per group) into status.summaries.
-	// +optional
-	// +listType=map
-	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=16
-	StatusSummaries []StatusSummary `json:"statusSummaries,omitempty"`
-
-	// statusReflection: None (the default) or Aggregate, which writes the status
-	// of the placed workloads on the hub from their clusters' copies (for hubs
-	// that run no controller for them; see docs/hub.md).
-	// +optional
-	StatusReflection StatusReflection `json:"statusReflection,omitempty"`
-
-	// strategy says how a new revision of the placed objects reaches the selected
-	// clusters: AllAtOnce (the default), Rolling, Staged or External. Whatever the
-	// strategy, clusters the Placement leaves keep the objects until the clusters
-	// added in their place report them Available, or the progress deadline passes.
-	// +optional
-	Strategy *RolloutStrategy `json:"strategy,omitempty"`
-
-	// paused stops the rollout: no further cluster is given the target revision
-	// (clusters already given it finish) and no cluster fails by the progress
-	// deadline while it is set. Default false.
-	// +optional
-	Paused bool `json:"paused,omitempty"`
-
-	// failover, when set, replaces a chosen cluster whose agent has been
-	// unreachable for tolerationSeconds by another eligible cluster; only with
-	// numberOfClusters. Off by default: a Placement that names its clusters, or
-	// takes every matching one, never loses a copy to a disconnect.
-	// +optional
-	Failover *Failover `json:"failover,omitempty"`
 
 	// overrides customise the placed objects per cluster: an ordered list of rules,
 	// each for some clusters and objects, with one action (jsonPatch, mergePatch,
@@ -139,6 +54,13 @@ type PlacementSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Overrides []Override `json:"overrides,omitempty"`
+
+	// reporting says what comes back from the clusters besides the standard
+	// conditions: status values of the placed objects (feedback), their
+	// reductions over the fleet (summaries), and whether the hub's own objects
+	// get their clusters' status (reflection).
+	// +optional
+	Reporting Reporting `json:"reporting,omitempty"`
 
 	// revisionHistoryLimit is how many PlacementRevisions are kept, besides those a
 	// Work or the rollout still uses. Default 10.
@@ -208,17 +130,17 @@ type PlacementStatus struct {
 
 	// selectedClusters is the number of clusters the Placement's decisions name.
 	// +optional
-	SelectedClusters int32 `json:"selectedClusters,omitempty"`
+	SelectedClusters *int32 `json:"selectedClusters,omitempty"`
 
 	// appliedClusters is the number of selected clusters on which every placed object
 	// has been applied at the current revision.
 	// +optional
-	AppliedClusters int32 `json:"appliedClusters,omitempty"`
+	AppliedClusters *int32 `json:"appliedClusters,omitempty"`
 
 	// availableClusters is the number of selected clusters on which every placed
 	// object is available at the current revision.
 	// +optional
-	AvailableClusters int32 `json:"availableClusters,omitempty"`
+	AvailableClusters *int32 `json:"availableClusters,omitempty"`
 
 	// scheduling says how many clusters were eligible and why others were not chosen.
 	// +optional
@@ -240,19 +162,19 @@ type PlacementStatus struct {
 	// in clusters; all of them have their objects applied and available whenever
 	// fewer than 100 clusters have problems.
 	// +optional
-	UnlistedClusters int32 `json:"unlistedClusters,omitempty"`
+	UnlistedClusters *int32 `json:"unlistedClusters,omitempty"`
 
 	// driftedClusters is the number of selected clusters that report a placed
 	// object changed on the member and left so (applyStrategy.whenDrifted: Report).
 	// +optional
-	DriftedClusters int32 `json:"driftedClusters,omitempty"`
+	DriftedClusters *int32 `json:"driftedClusters,omitempty"`
 
 	// rollout is where the rollout of the target revision is. Written by the work
 	// generator.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 
-	// summaries are the results of spec.statusSummaries, in their order. Written
+	// summaries are the results of spec.reporting.summaries, in their order. Written
 	// by the status aggregator.
 	// +optional
 	// +listType=map
@@ -318,23 +240,23 @@ type ClusterStatus struct {
 	// unlistedObjects is how many objects that are not available or report
 	// feedback are not in objects, by its cap or the status's size budget.
 	// +optional
-	UnlistedObjects int32 `json:"unlistedObjects,omitempty"`
+	UnlistedObjects *int32 `json:"unlistedObjects,omitempty"`
 }
 
 // Placement places objects of its namespace on the member clusters it selects.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=lodestar,shortName=plc
-// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
-// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.selectedClusters`
-// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.appliedClusters`
-// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableClusters`
-// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,priority=1
-// +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`,priority=1
-// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.rollout.targetRevisionNumber`
-// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`,priority=1
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`,description="Whether the scheduler wrote decisions for the current generation"
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.selectedClusters`,description="Clusters the PlacementDecisions name"
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.appliedClusters`,description="Selected clusters with every placed object applied at the current revision"
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableClusters`,description="Selected clusters with every placed object available at the current revision"
+// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,priority=1,description="Whether every selected cluster's Works hold what the rollout gives them"
+// +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`,priority=1,description="Selected clusters reporting a placed object changed on the member (whenDrifted: Report)"
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.rollout.targetRevisionNumber`,description="The PlacementRevision number being rolled out"
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`,priority=1,description="Where the rollout is (the Progressing condition's reason)"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,description="Whether every selected cluster has every placed object available"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since creation"
 type Placement struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional

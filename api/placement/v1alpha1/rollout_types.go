@@ -2,7 +2,6 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -74,6 +73,12 @@ type RolloutStrategy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100000
 	MaxFailures int32 `json:"maxFailures,omitempty"`
+
+	// paused stops the rollout: no further cluster is given the target revision
+	// (clusters already given it finish) and no cluster fails by the progress
+	// deadline while it is set. Default false.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
 }
 
 // RollingStrategy bounds a Rolling update.
@@ -204,11 +209,11 @@ type RolloutStatus struct {
 	// updatedClusters is how many selected clusters are Succeeded at the target
 	// revision.
 	// +optional
-	UpdatedClusters int32 `json:"updatedClusters,omitempty"`
+	UpdatedClusters *int32 `json:"updatedClusters,omitempty"`
 
 	// failedClusters is how many selected clusters failed at the target revision.
 	// +optional
-	FailedClusters int32 `json:"failedClusters,omitempty"`
+	FailedClusters *int32 `json:"failedClusters,omitempty"`
 
 	// clusters are the selected clusters not yet Succeeded at the target revision
 	// and the clusters being removed, problems first, at most 100.
@@ -245,160 +250,4 @@ type ClusterRollout struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Reason string `json:"reason,omitempty"`
-}
-
-// PlacementRevisionSpec is one immutable rendering of what a Placement places.
-type PlacementRevisionSpec struct {
-	// placement is the name of the Placement, in the same namespace.
-	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	Placement string `json:"placement"`
-
-	// revision is the revision number, counted up from 1 per Placement.
-	// +required
-	// +kubebuilder:validation:Minimum=1
-	Revision int64 `json:"revision"`
-
-	// hash is the hash of the manifests and overrides, as the Works carry it
-	// (placement.lodestar.dev/revision).
-	// +required
-	// +kubebuilder:validation:MaxLength=64
-	Hash string `json:"hash"`
-
-	// changeCause says what changed from the revision before: the Placement's
-	// kubernetes.io/change-cause annotation when set, or the objects added,
-	// changed and removed.
-	// +optional
-	// +kubebuilder:validation:MaxLength=1024
-	ChangeCause string `json:"changeCause,omitempty"`
-
-	// manifests are the rendered objects, as the Works carry them before
-	// overrides.
-	// +optional
-	// +listType=atomic
-	Manifests []RevisionManifest `json:"manifests,omitempty"`
-
-	// overrides are the Placement's spec.overrides of this revision, which each
-	// cluster's Work is rendered with.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=32
-	Overrides []Override `json:"overrides,omitempty"`
-}
-
-// RevisionManifest is one rendered object, as a Work's manifest carries it.
-type RevisionManifest struct {
-	// +kubebuilder:validation:EmbeddedResource
-	// +kubebuilder:pruning:PreserveUnknownFields
-	runtime.RawExtension `json:",inline"`
-}
-
-// PlacementRevision is an immutable rendering of the objects a Placement places:
-// what a rollout moves clusters to, and what undo goes back to. The work generator
-// creates one per change, named <placement>-<hash>, owned by the Placement.
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,categories=lodestar,shortName=plcrev
-// +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="a PlacementRevision is immutable"
-// +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement`
-// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.spec.revision`
-// +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.spec.changeCause`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-type PlacementRevision struct {
-	metav1.TypeMeta `json:",inline"`
-	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	// spec is the revision's content.
-	// +required
-	Spec PlacementRevisionSpec `json:"spec"`
-}
-
-// PlacementRevisionList is a list of PlacementRevisions.
-// +kubebuilder:object:root=true
-type PlacementRevisionList struct {
-	metav1.TypeMeta `json:",inline"`
-	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
-	// items are the PlacementRevisions.
-	Items []PlacementRevision `json:"items"`
-}
-
-// RolloutApprovalSpec approves a stage, or clusters, of one revision's rollout.
-// +kubebuilder:validation:XValidation:rule="has(self.stage) != (has(self.clusters) && size(self.clusters) > 0)",message="name exactly one of stage and clusters"
-type RolloutApprovalSpec struct {
-	// placement is the name of the Placement, in the same namespace.
-	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	Placement string `json:"placement"`
-
-	// revision is the name of the PlacementRevision approved; an approval for
-	// another revision than the rollout's target does nothing.
-	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	Revision string `json:"revision"`
-
-	// stage is the stage approved (Staged).
-	// +optional
-	// +kubebuilder:validation:MaxLength=63
-	Stage string `json:"stage,omitempty"`
-
-	// clusters are the clusters approved (External, or single clusters of a stage).
-	// +optional
-	// +listType=set
-	// +kubebuilder:validation:MaxItems=1000
-	// +kubebuilder:validation:items:MaxLength=253
-	Clusters []string `json:"clusters,omitempty"`
-}
-
-// RolloutApproval lets a stage, or clusters, of a Placement's rollout start. It is
-// a separate object so that RBAC can let other people approve than those who edit
-// the Placement.
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,categories=lodestar
-// +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="a RolloutApproval is immutable"
-// +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement`
-// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.revision`
-// +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.spec.stage`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-type RolloutApproval struct {
-	metav1.TypeMeta `json:",inline"`
-	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	// spec is what is approved.
-	// +required
-	Spec RolloutApprovalSpec `json:"spec"`
-}
-
-// RolloutApprovalList is a list of RolloutApprovals.
-// +kubebuilder:object:root=true
-type RolloutApprovalList struct {
-	metav1.TypeMeta `json:",inline"`
-	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
-	// items are the RolloutApprovals.
-	Items []RolloutApproval `json:"items"`
-}
-
-// Failover replaces chosen clusters whose agent is unreachable.
-type Failover struct {
-	// tolerationSeconds is how long a chosen cluster's agent may be unreachable
-	// before the cluster is replaced. Default 300.
-	// +optional
-	// +kubebuilder:default=300
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=86400
-	TolerationSeconds *int32 `json:"tolerationSeconds,omitempty"`
-
-	// gracePeriodSeconds is how long the unreachable cluster's Work is kept when
-	// its replacement is not Available; once the replacement is, it goes at once.
-	// Default 600.
-	// +optional
-	// +kubebuilder:default=600
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=604800
-	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
 }

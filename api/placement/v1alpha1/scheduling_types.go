@@ -1,5 +1,9 @@
 package v1alpha1
 
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // Property names that the agent reports in ClusterProfile status.properties and
 // that the scheduler's capacity rules read. Values are Kubernetes quantities.
 const (
@@ -9,6 +13,81 @@ const (
 	PropertyMemoryAllocatable = "memory.allocatable.lodestar.dev"
 	PropertyMemoryFree        = "memory.free.lodestar.dev"
 )
+
+// Scheduling says which clusters a Placement's objects go to.
+// +kubebuilder:validation:XValidation:rule="!has(self.preferences) || has(self.numberOfClusters)",message="preferences need numberOfClusters"
+// +kubebuilder:validation:XValidation:rule="!has(self.topologySpread) || has(self.numberOfClusters)",message="topologySpread needs numberOfClusters"
+// +kubebuilder:validation:XValidation:rule="!has(self.failover) || has(self.numberOfClusters)",message="failover needs numberOfClusters"
+// +kubebuilder:validation:XValidation:rule="!has(self.numberOfClusters) || !has(self.clusterNames) || self.numberOfClusters <= size(self.clusterNames)",message="numberOfClusters cannot exceed the number of clusterNames"
+type Scheduling struct {
+	// schedulerName names the scheduler that writes this Placement's
+	// PlacementDecisions: lodestar (the default) or another; Lodestar consumes the
+	// decisions whoever writes them.
+	// +optional
+	// +kubebuilder:default=lodestar
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="schedulerName is immutable"
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// clusterSelector selects clusters by the labels of their ClusterProfile. An
+	// empty selector matches every cluster. When neither clusterSelector nor
+	// clusterNames is set, no cluster is selected.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// clusterNames selects clusters by name. With clusterSelector, a cluster must
+	// match both.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
+	ClusterNames []string `json:"clusterNames,omitempty"`
+
+	// clusterExpression is a CEL expression over `cluster` that a cluster must make
+	// true: cluster.name, cluster.namespace (its cluster set), cluster.labels,
+	// cluster.properties (name to value; compare numbers with int() or double(),
+	// quantities with quantity()), cluster.version (Kubernetes version) and
+	// cluster.conditions (type to status).
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	ClusterExpression string `json:"clusterExpression,omitempty"`
+
+	// requiredCapacity is the free capacity a cluster must have.
+	// +optional
+	RequiredCapacity *Capacity `json:"requiredCapacity,omitempty"`
+
+	// tolerations let the Placement use tainted clusters.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []Toleration `json:"tolerations,omitempty"`
+
+	// numberOfClusters, when set, picks that many of the eligible clusters, ranked by
+	// preferences (and by free capacity with requiredCapacity), with a deterministic
+	// tiebreak; clusters already picked stay while they remain eligible. Unset means
+	// every eligible cluster.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	NumberOfClusters *int32 `json:"numberOfClusters,omitempty"`
+
+	// preferences rank the eligible clusters when numberOfClusters is set.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Preferences []Preference `json:"preferences,omitempty"`
+
+	// topologySpread spreads the picked clusters over a label's or property's values.
+	// +optional
+	TopologySpread *TopologySpread `json:"topologySpread,omitempty"`
+
+	// failover, when set, replaces a chosen cluster whose agent has been
+	// unreachable for tolerationSeconds by another eligible cluster; only with
+	// numberOfClusters. Off by default: a Placement that names its clusters, or
+	// takes every matching one, never loses a copy to a disconnect.
+	// +optional
+	Failover *Failover `json:"failover,omitempty"`
+}
 
 // TaintEffect is what a taint does to Placements that do not tolerate it.
 // +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute
@@ -158,7 +237,7 @@ type Capacity struct {
 type SchedulingStatus struct {
 	// eligible is the number of clusters that passed every filter.
 	// +optional
-	Eligible int32 `json:"eligible,omitempty"`
+	Eligible *int32 `json:"eligible,omitempty"`
 	// excluded counts, by reason, the clusters that were not chosen, with a few names.
 	// +optional
 	// +listType=map
@@ -182,6 +261,53 @@ type Exclusion struct {
 	// +kubebuilder:validation:MaxItems=5
 	Clusters []string `json:"clusters,omitempty"`
 }
+
+// Reasons of an Exclusion: why the scheduler did not choose clusters. `kubectl
+// lodestar why` gives them per cluster too.
+const (
+	// ExclusionNotInClusterNames: spec.scheduling.clusterNames does not name it.
+	ExclusionNotInClusterNames = "NotInClusterNames"
+	// ExclusionLabelsMismatch: its labels do not match the clusterSelector.
+	ExclusionLabelsMismatch = "LabelsMismatch"
+	// ExclusionUnhealthy: its agent is unreachable or its control plane unhealthy.
+	ExclusionUnhealthy = "Unhealthy"
+	// ExclusionHealthNotReported: its agent has not reported its health yet.
+	ExclusionHealthNotReported = "HealthNotReported"
+	// ExclusionTainted: it has a taint the Placement does not tolerate.
+	ExclusionTainted = "Tainted"
+	// ExclusionTolerationExpired: a NoExecute taint's tolerationSeconds passed.
+	ExclusionTolerationExpired = "TolerationExpired"
+	// ExclusionExpressionFalse: clusterExpression is false for it.
+	ExclusionExpressionFalse = "ExpressionFalse"
+	// ExclusionExpressionError: clusterExpression cannot be evaluated for it.
+	ExclusionExpressionError = "ExpressionError"
+	// ExclusionInsufficientCapacity: it has less free capacity than requiredCapacity.
+	ExclusionInsufficientCapacity = "InsufficientCapacity"
+	// ExclusionMissingTopologyKey: it has no value of topologySpread's key.
+	ExclusionMissingTopologyKey = "MissingTopologyKey"
+	// ExclusionTopologySkew: picking it would exceed topologySpread's maxSkew.
+	ExclusionTopologySkew = "TopologySkew"
+	// ExclusionNotPicked: eligible, but numberOfClusters others ranked higher.
+	ExclusionNotPicked = "NotPicked"
+	// ExclusionFailedOver: it was chosen and is being replaced because its agent
+	// has been unreachable longer than spec.scheduling.failover allows.
+	ExclusionFailedOver = ReasonFailedOver
+	// ExclusionNotInClusterSets: it is in no cluster set the Placement's
+	// namespace is bound to (reported by `kubectl lodestar why`).
+	ExclusionNotInClusterSets = "NotInClusterSets"
+)
+
+// Reasons the scheduler keeps chosen clusters that it would not choose anew;
+// not exclusions (status.scheduling and `kubectl lodestar why` report them).
+const (
+	// KeptWhileUnhealthy: the cluster is unhealthy and kept because it was
+	// chosen before.
+	KeptWhileUnhealthy = "KeptWhileUnhealthy"
+	// KeptWhileExpressionFails: clusterExpression cannot be evaluated for the
+	// cluster now (a property it reads vanished, say); kept because it was chosen
+	// before. Only a false result removes it.
+	KeptWhileExpressionFails = "KeptWhileExpressionFails"
+)
 
 // ClusterProfile conditions the cluster health controller sets.
 const (
@@ -210,4 +336,24 @@ func (t Taint) String() string {
 		return t.Key + ":" + string(t.Effect)
 	}
 	return t.Key + "=" + t.Value + ":" + string(t.Effect)
+}
+
+// Failover replaces chosen clusters whose agent is unreachable.
+type Failover struct {
+	// tolerationSeconds is how long a chosen cluster's agent may be unreachable
+	// before the cluster is replaced. Default 300.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	TolerationSeconds *int32 `json:"tolerationSeconds,omitempty"`
+
+	// gracePeriodSeconds is how long the unreachable cluster's Work is kept when
+	// its replacement is not Available; once the replacement is, it goes at once.
+	// Default 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=604800
+	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
 }

@@ -90,9 +90,9 @@ type AppliedWorkStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=lodestar
-// +kubebuilder:printcolumn:name="Work Namespace",type=string,JSONPath=`.spec.workNamespace`
-// +kubebuilder:printcolumn:name="Work",type=string,JSONPath=`.spec.workName`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Work Namespace",type=string,JSONPath=`.spec.workNamespace`,description="The hub namespace of the Work"
+// +kubebuilder:printcolumn:name="Work",type=string,JSONPath=`.spec.workName`,description="The Work whose objects this records"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since creation"
 type AppliedWork struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional

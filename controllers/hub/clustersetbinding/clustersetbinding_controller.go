@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -76,14 +77,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		bound.Status, bound.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonClusterSetNotFound
 		bound.Message = "this hub manages no cluster set " + binding.Spec.ClusterSet
 	}
-	if conditions.Same(binding.Status.Conditions, bound) && binding.Status.Clusters == clusters && binding.Status.ObservedGeneration == binding.Generation {
+	if conditions.Same(binding.Status.Conditions, bound) && ptr.Equal(binding.Status.Clusters, &clusters) && binding.Status.ObservedGeneration == binding.Generation {
 		return ctrl.Result{}, nil
 	}
 	out := &placementv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: binding.Name, Namespace: binding.Namespace}}
 	out.Status = placementv1alpha1.ClusterSetBindingStatus{
 		Conditions:         []metav1.Condition{conditions.Merge(binding.Status.Conditions, bound)},
 		ObservedGeneration: binding.Generation,
-		Clusters:           clusters,
+		Clusters:           ptr.To(clusters),
 	}
 	return ctrl.Result{}, patch.ApplyStatus(ctx, r.Client, out, Name)
 }

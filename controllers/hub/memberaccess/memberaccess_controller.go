@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -259,15 +260,15 @@ func (r *Reconciler) applyStatus(ctx context.Context, grant *placementv1alpha1.M
 	ready := Ready(grant.Spec.Namespace, st.invalid, st.missingNamespace, st.pending, st.conflicts)
 	ready.ObservedGeneration = grant.Generation
 	if conditions.Same(grant.Status.Conditions, ready) && grant.Status.ObservedGeneration == grant.Generation &&
-		grant.Status.Clusters == int32(st.clusters) && grant.Status.Credentials == int32(st.copied) {
+		ptr.Deref(grant.Status.Clusters, -1) == int32(st.clusters) && ptr.Deref(grant.Status.Credentials, -1) == int32(st.copied) {
 		return nil
 	}
 	out := &placementv1alpha1.MemberAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: grant.Name}}
 	out.Status = placementv1alpha1.MemberAccessGrantStatus{
 		Conditions:         []metav1.Condition{conditions.Merge(grant.Status.Conditions, ready)},
 		ObservedGeneration: grant.Generation,
-		Clusters:           int32(st.clusters),
-		Credentials:        int32(st.copied),
+		Clusters:           ptr.To(int32(st.clusters)),
+		Credentials:        ptr.To(int32(st.copied)),
 	}
 	return patch.ApplyStatus(ctx, r.Client, out, Name)
 }

@@ -85,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if agg.Summaries, err = r.summaries(ctx, placement, clusters, vs); err != nil {
 		return ctrl.Result{}, err
 	}
-	if placement.Spec.StatusReflection == placementv1alpha1.ReflectionAggregate {
+	if placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate {
 		agg.ReflectCondition = r.reflect(ctx, placement, clusters, vs)
 	}
 	r.changes.Observe(req.NamespacedName, placement.Generation,

@@ -44,7 +44,7 @@ var rank = map[placementv1alpha1.ObjectState]int{
 }
 
 // reflect writes the status of the Placement's placed objects on the hub from
-// their copies on the decided clusters (statusReflection: Aggregate), and returns
+// their copies on the decided clusters (spec.reporting.reflection: Aggregate), and returns
 // the StatusReflected condition. An object whose status something else writes
 // on the hub is left to that writer.
 func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.Placement, decided []string, vs map[string]*view) *metav1.Condition {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -157,7 +158,9 @@ func (agg *Aggregation) describe(vs map[string]*view) {
 			continue
 		}
 		cs.Reasons = v.reasons(maxReasons)
-		cs.Objects, cs.UnlistedObjects = v.objectStatuses(b)
+		var unlisted int32
+		cs.Objects, unlisted = v.objectStatuses(b)
+		cs.UnlistedObjects = ptr.To(unlisted)
 	}
 	if agg.AvailableCondition.Status != metav1.ConditionFalse {
 		return
@@ -226,11 +229,11 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		desired.Status.Conditions = append(desired.Status.Conditions, conditions.Merge(placement.Status.Conditions, *agg.DriftCondition))
 		sameDrift = conditions.Same(st.Conditions, *agg.DriftCondition)
 	}
-	desired.Status.AppliedClusters = agg.Applied
-	desired.Status.AvailableClusters = agg.Available
-	desired.Status.DriftedClusters = agg.Drifted
+	desired.Status.AppliedClusters = ptr.To(agg.Applied)
+	desired.Status.AvailableClusters = ptr.To(agg.Available)
+	desired.Status.DriftedClusters = ptr.To(agg.Drifted)
 	desired.Status.Clusters = agg.Clusters
-	desired.Status.UnlistedClusters = agg.Unlisted
+	desired.Status.UnlistedClusters = ptr.To(agg.Unlisted)
 	desired.Status.Summaries = agg.Summaries
 	sameReflect := meta.FindStatusCondition(st.Conditions, placementv1alpha1.StatusReflectedCondition) == nil
 	if agg.ReflectCondition != nil {
@@ -240,8 +243,8 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	}
 	if conditions.Same(st.Conditions, agg.Condition) && conditions.Same(st.Conditions, agg.AvailableCondition) && sameDrift && sameReflect &&
 		equality.Semantic.DeepEqual(st.Summaries, agg.Summaries) &&
-		st.AppliedClusters == agg.Applied && st.AvailableClusters == agg.Available && st.DriftedClusters == agg.Drifted &&
-		st.UnlistedClusters == agg.Unlisted && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
+		ptr.Equal(st.AppliedClusters, desired.Status.AppliedClusters) && ptr.Equal(st.AvailableClusters, desired.Status.AvailableClusters) &&
+		ptr.Equal(st.DriftedClusters, desired.Status.DriftedClusters) && ptr.Equal(st.UnlistedClusters, desired.Status.UnlistedClusters) && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
 		return 0, nil // Nothing would change.
 	}
 	material := false

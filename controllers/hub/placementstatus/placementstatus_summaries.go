@@ -14,7 +14,7 @@ import (
 // summaries computes the Placement's status summaries over its decided clusters,
 // from the views of their Works.
 func (r *Reconciler) summaries(ctx context.Context, placement *placementv1alpha1.Placement, decided []string, vs map[string]*view) ([]placementv1alpha1.SummaryStatus, error) {
-	specs := placement.Spec.StatusSummaries
+	specs := placement.Spec.Reporting.Summaries
 	if len(specs) == 0 {
 		return nil, nil
 	}
@@ -75,7 +75,7 @@ func summaryInput(s placementv1alpha1.StatusSummary, placement *placementv1alpha
 func reported(s placementv1alpha1.StatusSummary, placement *placementv1alpha1.Placement) error {
 	var names []string
 	found := false
-	for _, rule := range placement.Spec.StatusFeedback {
+	for _, rule := range placement.Spec.Reporting.Feedback {
 		if rule.Group != s.Resource.Group || rule.Kind != s.Resource.Kind {
 			continue
 		}
@@ -92,11 +92,11 @@ func reported(s placementv1alpha1.StatusSummary, placement *placementv1alpha1.Pl
 		kind += "." + s.Resource.Group
 	}
 	if !found {
-		return fmt.Errorf("no statusFeedback rule reports values of %s", kind)
+		return fmt.Errorf("no spec.reporting.feedback rule reports values of %s", kind)
 	}
 	for _, v := range []string{s.Value, groupValue(s)} {
 		if v != "" && !slices.Contains(names, v) {
-			return fmt.Errorf("no statusFeedback rule of %s reports %q (it reports %v)", kind, v, names)
+			return fmt.Errorf("no spec.reporting.feedback rule of %s reports %q (it reports %v)", kind, v, names)
 		}
 	}
 	return nil

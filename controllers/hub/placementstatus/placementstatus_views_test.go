@@ -69,9 +69,11 @@ func TestViewsAreKeptWhileWorksDoNotChange(t *testing.T) {
 
 func TestSummaryInputCountsStaleClusters(t *testing.T) {
 	g := NewWithT(t)
-	p := &placementv1alpha1.Placement{Spec: placementv1alpha1.PlacementSpec{StatusFeedback: []lodestarworkv1alpha1.FeedbackRule{
-		{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "ready", JSONPath: ".status.readyReplicas"}}},
-	}}}
+	p := &placementv1alpha1.Placement{Spec: placementv1alpha1.PlacementSpec{
+		Reporting: placementv1alpha1.Reporting{Feedback: []lodestarworkv1alpha1.FeedbackRule{
+			{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "ready", JSONPath: ".status.readyReplicas"}}},
+		}},
+	}}
 	s := placementv1alpha1.StatusSummary{Name: "ready", Operation: placementv1alpha1.SummarySum, Value: "ready", Resource: placementv1alpha1.SummaryResource{Group: "apps", Kind: "Deployment"}}
 	works := []workv1alpha1.Work{reportedWork("a", "3"), reportedWork("b", "2"), reportedWork("c", "5")}
 	works[2].Status.ManifestConditions[1].Conditions[0].ObservedGeneration = 1 // c reports an older generation
@@ -83,9 +85,9 @@ func TestSummaryInputCountsStaleClusters(t *testing.T) {
 	g.Expect(in.Stale).To(Equal(2), "c is behind, d has no Work")
 
 	s.Value = "replicas"
-	g.Expect(summaryInput(s, p, []string{"a"}, vs, nil).Err).To(MatchError(`no statusFeedback rule of Deployment.apps reports "replicas" (it reports [ready])`))
+	g.Expect(summaryInput(s, p, []string{"a"}, vs, nil).Err).To(MatchError(`no spec.reporting.feedback rule of Deployment.apps reports "replicas" (it reports [ready])`))
 	s.Resource.Kind = "StatefulSet"
-	g.Expect(summaryInput(s, p, []string{"a"}, vs, nil).Err).To(MatchError("no statusFeedback rule reports values of StatefulSet.apps"))
+	g.Expect(summaryInput(s, p, []string{"a"}, vs, nil).Err).To(MatchError("no spec.reporting.feedback rule reports values of StatefulSet.apps"))
 }
 
 var placementKey = types.NamespacedName{Namespace: "shop", Name: "p"}

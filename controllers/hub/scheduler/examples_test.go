@@ -54,7 +54,7 @@ func TestDocExamples(t *testing.T) {
 			p.Namespace = f.tenant
 			g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 
-			if p.Spec.SchedulerName != placementv1alpha1.DefaultSchedulerName {
+			if p.Spec.Scheduling.SchedulerName != placementv1alpha1.DefaultSchedulerName {
 				g.Consistently(func(g Gomega) {
 					got := &placementv1alpha1.Placement{}
 					g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), got)).To(Succeed())

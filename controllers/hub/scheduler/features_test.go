@@ -24,7 +24,6 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
-	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
 // fleet is a cluster set of its own and a tenant namespace bound to it.
@@ -118,14 +117,14 @@ func TestPropertiesNamesAndCapacity(t *testing.T) {
 	f.add(t, "dev", profile{labels: map[string]string{"env": "dev"}})
 
 	byExpression := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
-		s.ClusterExpression = "cluster.labels.env == 'prod' && int(cluster.properties['nodes.lodestar.dev']) >= 3"
+		s.Scheduling.ClusterExpression = "cluster.labels.env == 'prod' && int(cluster.properties['nodes.lodestar.dev']) >= 3"
 	})
 	byNames := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
-		s.ClusterSelector = nil
-		s.ClusterNames = []string{"small", "dev", "elsewhere"}
+		s.Scheduling.ClusterSelector = nil
+		s.Scheduling.ClusterNames = []string{"small", "dev", "elsewhere"}
 	})
 	byCapacity := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
-		s.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "4", Memory: "8Gi"}
+		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "4", Memory: "8Gi"}
 	})
 	for p, want := range map[*placementv1alpha1.Placement][]string{byExpression: {"big"}, byNames: {"dev", "small"}, byCapacity: {"big"}} {
 		NewWithT(t).Eventually(func(g Gomega) {
@@ -137,14 +136,14 @@ func TestPropertiesNamesAndCapacity(t *testing.T) {
 	NewWithT(t).Eventually(func(g Gomega) {
 		_, got := scheduled(g, t, byNames)
 		g.Expect(got.Status.Scheduling).NotTo(BeNil())
-		g.Expect(got.Status.Scheduling.Eligible).To(BeEquivalentTo(2))
-		g.Expect(got.Status.Scheduling.Excluded).NotTo(ContainElement(HaveField("Reason", scheduling.ReasonNotInClusterNames)))
+		g.Expect(got.Status.Scheduling.Eligible).To(HaveValue(BeEquivalentTo(2)))
+		g.Expect(got.Status.Scheduling.Excluded).NotTo(ContainElement(HaveField("Reason", placementv1alpha1.ExclusionNotInClusterNames)))
 	}).Should(Succeed())
 	NewWithT(t).Eventually(func(g Gomega) {
 		_, got := scheduled(g, t, byCapacity)
-		g.Expect(got.Status.Scheduling.Eligible).To(BeEquivalentTo(1))
+		g.Expect(got.Status.Scheduling.Eligible).To(HaveValue(BeEquivalentTo(1)))
 		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(And(
-			HaveField("Reason", scheduling.ReasonInsufficientCapacity), HaveField("Count", BeEquivalentTo(2)),
+			HaveField("Reason", placementv1alpha1.ExclusionInsufficientCapacity), HaveField("Count", BeEquivalentTo(2)),
 			HaveField("Clusters", ConsistOf("dev", "small")))))
 	}).Should(Succeed())
 }
@@ -158,7 +157,7 @@ func TestHealthAndTaints(t *testing.T) {
 
 	plain := f.placement(t, func(*placementv1alpha1.PlacementSpec) {})
 	tolerant := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
-		s.Tolerations = []placementv1alpha1.Toleration{{Key: "gpu", Value: "true"}}
+		s.Scheduling.Tolerations = []placementv1alpha1.Toleration{{Key: "gpu", Value: "true"}}
 	})
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
@@ -166,8 +165,8 @@ func TestHealthAndTaints(t *testing.T) {
 		g.Expect(decided(g, t, tolerant)).To(ConsistOf("healthy", "gpu"))
 		_, got := scheduled(g, t, plain)
 		g.Expect(got.Status.Scheduling.Excluded).To(ContainElements(
-			And(HaveField("Reason", scheduling.ReasonUnhealthy), HaveField("Clusters", ConsistOf("sick"))),
-			And(HaveField("Reason", scheduling.ReasonTainted), HaveField("Clusters", ConsistOf("cordoned", "gpu"))),
+			And(HaveField("Reason", placementv1alpha1.ExclusionUnhealthy), HaveField("Clusters", ConsistOf("sick"))),
+			And(HaveField("Reason", placementv1alpha1.ExclusionTainted), HaveField("Clusters", ConsistOf("cordoned", "gpu"))),
 		))
 	}).Should(Succeed())
 
@@ -186,7 +185,7 @@ func TestHealthAndTaints(t *testing.T) {
 		g.Expect(decided(g, t, tolerant)).To(ConsistOf("healthy"))
 		_, got := scheduled(g, t, tolerant)
 		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(
-			And(HaveField("Reason", scheduling.ReasonTainted), HaveField("Clusters", ContainElement("gpu")))))
+			And(HaveField("Reason", placementv1alpha1.ExclusionTainted), HaveField("Clusters", ContainElement("gpu")))))
 	}).Should(Succeed())
 }
 
@@ -213,7 +212,7 @@ func TestNoExecuteTolerationExpires(t *testing.T) {
 	f := newFleet(t)
 	f.add(t, "a", profile{})
 	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
-		s.Tolerations = []placementv1alpha1.Toleration{{Key: "drain", Operator: placementv1alpha1.TolerationExists,
+		s.Scheduling.Tolerations = []placementv1alpha1.Toleration{{Key: "drain", Operator: placementv1alpha1.TolerationExists,
 			Effect: placementv1alpha1.TaintNoExecute, TolerationSeconds: ptr.To(int64(tolerated / time.Second))}}
 	})
 	g := NewWithT(t)
@@ -233,7 +232,7 @@ func TestNoExecuteTolerationExpires(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(decided(g, t, p)).To(BeEmpty())
 		_, got := scheduled(g, t, p)
-		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(HaveField("Reason", scheduling.ReasonTolerationExpired)))
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(HaveField("Reason", placementv1alpha1.ExclusionTolerationExpired)))
 	}).Should(Succeed())
 	g.Expect(time.Now()).To(BeTemporally(">=", added.Add(tolerated)), "not before the toleration ended")
 }
@@ -274,13 +273,13 @@ func TestNotEnoughClusters(t *testing.T) {
 	f := newFleet(t)
 	f.add(t, "a", profile{})
 	f.add(t, "b", profile{labels: map[string]string{"tier": "gold"}})
-	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.NumberOfClusters = ptr.To[int32](3) })
+	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.Scheduling.NumberOfClusters = ptr.To[int32](3) })
 	g.Eventually(func(g Gomega) {
 		c, got := scheduled(g, t, p)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNotEnoughClusters))
 		g.Expect(c.Message).To(ContainSubstring("2 of the 3 clusters"))
-		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(2))
+		g.Expect(got.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(2)))
 		g.Expect(decided(g, t, p)).To(ConsistOf("a", "b"))
 		events := &eventsv1.EventList{}
 		g.Expect(hubCP.Client.List(t.Context(), events, client.InNamespace(f.tenant))).To(Succeed())
@@ -292,14 +291,14 @@ func TestNotEnoughClusters(t *testing.T) {
 func TestInvalidExpression(t *testing.T) {
 	g := NewWithT(t)
 	f := newFleet(t)
-	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.ClusterExpression = "cluster.labels[" })
+	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.Scheduling.ClusterExpression = "cluster.labels[" })
 	g.Eventually(func(g Gomega) {
 		c, _ := scheduled(g, t, p)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(scheduling.ReasonInvalidClusterExpression))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidClusterExpression))
 		events := &eventsv1.EventList{}
 		g.Expect(hubCP.Client.List(t.Context(), events, client.InNamespace(f.tenant))).To(Succeed())
-		g.Expect(events.Items).To(ContainElement(HaveField("Reason", scheduling.ReasonInvalidClusterExpression)))
+		g.Expect(events.Items).To(ContainElement(HaveField("Reason", placementv1alpha1.ReasonInvalidClusterExpression)))
 	}).Should(Succeed())
 }
 
@@ -308,7 +307,7 @@ func TestExternalScheduler(t *testing.T) {
 	g := NewWithT(t)
 	f := newFleet(t)
 	f.add(t, "a", profile{})
-	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.SchedulerName = "acme" })
+	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.Scheduling.SchedulerName = "acme" })
 	mine := f.placement(t, func(*placementv1alpha1.PlacementSpec) {})
 	g.Eventually(func(g Gomega) { g.Expect(decided(g, t, mine)).NotTo(BeEmpty()) }).Should(Succeed())
 	g.Consistently(func(g Gomega) {
@@ -327,35 +326,35 @@ func TestSchedulingValidation(t *testing.T) {
 		message string
 	}{
 		"preferences without a number": {func(s *placementv1alpha1.PlacementSpec) {
-			s.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1"}}
+			s.Scheduling.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1"}}
 		}, "preferences need numberOfClusters"},
 		"spread without a number": {func(s *placementv1alpha1.PlacementSpec) {
-			s.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone"}
+			s.Scheduling.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone"}
 		}, "topologySpread needs numberOfClusters"},
 		"more than named": {func(s *placementv1alpha1.PlacementSpec) {
-			s.ClusterNames, s.NumberOfClusters = []string{"a"}, ptr.To[int32](2)
+			s.Scheduling.ClusterNames, s.Scheduling.NumberOfClusters = []string{"a"}, ptr.To[int32](2)
 		}, "numberOfClusters cannot exceed"},
 		"bad quantity": {func(s *placementv1alpha1.PlacementSpec) {
-			s.RequiredCapacity = &placementv1alpha1.Capacity{Memory: "lots"}
+			s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{Memory: "lots"}
 		}, "memory must be a quantity"},
 		"exists with a value": {func(s *placementv1alpha1.PlacementSpec) {
-			s.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Operator: placementv1alpha1.TolerationExists, Value: "v"}}
+			s.Scheduling.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Operator: placementv1alpha1.TolerationExists, Value: "v"}}
 		}, "operator Exists takes no value"},
 		"seconds without NoExecute": {func(s *placementv1alpha1.PlacementSpec) {
-			s.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Value: "v", TolerationSeconds: ptr.To[int64](5)}}
+			s.Scheduling.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Value: "v", TolerationSeconds: ptr.To[int64](5)}}
 		}, "tolerationSeconds applies to effect NoExecute only"},
 		"preference with both": {func(s *placementv1alpha1.PlacementSpec) {
-			s.NumberOfClusters = ptr.To[int32](1)
-			s.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1", PropertySort: &placementv1alpha1.PropertySort{Name: "x"}}}
+			s.Scheduling.NumberOfClusters = ptr.To[int32](1)
+			s.Scheduling.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1", PropertySort: &placementv1alpha1.PropertySort{Name: "x"}}}
 		}, "exactly one of expression and propertySort"},
 		"weight out of range": {func(s *placementv1alpha1.PlacementSpec) {
-			s.NumberOfClusters = ptr.To[int32](1)
-			s.Preferences = []placementv1alpha1.Preference{{Weight: 101, Expression: "1"}}
-		}, "spec.preferences[0].weight"},
+			s.Scheduling.NumberOfClusters = ptr.To[int32](1)
+			s.Scheduling.Preferences = []placementv1alpha1.Preference{{Weight: 101, Expression: "1"}}
+		}, "spec.scheduling.preferences[0].weight"},
 		"zero skew": {func(s *placementv1alpha1.PlacementSpec) {
-			s.NumberOfClusters = ptr.To[int32](1)
-			s.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone", MaxSkew: -1}
-		}, "spec.topologySpread.maxSkew"},
+			s.Scheduling.NumberOfClusters = ptr.To[int32](1)
+			s.Scheduling.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone", MaxSkew: -1}
+		}, "spec.scheduling.topologySpread.maxSkew"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -372,13 +371,13 @@ func TestSchedulingValidation(t *testing.T) {
 		p := placement(f.tenant, &metav1.LabelSelector{})
 		p.Name = "immutable"
 		g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
-		g.Expect(p.Spec.SchedulerName).To(Equal(placementv1alpha1.DefaultSchedulerName), "defaulted")
+		g.Expect(p.Spec.Scheduling.SchedulerName).To(Equal(placementv1alpha1.DefaultSchedulerName), "defaulted")
 		// The scheduler writes the status meanwhile: retry a stale update.
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), p); err != nil {
 				return err
 			}
-			p.Spec.SchedulerName = "acme"
+			p.Spec.Scheduling.SchedulerName = "acme"
 			return hubCP.Client.Update(t.Context(), p)
 		})
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
@@ -396,9 +395,9 @@ func TestFiveHundredClusters(t *testing.T) {
 		f.add(t, fmt.Sprintf("c%03d", i), profile{labels: map[string]string{"zone": zones[i%5], "fleet": "main"}})
 	}
 	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
-		s.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "main"}}
-		s.NumberOfClusters = ptr.To[int32](100)
-		s.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone", MaxSkew: 1}
+		s.Scheduling.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "main"}}
+		s.Scheduling.NumberOfClusters = ptr.To[int32](100)
+		s.Scheduling.TopologySpread = &placementv1alpha1.TopologySpread{TopologyKey: "zone", MaxSkew: 1}
 	})
 	var first []string
 	g.Eventually(func(g Gomega) {
@@ -406,7 +405,7 @@ func TestFiveHundredClusters(t *testing.T) {
 		g.Expect(first).To(HaveLen(100))
 		c, got := scheduled(g, t, p)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(got.Status.Scheduling.Eligible).To(BeEquivalentTo(500))
+		g.Expect(got.Status.Scheduling.Eligible).To(HaveValue(BeEquivalentTo(500)))
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 	perZone := map[string]int{}
 	for _, c := range first {
@@ -443,7 +442,7 @@ func TestFiveHundredClusters(t *testing.T) {
 	}
 	g.Eventually(func(g Gomega) {
 		_, got := scheduled(g, t, p)
-		g.Expect(got.Status.Scheduling.Eligible).To(BeEquivalentTo(500))
+		g.Expect(got.Status.Scheduling.Eligible).To(HaveValue(BeEquivalentTo(500)))
 	}).WithTimeout(time.Minute).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(decided(g, t, p)).To(ConsistOf(first))
@@ -488,10 +487,10 @@ func TestFilterChangesDoNotDropChosenClusters(t *testing.T) {
 	props := map[string]string{placementv1alpha1.PropertyCPUFree: "4", placementv1alpha1.PropertyNodeCount: "3"}
 	f.add(t, "a", profile{properties: props})
 	byCapacity := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
-		s.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "2"}
+		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "2"}
 	})
 	byExpression := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
-		s.ClusterExpression = "int(cluster.properties['nodes.lodestar.dev']) >= 3"
+		s.Scheduling.ClusterExpression = "int(cluster.properties['nodes.lodestar.dev']) >= 3"
 	})
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
@@ -512,11 +511,11 @@ func TestFilterChangesDoNotDropChosenClusters(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		_, got := scheduled(g, t, byExpression)
 		g.Expect(got.Status.Scheduling.Excluded).To(ContainElements(
-			And(HaveField("Reason", scheduling.ReasonKeptExpressionError), HaveField("Clusters", ConsistOf("a"))),
-			And(HaveField("Reason", scheduling.ReasonExpressionError), HaveField("Clusters", ConsistOf("b")))))
+			And(HaveField("Reason", placementv1alpha1.KeptWhileExpressionFails), HaveField("Clusters", ConsistOf("a"))),
+			And(HaveField("Reason", placementv1alpha1.ExclusionExpressionError), HaveField("Clusters", ConsistOf("b")))))
 		_, got = scheduled(g, t, byCapacity)
 		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(
-			And(HaveField("Reason", scheduling.ReasonInsufficientCapacity), HaveField("Clusters", ConsistOf("b")))))
+			And(HaveField("Reason", placementv1alpha1.ExclusionInsufficientCapacity), HaveField("Clusters", ConsistOf("b")))))
 	}).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(decided(g, t, byCapacity)).To(ConsistOf("a"))
@@ -531,7 +530,7 @@ func TestWildcardTolerationDoesNotTolerateADrain(t *testing.T) {
 	f.add(t, "stays", profile{})
 	f.add(t, "drained", profile{})
 	wildcard := f.placement(t, func(s *placementv1alpha1.PlacementSpec) {
-		s.Tolerations = []placementv1alpha1.Toleration{{Operator: placementv1alpha1.TolerationExists}}
+		s.Scheduling.Tolerations = []placementv1alpha1.Toleration{{Operator: placementv1alpha1.TolerationExists}}
 	})
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) { g.Expect(decided(g, t, wildcard)).To(ConsistOf("stays", "drained")) }).Should(Succeed())
@@ -545,6 +544,6 @@ func TestWildcardTolerationDoesNotTolerateADrain(t *testing.T) {
 		g.Expect(decided(g, t, wildcard)).To(ConsistOf("stays"))
 		_, got := scheduled(g, t, wildcard)
 		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(
-			And(HaveField("Reason", scheduling.ReasonTainted), HaveField("Clusters", ConsistOf("drained")))))
+			And(HaveField("Reason", placementv1alpha1.ExclusionTainted), HaveField("Clusters", ConsistOf("drained")))))
 	}).Should(Succeed())
 }

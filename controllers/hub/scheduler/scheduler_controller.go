@@ -42,7 +42,7 @@ import (
 
 const (
 	// Name is the scheduler's field owner and event source. The PlacementDecisions
-	// it writes carry the Placement's spec.schedulerName
+	// it writes carry the Placement's spec.scheduling.schedulerName
 	// (placementv1alpha1.DefaultSchedulerName), as the standard asks.
 	Name = "lodestar-scheduler"
 
@@ -102,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, r.deleteSlices(ctx, placement, 0)
 	}
 
-	if name := placement.Spec.SchedulerName; name != "" && name != placementv1alpha1.DefaultSchedulerName {
+	if name := placement.Spec.Scheduling.SchedulerName; name != "" && name != placementv1alpha1.DefaultSchedulerName {
 		// Another scheduler writes the decisions; the rest of Lodestar consumes them.
 		log.V(4).Info("Left to another scheduler", "schedulerName", name)
 		return ctrl.Result{}, nil
@@ -115,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	policy, err := scheduling.PolicyFor(placement.Spec, placement.Namespace+"/"+placement.Name)
+	policy, err := scheduling.PolicyFor(placement.Spec.Scheduling, placement.Namespace+"/"+placement.Name)
 	if err != nil {
 		reason := placementv1alpha1.ReasonInvalidClusterSelector
 		var invalid *scheduling.InvalidPolicyError
@@ -162,7 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters, "none of %d clusters in cluster sets %s can be chosen%s", len(clusters), strings.Join(sets, ", "), summary(res))
 		r.warnOnce(placement, placementv1alpha1.ReasonNoMatchingClusters, st)
 	case res.Unsatisfied:
-		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNotEnoughClusters, "%d of the %d clusters asked for could be chosen%s", len(res.Selected), *placement.Spec.NumberOfClusters, summary(res))
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNotEnoughClusters, "%d of the %d clusters asked for could be chosen%s", len(res.Selected), *placement.Spec.Scheduling.NumberOfClusters, summary(res))
 		r.warnOnce(placement, placementv1alpha1.ReasonNotEnoughClusters, st)
 	case failover.Blocked != "":
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonFailoverBlocked, "%d clusters chosen; %s", len(res.Selected), failover.Blocked)
@@ -224,7 +224,7 @@ func summary(res scheduling.Result) string {
 	}
 	reasons := make([]string, 0, len(res.Excluded))
 	for reason, names := range res.Excluded {
-		if reason == scheduling.ReasonKeptUnhealthy || reason == scheduling.ReasonKeptExpressionError {
+		if reason == placementv1alpha1.KeptWhileUnhealthy || reason == placementv1alpha1.KeptWhileExpressionFails {
 			continue
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %d", reason, len(names)))
@@ -329,7 +329,7 @@ func (r *Reconciler) writeDecisions(ctx context.Context, placement *placementv1a
 			for _, c := range slice {
 				pd.Decisions = append(pd.Decisions, cpv1alpha1.ClusterDecision{
 					ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Name: c.Name, Namespace: c.Namespace},
-					Reason:            "matches spec.clusterSelector",
+					Reason:            "matches spec.scheduling.clusterSelector",
 				})
 			}
 			return nil
@@ -402,7 +402,7 @@ func (r *Reconciler) allPlacements(ctx context.Context, profile client.Object) [
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
 		p := &list.Items[i]
-		if len(p.Spec.ClusterNames) > 0 && !slices.Contains(p.Spec.ClusterNames, profile.GetName()) {
+		if len(p.Spec.Scheduling.ClusterNames) > 0 && !slices.Contains(p.Spec.Scheduling.ClusterNames, profile.GetName()) {
 			continue
 		}
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})

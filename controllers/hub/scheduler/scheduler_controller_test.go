@@ -107,7 +107,7 @@ func placement(ns string, selector *metav1.LabelSelector) *placementv1alpha1.Pla
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
 		Spec: placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}},
-			ClusterSelector:   selector,
+			Scheduling:        placementv1alpha1.Scheduling{ClusterSelector: selector},
 		},
 	}
 }
@@ -144,7 +144,7 @@ func slices(g Gomega, t *testing.T, p *placementv1alpha1.Placement) map[int]int 
 		idx, err := strconv.Atoi(pd.Labels[cpv1alpha1.DecisionIndexLabel])
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pd.Labels).To(HaveKeyWithValue(cpv1alpha1.DecisionKeyLabel, p.Name))
-		g.Expect(pd.SchedulerName).To(Equal(p.Spec.SchedulerName), "the Placement's schedulerName (defaulted by the API server)")
+		g.Expect(pd.SchedulerName).To(Equal(p.Spec.Scheduling.SchedulerName), "the Placement's schedulerName (defaulted by the API server)")
 		g.Expect(pd.SchedulerName).To(Equal(placementv1alpha1.DefaultSchedulerName))
 		g.Expect(metav1.IsControlledBy(&pd, p)).To(BeTrue())
 		out[idx] = len(pd.Decisions)
@@ -184,13 +184,13 @@ func TestDecisionSlices(t *testing.T) {
 		g.Expect(slices(g, t, p)).To(Equal(map[int]int{0: 100, 1: 100, 2: 50}))
 		got := &placementv1alpha1.Placement{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
-		g.Expect(got.Status.SelectedClusters).To(BeEquivalentTo(250))
+		g.Expect(got.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(250)))
 		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ScheduledCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(time.Minute).Should(Succeed())
 
-	update(t, p, func(p *placementv1alpha1.Placement) { p.Spec.ClusterSelector.MatchLabels["tier"] = "small" })
+	update(t, p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterSelector.MatchLabels["tier"] = "small" })
 	g.Eventually(func(g Gomega) {
 		g.Expect(slices(g, t, p)).To(Equal(map[int]int{0: 30}))
 	}).WithTimeout(time.Minute).Should(Succeed())

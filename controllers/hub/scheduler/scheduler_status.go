@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -37,11 +38,11 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	desired := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
 	desired.Status.Conditions = []metav1.Condition{c}
 	desired.Status.ObservedGeneration = placement.Generation
-	desired.Status.SelectedClusters = int32(len(s.result.Selected)) //nolint:gosec // bounded by the number of ClusterProfiles
+	desired.Status.SelectedClusters = ptr.To(int32(len(s.result.Selected))) //nolint:gosec // bounded by the number of ClusterProfiles
 	desired.Status.Scheduling = schedulingStatus(s.result)
 	key := client.ObjectKeyFromObject(placement)
 	if conditions.Same(placement.Status.Conditions, c) && placement.Status.ObservedGeneration == desired.Status.ObservedGeneration &&
-		placement.Status.SelectedClusters == desired.Status.SelectedClusters {
+		ptr.Equal(placement.Status.SelectedClusters, desired.Status.SelectedClusters) {
 		// The decision did not change. The explanation (eligible and excluded
 		// counts) changes with every cluster that joins or leaves the fleet; writing
 		// it at each would write every Placement at each registration, so it is
@@ -92,7 +93,7 @@ func schedulingStatus(res scheduling.Result) *placementv1alpha1.SchedulingStatus
 		// such a Placement when a cluster it does not name changes. The count was
 		// then only brought up to date by the next reconcile for another reason
 		// (a hub manager restart wrote every such Placement once).
-		if reason != scheduling.ReasonNotInClusterNames {
+		if reason != placementv1alpha1.ExclusionNotInClusterNames {
 			reasons = append(reasons, reason)
 		}
 	}
@@ -100,7 +101,7 @@ func schedulingStatus(res scheduling.Result) *placementv1alpha1.SchedulingStatus
 		return nil // Nothing to explain: no cluster to choose from.
 	}
 	sort.Strings(reasons)
-	st := &placementv1alpha1.SchedulingStatus{Eligible: int32(res.Eligible)} //nolint:gosec // bounded by the number of ClusterProfiles
+	st := &placementv1alpha1.SchedulingStatus{Eligible: ptr.To(int32(res.Eligible))} //nolint:gosec // bounded by the number of ClusterProfiles
 	for _, reason := range reasons {
 		names := res.Excluded[reason]
 		st.Excluded = append(st.Excluded, placementv1alpha1.Exclusion{

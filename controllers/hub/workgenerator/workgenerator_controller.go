@@ -261,7 +261,7 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 				return ctrl.Result{}, err
 			}
 			l := rollout.Leaving{Name: cluster, Since: since, Available: lookup.WorkAvailability(w) == metav1.ConditionTrue, Revoked: revoked}
-			if f := placement.Spec.Failover; f != nil && !reachable {
+			if f := placement.Spec.Scheduling.Failover; f != nil && !reachable {
 				// A failed-over cluster's copy waits for its replacement at most
 				// the failover grace period.
 				l.Deadline = time.Duration(ptr.Deref(f.GracePeriodSeconds, 600)) * time.Second
@@ -302,7 +302,7 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 		}
 		targetOf[c] = tc
 	}
-	state := rollout.State{Target: target.Spec.Hash, Paused: placement.Spec.Paused, Leaving: len(leaving)}
+	state := rollout.State{Target: target.Spec.Hash, Paused: placement.Spec.Strategy.Paused, Leaving: len(leaving)}
 	var stableRev *placementv1alpha1.PlacementRevision
 	if prev := placement.Status.Rollout; prev != nil {
 		if i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == prev.StableRevision }); i >= 0 {
@@ -433,7 +433,7 @@ func (r *Reconciler) rollOut(ctx context.Context, placement *placementv1alpha1.P
 		byHash[cluster] = revName[w.Annotations[placementv1alpha1.RevisionAnnotation]]
 	}
 	st.rollout = rolloutStatus(target, stable, plan, removal, byHash, strategy.Type == placementv1alpha1.RolloutAllAtOnce)
-	status, reason, msg := progressing(target, plan, removal, placement.Spec.Paused, len(decided.Clusters))
+	status, reason, msg := progressing(target, plan, removal, placement.Spec.Strategy.Paused, len(decided.Clusters))
 	st.progressing.Set(placementv1alpha1.ProgressingCondition, status, reason, "%s", msg)
 	if reason == placementv1alpha1.ReasonFailureBudgetExceeded {
 		r.warnOnce(placement, reason, msg)
@@ -535,7 +535,7 @@ func (r *Reconciler) warnOnce(placement *placementv1alpha1.Placement, reason, ms
 
 // reflects tells whether the Placement reflects its objects' status on the hub.
 func reflects(placement *placementv1alpha1.Placement) bool {
-	return placement.Spec.StatusReflection == placementv1alpha1.ReflectionAggregate
+	return placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate
 }
 
 // applyAnnotations returns the Work annotations that carry the Placement's apply
@@ -551,9 +551,9 @@ func applyAnnotations(placement *placementv1alpha1.Placement, objs []*unstructur
 		}
 		out[lodestarworkv1alpha1.ApplyStrategyAnnotation] = string(b)
 	}
-	if rules := placement.Spec.StatusFeedback; len(rules) > 0 || reflects(placement) {
+	if rules := placement.Spec.Reporting.Feedback; len(rules) > 0 || reflects(placement) {
 		if _, err := feedback.Compile(rules); err != nil {
-			return nil, fmt.Errorf("spec.%w", err)
+			return nil, fmt.Errorf("spec.reporting.%w", err)
 		}
 		if reflects(placement) {
 			kinds := map[schema.GroupKind]bool{}

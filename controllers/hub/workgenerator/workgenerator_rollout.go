@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -324,8 +325,10 @@ func rolloutStatus(target *placementv1alpha1.PlacementRevision, stable string, p
 	st := &placementv1alpha1.RolloutStatus{
 		TargetRevision: target.Name, TargetRevisionNumber: target.Spec.Revision, StableRevision: stable,
 		CurrentStage: plan.Stage, StageClusters: plan.StageClusters,
-		FailedClusters: int32(len(plan.Failed)),
+		FailedClusters: ptr.To(int32(len(plan.Failed))),
 	}
+	updated := int32(0)
+	defer func() { st.UpdatedClusters = ptr.To(updated) }()
 	if !plan.StageStarted.IsZero() {
 		st.StageStartTime = &metav1.Time{Time: plan.StageStarted.Truncate(time.Second)}
 	}
@@ -336,7 +339,7 @@ func rolloutStatus(target *placementv1alpha1.PlacementRevision, stable string, p
 	var listed []placementv1alpha1.ClusterRollout
 	for _, cp := range plan.Clusters {
 		if cp.State == placementv1alpha1.ClusterSucceeded {
-			st.UpdatedClusters++
+			updated++
 			continue
 		}
 		if routine && cp.State != placementv1alpha1.ClusterFailed {

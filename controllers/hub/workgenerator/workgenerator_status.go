@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,7 +61,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	} else if old := placement.Status.Rollout; !equality.Semantic.DeepEqual(ro, old) {
 		changed = true
 		material = material || old == nil || old.TargetRevision != ro.TargetRevision || old.StableRevision != ro.StableRevision ||
-			old.CurrentStage != ro.CurrentStage || old.FailedClusters != ro.FailedClusters
+			old.CurrentStage != ro.CurrentStage || !ptr.Equal(old.FailedClusters, ro.FailedClusters)
 	}
 	if !changed {
 		return nil

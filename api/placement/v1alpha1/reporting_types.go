@@ -2,7 +2,34 @@ package v1alpha1
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
+
+// Reporting says what comes back from the clusters besides the standard
+// conditions.
+type Reporting struct {
+	// feedback names status values of the placed objects that the agents
+	// report back, per kind.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Feedback []lodestarworkv1alpha1.FeedbackRule `json:"feedback,omitempty"`
+
+	// summaries reduce feedback values over all the clusters (Sum, Min, Max,
+	// Avg, Count, optionally per group) into status.summaries.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Summaries []StatusSummary `json:"summaries,omitempty"`
+
+	// reflection: None (the default) or Aggregate, which writes the status of
+	// the placed workloads on the hub from their clusters' copies (for hubs that
+	// run no controller for them; see docs/hub.md).
+	// +optional
+	Reflection StatusReflection `json:"reflection,omitempty"`
+}
 
 // StatusReflection says whether Lodestar writes the status of the placed objects
 // on the hub from their copies on the clusters.
@@ -51,7 +78,7 @@ type StatusSummary struct {
 	// +required
 	Resource SummaryResource `json:"resource"`
 
-	// value names a status feedback value (spec.statusFeedback) of those objects.
+	// value names a status feedback value (spec.reporting.feedback) of those objects.
 	// Required for every operation but Count, which without it counts the objects
 	// that report feedback at all.
 	// +optional
@@ -111,7 +138,7 @@ type SummaryGroupBy struct {
 
 // SummaryStatus is the result of one status summary.
 type SummaryStatus struct {
-	// name is the summary's name in spec.statusSummaries.
+	// name is the summary's name in spec.reporting.summaries.
 	// +required
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
@@ -124,21 +151,21 @@ type SummaryStatus struct {
 
 	// count is how many objects' values were reduced.
 	// +optional
-	Count int32 `json:"count"`
+	Count *int32 `json:"count,omitempty"`
 
 	// stale is how many clusters were left out because their Work is not at its
 	// current generation, or their report of it is not in yet.
 	// +optional
-	Stale int32 `json:"stale,omitempty"`
+	Stale *int32 `json:"stale,omitempty"`
 
 	// missing is how many current objects do not report the value.
 	// +optional
-	Missing int32 `json:"missing,omitempty"`
+	Missing *int32 `json:"missing,omitempty"`
 
 	// invalid is how many reported a value the operation cannot use (not a
 	// number).
 	// +optional
-	Invalid int32 `json:"invalid,omitempty"`
+	Invalid *int32 `json:"invalid,omitempty"`
 
 	// groups are the results per group, the largest count first, at most
 	// maxGroups.
@@ -149,7 +176,7 @@ type SummaryStatus struct {
 
 	// omittedGroups is how many groups are left out of groups by maxGroups.
 	// +optional
-	OmittedGroups int32 `json:"omittedGroups,omitempty"`
+	OmittedGroups *int32 `json:"omittedGroups,omitempty"`
 
 	// message says why the summary cannot be computed, or what it left out.
 	// +optional
