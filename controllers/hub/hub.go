@@ -20,6 +20,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterplacement"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustersetbinding"
 	"github.com/lodestar-dev/lodestar/controllers/hub/memberaccess"
+	"github.com/lodestar-dev/lodestar/controllers/hub/placementrevision"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
@@ -71,7 +72,7 @@ func ManagerOptions(base ctrl.Options) ctrl.Options {
 }
 
 // Setup registers the cache indexes the hub controllers share, then adds the
-// scheduler, the work generator, the cluster health and cleanup controllers and the
+// scheduler, the revision maker, the work generator, the cluster health and cleanup controllers and the
 // status aggregator to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if len(opts.ClusterSetNamespaces) == 0 {
@@ -96,15 +97,20 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating the discovery client: %w", err)
 	}
-	if err := (&workgenerator.Reconciler{
+	if err := (&placementrevision.Reconciler{
 		Client:    mgr.GetClient(),
 		Discovery: disc,
-		APIReader: mgr.GetAPIReader(),
 		Cache:     mgr.GetCache(),
 		Mapper:    mgr.GetRESTMapper(),
-		Recorder:  mgr.GetEventRecorder(workgenerator.Name),
+		Recorder:  mgr.GetEventRecorder(placementrevision.Name),
 		Workers:   opts.Workers,
-
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the revision maker: %w", err)
+	}
+	if err := (&workgenerator.Reconciler{
+		Client:      mgr.GetClient(),
+		Recorder:    mgr.GetEventRecorder(workgenerator.Name),
+		Workers:     opts.Workers,
 		ClusterSets: opts.ClusterSetNamespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the work generator: %w", err)

@@ -55,6 +55,14 @@ func (d *Decision) Set(t string, status metav1.ConditionStatus, reason, format s
 	d.condition = &metav1.Condition{Type: t, Status: status, Reason: reason, Message: message.Truncate(fmt.Sprintf(format, args...), MaxMessage)}
 }
 
+// Message is the decided condition's message; empty when nothing was decided.
+func (d *Decision) Message() string {
+	if d.condition == nil {
+		return ""
+	}
+	return d.condition.Message
+}
+
 // Decided tells whether Set was called.
 func (d *Decision) Decided() bool { return d.condition != nil }
 

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -24,16 +21,6 @@ func Works(ctx context.Context, c client.Reader, placement *placementv1alpha1.Pl
 		return nil, fmt.Errorf("listing Works: %w", err)
 	}
 	return list.Items, nil
-}
-
-// WorkAvailability is what the agent reported as the Work's Available condition
-// for its current generation; Unknown when it has not, or the Work is going.
-func WorkAvailability(w *workv1alpha1.Work) metav1.ConditionStatus {
-	avail := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionAvailable)
-	if avail == nil || avail.ObservedGeneration != w.Generation || !w.DeletionTimestamp.IsZero() {
-		return metav1.ConditionUnknown
-	}
-	return avail.Status
 }
 
 // WorkLabels are the labels that tie a Work to its Placement.

@@ -32,6 +32,17 @@ func Work(namespace, placement string) string {
 	return fit(namespace+"."+placement, validation.DNS1123SubdomainMaxLength)
 }
 
+// WorkPart is the name of part i of the Works that carry a Placement's objects
+// to a cluster when they do not fit in one: part 0 is Work(namespace,
+// placement), part i "<namespace>.<placement>-part<i>", shortened with a hash
+// when that is too long for a name.
+func WorkPart(namespace, placement string, i int) string {
+	if i == 0 {
+		return Work(namespace, placement)
+	}
+	return fit(namespace+"."+placement+"-part"+strconv.Itoa(i), validation.DNS1123SubdomainMaxLength)
+}
+
 // AppliedWork is the name of the member's AppliedWork for the Work name in the hub
 // namespace workNamespace of the hub hubID: "<hubID>.<workNamespace>.<name>",
 // shortened with a hash when that is too long. The hub and the namespace keep two

@@ -19,6 +19,15 @@ func TestWork(t *testing.T) {
 	g.Expect(Work("team-a", strings.Repeat("x", 252)+"y")).NotTo(Equal(long))
 }
 
+func TestWorkPart(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(WorkPart("team-a", "web", 0)).To(Equal(Work("team-a", "web")), "part 0 is the Work of a Placement that fits in one")
+	g.Expect(WorkPart("team-a", "web", 2)).To(Equal("team-a.web-part2"))
+	long := WorkPart("team-a", strings.Repeat("x", 253), 1)
+	g.Expect(validation.IsDNS1123Subdomain(long)).To(BeEmpty())
+	g.Expect(long).NotTo(Equal(WorkPart("team-a", strings.Repeat("x", 253), 2)))
+}
+
 func TestDecisionSlice(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(DecisionSlice("web", 0)).To(Equal("web-0"))

@@ -4,8 +4,6 @@
 package render
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -44,14 +42,10 @@ func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Pla
 	return base, res, err
 }
 
-// checkSize refuses rendered manifests larger than a Work may carry.
+// checkSize refuses an overridden object larger than a Work may carry.
 func checkSize(manifests []runtime.RawExtension) error {
-	size := 0
-	for _, m := range manifests {
-		size += len(m.Raw) + 1
-	}
-	if size > MaxManifestBytes {
-		return &overrides.Error{Rule: "(all)", Action: "result", Err: fmt.Errorf("the overridden objects render to %d KiB, more than a Work may carry (%d KiB)", size>>10, MaxManifestBytes>>10)}
+	if err := CheckSizes(manifests); err != nil {
+		return &overrides.Error{Rule: "(all)", Action: "result", Err: err}
 	}
 	return nil
 }

@@ -8,12 +8,12 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -104,18 +104,118 @@ func stripServiceAllocations(svc *unstructured.Unstructured) {
 
 // MaxManifestBytes bounds the rendered manifests of one Work. etcd refuses objects
 // over 1.5 MiB, and the agent adds the Work's status (up to 64 KiB of feedback
-// and the conditions of every manifest): a Work stays well below.
+// and the conditions of every manifest): a Work stays well below. A Placement's
+// objects that together are larger go to each cluster as several Works (Split);
+// one object larger than this cannot be placed.
 const MaxManifestBytes = 768 << 10
 
-// TooLargeError says that the rendered manifests exceed MaxManifestBytes.
+// TooLargeError says that rendered objects are each larger than a Work may carry.
 type TooLargeError struct {
-	Size    int
-	Largest []string
+	// Objects name the objects too large, with their size, the largest first.
+	Objects []string
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("the selected objects render to %d KiB, more than a Work may carry (%d KiB); the largest: %s",
-		e.Size>>10, MaxManifestBytes>>10, strings.Join(e.Largest, ", "))
+	return fmt.Sprintf("%s rendered larger than a Work may carry (%d KiB); an object must fit in one Work",
+		message.List(e.Objects, 3, ", "), MaxManifestBytes>>10)
+}
+
+// CheckSizes returns a *TooLargeError naming the manifests larger than a Work may
+// carry, or nil.
+func CheckSizes(manifests []runtime.RawExtension) error {
+	type big struct {
+		name string
+		size int
+	}
+	var over []big
+	for _, m := range manifests {
+		if len(m.Raw)+1 > MaxManifestBytes {
+			over = append(over, big{manifestName(m.Raw), len(m.Raw)})
+		}
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	sort.SliceStable(over, func(i, j int) bool { return over[i].size > over[j].size })
+	e := &TooLargeError{}
+	for _, b := range over {
+		e.Objects = append(e.Objects, fmt.Sprintf("%s (%d KiB)", b.name, b.size>>10))
+	}
+	return e
+}
+
+// manifestName is "Kind ns/name" (or "Kind name") of a manifest.
+func manifestName(raw []byte) string {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return "an object that cannot be decoded"
+	}
+	if u.GetNamespace() == "" {
+		return u.GetKind() + " " + u.GetName()
+	}
+	return u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+}
+
+// Split divides the manifests of one cluster into the parts of its Works: one
+// part, unchanged, when they fit in one Work; otherwise Namespaces first, then
+// CustomResourceDefinitions, then the rest in their order, each part filled up
+// to MaxManifestBytes before the next begins, so that the objects others depend
+// on come in the first parts. Every manifest must fit in a Work (CheckSizes).
+func Split(manifests []runtime.RawExtension) [][]runtime.RawExtension {
+	if size(manifests) <= MaxManifestBytes {
+		return [][]runtime.RawExtension{manifests}
+	}
+	ordered := slices.Clone(manifests)
+	sort.SliceStable(ordered, func(i, j int) bool { return priority(ordered[i].Raw) < priority(ordered[j].Raw) })
+	var parts [][]runtime.RawExtension
+	var cur []runtime.RawExtension
+	used := 0
+	for _, m := range ordered {
+		if n := len(m.Raw) + 1; used+n > MaxManifestBytes && len(cur) > 0 {
+			parts, cur, used = append(parts, cur), nil, 0
+		}
+		cur = append(cur, m)
+		used += len(m.Raw) + 1
+	}
+	return append(parts, cur)
+}
+
+// size is what manifests take in a Work, as MaxManifestBytes counts.
+func size(manifests []runtime.RawExtension) int {
+	n := 0
+	for _, m := range manifests {
+		n += len(m.Raw) + 1
+	}
+	return n
+}
+
+// priority orders Namespaces (0) and CustomResourceDefinitions (1) before
+// everything else (2), as the agent applies them.
+func priority(raw []byte) int {
+	switch KindOf(raw) {
+	case schema.GroupKind{Kind: "Namespace"}:
+		return 0
+	case schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:
+		return 1
+	}
+	return 2
+}
+
+// KindOf is the group and kind of a manifest, read from its apiVersion and kind
+// alone; empty when they cannot be read.
+func KindOf(raw []byte) schema.GroupKind {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if json.Unmarshal(raw, &head) != nil {
+		return schema.GroupKind{}
+	}
+	gv, err := schema.ParseGroupVersion(head.APIVersion)
+	if err != nil {
+		return schema.GroupKind{}
+	}
+	return schema.GroupKind{Group: gv.Group, Kind: head.Kind}
 }
 
 // hubOnlyKinds are kinds whose objects belong to the cluster they are in.
@@ -184,9 +284,9 @@ func HubOwned(obj *unstructured.Unstructured) string {
 const HubGenerationAnnotation = "placement.lodestar.dev/hub-generation"
 
 // Manifests renders objs in a deterministic order (group, kind, namespace, name) and
-// returns them as raw manifests with a revision: a hash of their content. More
-// than MaxManifestBytes is a *TooLargeError. With hubGeneration, each manifest
-// carries HubGenerationAnnotation.
+// returns them as raw manifests with a revision: a hash of their content. An
+// object larger than a Work may carry is a *TooLargeError. With hubGeneration,
+// each manifest carries HubGenerationAnnotation.
 func Manifests(objs []*unstructured.Unstructured, hubGeneration bool) ([]runtime.RawExtension, string, error) {
 	rendered := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
@@ -213,25 +313,10 @@ func Manifests(objs []*unstructured.Unstructured, hubGeneration bool) ([]runtime
 		raws = append(raws, runtime.RawExtension{Raw: b})
 		all = append(append(all, b...), '\n')
 	}
-	if len(all) > MaxManifestBytes {
-		return nil, "", tooLarge(rendered, raws, len(all))
+	if err := CheckSizes(raws); err != nil {
+		return nil, "", err
 	}
 	return raws, names.Hash(string(all))[:16], nil
-}
-
-// tooLarge names the three largest objects.
-func tooLarge(objs []*unstructured.Unstructured, raws []runtime.RawExtension, size int) error {
-	idx := make([]int, len(objs))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(a, b int) bool { return len(raws[idx[a]].Raw) > len(raws[idx[b]].Raw) })
-	e := &TooLargeError{Size: size}
-	for _, i := range idx[:min(3, len(idx))] {
-		o := objs[i]
-		e.Largest = append(e.Largest, fmt.Sprintf("%s %s/%s (%d KiB)", o.GetKind(), o.GetNamespace(), o.GetName(), len(raws[i].Raw)>>10))
-	}
-	return e
 }
 
 func less(a, b *unstructured.Unstructured) bool {

@@ -9,8 +9,11 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
 func configMap(name string, data map[string]any) *unstructured.Unstructured {
@@ -184,15 +187,77 @@ func TestHubOwned(t *testing.T) {
 	g.Expect(HubOnlyKind(schema.GroupKind{Group: "apps", Kind: "Deployment"})).To(BeEmpty())
 }
 
+func blobMap(name string, blob int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name, "namespace": "shop"}, "data": map[string]any{"blob": strings.Repeat("x", blob)}}}
+}
+
+// Only an object larger than a Work is too large; objects larger together are
+// split over several Works.
 func TestTooLarge(t *testing.T) {
 	g := NewWithT(t)
-	big := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "big", "namespace": "shop"}, "data": map[string]any{"blob": strings.Repeat("x", MaxManifestBytes)}}}
-	small := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "small", "namespace": "shop"}}}
-	_, _, err := Manifests([]*unstructured.Unstructured{small, big}, false)
+	_, _, err := Manifests([]*unstructured.Unstructured{blobMap("small", 1), blobMap("big", MaxManifestBytes), blobMap("bigger", MaxManifestBytes+10)}, false)
 	var tooLarge *TooLargeError
 	g.Expect(errors.As(err, &tooLarge)).To(BeTrue())
-	g.Expect(tooLarge.Largest[0]).To(HavePrefix("ConfigMap shop/big"))
+	g.Expect(tooLarge.Objects).To(HaveLen(2))
+	g.Expect(tooLarge.Objects[0]).To(HavePrefix("ConfigMap shop/bigger"))
 	g.Expect(err.Error()).To(ContainSubstring("768 KiB"))
+
+	manifests, _, err := Manifests([]*unstructured.Unstructured{blobMap("a", 500<<10), blobMap("b", 500<<10)}, false)
+	g.Expect(err).NotTo(HaveOccurred(), "1000 KiB in two objects of 500 KiB")
+	g.Expect(manifests).To(HaveLen(2))
+}
+
+func TestSplit(t *testing.T) {
+	g := NewWithT(t)
+	raw := func(o *unstructured.Unstructured) runtime.RawExtension {
+		b, err := o.MarshalJSON()
+		g.Expect(err).NotTo(HaveOccurred())
+		return runtime.RawExtension{Raw: b}
+	}
+	small := []runtime.RawExtension{raw(blobMap("a", 10)), raw(blobMap("b", 10))}
+	g.Expect(Split(small)).To(Equal([][]runtime.RawExtension{small}), "what fits in one Work is one part, unchanged")
+
+	crd := func(name string, blob int) runtime.RawExtension {
+		return raw(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"blob": strings.Repeat("y", blob)}}})
+	}
+	ns := raw(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}}})
+	in := []runtime.RawExtension{raw(blobMap("cr-like", 300<<10)), crd("one", 300<<10), crd("two", 300<<10), ns, crd("three", 300<<10)}
+	parts := Split(in)
+	g.Expect(parts).To(HaveLen(2))
+	var order []int
+	for _, p := range parts {
+		g.Expect(size(p)).To(BeNumerically("<=", MaxManifestBytes))
+		for _, m := range p {
+			order = append(order, priority(m.Raw))
+		}
+	}
+	g.Expect(order).To(Equal([]int{0, 1, 1, 1, 2}), "Namespaces, then CRDs, then the rest")
+	g.Expect(manifestName(parts[0][0].Raw)).To(Equal("Namespace shop"))
+}
+
+func TestRevisionManifestsCompressed(t *testing.T) {
+	g := NewWithT(t)
+	small, _, err := Manifests([]*unstructured.Unstructured{blobMap("a", 10)}, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	spec := &placementv1alpha1.PlacementRevisionSpec{}
+	g.Expect(SetRevisionManifests(spec, small)).To(Succeed())
+	g.Expect(spec.CompressedManifests).To(BeEmpty())
+	g.Expect(RevisionManifests(spec)).To(Equal(small))
+
+	big, _, err := Manifests([]*unstructured.Unstructured{blobMap("a", 400<<10), blobMap("b", 400<<10)}, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(SetRevisionManifests(spec, big)).To(Succeed())
+	g.Expect(spec.Manifests).To(BeEmpty())
+	g.Expect(len(spec.CompressedManifests)).To(BeNumerically("<", 64<<10), "800 KiB of one letter compresses")
+	got, err := RevisionManifests(spec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(HaveLen(2))
+	g.Expect(got[0].Raw).To(MatchJSON(big[0].Raw))
+	g.Expect(got[1].Raw).To(MatchJSON(big[1].Raw))
+
+	spec.CompressedManifests = []byte("not gzip")
+	_, err = RevisionManifests(spec)
+	g.Expect(err).To(MatchError(ContainSubstring("reading the compressed manifests")))
 }

@@ -129,7 +129,7 @@ func TestClusterPlacement(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &placementv1alpha1.ClusterPlacement{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(bad), got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition)
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.RenderedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidResourceSelector))
 		g.Expect(c.Message).To(ContainSubstring("a ClusterPlacement places cluster-scoped kinds and whole namespaces"))

@@ -14,8 +14,8 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
-	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -59,7 +59,7 @@ func workOf(g Gomega, p *placementv1alpha1.Placement, cluster string) *workv1alp
 }
 
 func workAvailable(w *workv1alpha1.Work) bool {
-	return lookup.WorkAvailability(w) == metav1.ConditionTrue
+	return clusterworks.WorkAvailability(w) == metav1.ConditionTrue
 }
 
 // Draining moves a Placement away make-before-break: the drained cluster keeps its

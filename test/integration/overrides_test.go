@@ -160,7 +160,7 @@ func TestOverridesPerCluster(t *testing.T) {
 		p.Spec.Overrides[0].JSONPatch[0].ValueExpression = "cluster.lables['x']"
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := placementCondition(g, t, key, placementv1alpha1.WorkSynchronizedCondition)
+		c := placementCondition(g, t, key, placementv1alpha1.RenderedCondition)
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidOverride), c.Message)
 		g.Expect(c.Message).To(ContainSubstring("spec.overrides[0] (replicas): jsonPatch[0]: valueExpression:"))
 	}).Should(Succeed())

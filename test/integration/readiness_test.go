@@ -116,7 +116,7 @@ func TestStatusFeedbackValidation(t *testing.T) {
 	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", CEL: "self.data.("}}}}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.RenderedCondition)
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidStatusFeedback))
 		g.Expect(c.Message).To(ContainSubstring("reporting.feedback[0].fields[0].cel"))
 	}).Should(Succeed())

@@ -27,8 +27,8 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
-	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/rolloutctl"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
@@ -257,7 +257,7 @@ func TestRollingUpdateKeepsMaxUnavailable(t *testing.T) {
 				unavailable++ // gone counts as not Available
 				continue
 			}
-			if lookup.WorkAvailability(w) != metav1.ConditionTrue {
+			if clusterworks.WorkAvailability(w) != metav1.ConditionTrue {
 				unavailable++
 			}
 			revisions[w.Annotations[placementv1alpha1.RevisionAnnotation]]++

@@ -627,8 +627,8 @@ func TestAmbiguousClusterNameGetsNoWork(t *testing.T) {
 	}).Should(Succeed())
 }
 
-// A Work whose objects render to more than a Work may carry is not written: the
-// Placement says why, naming the largest objects, and loses nothing placed.
+// An object that renders to more than a Work may carry is not placed: the
+// Placement says why, naming it, and loses nothing placed.
 func TestOversizeWorkIsNotWritten(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -652,10 +652,12 @@ func TestOversizeWorkIsNotWritten(t *testing.T) {
 			Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"size": "big"}}})
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.RenderedCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonWorkTooLarge))
 		g.Expect(c.Message).To(ContainSubstring("ConfigMap " + ns + "/big"))
+		c = placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNotRendered))
 	}).Should(Succeed())
 	got := &workv1alpha1.Work{}
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(work), got)).To(Succeed())

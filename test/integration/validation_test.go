@@ -94,7 +94,7 @@ func TestInvalidResourceSelector(t *testing.T) {
 			g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 
 			g.Eventually(func(g Gomega) {
-				c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
+				c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.RenderedCondition)
 				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 				g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidResourceSelector))
 				g.Expect(c.Message).To(ContainSubstring(tt.message))

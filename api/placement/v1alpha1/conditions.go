@@ -6,6 +6,14 @@ const (
 	// PlacementDecisions for its current generation. Written by the scheduler.
 	ScheduledCondition = "Scheduled"
 
+	// RenderedCondition is True when the objects the Placement selects, with its
+	// overrides, are rendered into the PlacementRevision named in
+	// status.revision, and False when they cannot be (an invalid resource
+	// selector, override or feedback rule, or an object too large for a Work):
+	// then no new revision is made and the Works keep what they hold. Written by
+	// the revision maker.
+	RenderedCondition = "Rendered"
+
 	// WorkSynchronizedCondition is True when every selected cluster's Work holds
 	// what the rollout gives it (the target revision, or the one it keeps until the
 	// strategy lets it move) and the Works of the clusters the Placement left are
@@ -69,6 +77,16 @@ const (
 	// the ones that can are.
 	ReasonNotEnoughClusters = "NotEnoughClusters"
 
+	// ReasonRendered: the selected objects are rendered into status.revision.
+	ReasonRendered = "Rendered"
+	// ReasonWaitingForRevision: the revision maker has not rendered the
+	// Placement's current generation yet, or the PlacementRevision it names is
+	// not in the work generator's cache yet.
+	ReasonWaitingForRevision = "WaitingForRevision"
+	// ReasonNotRendered: the selected objects cannot be rendered (the Rendered
+	// condition says why); the Works keep what they hold.
+	ReasonNotRendered = "NotRendered"
+
 	// ReasonWorkSynchronized: every selected cluster has its current Work.
 	ReasonWorkSynchronized = "WorkSynchronized"
 	// ReasonInvalidResourceSelector: a resource selector names an unknown or
@@ -80,8 +98,9 @@ const (
 	// ReasonInvalidStatusFeedback: a status feedback rule's CEL or JSONPath does not
 	// compile, or it names Secrets.
 	ReasonInvalidStatusFeedback = "InvalidStatusFeedback"
-	// ReasonWorkTooLarge: the selected objects render to more than a Work may
-	// carry (render.MaxManifestBytes); no Work is changed.
+	// ReasonWorkTooLarge: a selected object renders to more than a Work may
+	// carry (render.MaxManifestBytes); no Work is changed. A Placement whose
+	// objects together are larger is placed as several Works per cluster.
 	ReasonWorkTooLarge = "WorkTooLarge"
 	// ReasonInvalidOverride: an override's CEL expression does not compile, or its
 	// literal patch cannot be used; no Work changes until it is fixed.

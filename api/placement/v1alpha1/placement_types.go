@@ -115,9 +115,9 @@ type ResourceSelector struct {
 // PlacementStatus is what Lodestar observed of a Placement. Each hub controller owns
 // its own fields and conditions and writes only those (server-side apply).
 type PlacementStatus struct {
-	// conditions are Scheduled (written by the scheduler), WorkSynchronized and
-	// Progressing (the work generator), Applied and Available (the status
-	// aggregator).
+	// conditions are Scheduled (written by the scheduler), Rendered (the
+	// revision maker), WorkSynchronized and Progressing (the work generator),
+	// Applied, Available, Drifted and StatusReflected (the status aggregator).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -168,6 +168,13 @@ type PlacementStatus struct {
 	// object changed on the member and left so (applyStrategy.whenDrifted: Report).
 	// +optional
 	DriftedClusters *int32 `json:"driftedClusters,omitempty"`
+
+	// revision is the name of the PlacementRevision of the current rendering of
+	// the selected objects and overrides: what the rollout moves the clusters to.
+	// Written by the revision maker, with the Rendered condition.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Revision string `json:"revision,omitempty"`
 
 	// rollout is where the rollout of the target revision is. Written by the work
 	// generator.

@@ -32,10 +32,18 @@ type PlacementRevisionSpec struct {
 	ChangeCause string `json:"changeCause,omitempty"`
 
 	// manifests are the rendered objects, as the Works carry them before
-	// overrides.
+	// overrides; absent when they are kept compressed.
 	// +optional
 	// +listType=atomic
 	Manifests []RevisionManifest `json:"manifests,omitempty"`
+
+	// compressedManifests are the rendered objects, as the gzip of their JSON
+	// list, instead of manifests when that list is larger than 512 KiB: a
+	// revision of several Works' worth of objects stays within what the API
+	// server stores in one object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
+	CompressedManifests []byte `json:"compressedManifests,omitempty"`
 
 	// overrides are the Placement's spec.overrides of this revision, which each
 	// cluster's Work is rendered with.
@@ -53,8 +61,10 @@ type RevisionManifest struct {
 }
 
 // PlacementRevision is an immutable rendering of the objects a Placement places:
-// what a rollout moves clusters to, and what undo goes back to. The work generator
-// creates one per change, named <placement>-<hash>, owned by the Placement.
+// what a rollout moves clusters to, and what undo goes back to. The revision
+// maker creates one per change, named <placement>-<hash>, owned by the
+// Placement, and names it in the Placement's status.revision; the work generator
+// rolls it out.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=lodestar,shortName=plcrev
 // +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="a PlacementRevision is immutable"

@@ -72,6 +72,13 @@ const (
 	// Placement's decisions; the Work is kept until the clusters added in its
 	// place are Available, or the progress deadline passes.
 	LeavingSinceAnnotation = "placement.lodestar.dev/leaving-since"
+	// WorkPartLabel on a Work is its part number, from 1, when a Placement's
+	// objects are carried to a cluster by several Works (they do not fit in one):
+	// part 0, the Work named as for one, carries no label.
+	WorkPartLabel = "placement.lodestar.dev/part"
+	// WorkPartsAnnotation on a Work is how many Works carry the Placement's
+	// objects to its cluster at its revision, when more than one.
+	WorkPartsAnnotation = "placement.lodestar.dev/parts"
 	// RevisionHashLabel on a PlacementRevision is its manifests' hash.
 	RevisionHashLabel = "placement.lodestar.dev/revision-hash"
 	// ChangeCauseAnnotation on a Placement, when set, is the change cause of the

@@ -687,6 +687,11 @@ func (in *PlacementRevisionSpec) DeepCopyInto(out *PlacementRevisionSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.CompressedManifests != nil {
+		in, out := &in.CompressedManifests, &out.CompressedManifests
+		*out = make([]byte, len(*in))
+		copy(*out, *in)
+	}
 	if in.Overrides != nil {
 		in, out := &in.Overrides, &out.Overrides
 		*out = make([]Override, len(*in))

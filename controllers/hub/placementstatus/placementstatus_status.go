@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -16,10 +17,9 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/conditions"
-	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
-	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
@@ -59,29 +59,8 @@ type Aggregation struct {
 func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) Aggregation {
 	agg := Aggregation{}
 	byCluster := map[string]placementv1alpha1.ClusterStatus{}
-	for _, w := range works {
-		cluster, ok := names.ClusterFromNamespace(w.Namespace)
-		if !ok {
-			continue
-		}
-		cs := placementv1alpha1.ClusterStatus{Name: cluster, Work: w.Name, Applied: metav1.ConditionUnknown, Available: metav1.ConditionUnknown}
-		cond := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionApplied)
-		cs.Available = lookup.WorkAvailability(&w)
-		if d := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionDrifted); d != nil && d.Status == metav1.ConditionTrue && d.ObservedGeneration == w.Generation {
-			cs.Drift = message.Truncate(d.Message, maxDriftMessage)
-		}
-		blocked := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionCleanupBlocked)
-		switch {
-		case !w.DeletionTimestamp.IsZero() && blocked != nil && blocked.Status == metav1.ConditionTrue:
-			cs.Reason, cs.Message = blocked.Reason, blocked.Message
-		case !w.DeletionTimestamp.IsZero():
-			cs.Reason, cs.Message = "Removing", "the Work is being removed from the cluster"
-		case cond == nil || cond.ObservedGeneration != w.Generation:
-			cs.Reason, cs.Message = "Pending", fmt.Sprintf("waiting for the agent to report generation %d", w.Generation)
-		default:
-			cs.Applied, cs.Reason, cs.Message = cond.Status, cond.Reason, cond.Message
-		}
-		byCluster[cluster] = cs
+	for cluster, parts := range clusterworks.ByCluster(works) {
+		byCluster[cluster] = clusterStatus(cluster, parts)
 	}
 
 	var failed, pending, unavailable, drifted []string
@@ -141,6 +120,51 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) A
 		agg.AvailableCondition = condition(available, metav1.ConditionTrue, placementv1alpha1.ReasonAvailable, "available on all %d clusters", len(decided))
 	}
 	return agg
+}
+
+// clusterStatus is the state of a cluster's Works (its parts, in part order):
+// applied and available when every part is, with the reason and message of the
+// first part that is not applied (or of the first part).
+func clusterStatus(cluster string, parts []*workv1alpha1.Work) placementv1alpha1.ClusterStatus {
+	cs := placementv1alpha1.ClusterStatus{Name: cluster, Work: parts[0].Name,
+		Applied: clusterworks.Applied(parts), Available: clusterworks.Availability(parts)}
+	var drift []string
+	picked := false
+	for _, w := range parts {
+		applied, reason, msg := partState(w)
+		if d := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionDrifted); d != nil && d.Status == metav1.ConditionTrue && d.ObservedGeneration == w.Generation {
+			drift = append(drift, d.Message)
+		}
+		if !picked && (applied != metav1.ConditionTrue || cs.Reason == "") {
+			cs.Reason, cs.Message = reason, msg
+			picked = applied != metav1.ConditionTrue
+		}
+	}
+	if _, complete := clusterworks.Revision(parts); complete || picked {
+		cs.Drift = message.Truncate(strings.Join(drift, "; "), maxDriftMessage)
+		return cs
+	}
+	cs.Reason = "Pending"
+	cs.Message = fmt.Sprintf("waiting for the %d Works that carry the objects at the revision of Work %s", clusterworks.PartsOf(parts[0]), parts[0].Name)
+	cs.Drift = message.Truncate(strings.Join(drift, "; "), maxDriftMessage)
+	return cs
+}
+
+// partState is what one Work says of its objects being applied: the status,
+// reason and message of its Applied condition at its generation, or why it has
+// none.
+func partState(w *workv1alpha1.Work) (metav1.ConditionStatus, string, string) {
+	cond := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionApplied)
+	blocked := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionCleanupBlocked)
+	switch {
+	case !w.DeletionTimestamp.IsZero() && blocked != nil && blocked.Status == metav1.ConditionTrue:
+		return metav1.ConditionUnknown, blocked.Reason, blocked.Message
+	case !w.DeletionTimestamp.IsZero():
+		return metav1.ConditionUnknown, "Removing", "the Work is being removed from the cluster"
+	case cond == nil || cond.ObservedGeneration != w.Generation:
+		return metav1.ConditionUnknown, "Pending", fmt.Sprintf("waiting for the agent to report generation %d", w.Generation)
+	}
+	return cond.Status, cond.Reason, cond.Message
 }
 
 // maxReasons is how many reasons each listed cluster carries.

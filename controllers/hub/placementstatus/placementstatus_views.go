@@ -2,9 +2,12 @@ package placementstatus
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -16,6 +19,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -32,6 +36,8 @@ const maxObjectMessage = 512
 type view struct {
 	rv      string
 	cluster string
+	// part is the Work's part of its cluster's Works (clusterworks.Part).
+	part    int
 	objects []objectView
 }
 
@@ -54,7 +60,7 @@ var manifestPrefix = regexp.MustCompile(`^manifest \d+ \([^)]*\): `)
 
 func viewOf(w *workv1alpha1.Work) *view {
 	cluster, _ := names.ClusterFromNamespace(w.Namespace)
-	v := &view{rv: w.ResourceVersion, cluster: cluster, objects: make([]objectView, 0, len(w.Status.ManifestConditions))}
+	v := &view{rv: w.ResourceVersion, cluster: cluster, part: clusterworks.Part(w), objects: make([]objectView, 0, len(w.Status.ManifestConditions))}
 	for _, mc := range w.Status.ManifestConditions {
 		o := objectView{id: mc.Identifier, state: placementv1alpha1.ObjectUnknown}
 		applied := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionApplied)
@@ -180,11 +186,12 @@ func (vs *views) refresh(key types.NamespacedName, works []workv1alpha1.Work) ma
 	next := make(map[string]*view, len(works))
 	for i := range works {
 		w := &works[i]
-		if v, ok := prev[w.Namespace]; ok && v.rv == w.ResourceVersion {
-			next[w.Namespace] = v
+		key := w.Namespace + "/" + w.Name
+		if v, ok := prev[key]; ok && v.rv == w.ResourceVersion {
+			next[key] = v
 			continue
 		}
-		next[w.Namespace] = viewOf(w)
+		next[key] = viewOf(w)
 	}
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
@@ -202,11 +209,20 @@ func (vs *views) forget(key types.NamespacedName) {
 	delete(vs.byPlacement, key)
 }
 
-// byCluster indexes views by cluster name.
+// byCluster indexes views by cluster name; the views of a cluster's parts
+// become one, their objects in part order.
 func byCluster(vs map[string]*view) map[string]*view {
+	all := slices.SortedFunc(maps.Values(vs), func(a, b *view) int {
+		return cmp.Or(strings.Compare(a.cluster, b.cluster), cmp.Compare(a.part, b.part))
+	})
 	out := make(map[string]*view, len(vs))
-	for _, v := range vs {
-		out[v.cluster] = v
+	for _, v := range all {
+		prev, ok := out[v.cluster]
+		if !ok {
+			out[v.cluster] = v
+			continue
+		}
+		out[v.cluster] = &view{cluster: v.cluster, objects: append(slices.Clone(prev.objects), v.objects...)}
 	}
 	return out
 }

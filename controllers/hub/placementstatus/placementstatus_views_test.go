@@ -55,14 +55,16 @@ func TestDescribeNamesTheObjects(t *testing.T) {
 func TestViewsAreKeptWhileWorksDoNotChange(t *testing.T) {
 	g := NewWithT(t)
 	vs := &views{}
-	first := vs.refresh(placementKey, []workv1alpha1.Work{reportedWork("a", "3")})
+	w := reportedWork("a", "3")
+	key := w.Namespace + "/" + w.Name
+	first := vs.refresh(placementKey, []workv1alpha1.Work{w})
 	again := vs.refresh(placementKey, []workv1alpha1.Work{reportedWork("a", "3")})
-	g.Expect(again["lodestar-cluster-a"]).To(BeIdenticalTo(first["lodestar-cluster-a"]), "not decoded again")
+	g.Expect(again[key]).To(BeIdenticalTo(first[key]), "not decoded again")
 	changed := reportedWork("a", "1")
 	changed.ResourceVersion = "2"
 	third := vs.refresh(placementKey, []workv1alpha1.Work{changed})
-	g.Expect(third["lodestar-cluster-a"].objects[1].values).To(HaveKey("ready"))
-	g.Expect(third["lodestar-cluster-a"]).NotTo(BeIdenticalTo(first["lodestar-cluster-a"]))
+	g.Expect(third[key].objects[1].values).To(HaveKey("ready"))
+	g.Expect(third[key]).NotTo(BeIdenticalTo(first[key]))
 	vs.forget(placementKey)
 	g.Expect(vs.byPlacement).To(BeEmpty())
 }

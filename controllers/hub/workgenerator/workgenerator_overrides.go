@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,13 +27,25 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
+// content is what a cluster's Works carry: manifests and the revision (hash)
+// they are of.
+type content struct {
+	manifests []runtime.RawExtension
+	hash      string
+	// overrides render the manifests per cluster; none once rendered.
+	overrides []placementv1alpha1.Override
+}
+
 // renderer renders revisions for the clusters of one reconcile: each revision
 // once per set of rules that apply with the same values, however many clusters
 // share them.
 type renderer struct {
-	r     *Reconciler
-	views map[string]scheduling.Cluster
-	memo  map[string]rendered
+	key      client.ObjectKey
+	compiled *compiledSets
+	views    map[string]scheduling.Cluster
+	// revisions are the revisions' contents read so far, by hash.
+	revisions map[string]content
+	memo      map[string]rendered
 }
 
 type rendered struct {
@@ -40,22 +53,38 @@ type rendered struct {
 	err error
 }
 
-// newRenderer renders for the clusters of profiles (by name).
-func (r *Reconciler) newRenderer(profiles map[string]*cpv1alpha1.ClusterProfile) *renderer {
-	rd := &renderer{r: r, views: map[string]scheduling.Cluster{}, memo: map[string]rendered{}}
+// newRenderer renders the Placement's revisions for the clusters of profiles (by
+// name).
+func (r *Reconciler) newRenderer(placement *placementv1alpha1.Placement, profiles map[string]*cpv1alpha1.ClusterProfile) *renderer {
+	rd := &renderer{key: client.ObjectKeyFromObject(placement), compiled: &r.compiled,
+		views: map[string]scheduling.Cluster{}, revisions: map[string]content{}, memo: map[string]rendered{}}
 	for name, p := range profiles {
 		rd.views[name] = scheduling.ClusterOf(p)
 	}
 	return rd
 }
 
-// content is what a cluster's Work holds at revision c: c itself without
+// revision is what a PlacementRevision carries, read once per reconcile.
+func (rd *renderer) revision(rev *placementv1alpha1.PlacementRevision) (content, error) {
+	if c, ok := rd.revisions[rev.Spec.Hash]; ok {
+		return c, nil
+	}
+	manifests, err := render.RevisionManifests(&rev.Spec)
+	if err != nil {
+		return content{}, err
+	}
+	c := content{manifests: manifests, hash: rev.Spec.Hash, overrides: rev.Spec.Overrides}
+	rd.revisions[rev.Spec.Hash] = c
+	return c, nil
+}
+
+// content is what a cluster's Works hold at revision c: c itself without
 // overrides. An override that fails on the cluster is an *overrides.Error.
 func (rd *renderer) content(c content, cluster string) (content, error) {
 	if len(c.overrides) == 0 {
 		return c, nil
 	}
-	set, err := rd.r.compiled(c)
+	set, err := rd.compiled.get(rd.key, c)
 	if err != nil {
 		return content{}, err
 	}
@@ -68,29 +97,59 @@ func (rd *renderer) content(c content, cluster string) (content, error) {
 		return content{}, err
 	}
 	if bound.Key() == "" {
-		return c, nil
+		return content{manifests: c.manifests, hash: c.hash}, nil
 	}
 	key := c.hash + "/" + bound.Key()
 	if m, ok := rd.memo[key]; ok {
 		return m.c, m.err
 	}
 	res, err := render.Override(bound, c.manifests)
-	out := content{manifests: res.Manifests, hash: c.hash, overrides: c.overrides}
+	out := content{manifests: res.Manifests, hash: c.hash}
 	rd.memo[key] = rendered{c: out, err: err}
 	return out, err
 }
 
-// compiled returns the compiled overrides of a revision, compiling them once.
-func (r *Reconciler) compiled(c content) (*overrides.Set, error) {
-	if v, ok := r.compiledSets.Load(c.hash); ok {
-		return v.(*overrides.Set), nil
+// compiledSets keeps the compiled overrides of each Placement's revisions, so
+// that a revision's rules compile once.
+type compiledSets struct {
+	mu   sync.Mutex
+	sets map[client.ObjectKey]map[string]*overrides.Set
+}
+
+// get returns the compiled overrides of revision c, compiling them once.
+func (cs *compiledSets) get(key client.ObjectKey, c content) (*overrides.Set, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if set, ok := cs.sets[key][c.hash]; ok {
+		return set, nil
 	}
 	set, err := overrides.Compile(c.overrides)
 	if err != nil {
 		return nil, &overrides.Error{Rule: "(compile)", Action: "revision " + c.hash, Err: err}
 	}
-	r.compiledSets.Store(c.hash, set)
+	if cs.sets == nil {
+		cs.sets = map[client.ObjectKey]map[string]*overrides.Set{}
+	}
+	if cs.sets[key] == nil {
+		cs.sets[key] = map[string]*overrides.Set{}
+	}
+	cs.sets[key][c.hash] = set
 	return set, nil
+}
+
+// keep forgets the compiled overrides of the Placement's revisions other than
+// those of hashes (pruned since).
+func (cs *compiledSets) keep(key client.ObjectKey, hashes []string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	maps.DeleteFunc(cs.sets[key], func(h string, _ *overrides.Set) bool { return !slices.Contains(hashes, h) })
+}
+
+// forget drops what is kept of a Placement.
+func (cs *compiledSets) forget(key client.ObjectKey) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	delete(cs.sets, key)
 }
 
 // overrideFailure says why an override fails on a cluster, or "" for another error.

@@ -1,19 +1,29 @@
 package workgenerator
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/requeue"
+	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
 
 // status is the work generator's part of a Placement's status, as one reconcile
@@ -74,4 +84,204 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	desired.Status.Conditions = conds
 	desired.Status.Rollout = ro
 	return patch.ApplyStatus(ctx, r.Client, desired, Name)
+}
+
+// report is the rollout's status from what the reconcile found and did: the
+// rollout and its Progressing condition, WorkSynchronized, how Work status
+// reports concern the Placement from now on, and when to look again.
+func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
+	key := client.ObjectKeyFromObject(s.placement)
+	stable := ""
+	if s.stable != nil {
+		stable = s.stable.Name
+	}
+	if s.plan.Complete {
+		stable = s.target.Name
+	}
+	st.rollout = rolloutStatus(s, stable)
+	cond, reason, msg := progressing(s.target, s.plan, s.removal, s.placement.Spec.Strategy.Paused, len(s.decided.Clusters))
+	st.progressing.Set(placementv1alpha1.ProgressingCondition, cond, reason, "%s", msg)
+	if reason == placementv1alpha1.ReasonFailureBudgetExceeded {
+		r.warnOnce(s.placement, reason, msg)
+	}
+	// Work status reports concern this Placement while its rollout, or a removal,
+	// is under way: promptly when they open a gate, at a slower pace when they
+	// only move the status (AllAtOnce, nothing to remove).
+	switch {
+	case s.plan.Complete && len(s.leaving) == len(s.removal.Remove):
+		r.active.Store(key, idle)
+	case s.strategy.Type == placementv1alpha1.RolloutAllAtOnce && len(s.leaving) == 0:
+		r.active.Store(key, reporting)
+	default:
+		r.active.Store(key, gating)
+	}
+	result := ctrl.Result{RequeueAfter: requeue.Soonest(s.plan.RecheckAfter, s.removal.RecheckAfter)}
+	if !s.decided.Consistent {
+		// The slices are being rewritten: a cluster missing now may be moving from
+		// one slice to another. Works are removed once every slice agrees.
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForDecisions,
+			"the PlacementDecision slices are being updated; Works of clusters no longer chosen are removed when they agree")
+		return result
+	}
+	r.failing.set(key, slices.Collect(maps.Keys(s.failed)))
+	if len(s.failed) > 0 {
+		msg := overrideFailures(s.failed, len(s.decided.Clusters))
+		if c := meta.FindStatusCondition(s.placement.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition); c == nil || c.Message != msg {
+			r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonOverrideFailed, "Render", "%s", msg)
+		}
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonOverrideFailed, "%s", msg)
+		return result
+	}
+	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
+		"revision %d (%s); the Works of %d clusters hold what the rollout gives them", s.target.Spec.Revision, s.target.Spec.Hash, len(s.decided.Clusters))
+	return result
+}
+
+// warnOnce records a Warning event when the Progressing condition changes to the
+// reason, not at every reconcile.
+func (r *Reconciler) warnOnce(placement *placementv1alpha1.Placement, reason, msg string) {
+	if c := meta.FindStatusCondition(placement.Status.Conditions, placementv1alpha1.ProgressingCondition); c != nil && c.Reason == reason {
+		return
+	}
+	r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, reason, "Rollout", "%s", msg)
+}
+
+// rolloutStatus is status.rollout for a plan and the clusters being removed.
+// With routine (AllAtOnce), clusters merely on their way to the target are not
+// listed: every cluster is, and the counts say how far; failed and kept clusters
+// are.
+func rolloutStatus(s *scope, stable string) *placementv1alpha1.RolloutStatus {
+	target, plan, removal := s.target, s.plan, s.removal
+	routine := s.strategy.Type == placementv1alpha1.RolloutAllAtOnce
+	st := &placementv1alpha1.RolloutStatus{
+		TargetRevision: target.Name, TargetRevisionNumber: target.Spec.Revision, StableRevision: stable,
+		CurrentStage: plan.Stage, StageClusters: plan.StageClusters,
+		FailedClusters: ptr.To(int32(len(plan.Failed))),
+	}
+	updated := int32(0)
+	defer func() { st.UpdatedClusters = ptr.To(updated) }()
+	if !plan.StageStarted.IsZero() {
+		st.StageStartTime = &metav1.Time{Time: plan.StageStarted.Truncate(time.Second)}
+	}
+	rank := map[placementv1alpha1.ClusterRolloutState]int{
+		placementv1alpha1.ClusterFailed: 0, placementv1alpha1.ClusterUpdating: 1, placementv1alpha1.ClusterSoaking: 2,
+		placementv1alpha1.ClusterSkipped: 3, placementv1alpha1.ClusterPending: 4,
+	}
+	var listed []placementv1alpha1.ClusterRollout
+	for _, cp := range plan.Clusters {
+		if cp.State == placementv1alpha1.ClusterSucceeded {
+			updated++
+			continue
+		}
+		if routine && cp.State != placementv1alpha1.ClusterFailed {
+			continue
+		}
+		listed = append(listed, placementv1alpha1.ClusterRollout{Name: cp.Name, Stage: cp.Stage, State: cp.State, Reason: message.Truncate(cp.Reason, 1024)})
+	}
+	for _, name := range removal.Kept {
+		listed = append(listed, placementv1alpha1.ClusterRollout{Name: name, State: placementv1alpha1.ClusterSkipped,
+			Reason: "left the Placement: kept until the clusters added are Available"})
+	}
+	hashes := map[string]string{}
+	for _, c := range s.clusters {
+		hashes[c.Name] = c.Revision
+	}
+	for _, l := range s.leaving {
+		hashes[l.Name], _ = clusterworks.Revision(s.works[l.Name])
+	}
+	for i := range listed {
+		if rev := s.revisionOf(hashes[listed[i].Name]); rev != nil {
+			listed[i].Revision = rev.Name
+		}
+	}
+	slices.SortStableFunc(listed, func(a, b placementv1alpha1.ClusterRollout) int {
+		return cmp.Or(cmp.Compare(rank[a.State], rank[b.State]), cmp.Compare(a.Name, b.Name))
+	})
+	if len(listed) > maxListedRollout {
+		listed = listed[:maxListedRollout]
+	}
+	slices.SortFunc(listed, func(a, b placementv1alpha1.ClusterRollout) int { return cmp.Compare(a.Name, b.Name) })
+	st.Clusters = listed
+	return st
+}
+
+// maxListedRollout caps status.rollout.clusters.
+const maxListedRollout = 100
+
+// progressing is the Progressing condition for a plan and a removal.
+func progressing(target *placementv1alpha1.PlacementRevision, plan rollout.Plan, removal rollout.Removal, paused bool, selected int) (metav1.ConditionStatus, string, string) {
+	head := fmt.Sprintf("revision %d: %d of %d clusters updated", target.Spec.Revision, selected-len(plan.Failed)-pendingCount(plan), selected)
+	failed := ""
+	if len(plan.Failed) > 0 {
+		failed = fmt.Sprintf("; failed: %s", failedSummary(plan))
+	}
+	switch {
+	case plan.BudgetExceeded:
+		return metav1.ConditionFalse, placementv1alpha1.ReasonFailureBudgetExceeded, head + failed
+	case plan.Done && len(removal.Kept) == 0:
+		if len(removal.Forced) > 0 {
+			return metav1.ConditionFalse, placementv1alpha1.ReasonProgressDeadlineExceeded,
+				fmt.Sprintf("%s; removed %s before the clusters added were Available (progress deadline)", head, message.List(removal.Forced, 5, ", "))
+		}
+		if deadline := deadlineFailures(plan); len(deadline) > 0 {
+			return metav1.ConditionFalse, placementv1alpha1.ReasonProgressDeadlineExceeded, head + failed
+		}
+		return metav1.ConditionTrue, placementv1alpha1.ReasonRolloutComplete, head + failed
+	case paused:
+		return metav1.ConditionUnknown, placementv1alpha1.ReasonRolloutPaused, head + "; paused" + failed
+	case plan.WaitingForApproval != "" && inFlight(plan) == 0:
+		what := "stage " + plan.WaitingForApproval
+		if plan.WaitingForApproval == "clusters" {
+			what = "clusters"
+		}
+		return metav1.ConditionUnknown, placementv1alpha1.ReasonWaitingForApproval,
+			fmt.Sprintf("%s; %s waits for a RolloutApproval of revision %s%s", head, what, target.Name, failed)
+	case plan.Blocked && inFlight(plan) == 0:
+		return metav1.ConditionFalse, placementv1alpha1.ReasonRolloutBlocked, head + "; maxUnavailable is 0 and every cluster left is Available" + failed
+	}
+	msg := head + failed
+	if len(removal.Kept) > 0 {
+		msg += fmt.Sprintf("; keeping %s until the clusters added are Available", message.List(removal.Kept, 5, ", "))
+	}
+	return metav1.ConditionTrue, placementv1alpha1.ReasonRolloutInProgress, msg
+}
+
+func pendingCount(plan rollout.Plan) int {
+	n := 0
+	for _, c := range plan.Clusters {
+		if c.State != placementv1alpha1.ClusterSucceeded && c.State != placementv1alpha1.ClusterFailed {
+			n++
+		}
+	}
+	return n
+}
+
+func inFlight(plan rollout.Plan) int {
+	n := 0
+	for _, c := range plan.Clusters {
+		if c.State == placementv1alpha1.ClusterUpdating || c.State == placementv1alpha1.ClusterSoaking {
+			n++
+		}
+	}
+	return n
+}
+
+func deadlineFailures(plan rollout.Plan) []string {
+	var out []string
+	for _, c := range plan.Clusters {
+		if c.ByDeadline {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+func failedSummary(plan rollout.Plan) string {
+	var parts []string
+	for _, c := range plan.Clusters {
+		if c.State == placementv1alpha1.ClusterFailed {
+			parts = append(parts, c.Name+" ("+message.Truncate(c.Reason, 200)+")")
+		}
+	}
+	return message.List(parts, 5, ", ")
 }

@@ -1,4 +1,4 @@
-package workgenerator
+package placementrevision
 
 import (
 	"context"
@@ -12,9 +12,12 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/selection"
 )
@@ -110,4 +113,25 @@ func (r *Reconciler) placementsByLabels(ctx context.Context, crd client.Object) 
 		}
 	}
 	return reqs
+}
+
+// ensureWatch starts watching gvk on the hub the first time a Placement selects it.
+func (r *Reconciler) ensureWatch(gvk schema.GroupVersionKind) error {
+	if !r.Watches.Add(gvk) {
+		return nil
+	}
+	err := r.controller.Watch(source.Kind[client.Object](r.Cache, UnstructuredObject(gvk), handler.EnqueueRequestsFromMapFunc(r.placementsSelecting(gvk))))
+	if err != nil {
+		r.Watches.Forget(gvk)
+		return fmt.Errorf("watching %s: %w", gvk, err)
+	}
+	metrics.WatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Inc()
+	return nil
+}
+
+// UnstructuredObject is the object the hub's watches of a selected kind are made for.
+func UnstructuredObject(gvk schema.GroupVersionKind) client.Object {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	return obj
 }

@@ -1,0 +1,216 @@
+// Package placementrevision is the revision maker: it turns a Placement and the
+// objects it selects into PlacementRevisions (selection, rendering, the hash of
+// the rendering with the overrides, coalescing of rapid edits, the change
+// cause, pruning), names the current one in the Placement's status.revision and
+// writes the Rendered condition. The work generator rolls the revision out.
+package placementrevision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/feedback"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/metrics"
+	"github.com/lodestar-dev/lodestar/internal/overrides"
+	"github.com/lodestar-dev/lodestar/internal/render"
+	"github.com/lodestar-dev/lodestar/internal/selection"
+	"github.com/lodestar-dev/lodestar/internal/watches"
+)
+
+// Name is the revision maker's field owner and event source.
+const Name = "lodestar-placementrevision"
+
+// Reconciler makes the PlacementRevisions of Placements.
+type Reconciler struct {
+	Client client.Client
+	Cache  cache.Cache
+	Mapper meta.RESTMapper
+	// Discovery lists the kinds the hub serves, for selectors without kind.
+	Discovery discovery.DiscoveryInterface
+	Recorder  events.EventRecorder
+	// Workers is how many Placements are reconciled at once.
+	Workers int
+	// Watches, when set, tracks the selected kinds watched on the hub and stops
+	// the watch of a kind the hub no longer serves; its Object must make
+	// unstructured objects.
+	Watches *watches.Set
+
+	controller controller.Controller
+	kinds      *watches.ServedKinds
+}
+
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placementrevisions,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile renders what a Placement selects into its current PlacementRevision.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	placement := &placementv1alpha1.Placement{}
+	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !placement.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // Its revisions are its own and go with it.
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
+	st := &status{}
+	defer func() { retErr = errors.Join(retErr, r.applyStatus(ctx, placement, st)) }()
+
+	rd, err := r.render(ctx, placement)
+	if invalid := (*invalidError)(nil); errors.As(err, &invalid) {
+		// Nothing new is made: the current revision, and the Works, stay.
+		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionFalse, invalid.reason, "%v", invalid.err)
+		if c := meta.FindStatusCondition(placement.Status.Conditions, placementv1alpha1.RenderedCondition); c == nil || c.Reason != invalid.reason || c.Message != st.rendered.Message() {
+			r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, invalid.reason, "Render", "%v", invalid.err)
+		}
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rev, wait, err := r.revision(ctx, placement, rd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	st.revision = rev.Name
+	st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonRendered,
+		"%d objects at revision %d (%s)", len(rd.manifests), rev.Spec.Revision, rev.Spec.Hash)
+	if err := r.prune(ctx, placement, rev.Name); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// rendering is what a Placement's objects and overrides render to.
+type rendering struct {
+	manifests []runtime.RawExtension
+	overrides []placementv1alpha1.Override
+	// hash is the hash of the manifests and the overrides.
+	hash string
+}
+
+// invalidError is user input that cannot be rendered, with the Rendered reason.
+type invalidError struct {
+	reason string
+	err    error
+}
+
+func (e *invalidError) Error() string { return e.err.Error() }
+func (e *invalidError) Unwrap() error { return e.err }
+
+// render selects the Placement's objects and renders them with its overrides.
+// What the user must fix is an *invalidError.
+func (r *Reconciler) render(ctx context.Context, placement *placementv1alpha1.Placement) (rendering, error) {
+	objs, err := r.selectObjects(ctx, placement)
+	if invalid := (*selection.InvalidSelectorError)(nil); errors.As(err, &invalid) {
+		return rendering{}, &invalidError{placementv1alpha1.ReasonInvalidResourceSelector, err}
+	}
+	if err != nil {
+		return rendering{}, err
+	}
+	if _, err := feedback.Compile(placement.Spec.Reporting.Feedback); err != nil {
+		return rendering{}, &invalidError{placementv1alpha1.ReasonInvalidStatusFeedback, fmt.Errorf("spec.reporting.%w", err)}
+	}
+	if _, err := overrides.Compile(placement.Spec.Overrides); err != nil {
+		return rendering{}, &invalidError{placementv1alpha1.ReasonInvalidOverride, err}
+	}
+	manifests, hash, err := render.Manifests(objs, placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate)
+	if tooLarge := (*render.TooLargeError)(nil); errors.As(err, &tooLarge) {
+		return rendering{}, &invalidError{placementv1alpha1.ReasonWorkTooLarge, err}
+	}
+	if err != nil {
+		return rendering{}, &invalidError{placementv1alpha1.ReasonRenderFailed, fmt.Errorf("rendering the selected objects: %w", err)}
+	}
+	if hash, err = overrides.Hash(hash, placement.Spec.Overrides); err != nil {
+		return rendering{}, err
+	}
+	return rendering{manifests: manifests, overrides: placement.Spec.Overrides, hash: hash}, nil
+}
+
+// SetupWithManager registers the revision maker. Watches of the kinds that
+// Placements select are added as Placements name them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Discovery != nil {
+		r.kinds = &watches.ServedKinds{Discovery: r.Discovery}
+	}
+	if r.Watches == nil {
+		r.Watches = &watches.Set{Cache: r.Cache, Discovery: r.Discovery, Object: UnstructuredObject,
+			OnStop: func(gvk schema.GroupVersionKind) { metrics.WatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Dec() }}
+		if r.Discovery != nil {
+			if err := mgr.Add(r.Watches); err != nil {
+				return err
+			}
+		}
+	}
+	crds := &metav1.PartialObjectMetadata{}
+	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("placementrevision").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		// A new spec; and a rollout that completes, which may leave revisions
+		// beyond the history limit that no Work holds any more.
+		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, stableChanged))).
+		// A revision deleted by hand is made again when it is the current one.
+		Owns(&placementv1alpha1.PlacementRevision{}, builder.WithPredicates(deleted)).
+		// A kind added (or removed) may concern the selectors without kind.
+		WatchesMetadata(crds, handlers.Rechecking(r.placementsByLabels, watches.KindsRecheck, watches.KindsSettle)).
+		// Kinds a platform admin forbids in a namespace are never placed from it.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(lookup.InNamespace(mgr.GetClient())),
+			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
+		Build(r)
+	r.controller = c
+	return err
+}
+
+// stableChanged lets through the Placement updates that move its rollout's
+// stable revision.
+var stableChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		a, okA := e.ObjectOld.(*placementv1alpha1.Placement)
+		b, okB := e.ObjectNew.(*placementv1alpha1.Placement)
+		stable := func(p *placementv1alpha1.Placement) string {
+			if p.Status.Rollout == nil {
+				return ""
+			}
+			return p.Status.Rollout.StableRevision
+		}
+		return okA && okB && stable(a) != stable(b)
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// deleted lets only deletions through.
+var deleted = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}

@@ -1,0 +1,198 @@
+package placementrevision
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/render"
+)
+
+// revisionWindow gathers rapid edits: a new PlacementRevision is made at most
+// once per window per Placement; the edits in between land in the next one.
+const revisionWindow = time.Second
+
+// cacheWait bounds how long a reconcile waits for the cache to show the
+// revision it made, so that the next reconcile of the Placement numbers from it
+// and the work generator finds it where status.revision names it.
+const cacheWait = 10 * time.Second
+
+// revision returns the PlacementRevision of the rendering: the one of its hash,
+// made when new. Within revisionWindow of the newest one, a new rendering waits
+// (the returned duration) and the revision status.revision names stays.
+func (r *Reconciler) revision(ctx context.Context, placement *placementv1alpha1.Placement, rd rendering) (*placementv1alpha1.PlacementRevision, time.Duration, error) {
+	revs, err := lookup.Revisions(ctx, r.Client, placement)
+	if err != nil {
+		return nil, 0, err
+	}
+	if i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Spec.Hash == rd.hash }); i >= 0 {
+		return &revs[i], 0, nil
+	}
+	var previous *placementv1alpha1.PlacementRevision
+	var number int64
+	if len(revs) > 0 {
+		previous, number = &revs[0], revs[0].Spec.Revision
+		if wait := time.Until(previous.CreationTimestamp.Add(revisionWindow)); wait > 0 {
+			if i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == placement.Status.Revision }); i >= 0 {
+				return &revs[i], wait, nil
+			}
+			return previous, wait, nil
+		}
+	}
+	if ro := placement.Status.Rollout; ro != nil {
+		number = max(number, ro.TargetRevisionNumber)
+	}
+	rev := &placementv1alpha1.PlacementRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: names.Revision(placement.Name, rd.hash), Namespace: placement.Namespace,
+			Labels: map[string]string{
+				placementv1alpha1.PlacementNameLabel: names.LabelValue(placement.Name),
+				placementv1alpha1.RevisionHashLabel:  rd.hash,
+			},
+		},
+		Spec: placementv1alpha1.PlacementRevisionSpec{
+			Placement: placement.Name, Revision: number + 1, Hash: rd.hash,
+			ChangeCause: changeCause(placement, previous, rd), Overrides: rd.overrides,
+		},
+	}
+	if err := render.SetRevisionManifests(&rev.Spec, rd.manifests); err != nil {
+		return nil, 0, err
+	}
+	if err := controllerutil.SetControllerReference(placement, rev, r.Client.Scheme()); err != nil {
+		return nil, 0, err
+	}
+	if err := r.Client.Create(ctx, rev); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, 0, fmt.Errorf("creating PlacementRevision %s: %w", rev.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("New revision", "revision", rev.Spec.Revision, "hash", rd.hash, "cause", rev.Spec.ChangeCause)
+	return rev, 0, r.awaitCached(ctx, rev)
+}
+
+// awaitCached waits until the cache shows rev (made by this reconcile, or by an
+// earlier one when it already existed): the Placement's next reconcile numbers
+// from it, and the work generator, which shares the cache, finds it.
+func (r *Reconciler) awaitCached(ctx context.Context, rev *placementv1alpha1.PlacementRevision) error {
+	key := client.ObjectKeyFromObject(rev)
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
+		got := &placementv1alpha1.PlacementRevision{}
+		if err := r.Client.Get(ctx, key, got); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		*rev = *got
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for PlacementRevision %s in the cache: %w", key.Name, err)
+	}
+	return nil
+}
+
+// changeCause is the Placement's change-cause annotation, or what changed since
+// the previous revision.
+func changeCause(placement *placementv1alpha1.Placement, previous *placementv1alpha1.PlacementRevision, rd rendering) string {
+	if cause := placement.Annotations[placementv1alpha1.ChangeCauseAnnotation]; cause != "" {
+		return message.Truncate(cause, 1024)
+	}
+	if previous == nil {
+		return fmt.Sprintf("first revision: %d objects", len(rd.manifests))
+	}
+	before := map[string][]byte{}
+	if manifests, err := render.RevisionManifests(&previous.Spec); err == nil {
+		for _, m := range manifests {
+			before[manifestKey(m.Raw)] = m.Raw
+		}
+	}
+	var added, changed []string
+	for _, m := range rd.manifests {
+		k := manifestKey(m.Raw)
+		old, ok := before[k]
+		switch {
+		case !ok:
+			added = append(added, k)
+		case !bytes.Equal(old, m.Raw):
+			changed = append(changed, k)
+		}
+		delete(before, k)
+	}
+	removed := slices.Sorted(func(yield func(string) bool) {
+		for k := range before {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var parts []string
+	if !equality.Semantic.DeepEqual(previous.Spec.Overrides, rd.overrides) {
+		parts = append(parts, "changed overrides")
+	}
+	for _, p := range []struct {
+		verb string
+		keys []string
+	}{{"changed", changed}, {"added", added}, {"removed", removed}} {
+		if len(p.keys) > 0 {
+			parts = append(parts, p.verb+" "+message.List(p.keys, 5, ", "))
+		}
+	}
+	return message.Truncate(strings.Join(parts, "; "), 1024)
+}
+
+// manifestKey is Kind/name of a rendered manifest.
+func manifestKey(raw []byte) string {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return "?"
+	}
+	return u.GetKind() + "/" + u.GetName()
+}
+
+// prune deletes the revisions beyond spec.revisionHistoryLimit that no Work
+// holds and the rollout does not name (its target and stable revisions), nor
+// status.revision.
+func (r *Reconciler) prune(ctx context.Context, placement *placementv1alpha1.Placement, current string) error {
+	limit := 10
+	if l := placement.Spec.RevisionHistoryLimit; l != nil {
+		limit = int(*l)
+	}
+	revs, err := lookup.Revisions(ctx, r.Client, placement)
+	if err != nil || len(revs) <= limit {
+		return err
+	}
+	works, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{current: true}
+	for i := range works {
+		keep[works[i].Annotations[placementv1alpha1.RevisionAnnotation]] = true
+	}
+	if ro := placement.Status.Rollout; ro != nil {
+		keep[ro.TargetRevision], keep[ro.StableRevision] = true, true
+	}
+	for i := range revs[limit:] {
+		rv := &revs[limit+i]
+		if keep[rv.Spec.Hash] || keep[rv.Name] {
+			continue
+		}
+		if err := r.Client.Delete(ctx, rv); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting PlacementRevision %s: %w", rv.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("Pruned revision", "revision", rv.Spec.Revision)
+	}
+	return nil
+}

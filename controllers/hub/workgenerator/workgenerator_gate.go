@@ -1,0 +1,116 @@
+package workgenerator
+
+import (
+	"slices"
+	"time"
+
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
+	"github.com/lodestar-dev/lodestar/internal/rollout"
+)
+
+// expectationTTL bounds how long a Work write not yet seen in the cache stands in
+// for what the cache says.
+const expectationTTL = time.Minute
+
+// gate renders the target revision for each selected cluster, and asks the
+// rollout gate which clusters get it now.
+func (r *Reconciler) gate(s *scope) error {
+	target, err := s.renderer.revision(s.target)
+	if err != nil {
+		return err
+	}
+	s.targetOf = map[string]content{}
+	s.clusters = make([]rollout.Cluster, 0, len(s.decided.Clusters))
+	for _, name := range s.decided.Clusters {
+		tc, err := s.renderer.content(target, name)
+		if why := overrideFailure(err); why != "" {
+			s.failed[name] = why
+		} else if err != nil {
+			return err
+		} else {
+			s.targetOf[name] = tc
+		}
+		c := rollout.ClusterOf(name, s.works[name], s.labels[name], r.expectation(s.placement, name, s.works[name]))
+		c.OverrideFailed = s.failed[name]
+		s.clusters = append(s.clusters, c)
+	}
+	s.plan = rollout.Compute(s.clusters, s.strategy, s.state, s.now)
+	return nil
+}
+
+// contentFor is what a selected cluster's Works carry after this reconcile:
+// the target when the gate starts it, the stable revision when it joins a
+// rollout under way, and otherwise the revision it holds, rendered anew for the
+// cluster as it is now (its labels may have moved). False when it has no Works
+// and waits for the gate.
+func (s *scope) contentFor(cluster string) (content, bool, error) {
+	if slices.Contains(s.plan.Start, cluster) {
+		c, ok := s.targetOf[cluster]
+		return c, ok, nil
+	}
+	parts := s.works[cluster]
+	rev := s.stable
+	if !slices.Contains(s.plan.PlaceStable, cluster) {
+		if len(parts) == 0 {
+			return content{}, false, nil
+		}
+		hash, _ := clusterworks.Revision(parts)
+		rev = s.revisionOf(hash)
+	}
+	if rev == nil {
+		return worksContent(parts), len(parts) > 0, nil // its revision was pruned: as it is
+	}
+	rc, err := s.renderer.revision(rev)
+	if err != nil {
+		return content{}, false, err
+	}
+	c, err := s.renderer.content(rc, cluster)
+	if why := overrideFailure(err); why != "" {
+		s.failed[cluster] = why
+		return worksContent(parts), len(parts) > 0, nil
+	}
+	return c, err == nil, err
+}
+
+// revisionOf is the Placement's revision of hash, nil when there is none.
+func (s *scope) revisionOf(hash string) *placementv1alpha1.PlacementRevision {
+	if i := slices.IndexFunc(s.revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Spec.Hash == hash }); i >= 0 {
+		return &s.revs[i]
+	}
+	return nil
+}
+
+// worksContent is what a cluster's Works carry now.
+func worksContent(parts []*workv1alpha1.Work) content {
+	hash, _ := clusterworks.Revision(parts)
+	c := content{hash: hash}
+	for _, w := range clusterworks.Current(parts) {
+		for _, m := range w.Spec.Workload.Manifests {
+			c.manifests = append(c.manifests, m.RawExtension)
+		}
+	}
+	return c
+}
+
+// expectation is the write of a cluster's Works that the cache does not show
+// yet, if any; one the cache shows, or older than expectationTTL, is forgotten.
+func (r *Reconciler) expectation(placement *placementv1alpha1.Placement, cluster string, parts []*workv1alpha1.Work) *rollout.Expectation {
+	key := expectationKey(placement, cluster)
+	v, ok := r.expected.Load(key)
+	if !ok {
+		return nil
+	}
+	e := v.(rollout.Expectation)
+	if rev, _ := clusterworks.Revision(parts); rev == e.Revision || time.Since(e.Since) >= expectationTTL {
+		r.expected.Delete(key)
+		return nil
+	}
+	return &e
+}
+
+func expectationKey(placement *placementv1alpha1.Placement, cluster string) string {
+	return placement.Namespace + "/" + placement.Name + "/" + cluster
+}

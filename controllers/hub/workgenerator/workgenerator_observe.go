@@ -1,0 +1,300 @@
+package workgenerator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
+	"github.com/lodestar-dev/lodestar/internal/feedback"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/reflection"
+	"github.com/lodestar-dev/lodestar/internal/render"
+	"github.com/lodestar-dev/lodestar/internal/rollout"
+)
+
+// scope is what one reconcile of a Placement knows and decides, phase by phase.
+type scope struct {
+	placement *placementv1alpha1.Placement
+	now       time.Time
+	strategy  rollout.Strategy
+	decided   lookup.Decisions
+	// target is the revision rolled out, stable the last one every cluster had,
+	// revs every revision, newest first.
+	target, stable *placementv1alpha1.PlacementRevision
+	revs           []placementv1alpha1.PlacementRevision
+	// works are each cluster's Works of the Placement that are not being
+	// deleted, in part order.
+	works map[string][]*workv1alpha1.Work
+	// leaving are the clusters the Placement left whose Works are still there.
+	leaving []rollout.Leaving
+	// annotations carry the apply strategy and feedback rules to every Work.
+	annotations map[string]string
+	// labels are the selected clusters' labels (Staged).
+	labels   map[string]map[string]string
+	renderer *renderer
+	state    rollout.State
+
+	// The gate's: what each selected cluster is, the target rendered for each,
+	// the clusters overrides fail on (and why), and the plan.
+	clusters []rollout.Cluster
+	targetOf map[string]content
+	failed   map[string]string
+	plan     rollout.Plan
+	// removal is what becomes of the clusters the Placement left.
+	removal rollout.Removal
+}
+
+// observe reads what the Placement's rollout starts from: its strategy, the
+// revision to roll out, its decisions, its Works and the clusters it left. A
+// nil scope means there is nothing to do yet, as st says.
+func (r *Reconciler) observe(ctx context.Context, placement *placementv1alpha1.Placement, st *status) (*scope, error) {
+	s := &scope{placement: placement, now: time.Now(), failed: map[string]string{}}
+	var err error
+	if s.strategy, err = rollout.StrategyFor(placement.Spec.Strategy); err != nil {
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidStrategy, "%v", err)
+		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonInvalidStrategy, "Rollout", "%v", err)
+		return nil, reconcile.TerminalError(err)
+	}
+	if ok, err := r.observeRevisions(ctx, s, st); !ok || err != nil {
+		return nil, err
+	}
+	if s.decided, err = lookup.DecidedIn(ctx, r.Client, placement, r.ClusterSets); err != nil {
+		return nil, err
+	}
+	if len(s.decided.Rejected) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Ignoring PlacementDecisions that may not send Works", "rejected", s.decided.Rejected)
+		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonDecisionRejected, "Decide",
+			"ignored: %s", message.List(s.decided.Rejected, 5, "; "))
+	}
+	if !s.decided.Found {
+		// Without decisions nothing is known of where the objects belong: the
+		// Works stay as they are.
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForDecisions, "no PlacementDecision names this Placement yet")
+		return nil, nil
+	}
+	works, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return nil, err
+	}
+	s.works = clusterworks.ByCluster(slices.DeleteFunc(works, func(w workv1alpha1.Work) bool { return !w.DeletionTimestamp.IsZero() }))
+	if err := r.observeLeaving(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, r.observeClusters(ctx, s)
+}
+
+// observeRevisions finds the revision the revision maker names and the one
+// every cluster had; false when there is none to roll out, as st says.
+func (r *Reconciler) observeRevisions(ctx context.Context, s *scope, st *status) (bool, error) {
+	p := s.placement
+	if c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.RenderedCondition); c != nil &&
+		c.ObservedGeneration == p.Generation && c.Status == metav1.ConditionFalse {
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNotRendered,
+			"the selected objects cannot be rendered (Rendered: %s); the Works keep what they hold", c.Reason)
+		return false, nil
+	}
+	revs, err := lookup.Revisions(ctx, r.Client, p)
+	if err != nil {
+		return false, err
+	}
+	i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == p.Status.Revision })
+	if i < 0 {
+		// The revision maker writes status.revision once its cache, this
+		// cache, shows the revision: its creation brings the next reconcile.
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForRevision, "waiting for the revision maker's PlacementRevision %q", p.Status.Revision)
+		return false, nil
+	}
+	s.revs, s.target = revs, &revs[i]
+	if ro := p.Status.Rollout; ro != nil {
+		if j := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == ro.StableRevision }); j >= 0 {
+			s.stable = &revs[j]
+		}
+	}
+	hashes := make([]string, len(revs))
+	for j := range revs {
+		hashes[j] = revs[j].Spec.Hash
+	}
+	r.compiled.keep(client.ObjectKeyFromObject(p), hashes)
+	return true, nil
+}
+
+// observeLeaving finds the clusters the Placement left whose Works are still
+// there, marking when each left. Only a consistent set of decisions tells that a
+// cluster left.
+func (r *Reconciler) observeLeaving(ctx context.Context, s *scope) error {
+	if !s.decided.Consistent {
+		return nil
+	}
+	for _, cluster := range slices.Sorted(maps.Keys(s.works)) {
+		if slices.Contains(s.decided.Clusters, cluster) {
+			continue
+		}
+		if err := r.markLeaving(ctx, s.works[cluster], s.now); err != nil {
+			return err
+		}
+		revoked, reachable, err := r.profileState(ctx, cluster, s.decided.Sets)
+		if err != nil {
+			return err
+		}
+		l := rollout.LeavingOf(cluster, s.works[cluster], revoked, s.now)
+		if f := s.placement.Spec.Scheduling.Failover; f != nil && !reachable {
+			// A failed-over cluster's copy waits for its replacement at most the
+			// failover grace period.
+			l.Deadline = time.Duration(ptr.Deref(f.GracePeriodSeconds, 600)) * time.Second
+		}
+		s.leaving = append(s.leaving, l)
+	}
+	return nil
+}
+
+// observeClusters reads what the gate and the renderer need of the selected
+// clusters, and what every Work carries whatever its revision.
+func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
+	p := s.placement
+	staged := s.strategy.Type == placementv1alpha1.RolloutStaged
+	var profiles map[string]*cpv1alpha1.ClusterProfile
+	if staged || slices.ContainsFunc(s.revs, func(rv placementv1alpha1.PlacementRevision) bool { return len(rv.Spec.Overrides) > 0 }) {
+		var err error
+		if profiles, err = clusterProfiles(ctx, r.Client, s.decided.Clusters, s.decided.Sets); err != nil {
+			return err
+		}
+	}
+	s.renderer = r.newRenderer(p, profiles)
+	s.labels = map[string]map[string]string{}
+	for name, profile := range profiles {
+		if staged {
+			s.labels[name] = profile.Labels
+		}
+	}
+	target, err := s.renderer.revision(s.target)
+	if err != nil {
+		return err
+	}
+	if s.annotations, err = applyAnnotations(p, target.manifests); err != nil {
+		return fmt.Errorf("the Placement's feedback rules: %w", err)
+	}
+	s.state = rollout.State{Target: s.target.Spec.Hash, Paused: p.Spec.Strategy.Paused, Leaving: len(s.leaving)}
+	if s.stable != nil {
+		s.state.Stable = s.stable.Spec.Hash
+	}
+	if prev := p.Status.Rollout; prev != nil && prev.TargetRevision == s.target.Name {
+		s.state.Stage, s.state.StageClusters = prev.CurrentStage, prev.StageClusters
+		if prev.StageStartTime != nil {
+			s.state.StageStarted = prev.StageStartTime.Time
+		}
+	}
+	if staged || s.strategy.Type == placementv1alpha1.RolloutExternal {
+		s.state.ApprovedStages, s.state.ApprovedClusters, err = approvals(ctx, r.Client, p, s.target.Name)
+	}
+	return err
+}
+
+// markLeaving marks the Works of a cluster the Placement left with when it
+// left, those not marked yet.
+func (r *Reconciler) markLeaving(ctx context.Context, parts []*workv1alpha1.Work, now time.Time) error {
+	for _, w := range parts {
+		if _, ok := w.Annotations[placementv1alpha1.LeavingSinceAnnotation]; ok {
+			continue
+		}
+		body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, placementv1alpha1.LeavingSinceAnnotation, now.UTC().Format(time.RFC3339))
+		obj := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace}}
+		if err := r.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", body)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("marking Work %s as leaving: %w", klog.KObj(w), err)
+		}
+	}
+	return nil
+}
+
+// profileState tells whether the Placement may no longer use a cluster at all (no
+// ClusterProfile of its name that Lodestar manages lies in the sets: revoked),
+// and whether its agent is reachable.
+func (r *Reconciler) profileState(ctx context.Context, cluster string, sets []string) (revoked, reachable bool, err error) {
+	profiles, err := lookup.ClusterProfilesNamed(ctx, r.Client, cluster)
+	if err != nil {
+		return false, false, err
+	}
+	for i := range profiles {
+		if p := &profiles[i]; lookup.Managed(p) && slices.Contains(sets, p.Namespace) && p.DeletionTimestamp.IsZero() {
+			return false, !meta.IsStatusConditionFalse(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) &&
+				!meta.IsStatusConditionPresentAndEqual(p.Status.Conditions, placementv1alpha1.AgentReachableCondition, metav1.ConditionUnknown), nil
+		}
+	}
+	return true, false, nil
+}
+
+// approvals returns what the RolloutApprovals of the Placement's target revision
+// approve; approvals of other revisions do nothing.
+func approvals(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, target string) (map[string]bool, map[string]bool, error) {
+	list := &placementv1alpha1.RolloutApprovalList{}
+	if err := c.List(ctx, list, client.InNamespace(placement.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, fmt.Errorf("listing RolloutApprovals: %w", err)
+	}
+	stages, clusters := map[string]bool{}, map[string]bool{}
+	for _, a := range list.Items {
+		if a.Spec.Placement != placement.Name || a.Spec.Revision != target || !a.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if a.Spec.Stage != "" {
+			stages[a.Spec.Stage] = true
+		}
+		for _, cl := range a.Spec.Clusters {
+			clusters[cl] = true
+		}
+	}
+	return stages, clusters, nil
+}
+
+// applyAnnotations returns the Work annotations that carry the Placement's apply
+// strategy and status feedback rules to the agents: its own rules, and with
+// status reflection those that report the status of the placed objects, of the
+// kinds of manifests.
+func applyAnnotations(placement *placementv1alpha1.Placement, manifests []runtime.RawExtension) (map[string]string, error) {
+	out := map[string]string{}
+	if s := placement.Spec.ApplyStrategy; s != nil {
+		b, err := json.Marshal(s.Defaulted())
+		if err != nil {
+			return nil, err
+		}
+		out[lodestarworkv1alpha1.ApplyStrategyAnnotation] = string(b)
+	}
+	reflects := placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate
+	if rules := placement.Spec.Reporting.Feedback; len(rules) > 0 || reflects {
+		if _, err := feedback.Compile(rules); err != nil {
+			return nil, err
+		}
+		if reflects {
+			kinds := map[schema.GroupKind]bool{}
+			for _, m := range manifests {
+				kinds[render.KindOf(m.Raw)] = true
+			}
+			rules = reflection.Rules(rules, slices.Collect(maps.Keys(kinds)))
+		}
+		b, err := json.Marshal(rules)
+		if err != nil {
+			return nil, err
+		}
+		out[lodestarworkv1alpha1.StatusFeedbackAnnotation] = string(b)
+	}
+	return out, nil
+}

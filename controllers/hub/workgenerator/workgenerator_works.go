@@ -1,0 +1,204 @@
+package workgenerator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/render"
+	"github.com/lodestar-dev/lodestar/internal/rollout"
+)
+
+// workWriters is how many clusters' Works of one Placement are written at once.
+const workWriters = 16
+
+// managedAnnotations are the Work annotations the work generator sets, and
+// removes when a Work should not carry them.
+var managedAnnotations = []string{
+	lodestarworkv1alpha1.ApplyStrategyAnnotation, lodestarworkv1alpha1.StatusFeedbackAnnotation,
+	placementv1alpha1.WorkPartsAnnotation, placementv1alpha1.LeavingSinceAnnotation,
+}
+
+// writeWorks gives each selected cluster's Works what the gate says they carry.
+func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
+	var eg errgroup.Group
+	eg.SetLimit(workWriters)
+	for _, cluster := range s.decided.Clusters {
+		c, ok, err := s.contentFor(cluster)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // waits for the gate
+		}
+		parts := s.works[cluster]
+		since := s.now.UTC().Format(time.RFC3339)
+		rev, _ := clusterworks.Revision(parts)
+		if rev == c.hash {
+			since = parts[0].Annotations[placementv1alpha1.RevisionSinceAnnotation]
+		}
+		desired := desiredWorks(s.placement, cluster, c, since, s.annotations)
+		eg.Go(func() error {
+			wrote, err := r.writeCluster(ctx, s.placement, parts, desired)
+			if err != nil {
+				return fmt.Errorf("writing the Works of cluster %s: %w", cluster, err)
+			}
+			if wrote && rev != c.hash {
+				r.expected.Store(expectationKey(s.placement, cluster), rollout.Expectation{Revision: c.hash, Since: rollout.ParseTime(since, s.now)})
+			}
+			return nil
+		})
+	}
+	return eg.Wait()
+}
+
+// desiredWorks are the Works that carry c to cluster: one, or as many parts as
+// its manifests need (render.Split), each labelled with its Placement, cluster
+// and part, and annotated with its revision, since when it holds it, and how
+// the agent applies it.
+func desiredWorks(placement *placementv1alpha1.Placement, cluster string, c content, since string, annotations map[string]string) []*workv1alpha1.Work {
+	split := render.Split(c.manifests)
+	out := make([]*workv1alpha1.Work, 0, len(split))
+	for i, manifests := range split {
+		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
+			Name: names.WorkPart(placement.Namespace, placement.Name, i), Namespace: names.ClusterNamespace(cluster),
+			Labels:      lookup.WorkLabels(placement),
+			Annotations: map[string]string{placementv1alpha1.RevisionAnnotation: c.hash, placementv1alpha1.RevisionSinceAnnotation: since},
+			Finalizers:  []string{lodestarworkv1alpha1.WorkFinalizer},
+		}}
+		w.Labels[placementv1alpha1.ClusterLabel] = names.LabelValue(cluster)
+		if i > 0 {
+			w.Labels[placementv1alpha1.WorkPartLabel] = strconv.Itoa(i)
+		}
+		if len(split) > 1 {
+			w.Annotations[placementv1alpha1.WorkPartsAnnotation] = strconv.Itoa(len(split))
+		}
+		for k, v := range annotations {
+			w.Annotations[k] = v
+		}
+		w.Spec.Workload.Manifests = make([]workv1alpha1.Manifest, 0, len(manifests))
+		for _, m := range manifests {
+			w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1alpha1.Manifest{RawExtension: m})
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// merged is existing (a read-only cache object) as desired makes it: its
+// labels and the annotations the work generator manages, the finalizer and the
+// manifests; everything else, others' labels, annotations and finalizers
+// included, stays.
+func merged(existing, desired *workv1alpha1.Work) *workv1alpha1.Work {
+	out := existing.DeepCopy()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	delete(out.Labels, placementv1alpha1.WorkPartLabel)
+	for k, v := range desired.Labels {
+		out.Labels[k] = v
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	for _, k := range managedAnnotations {
+		delete(out.Annotations, k)
+	}
+	for k, v := range desired.Annotations {
+		out.Annotations[k] = v
+	}
+	controllerutil.AddFinalizer(out, lodestarworkv1alpha1.WorkFinalizer)
+	out.Spec = *desired.Spec.DeepCopy()
+	return out
+}
+
+// writeCluster brings a cluster's Works (parts, read-only cache objects) to
+// desired, and removes the parts beyond the desired ones once those report
+// their objects applied. It tells whether it wrote.
+func (r *Reconciler) writeCluster(ctx context.Context, placement *placementv1alpha1.Placement, parts, desired []*workv1alpha1.Work) (bool, error) {
+	wrote := false
+	for _, d := range desired {
+		i := slices.IndexFunc(parts, func(w *workv1alpha1.Work) bool { return w.Name == d.Name })
+		if i < 0 {
+			if err := r.Client.Create(ctx, d); err != nil {
+				return wrote, err
+			}
+			wrote = true
+			continue
+		}
+		cur := parts[i]
+		if cur.Labels[placementv1alpha1.PlacementNamespaceLabel] != placement.Namespace || cur.Labels[placementv1alpha1.PlacementNameLabel] != names.LabelValue(placement.Name) {
+			return wrote, fmt.Errorf("Work %s belongs to another Placement", klog.KObj(cur))
+		}
+		m := merged(cur, d)
+		if equality.Semantic.DeepEqual(cur, m) {
+			continue
+		}
+		if err := r.Client.Patch(ctx, m, client.MergeFrom(cur)); err != nil {
+			return wrote, err
+		}
+		wrote = true
+	}
+	extra := slices.DeleteFunc(slices.Clone(parts), func(w *workv1alpha1.Work) bool { return clusterworks.Part(w) < len(desired) })
+	if len(extra) == 0 || wrote || clusterworks.Applied(parts) != metav1.ConditionTrue {
+		return wrote, nil // the parts beyond go once the others report their objects applied
+	}
+	for _, w := range extra {
+		if err := r.deleteWork(ctx, w); err != nil {
+			return wrote, err
+		}
+	}
+	return true, nil
+}
+
+// removeLeft removes the Works of the clusters the Placement left that the gate
+// lets go: those whose replacements are Available, and those past their
+// deadline.
+func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
+	s.removal = rollout.Remove(s.leaving, s.clusters, s.strategy.Deadline, s.now)
+	for _, cluster := range s.removal.Remove {
+		forced := slices.Contains(s.removal.Forced, cluster)
+		ctrl.LoggerFrom(ctx).Info("Removing the Works of a cluster the Placement left", "cluster", cluster, "forced", forced, "sets", s.decided.Sets)
+		for _, w := range s.works[cluster] {
+			if err := r.deleteWork(ctx, w); err != nil {
+				return err
+			}
+		}
+		if forced {
+			r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonProgressDeadlineExceeded, "Remove",
+				"removed the Works of cluster %s, which the Placement left, before the clusters added were Available (progress deadline %s)", cluster, s.strategy.Deadline)
+		}
+	}
+	return nil
+}
+
+// deleteWork deletes a Work of the Placement (a read-only cache object) that is
+// not being deleted yet.
+func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error {
+	if !w.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace}}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Work %s: %w", klog.KObj(w), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleted Work", "work", klog.KObj(w))
+	return nil
+}
