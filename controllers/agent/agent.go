@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -141,6 +142,51 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	}
 	metrics.RegisterAgent()
 	s := scheme.Agent()
+	mgr, err := newHubManager(opts, s)
+	if err != nil {
+		return nil, err
+	}
+	m, err := connectMember(opts, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(m.cache); err != nil {
+		return nil, err
+	}
+	clusterSet := opts.ClusterSet
+	if clusterSet == "" {
+		clusterSet = placementv1alpha1.DefaultClusterSet
+	}
+	reporter := &profile.Reporter{
+		Hub: mgr.GetClient(), Member: m.client, MemberCache: m.cache, Discovery: m.discovery,
+		ClusterSet: clusterSet, Cluster: opts.ClusterName, Period: opts.PropertiesPeriod,
+	}
+	if ma := opts.MemberAccess; ma != nil {
+		if err := addMemberAccess(mgr, opts, ma, reporter); err != nil {
+			return nil, err
+		}
+	}
+	if err := mgr.Add(reporter); err != nil {
+		return nil, err
+	}
+	works, err := addWorks(mgr, opts, m)
+	if err != nil {
+		return nil, err
+	}
+	// When the hub is back after an outage, every Work is reconciled, so that
+	// what could not be reported meanwhile is reported at once.
+	if err := mgr.Add(&registration.Heartbeat{
+		Hub: mgr.GetClient(), Member: m.discovery.RESTClient(), Namespace: names.ClusterNamespace(opts.ClusterName), Cluster: opts.ClusterName,
+		Duration: opts.LeaseDuration, OnReconnect: works.Resync,
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// newHubManager is the agent's manager: its connection to the hub, through
+// credentials it renews itself, scoped to the cluster's namespace there.
+func newHubManager(opts Options, s *runtime.Scheme) (ctrl.Manager, error) {
 	mopts := opts.Manager
 	mopts.Scheme = s
 	// Watch only the cluster's own namespace on the hub: the agent's identity may
@@ -155,8 +201,7 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	// The Lease, the ClusterProfile and the member-access Secret are read and
 	// written one object at a time: the agent may not list or watch them.
 	mopts.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{&coordinationv1.Lease{}, &cpv1alpha1.ClusterProfile{}, &corev1.Secret{}}}
-	ns := names.ClusterNamespace(opts.ClusterName)
-	creds := &registration.Credentials{Namespace: ns, File: opts.TokenFile, TTL: opts.TokenTTL, RenewAt: opts.TokenRenewAt}
+	creds := &registration.Credentials{Namespace: names.ClusterNamespace(opts.ClusterName), File: opts.TokenFile, TTL: opts.TokenTTL, RenewAt: opts.TokenRenewAt}
 	hubConfig, err := creds.Wrap(opts.Hub)
 	if err != nil {
 		return nil, err
@@ -165,13 +210,21 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the hub manager: %w", err)
 	}
-	if err := mgr.Add(creds); err != nil {
-		return nil, err
-	}
-	checker, err := readiness.NewChecker(opts.Config.ReadinessRules)
-	if err != nil {
-		return nil, err
-	}
+	return mgr, mgr.Add(creds)
+}
+
+// member is the agent's connection to its member cluster.
+type member struct {
+	client    client.Client
+	cache     cache.Cache
+	discovery *discovery.DiscoveryClient
+	// watches are the kinds of placed objects watched on the member; a watch
+	// that fails because its kind is gone (CRD deleted) is stopped.
+	watches *watches.Set
+}
+
+// connectMember makes the agent's client, cache and discovery of the member.
+func connectMember(opts Options, s *runtime.Scheme) (*member, error) {
 	httpClient, err := rest.HTTPClientFor(opts.Member)
 	if err != nil {
 		return nil, fmt.Errorf("creating the member client: %w", err)
@@ -180,94 +233,63 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the member client: %w", err)
 	}
-	member, err := client.New(opts.Member, client.Options{Scheme: s, Mapper: mapper, HTTPClient: httpClient})
-	if err != nil {
+	m := &member{watches: &watches.Set{Object: work.MetadataObject, OnStop: func(gvk schema.GroupVersionKind) {
+		metrics.AgentWatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Dec()
+	}}}
+	if m.client, err = client.New(opts.Member, client.Options{Scheme: s, Mapper: mapper, HTTPClient: httpClient}); err != nil {
 		return nil, fmt.Errorf("creating the member client: %w", err)
 	}
-	// A watch that fails because its kind is gone (CRD deleted) is stopped.
-	watches := &watches.Set{Object: work.MetadataObject, OnStop: func(gvk schema.GroupVersionKind) {
-		metrics.AgentWatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Dec()
-	}}
-	memberCache, err := cache.New(opts.Member, cache.Options{Scheme: s, Mapper: mapper, HTTPClient: httpClient,
-		DefaultWatchErrorHandler: watches.ErrorHandler, DefaultTransform: cache.TransformStripManagedFields()})
-	if err != nil {
+	if m.cache, err = cache.New(opts.Member, cache.Options{Scheme: s, Mapper: mapper, HTTPClient: httpClient,
+		DefaultWatchErrorHandler: m.watches.ErrorHandler, DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
 		return nil, fmt.Errorf("creating the member cache: %w", err)
 	}
-	if err := mgr.Add(memberCache); err != nil {
-		return nil, err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(opts.Member, httpClient)
-	if err != nil {
+	if m.discovery, err = discovery.NewDiscoveryClientForConfigAndClient(opts.Member, httpClient); err != nil {
 		return nil, fmt.Errorf("creating the member client: %w", err)
 	}
-	clusterSet := opts.ClusterSet
-	if clusterSet == "" {
-		clusterSet = placementv1alpha1.DefaultClusterSet
-	}
-	reporter := &profile.Reporter{
-		Hub: mgr.GetClient(), Member: member, MemberCache: memberCache, Discovery: dc,
-		ClusterSet: clusterSet, Cluster: opts.ClusterName, Period: opts.PropertiesPeriod,
-	}
-	if ma := opts.MemberAccess; ma != nil {
-		if err := addMemberAccess(mgr, opts, ma, reporter); err != nil {
-			return nil, err
-		}
-	}
-	if err := mgr.Add(reporter); err != nil {
+	m.watches.Cache, m.watches.Discovery = m.cache, m.discovery
+	return m, nil
+}
+
+// addWorks adds the work controller, under the member's policy, and the sweeper
+// of Works gone from the hub.
+func addWorks(mgr ctrl.Manager, opts Options, m *member) (*work.Reconciler, error) {
+	checker, err := readiness.NewChecker(opts.Config.ReadinessRules)
+	if err != nil {
 		return nil, err
 	}
 	memberPolicy, err := policy.NewChecker(opts.Config.Policy, opts.AgentNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("the agent's policy: %w", err)
 	}
-	hubID := opts.HubID
-	if hubID == "" {
-		hubID = names.HubID(opts.Hub.Host)
-	}
 	memberPolicy.LookupRole = func(kind, namespace, name string) (*unstructured.Unstructured, error) {
 		role := &unstructured.Unstructured{}
 		role.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind(kind))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err := member.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, role)
+		err := m.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, role)
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return role, err
 	}
-	watches.Cache, watches.Discovery = memberCache, dc
-	works := &work.Reconciler{
-		Watches: watches,
-		HubID:   hubID,
-
-		UnservedKindGracePeriod: opts.UnservedKindGracePeriod,
-		Policy:                  memberPolicy,
-		Hub:                     mgr.GetClient(),
-		Member:                  member,
-		MemberCache:             memberCache,
-		Readiness:               checker,
-		Recorder:                mgr.GetEventRecorder("lodestar-agent"),
+	hubID := opts.HubID
+	if hubID == "" {
+		hubID = names.HubID(opts.Hub.Host)
 	}
+	works := &work.Reconciler{
+		Watches: m.watches, HubID: hubID, UnservedKindGracePeriod: opts.UnservedKindGracePeriod, Policy: memberPolicy,
+		Hub: mgr.GetClient(), Member: m.client, MemberCache: m.cache, Readiness: checker, Recorder: mgr.GetEventRecorder("lodestar-agent"),
+	}
+	ns := names.ClusterNamespace(opts.ClusterName)
 	if err := works.SetupWithManager(mgr, ns); err != nil {
 		return nil, fmt.Errorf("setting up the work controller: %w", err)
 	}
-	if err := mgr.Add(watches); err != nil {
+	if err := mgr.Add(m.watches); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(&work.Sweeper{
+	return works, mgr.Add(&work.Sweeper{
 		Reconciler: works, HubCache: mgr.GetCache(), HubReader: mgr.GetAPIReader(), Namespace: ns, GracePeriod: opts.MissingWorkGracePeriod,
-	}); err != nil {
-		return nil, err
-	}
-	// When the hub is back after an outage, every Work is reconciled, so that
-	// what could not be reported meanwhile is reported at once.
-	if err := mgr.Add(&registration.Heartbeat{
-		Hub: mgr.GetClient(), Member: dc.RESTClient(), Namespace: ns, Cluster: opts.ClusterName, Duration: opts.LeaseDuration,
-		OnReconnect: works.Resync,
-	}); err != nil {
-		return nil, err
-	}
-	return mgr, nil
+	})
 }
 
 // addMemberAccess adds the member-access token renewal, and has the reporter

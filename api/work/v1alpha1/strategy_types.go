@@ -1,5 +1,11 @@
 package v1alpha1
 
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
 // DriftPolicy says what the agent does when an object it applied is changed on the
 // member by someone else.
 // +kubebuilder:validation:Enum=Correct;Report
@@ -145,6 +151,55 @@ func (s ApplyStrategy) Defaulted() ApplyStrategy {
 		s.DeletionPolicy = DeletionDelete
 	}
 	return s
+}
+
+// Validate tells whether the agent can apply a Work with this strategy, its
+// defaults filled in (Defaulted): every type and policy is one it knows, and
+// every ignored field is a JSON pointer to a field. The API server checks the
+// same of a Placement's; the agent checks it again of what a Work's annotation
+// says, and writes nothing when it does not hold.
+func (s ApplyStrategy) Validate() error {
+	var errs []error
+	check := func(field, got string, known ...string) {
+		for _, k := range known {
+			if got == k {
+				return
+			}
+		}
+		errs = append(errs, fmt.Errorf("unknown %s %q (known: %s)", field, got, strings.Join(known, ", ")))
+	}
+	check("apply strategy type", string(s.Type), string(ApplyServerSide), string(ApplyCreateOnly), string(ApplyReportOnly))
+	check("takeover policy", string(s.Takeover), string(TakeoverNever), string(TakeoverIfNoDiff), string(TakeoverAlways))
+	check("drift policy", string(s.WhenDrifted), string(DriftCorrect), string(DriftReport))
+	check("deletion policy", string(s.DeletionPolicy), string(DeletionDelete), string(DeletionDeleteTakenOver), string(DeletionOrphan))
+	for i, f := range s.IgnoreFields {
+		if f.Kind == "" || len(f.Paths) == 0 {
+			errs = append(errs, fmt.Errorf("ignoreFields[%d]: kind and paths are required", i))
+		}
+		for _, p := range f.Paths {
+			if err := validPointer(p); err != nil {
+				errs = append(errs, fmt.Errorf("ignoreFields[%d] of %s: %w", i, f.Kind, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validPointer checks that p is a JSON pointer (RFC 6901) to a field: keys
+// after slashes, none empty, "~" only in "~0" and "~1".
+func validPointer(p string) error {
+	if !strings.HasPrefix(p, "/") || len(p) < 2 {
+		return fmt.Errorf("%q is not a JSON pointer: it must start with / and name a field", p)
+	}
+	for _, key := range strings.Split(p[1:], "/") {
+		if key == "" {
+			return fmt.Errorf("%q is not a JSON pointer: empty key", p)
+		}
+		if strings.Contains(strings.NewReplacer("~0", "", "~1", "").Replace(key), "~") {
+			return fmt.Errorf("%q is not a JSON pointer: ~ is escaped as ~0", p)
+		}
+	}
+	return nil
 }
 
 // FeedbackRule says which status values of the placed objects of one kind the

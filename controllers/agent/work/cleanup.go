@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -75,54 +74,17 @@ func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1al
 func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy, waiting *waitingWorks) (*held, error) {
 	orphan := policy == lodestarworkv1alpha1.DeletionOrphan
 	release := orphan || rec.TakenOver && policy != lodestarworkv1alpha1.DeletionDeleteTakenOver
-	ref := klog.KRef(rec.Namespace, rec.Name)
-	log := ctrl.LoggerFrom(ctx).WithValues("kind", rec.Kind, "object", ref)
-	r.forgetWritten(objectKey(rec.Group, rec.Kind, rec.Namespace, rec.Name))
-	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(metav1.GroupVersion{Group: rec.Group, Version: rec.Version}.String())
-	obj.SetKind(rec.Kind)
-	err := r.Member.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Name}, obj)
-	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) && !objectNotFound(err) {
-		// The recorded version is not served (the agent's view of the member's
-		// API may lag): the object may be read in a version that is.
-		version, verr := r.servedVersion(ctx, rec)
-		switch {
-		case verr != nil:
-			return nil, verr
-		case version == "":
-			err = &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: rec.Group, Kind: rec.Kind}, SearchedVersions: []string{rec.Version}}
-		default:
-			obj.SetAPIVersion(metav1.GroupVersion{Group: rec.Group, Version: version}.String())
-			err = r.Member.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Name}, obj)
-		}
+	log := ctrl.LoggerFrom(ctx).WithValues("kind", rec.Kind, "object", klog.KRef(rec.Namespace, rec.Name))
+	ctx = ctrl.LoggerInto(ctx, log)
+	r.forgetWritten(recordKey(rec))
+	obj, err := r.readRecorded(ctx, rec)
+	if h, done, err := r.judgeRecorded(ctx, rec, obj, err, applied, release); done {
+		return h, err
 	}
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case meta.IsNoMatchError(err) && release:
-		return nil, nil // Left on the member, whatever it is.
-	case meta.IsNoMatchError(err):
-		return r.unservedKind(ctx, rec, applied)
-	case err != nil:
-		return nil, fmt.Errorf("reading %s %s: %w", rec.Kind, ref, err)
-	case obj.GetUID() != rec.UID:
-		log.Info("Not deleting an object recreated by someone else", "uid", obj.GetUID())
-		return nil, nil
-	case !ownedBy(obj, applied) && otherWork(obj) != "":
-		log.Info("Not deleting an object that another Work placed")
-		return nil, nil
-	case rec.WaitingFor != "" && !ownedBy(obj, applied):
-		// Waited for, never placed by this Work (its holder orphaned it, say).
-		log.Info("Not deleting an object this Work only waited for")
-		return nil, nil
-	case !obj.GetDeletionTimestamp().IsZero() && !release:
-		return &held{what: deletionHolder(rec, obj), reason: lodestarworkv1alpha1.ReasonWaitingOnMember}, nil
-	}
-
 	if release || len(obj.GetOwnerReferences()) > 1 {
 		if ownedBy(obj, applied) {
 			if err := r.setOwner(ctx, obj, applied, nil); err != nil {
-				return nil, fmt.Errorf("releasing %s %s: %w", rec.Kind, ref, err)
+				return nil, fmt.Errorf("releasing %s %s: %w", rec.Kind, klog.KRef(rec.Namespace, rec.Name), err)
 			}
 		}
 		switch {
@@ -135,7 +97,69 @@ func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.App
 		}
 		return nil, nil
 	}
+	return r.passOrDelete(ctx, rec, obj, applied, waiting)
+}
 
+// readRecorded reads a recorded object from the member, in a version the
+// member serves when the recorded one is not (the agent's view of the member's
+// API may lag).
+func (r *Reconciler) readRecorded(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(metav1.GroupVersion{Group: rec.Group, Version: rec.Version}.String())
+	obj.SetKind(rec.Kind)
+	err := r.Member.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Name}, obj)
+	if !meta.IsNoMatchError(err) && (!apierrors.IsNotFound(err) || objectNotFound(err)) {
+		return obj, err
+	}
+	version, verr := r.servedVersion(ctx, rec)
+	switch {
+	case verr != nil:
+		return obj, verr
+	case version == "":
+		return obj, &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: rec.Group, Kind: rec.Kind}, SearchedVersions: []string{rec.Version}}
+	}
+	obj.SetAPIVersion(metav1.GroupVersion{Group: rec.Group, Version: version}.String())
+	return obj, r.Member.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Name}, obj)
+}
+
+// judgeRecorded decides, from reading a recorded object (obj, err), the cases in
+// which the agent does nothing to it: it is gone, not found in a served kind,
+// not the one recorded, another Work's, only waited for, or being deleted.
+// done is false when the object is the Work's to release, pass on or delete.
+func (r *Reconciler) judgeRecorded(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, obj *unstructured.Unstructured, err error,
+	applied *lodestarworkv1alpha1.AppliedWork, release bool) (h *held, done bool, _ error) {
+	log := ctrl.LoggerFrom(ctx)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, true, nil
+	case meta.IsNoMatchError(err) && release:
+		return nil, true, nil // Left on the member, whatever it is.
+	case meta.IsNoMatchError(err):
+		return r.unservedKind(ctx, rec, applied), true, nil
+	case err != nil:
+		return nil, true, fmt.Errorf("reading %s %s: %w", rec.Kind, klog.KRef(rec.Namespace, rec.Name), err)
+	case obj.GetUID() != rec.UID:
+		log.Info("Not deleting an object recreated by someone else", "uid", obj.GetUID())
+		return nil, true, nil
+	case !ownedBy(obj, applied) && otherWork(obj) != "":
+		log.Info("Not deleting an object that another Work placed")
+		return nil, true, nil
+	case rec.WaitingFor != "" && !ownedBy(obj, applied):
+		// Waited for, never placed by this Work (its holder orphaned it, say).
+		log.Info("Not deleting an object this Work only waited for")
+		return nil, true, nil
+	case !obj.GetDeletionTimestamp().IsZero() && !release:
+		return &held{what: deletionHolder(rec, obj), reason: lodestarworkv1alpha1.ReasonWaitingOnMember}, true, nil
+	}
+	return nil, false, nil
+}
+
+// passOrDelete passes an object the Work alone holds to another Work waiting
+// for it, or deletes it, and returns what holds its deletion on the member.
+func (r *Reconciler) passOrDelete(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, obj *unstructured.Unstructured,
+	applied *lodestarworkv1alpha1.AppliedWork, waiting *waitingWorks) (*held, error) {
+	log := ctrl.LoggerFrom(ctx)
+	ref := klog.KRef(rec.Namespace, rec.Name)
 	next, err := waiting.next(ctx, r.Member, rec, applied)
 	if err != nil {
 		return nil, err
@@ -147,9 +171,7 @@ func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.App
 		log.Info("Passed an object to another Work that places it, without deleting it", "appliedWork", next.Name)
 		return nil, nil
 	}
-
-	uid := rec.UID
-	err = r.Member.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err = r.deleteObject(ctx, obj, rec.UID)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil, nil // Gone, or replaced by another object with the same name.
 	}
@@ -162,18 +184,6 @@ func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.App
 		return nil, nil
 	}
 	return &held{what: deletionHolder(rec, obj), reason: lodestarworkv1alpha1.ReasonWaitingOnMember}, nil
-}
-
-// setOwner replaces the AppliedWork among obj's owners by next (or removes it, for
-// a nil next), at the resourceVersion read.
-func (r *Reconciler) setOwner(ctx context.Context, obj *unstructured.Unstructured, applied, next *lodestarworkv1alpha1.AppliedWork) error {
-	base := obj.DeepCopy()
-	refs := slices.DeleteFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == applied.UID })
-	if next != nil {
-		refs = append(refs, ownerReference(next))
-	}
-	obj.SetOwnerReferences(refs)
-	return r.Member.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 // objectNotFound tells a NotFound answer about the object itself from one about
@@ -242,7 +252,7 @@ func (r *Reconciler) servedVersion(ctx context.Context, rec lodestarworkv1alpha1
 // be there and is held, the Work says so and until when: after
 // UnservedKindGracePeriod the record is released, so that cleanup cannot be stuck
 // for ever on what the agent cannot look up.
-func (r *Reconciler) unservedKind(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork) (*held, error) {
+func (r *Reconciler) unservedKind(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork) *held {
 	what := rec.Kind + " " + klog.KRef(rec.Namespace, rec.Name).String()
 	gv := metav1.GroupVersion{Group: rec.Group, Version: rec.Version}.String()
 	if rec.Group != "" && rec.Resource != "" {
@@ -251,7 +261,7 @@ func (r *Reconciler) unservedKind(ctx context.Context, rec lodestarworkv1alpha1.
 		err := r.Member.Get(ctx, client.ObjectKey{Name: rec.Resource + "." + rec.Group}, crd)
 		if apierrors.IsNotFound(err) {
 			ctrl.LoggerFrom(ctx).Info("Forgetting an object whose CustomResourceDefinition is gone from the member", "kind", rec.Kind, "object", klog.KRef(rec.Namespace, rec.Name))
-			return nil, nil
+			return nil
 		}
 	}
 	grace := r.UnservedKindGracePeriod
@@ -263,10 +273,10 @@ func (r *Reconciler) unservedKind(ctx context.Context, rec lodestarworkv1alpha1.
 	if !time.Now().Before(until) {
 		ctrl.LoggerFrom(ctx).Info("Releasing the record of an object whose kind the member has not served for the grace period; the object, if it is there, is left alone",
 			"kind", rec.Kind, "object", klog.KRef(rec.Namespace, rec.Name), "apiVersion", gv, "gracePeriod", grace)
-		return nil, nil
+		return nil
 	}
 	return &held{what: what + " (the member does not serve " + gv + "; the agent cannot look it up; the record is released at " +
-		until.UTC().Format(time.RFC3339) + " if it stays so)", reason: lodestarworkv1alpha1.ReasonKindNotServed}, nil
+		until.UTC().Format(time.RFC3339) + " if it stays so)", reason: lodestarworkv1alpha1.ReasonKindNotServed}
 }
 
 // waitingWorks finds, once per cleanup pass, the AppliedWorks on the member that

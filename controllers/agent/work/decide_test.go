@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
@@ -61,4 +64,23 @@ func TestDecide(t *testing.T) {
 			NewWithT(t).Expect(decide(tc.s)).To(Equal(tc.want), "got %s, want %s", decide(tc.s), tc.want)
 		})
 	}
+}
+
+func TestOwnership(t *testing.T) {
+	g := NewWithT(t)
+	applied := &lodestarworkv1alpha1.AppliedWork{ObjectMeta: metav1.ObjectMeta{Name: "w", UID: "applied-uid"}}
+	obj := func(uid types.UID, owners ...metav1.OwnerReference) *unstructured.Unstructured {
+		u := deployment(1, "x")
+		u.SetUID(uid)
+		u.SetOwnerReferences(owners)
+		return u
+	}
+	rec := &lodestarworkv1alpha1.AppliedResource{UID: "obj-uid"}
+	other := metav1.OwnerReference{APIVersion: lodestarworkv1alpha1.GroupVersion.String(), Kind: "AppliedWork", Name: "other", UID: "other-uid"}
+
+	g.Expect(ownership(nil, applied, rec)).To(Equal(ownerNone))
+	g.Expect(ownership(obj("obj-uid", ownerReference(applied)), applied, nil)).To(Equal(ownerThisWork))
+	g.Expect(ownership(obj("obj-uid"), applied, rec)).To(Equal(ownerThisWork), "recorded UID, owner reference lost")
+	g.Expect(ownership(obj("new-uid"), applied, rec)).To(Equal(ownerForeign), "recreated by someone else")
+	g.Expect(ownership(obj("obj-uid", other), applied, rec)).To(Equal(ownerOtherWork))
 }

@@ -20,7 +20,6 @@ import (
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
-	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
 // appliedWork returns the member's AppliedWork for the Work, creating it if needed.
@@ -37,8 +36,8 @@ func (r *Reconciler) appliedWork(ctx context.Context, work *workv1alpha1.Work) (
 					"the AppliedWork %s was deleted on the member; it is kept (finalizer %s) while this Work exists, so the placed objects stay", applied.Name, lodestarworkv1alpha1.AppliedWorkFinalizer)
 			}
 		}
-		if err := patch.SetFinalizer(ctx, r.Member, applied, lodestarworkv1alpha1.AppliedWorkFinalizer, true); err != nil {
-			return nil, fmt.Errorf("protecting AppliedWork: %w", err)
+		if err := r.holdAppliedWork(ctx, applied, true); err != nil {
+			return nil, err
 		}
 		return applied, nil
 	}
@@ -47,54 +46,17 @@ func (r *Reconciler) appliedWork(ctx context.Context, work *workv1alpha1.Work) (
 	}
 	applied = &lodestarworkv1alpha1.AppliedWork{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: r.appliedWorkName(work), Finalizers: []string{lodestarworkv1alpha1.AppliedWorkFinalizer},
+			Name:   r.appliedWorkName(work),
 			Labels: map[string]string{lodestarworkv1alpha1.HubLabel: r.HubID},
 		},
 		Spec: lodestarworkv1alpha1.AppliedWorkSpec{WorkNamespace: work.Namespace, WorkName: work.Name},
 	}
-	if err := r.Member.Create(ctx, applied); err != nil {
-		return nil, fmt.Errorf("creating AppliedWork: %w", err)
-	}
-	return applied, nil
-}
-
-// writeRecords stores the list of objects the agent answers for, when it changed.
-func (r *Reconciler) writeRecords(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, records []lodestarworkv1alpha1.AppliedResource) error {
-	if equalRecords(applied.Status.AppliedResources, records) {
-		return nil
-	}
-	base := applied.DeepCopy()
-	applied.Status.AppliedResources = records
-	if err := r.Member.Status().Patch(ctx, applied, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("recording applied objects: %w", err)
-	}
-	return nil
+	return applied, r.createAppliedWork(ctx, applied)
 }
 
 // appliedWorkName is the name of a Work's AppliedWork on the member.
 func (r *Reconciler) appliedWorkName(work *workv1alpha1.Work) string {
 	return names.AppliedWork(r.HubID, work.Namespace, work.Name)
-}
-
-// recordDeletionPolicy keeps the Work's deletion policy on its AppliedWork (absent
-// for the default, Delete), for the sweeper to honour once the Work is gone.
-func (r *Reconciler) recordDeletionPolicy(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy) error {
-	if recordedDeletionPolicy(applied) == policy {
-		return nil
-	}
-	base := applied.DeepCopy()
-	if policy != lodestarworkv1alpha1.DeletionDelete {
-		if applied.Annotations == nil {
-			applied.Annotations = map[string]string{}
-		}
-		applied.Annotations[lodestarworkv1alpha1.RecordedDeletionPolicyAnnotation] = string(policy)
-	} else {
-		delete(applied.Annotations, lodestarworkv1alpha1.RecordedDeletionPolicyAnnotation)
-	}
-	if err := r.Member.Patch(ctx, applied, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("recording the deletion policy on AppliedWork %s: %w", applied.Name, err)
-	}
-	return nil
 }
 
 // recordedDeletionPolicy is the deletion policy recorded on an AppliedWork.

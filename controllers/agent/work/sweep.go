@@ -105,16 +105,16 @@ func (s *Sweeper) check(ctx context.Context, applied *lodestarworkv1alpha1.Appli
 	switch {
 	case found && marked:
 		log.Info("The Work is back on the hub: its objects stay")
-		return s.mark(ctx, applied, "")
+		return s.Reconciler.markWorkMissing(ctx, applied, "")
 	case found:
 		return nil
 	case !marked:
 		log.Info("The Work is gone from the hub; its objects are removed after the grace period unless it comes back", "gracePeriod", s.GracePeriod)
-		return s.mark(ctx, applied, s.Now().UTC().Format(time.RFC3339))
+		return s.Reconciler.markWorkMissing(ctx, applied, s.Now().UTC().Format(time.RFC3339))
 	}
 	t, err := time.Parse(time.RFC3339, since)
 	if err != nil {
-		return s.mark(ctx, applied, s.Now().UTC().Format(time.RFC3339))
+		return s.Reconciler.markWorkMissing(ctx, applied, s.Now().UTC().Format(time.RFC3339))
 	}
 	if s.Now().Sub(t) < s.GracePeriod {
 		return nil
@@ -146,18 +146,4 @@ func (s *Sweeper) workExists(ctx context.Context, key client.ObjectKey) (bool, e
 		return false, nil
 	}
 	return false, err
-}
-
-// mark sets (or with an empty since, removes) the missing-since annotation.
-func (s *Sweeper) mark(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, since string) error {
-	base := applied.DeepCopy()
-	if since == "" {
-		delete(applied.Annotations, lodestarworkv1alpha1.WorkMissingSinceAnnotation)
-	} else {
-		if applied.Annotations == nil {
-			applied.Annotations = map[string]string{}
-		}
-		applied.Annotations[lodestarworkv1alpha1.WorkMissingSinceAnnotation] = since
-	}
-	return s.Reconciler.Member.Patch(ctx, applied, client.MergeFrom(base))
 }

@@ -127,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{}, err
 	}
-	if err := patch.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, true); err != nil {
+	if err := r.holdWork(ctx, work, true); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -209,11 +209,6 @@ func requeueAfter(results []result, st workv1alpha1.WorkStatus, p plan) time.Dur
 	return wait.Jitter(d, requeueJitterBy)
 }
 
-// orphans tells whether the Work's deletion policy leaves its objects on the member.
-func orphans(work *workv1alpha1.Work) bool {
-	return work.Annotations[lodestarworkv1alpha1.DeletionPolicyAnnotation] == lodestarworkv1alpha1.DeletionPolicyOrphan
-}
-
 // reconcileDelete removes everything the agent created for the Work (or releases
 // it, when the Work orphans), then the AppliedWork, then releases the Work on the
 // hub. While objects are held on the member it returns what holds them (for the
@@ -240,11 +235,21 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Wor
 			return blocked, err
 		}
 	}
-	if err := patch.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, false); err != nil {
+	if err := r.holdWork(ctx, work, false); err != nil {
 		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Removed the Work's objects from the member", "deletionPolicy", policy)
 	return nil, nil
+}
+
+// holdWork adds (held) or removes the Work's finalizer on the hub: the agent
+// holds a Work before it applies anything of it, and releases it once it has
+// removed (or released) all it applied. The agent is its writer; the work
+// generator only creates Works with it, so that holding one costs the hub no
+// write, and the cluster cleanup controller removes it only when a deleted
+// cluster's agent is gone.
+func (r *Reconciler) holdWork(ctx context.Context, work *workv1alpha1.Work, held bool) error {
+	return patch.SetFinalizer(ctx, r.Hub, work, lodestarworkv1alpha1.WorkFinalizer, held)
 }
 
 // forget removes (or releases, as the deletion policy says) every object of an
@@ -255,11 +260,8 @@ func (r *Reconciler) forget(ctx context.Context, applied *lodestarworkv1alpha1.A
 	if err := r.writeRecords(ctx, applied, kept); err != nil || cleanupErr != nil {
 		return blocked, errors.Join(cleanupErr, err)
 	}
-	if err := patch.SetFinalizer(ctx, r.Member, applied, lodestarworkv1alpha1.AppliedWorkFinalizer, false); err != nil {
-		return nil, fmt.Errorf("releasing AppliedWork: %w", err)
-	}
-	if err := r.Member.Delete(ctx, applied, client.Preconditions{UID: &applied.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("deleting AppliedWork: %w", err)
+	if err := r.deleteAppliedWork(ctx, applied); err != nil {
+		return nil, err
 	}
 	return nil, nil
 }

@@ -3,8 +3,11 @@ package work
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,81 +41,34 @@ const (
 // newWorkStatus computes the Work's status from the results of applying its
 // manifests, keeping the transition times of conditions that did not change.
 func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *readiness.Checker, blocked []held) workv1alpha1.WorkStatus {
-	gen := work.Generation
 	previous := map[int][]metav1.Condition{}
 	for _, mc := range work.Status.ManifestConditions {
 		previous[mc.Identifier.Ordinal] = mc.Conditions
 	}
 	st := workv1alpha1.WorkStatus{ManifestConditions: make([]workv1alpha1.ManifestCondition, 0, len(results))}
-	var notApplied, notAvailable, progressing, degraded, drifted []string
-	reportsDrift := p.strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport && p.strategy.Type == lodestarworkv1alpha1.ApplyServerSide
+	t := &tally{reportsDrift: p.strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport && p.strategy.Type == lodestarworkv1alpha1.ApplyServerSide}
 	feedbackLeft := maxFeedbackTotal
 	for _, res := range results {
 		conds := []metav1.Condition{res.condition}
 		conds = append(conds, manifestReadiness(checker, res)...)
-		if reportsDrift && res.condition.Status == metav1.ConditionTrue {
+		if t.reportsDrift && res.condition.Status == metav1.ConditionTrue {
 			conds = append(conds, driftCondition(res))
 		}
-		// Feedback reads only objects the Work answers for: never one it only
-		// reports on (ReportOnly) or waits for.
-		if res.live != nil && res.record != nil && res.record.WaitingFor == "" {
-			if values, errs, ok := p.feedback.Values(res.live); ok {
-				msg, trimmed := feedback.Encode(values, errs, min(maxFeedbackBytes, feedbackLeft))
-				feedbackLeft -= len(msg)
-				reason := lodestarworkv1alpha1.ReasonFeedbackReported
-				if trimmed {
-					reason = lodestarworkv1alpha1.ReasonFeedbackTrimmed
-				}
-				conds = append(conds, metav1.Condition{Type: lodestarworkv1alpha1.ConditionStatusFeedback, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
-			}
+		if c, ok := feedbackCondition(res, p, &feedbackLeft); ok {
+			conds = append(conds, c)
 		}
 		merged := make([]metav1.Condition, 0, len(conds))
 		for _, c := range conds {
-			c.ObservedGeneration = gen
+			c.ObservedGeneration = work.Generation
 			if c.Type != lodestarworkv1alpha1.ConditionStatusFeedback {
 				c.Message = message.Truncate(c.Message, maxMessage)
 			}
 			merged = append(merged, conditions.Merge(previous[res.id.Ordinal], c))
 		}
 		st.ManifestConditions = append(st.ManifestConditions, workv1alpha1.ManifestCondition{Identifier: res.id, Conditions: merged})
-
-		name := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
-		if res.condition.Status != metav1.ConditionTrue {
-			notApplied = append(notApplied, res.condition.Message)
-		}
-		if len(res.drift) > 0 {
-			drifted = append(drifted, name+" at "+strings.Join(res.drift, ", "))
-		}
-		for _, c := range merged {
-			switch {
-			case c.Type == lodestarworkv1alpha1.ConditionAvailable && c.Status != metav1.ConditionTrue:
-				notAvailable = append(notAvailable, name+": "+c.Message)
-			case c.Type == lodestarworkv1alpha1.ConditionProgressing && c.Status == metav1.ConditionTrue:
-				progressing = append(progressing, name+": "+c.Message)
-			case c.Type == lodestarworkv1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue:
-				degraded = append(degraded, name+": "+c.Message)
-			}
-		}
+		t.add(res, merged)
 	}
-
-	n := len(results)
-	workConds := []metav1.Condition{
-		summary(lodestarworkv1alpha1.ConditionApplied, len(notApplied) == 0, lodestarworkv1alpha1.ReasonAllApplied, lodestarworkv1alpha1.ReasonSomeNotApplied,
-			fmt.Sprintf("all %d manifests applied", n), fmt.Sprintf("%d of %d manifests not applied", len(notApplied), n), notApplied),
-		summary(lodestarworkv1alpha1.ConditionAvailable, len(notAvailable) == 0, lodestarworkv1alpha1.ReasonAllAvailable, lodestarworkv1alpha1.ReasonSomeNotAvailable,
-			fmt.Sprintf("all %d manifests available", n), fmt.Sprintf("%d of %d manifests not available", len(notAvailable), n), notAvailable),
-		summary(lodestarworkv1alpha1.ConditionProgressing, len(progressing) > 0, "ManifestsProgressing", "NoneProgressing",
-			fmt.Sprintf("%d of %d manifests progressing", len(progressing), n), "no manifest is progressing", progressing),
-		summary(lodestarworkv1alpha1.ConditionDegraded, len(degraded) > 0, "ManifestsDegraded", "NoneDegraded",
-			fmt.Sprintf("%d of %d manifests degraded", len(degraded), n), "no manifest is degraded", degraded),
-	}
-	if p.feedbackErr != nil {
-		workConds = append(workConds, metav1.Condition{Type: lodestarworkv1alpha1.ConditionStatusFeedback, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInvalidFeedback, Message: p.feedbackErr.Error()})
-	}
-	if reportsDrift {
-		workConds = append(workConds, summary(lodestarworkv1alpha1.ConditionDrifted, len(drifted) > 0, lodestarworkv1alpha1.ReasonDriftDetected, lodestarworkv1alpha1.ReasonNoDrift,
-			fmt.Sprintf("%d of %d manifests changed on the member and left so (whenDrifted: Report)", len(drifted), n), "no placed object was changed on the member", drifted))
-	}
+	workConds := t.conditions(len(results), p)
 	if len(blocked) > 0 {
 		workConds = append(workConds, cleanupBlocked(blocked))
 	}
@@ -124,6 +80,77 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *r
 		}), append(optionalConditions, lodestarworkv1alpha1.ConditionStatusTrimmed)...)
 	}
 	return st
+}
+
+// feedbackCondition is a manifest's StatusFeedback condition, within what is
+// left of the Work's feedback budget (left, counted down). Feedback reads only
+// objects the Work answers for: never one it only reports on (ReportOnly) or
+// waits for.
+func feedbackCondition(res result, p plan, left *int) (metav1.Condition, bool) {
+	if res.live == nil || res.record == nil || res.record.WaitingFor != "" {
+		return metav1.Condition{}, false
+	}
+	values, errs, ok := p.feedback.Values(res.live)
+	if !ok {
+		return metav1.Condition{}, false
+	}
+	msg, trimmed := feedback.Encode(values, errs, min(maxFeedbackBytes, *left))
+	*left -= len(msg)
+	reason := lodestarworkv1alpha1.ReasonFeedbackReported
+	if trimmed {
+		reason = lodestarworkv1alpha1.ReasonFeedbackTrimmed
+	}
+	return metav1.Condition{Type: lodestarworkv1alpha1.ConditionStatusFeedback, Status: metav1.ConditionTrue, Reason: reason, Message: msg}, true
+}
+
+// tally counts the manifests of a Work by what their conditions say, naming
+// each, for the Work's own conditions.
+type tally struct {
+	reportsDrift                                           bool
+	notApplied, notAvailable, progressing, degraded, drift []string
+}
+
+// add counts one manifest by its result and its conditions.
+func (t *tally) add(res result, conds []metav1.Condition) {
+	name := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
+	if res.condition.Status != metav1.ConditionTrue {
+		t.notApplied = append(t.notApplied, res.condition.Message)
+	}
+	if len(res.drift) > 0 {
+		t.drift = append(t.drift, name+" at "+strings.Join(res.drift, ", "))
+	}
+	for _, c := range conds {
+		switch {
+		case c.Type == lodestarworkv1alpha1.ConditionAvailable && c.Status != metav1.ConditionTrue:
+			t.notAvailable = append(t.notAvailable, name+": "+c.Message)
+		case c.Type == lodestarworkv1alpha1.ConditionProgressing && c.Status == metav1.ConditionTrue:
+			t.progressing = append(t.progressing, name+": "+c.Message)
+		case c.Type == lodestarworkv1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue:
+			t.degraded = append(t.degraded, name+": "+c.Message)
+		}
+	}
+}
+
+// conditions are the Work's own conditions over its n manifests.
+func (t *tally) conditions(n int, p plan) []metav1.Condition {
+	out := []metav1.Condition{
+		summary(lodestarworkv1alpha1.ConditionApplied, len(t.notApplied) == 0, lodestarworkv1alpha1.ReasonAllApplied, lodestarworkv1alpha1.ReasonSomeNotApplied,
+			fmt.Sprintf("all %d manifests applied", n), fmt.Sprintf("%d of %d manifests not applied", len(t.notApplied), n), t.notApplied),
+		summary(lodestarworkv1alpha1.ConditionAvailable, len(t.notAvailable) == 0, lodestarworkv1alpha1.ReasonAllAvailable, lodestarworkv1alpha1.ReasonSomeNotAvailable,
+			fmt.Sprintf("all %d manifests available", n), fmt.Sprintf("%d of %d manifests not available", len(t.notAvailable), n), t.notAvailable),
+		summary(lodestarworkv1alpha1.ConditionProgressing, len(t.progressing) > 0, "ManifestsProgressing", "NoneProgressing",
+			fmt.Sprintf("%d of %d manifests progressing", len(t.progressing), n), "no manifest is progressing", t.progressing),
+		summary(lodestarworkv1alpha1.ConditionDegraded, len(t.degraded) > 0, "ManifestsDegraded", "NoneDegraded",
+			fmt.Sprintf("%d of %d manifests degraded", len(t.degraded), n), "no manifest is degraded", t.degraded),
+	}
+	if p.feedbackErr != nil {
+		out = append(out, metav1.Condition{Type: lodestarworkv1alpha1.ConditionStatusFeedback, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInvalidFeedback, Message: p.feedbackErr.Error()})
+	}
+	if t.reportsDrift {
+		out = append(out, summary(lodestarworkv1alpha1.ConditionDrifted, len(t.drift) > 0, lodestarworkv1alpha1.ReasonDriftDetected, lodestarworkv1alpha1.ReasonNoDrift,
+			fmt.Sprintf("%d of %d manifests changed on the member and left so (whenDrifted: Report)", len(t.drift), n), "no placed object was changed on the member", t.drift))
+	}
+	return out
 }
 
 // driftCondition is a manifest's Drifted condition.
@@ -304,5 +331,66 @@ func withOrdinals(status map[string]any) {
 		if _, ok := id["ordinal"]; !ok {
 			id["ordinal"] = int64(0)
 		}
+	}
+}
+
+// errorMessage describes err; for a Secret, only the reason and the field paths
+// of the member's answer, never values.
+func errorMessage(err error, isSecret bool) string {
+	if !isSecret {
+		return err.Error()
+	}
+	msg := "the member refused the Secret: " + string(apierrors.ReasonForError(err))
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		var fields []string
+		for _, c := range status.Status().Details.Causes {
+			if c.Field != "" {
+				fields = append(fields, c.Field)
+			}
+		}
+		if len(fields) > 0 {
+			msg += " (fields " + strings.Join(fields, ", ") + ")"
+		}
+	}
+	return msg
+}
+
+func describe(id workv1alpha1.ResourceIdentifier) string {
+	switch {
+	case id.Kind == "":
+		return "unknown object"
+	case id.Namespace == "":
+		return id.Kind + " " + id.Name
+	default:
+		return id.Kind + " " + id.Namespace + "/" + id.Name
+	}
+}
+
+func appliedCondition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return metav1.Condition{Type: lodestarworkv1alpha1.ConditionApplied, Status: status, Reason: reason, Message: message}
+}
+
+// manifestReadiness is the Available, Progressing and Degraded conditions of a manifest.
+func manifestReadiness(checker *readiness.Checker, res result) []metav1.Condition {
+	switch {
+	case res.ranOnce:
+		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: lodestarworkv1alpha1.ReasonRanOnce, Message: "the Job ran and is gone from the member"}}
+	case res.live == nil && res.condition.Status == metav1.ConditionTrue:
+		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonNotFound, Message: "the object is not on the member"}}
+	case res.live == nil || res.condition.Status != metav1.ConditionTrue && res.condition.Reason != lodestarworkv1alpha1.ReasonOutOfSync:
+		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonNotApplied, Message: "the object is not applied"}}
+	}
+	h := blockerReadiness(checker.Evaluate(res.live), res)
+	status := func(b bool) metav1.ConditionStatus {
+		if b {
+			return metav1.ConditionTrue
+		}
+		return metav1.ConditionFalse
+	}
+	return []metav1.Condition{
+		{Type: lodestarworkv1alpha1.ConditionAvailable, Status: status(h.Available), Reason: h.Reason, Message: h.Message},
+		{Type: lodestarworkv1alpha1.ConditionProgressing, Status: status(h.Progressing), Reason: h.Reason, Message: h.Message},
+		{Type: lodestarworkv1alpha1.ConditionDegraded, Status: status(h.Degraded), Reason: h.Reason, Message: h.Message},
 	}
 }

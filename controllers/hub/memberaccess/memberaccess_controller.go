@@ -103,22 +103,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	st.clusters = len(clusters)
 	now := time.Now()
-	credentials := map[string]Credential{}
-	for _, cluster := range clusters {
-		source := &corev1.Secret{}
-		err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(cluster), Name: placementv1alpha1.MemberAccessSecret}, source)
-		if client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("reading the member-access Secret of %s: %w", cluster, err)
-		}
-		if err == nil {
-			if c, ok := Current(source, now); ok {
-				credentials[cluster] = c
-				continue
-			}
-		}
-		st.pending = append(st.pending, cluster)
+	credentials, err := r.credentials(ctx, clusters, now, &st)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: grant.Spec.Namespace}, ns); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -149,6 +137,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		next = requeue.Soonest(next, credentials[cluster].Expires.Sub(now)+time.Second)
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// credentials are the current credentials of the clusters, by cluster; the
+// clusters without one are pending in st.
+func (r *Reconciler) credentials(ctx context.Context, clusters []string, now time.Time, st *status) (map[string]Credential, error) {
+	out := map[string]Credential{}
+	for _, cluster := range clusters {
+		source := &corev1.Secret{}
+		err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(cluster), Name: placementv1alpha1.MemberAccessSecret}, source)
+		if client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("reading the member-access Secret of %s: %w", cluster, err)
+		}
+		if err == nil {
+			if c, ok := Current(source, now); ok {
+				out[cluster] = c
+				continue
+			}
+		}
+		st.pending = append(st.pending, cluster)
+	}
+	return out, nil
 }
 
 // granted are the names of the clusters the grant selects, sorted.

@@ -2,6 +2,7 @@ package placementstatus
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -23,70 +24,97 @@ func work(cluster string, gen, reported int64, status metav1.ConditionStatus) wo
 	return w
 }
 
+// part is part i of two of cluster's Works, as work makes one.
+func part(cluster string, i int, status metav1.ConditionStatus) workv1alpha1.Work {
+	const n = 2
+	w := work(cluster, 1, 1, status)
+	w.Name = names.WorkPart("ns", "p", i)
+	w.Labels = map[string]string{placementv1alpha1.WorkPartLabel: strconv.Itoa(i)}
+	w.Annotations = map[string]string{placementv1alpha1.WorkPartsAnnotation: strconv.Itoa(n)}
+	return w
+}
+
+// aggregateCases are the Applied condition and per-cluster state that Works
+// come to.
+var aggregateCases = []struct {
+	name        string
+	decided     []string
+	works       []workv1alpha1.Work
+	wantStatus  metav1.ConditionStatus
+	wantReason  string
+	wantApplied int32
+	wantMessage string
+	wantCluster map[string]metav1.ConditionStatus
+}{
+	{
+		name: "no cluster", wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonNoClusters,
+	},
+	{
+		name: "all applied", decided: []string{"a", "b"},
+		works:      []workv1alpha1.Work{work("a", 2, 2, metav1.ConditionTrue), work("b", 1, 1, metav1.ConditionTrue)},
+		wantStatus: metav1.ConditionTrue, wantReason: placementv1alpha1.ReasonApplied, wantApplied: 2,
+		wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionTrue, "b": metav1.ConditionTrue},
+	},
+	{
+		name: "a stale report is pending", decided: []string{"a"},
+		works:      []workv1alpha1.Work{work("a", 3, 2, metav1.ConditionTrue)},
+		wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyPending, wantMessage: "0 of 1 clusters applied; waiting for a",
+		wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionUnknown},
+	},
+	{
+		name: "no Work yet is pending", decided: []string{"a", "b"},
+		works:      []workv1alpha1.Work{work("a", 1, 1, metav1.ConditionTrue)},
+		wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyPending, wantApplied: 1,
+		wantMessage: "1 of 2 clusters applied; waiting for b",
+		wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionTrue},
+	},
+	{
+		name: "a failure wins over pending", decided: []string{"a", "b", "c"},
+		works: []workv1alpha1.Work{
+			work("a", 1, 1, metav1.ConditionFalse), work("b", 1, 0, ""), work("c", 1, 1, metav1.ConditionTrue),
+		},
+		wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyFailed, wantApplied: 1,
+		wantMessage: "1 of 3 clusters failed to apply: a",
+		wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionFalse, "b": metav1.ConditionUnknown, "c": metav1.ConditionTrue},
+	},
+	{
+		name: "a Work of an unselected cluster is listed but not counted", decided: []string{"a"},
+		works:      []workv1alpha1.Work{work("a", 1, 1, metav1.ConditionTrue), work("old", 1, 1, metav1.ConditionTrue)},
+		wantStatus: metav1.ConditionTrue, wantReason: placementv1alpha1.ReasonApplied, wantApplied: 1,
+		wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionTrue, "old": metav1.ConditionTrue},
+	},
+	{
+		name: "many failures are capped in the message", decided: []string{"a", "b", "c", "d", "e", "f", "g"},
+		works: []workv1alpha1.Work{
+			work("a", 1, 1, metav1.ConditionFalse), work("b", 1, 1, metav1.ConditionFalse), work("c", 1, 1, metav1.ConditionFalse),
+			work("d", 1, 1, metav1.ConditionFalse), work("e", 1, 1, metav1.ConditionFalse), work("f", 1, 1, metav1.ConditionFalse),
+			work("g", 1, 1, metav1.ConditionFalse),
+		},
+		wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyFailed,
+		wantMessage: "7 of 7 clusters failed to apply: a, b, c, d, e and 2 more",
+		wantCluster: map[string]metav1.ConditionStatus{
+			"a": metav1.ConditionFalse, "b": metav1.ConditionFalse, "c": metav1.ConditionFalse, "d": metav1.ConditionFalse,
+			"e": metav1.ConditionFalse, "f": metav1.ConditionFalse, "g": metav1.ConditionFalse,
+		},
+	},
+	{
+		name: "a cluster in several Works is applied when every part is", decided: []string{"a", "b"},
+		works:      []workv1alpha1.Work{part("a", 0, metav1.ConditionTrue), part("a", 1, metav1.ConditionTrue), part("b", 0, metav1.ConditionTrue)},
+		wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyPending, wantApplied: 1,
+		wantMessage: "1 of 2 clusters applied; waiting for b",
+		wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionTrue, "b": metav1.ConditionUnknown},
+	},
+	{
+		name: "a part that failed fails its cluster", decided: []string{"a"},
+		works:      []workv1alpha1.Work{part("a", 0, metav1.ConditionTrue), part("a", 1, metav1.ConditionFalse)},
+		wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyFailed,
+		wantMessage: "1 of 1 clusters failed to apply: a",
+		wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionFalse},
+	},
+}
+
 func TestAggregate(t *testing.T) {
-	tests := []struct {
-		name        string
-		decided     []string
-		works       []workv1alpha1.Work
-		wantStatus  metav1.ConditionStatus
-		wantReason  string
-		wantApplied int32
-		wantMessage string
-		wantCluster map[string]metav1.ConditionStatus
-	}{
-		{
-			name: "no cluster", wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonNoClusters,
-		},
-		{
-			name: "all applied", decided: []string{"a", "b"},
-			works:      []workv1alpha1.Work{work("a", 2, 2, metav1.ConditionTrue), work("b", 1, 1, metav1.ConditionTrue)},
-			wantStatus: metav1.ConditionTrue, wantReason: placementv1alpha1.ReasonApplied, wantApplied: 2,
-			wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionTrue, "b": metav1.ConditionTrue},
-		},
-		{
-			name: "a stale report is pending", decided: []string{"a"},
-			works:      []workv1alpha1.Work{work("a", 3, 2, metav1.ConditionTrue)},
-			wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyPending, wantMessage: "0 of 1 clusters applied; waiting for a",
-			wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionUnknown},
-		},
-		{
-			name: "no Work yet is pending", decided: []string{"a", "b"},
-			works:      []workv1alpha1.Work{work("a", 1, 1, metav1.ConditionTrue)},
-			wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyPending, wantApplied: 1,
-			wantMessage: "1 of 2 clusters applied; waiting for b",
-			wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionTrue},
-		},
-		{
-			name: "a failure wins over pending", decided: []string{"a", "b", "c"},
-			works: []workv1alpha1.Work{
-				work("a", 1, 1, metav1.ConditionFalse), work("b", 1, 0, ""), work("c", 1, 1, metav1.ConditionTrue),
-			},
-			wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyFailed, wantApplied: 1,
-			wantMessage: "1 of 3 clusters failed to apply: a",
-			wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionFalse, "b": metav1.ConditionUnknown, "c": metav1.ConditionTrue},
-		},
-		{
-			name: "a Work of an unselected cluster is listed but not counted", decided: []string{"a"},
-			works:      []workv1alpha1.Work{work("a", 1, 1, metav1.ConditionTrue), work("old", 1, 1, metav1.ConditionTrue)},
-			wantStatus: metav1.ConditionTrue, wantReason: placementv1alpha1.ReasonApplied, wantApplied: 1,
-			wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionTrue, "old": metav1.ConditionTrue},
-		},
-		{
-			name: "many failures are capped in the message", decided: []string{"a", "b", "c", "d", "e", "f", "g"},
-			works: []workv1alpha1.Work{
-				work("a", 1, 1, metav1.ConditionFalse), work("b", 1, 1, metav1.ConditionFalse), work("c", 1, 1, metav1.ConditionFalse),
-				work("d", 1, 1, metav1.ConditionFalse), work("e", 1, 1, metav1.ConditionFalse), work("f", 1, 1, metav1.ConditionFalse),
-				work("g", 1, 1, metav1.ConditionFalse),
-			},
-			wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyFailed,
-			wantMessage: "7 of 7 clusters failed to apply: a, b, c, d, e and 2 more",
-			wantCluster: map[string]metav1.ConditionStatus{
-				"a": metav1.ConditionFalse, "b": metav1.ConditionFalse, "c": metav1.ConditionFalse, "d": metav1.ConditionFalse,
-				"e": metav1.ConditionFalse, "f": metav1.ConditionFalse, "g": metav1.ConditionFalse,
-			},
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range aggregateCases {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			agg := Aggregate(tt.decided, tt.works, false)

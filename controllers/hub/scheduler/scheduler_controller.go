@@ -154,12 +154,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// A second late, so that what it waits for has passed.
 		result.RequeueAfter = d + time.Second
 	}
+	r.scheduled(placement, st, sets, len(clusters), res, failover)
+	return result, nil
+}
+
+// scheduled decides the Scheduled condition from what scheduling found, with a
+// Warning event when it turns to a problem.
+func (r *Reconciler) scheduled(placement *placementv1alpha1.Placement, st *status, sets []string, clusters int, res scheduling.Result, failover scheduling.FailoverPlan) {
 	switch {
 	case len(sets) == 0:
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoClusterSetBinding, "namespace %s has no ClusterSetBinding to a cluster set of this hub; a platform admin binds one (docs/tenancy.md)", placement.Namespace)
 		r.warnOnce(placement, placementv1alpha1.ReasonNoClusterSetBinding, st)
 	case len(res.Selected) == 0:
-		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters, "none of %d clusters in cluster sets %s can be chosen%s", len(clusters), strings.Join(sets, ", "), summary(res))
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters, "none of %d clusters in cluster sets %s can be chosen%s", clusters, strings.Join(sets, ", "), summary(res))
 		r.warnOnce(placement, placementv1alpha1.ReasonNoMatchingClusters, st)
 	case res.Unsatisfied:
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNotEnoughClusters, "%d of the %d clusters asked for could be chosen%s", len(res.Selected), *placement.Spec.Scheduling.NumberOfClusters, summary(res))
@@ -170,7 +177,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	default:
 		st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%d clusters chosen", len(res.Selected))
 	}
-	return result, nil
 }
 
 // failoverRate bounds failovers fleet-wide: a burst of failoverBurst, then

@@ -15,7 +15,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -104,9 +103,10 @@ func desiredWorks(placement *placementv1alpha1.Placement, cluster string, c cont
 }
 
 // merged is existing (a read-only cache object) as desired makes it: its
-// labels and the annotations the work generator manages, the finalizer and the
-// manifests; everything else, others' labels, annotations and finalizers
-// included, stays.
+// labels, the annotations the work generator manages and the manifests;
+// everything else, others' labels and annotations and the finalizers included,
+// stays. The agent writes the Work finalizer (desiredWorks only creates Works
+// with it).
 func merged(existing, desired *workv1alpha1.Work) *workv1alpha1.Work {
 	out := existing.DeepCopy()
 	if out.Labels == nil {
@@ -125,7 +125,6 @@ func merged(existing, desired *workv1alpha1.Work) *workv1alpha1.Work {
 	for k, v := range desired.Annotations {
 		out.Annotations[k] = v
 	}
-	controllerutil.AddFinalizer(out, lodestarworkv1alpha1.WorkFinalizer)
 	out.Spec = *desired.Spec.DeepCopy()
 	return out
 }
@@ -138,7 +137,9 @@ func (r *Reconciler) writeCluster(ctx context.Context, placement *placementv1alp
 	for _, d := range desired {
 		i := slices.IndexFunc(parts, func(w *workv1alpha1.Work) bool { return w.Name == d.Name })
 		if i < 0 {
-			if err := r.Client.Create(ctx, d); err != nil {
+			// Already there means written by an earlier reconcile that the
+			// cache does not show yet: its event brings the next one.
+			if err := r.Client.Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
 				return wrote, err
 			}
 			wrote = true
@@ -146,7 +147,7 @@ func (r *Reconciler) writeCluster(ctx context.Context, placement *placementv1alp
 		}
 		cur := parts[i]
 		if cur.Labels[placementv1alpha1.PlacementNamespaceLabel] != placement.Namespace || cur.Labels[placementv1alpha1.PlacementNameLabel] != names.LabelValue(placement.Name) {
-			return wrote, fmt.Errorf("Work %s belongs to another Placement", klog.KObj(cur))
+			return wrote, fmt.Errorf("the Work %s belongs to another Placement", klog.KObj(cur))
 		}
 		m := merged(cur, d)
 		if equality.Semantic.DeepEqual(cur, m) {
