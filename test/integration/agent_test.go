@@ -1,8 +1,8 @@
 package integration
 
 import (
-	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -13,35 +13,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 )
-
-func manifest(t *testing.T, obj map[string]any) workv1alpha1.Manifest {
-	t.Helper()
-	b, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: b}}
-}
-
-func configMapManifest(t *testing.T, ns, name string, meta map[string]any) workv1alpha1.Manifest {
-	md := map[string]any{"namespace": ns}
-	if name != "" {
-		md["name"] = name
-	}
-	for k, v := range meta {
-		md[k] = v
-	}
-	return manifest(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": map[string]any{"from": "work"}})
-}
 
 // Each bad manifest fails only itself, with a reason naming it; the rest of the
 // Work applies. An object the Work did not create is neither changed nor deleted.
@@ -215,4 +197,20 @@ func TestAgentIdentityIsLeastPrivilege(t *testing.T) {
 	// Its own finalizer it may remove and add back.
 	g.Expect(edit(func(w *workv1alpha1.Work) { w.Finalizers = nil })).To(Succeed())
 	g.Expect(edit(func(w *workv1alpha1.Work) { w.Finalizers = []string{lodestarworkv1alpha1.WorkFinalizer} })).To(Succeed())
+}
+
+// The hub bounds the lifetime of the tokens an agent renews itself: 24 hours.
+func TestAgentTokenLifetimeIsBoundedByTheHub(t *testing.T) {
+	g := NewWithT(t)
+	cs, err := kubernetes.NewForConfig(agentConfigs[member1])
+	g.Expect(err).NotTo(HaveOccurred())
+	request := func(d time.Duration) error {
+		_, err := cs.CoreV1().ServiceAccounts(names.ClusterNamespace(member1)).CreateToken(t.Context(), fleet.AgentServiceAccount,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(d.Seconds()))}}, metav1.CreateOptions{})
+		return err
+	}
+	g.Expect(request(time.Hour)).To(Succeed())
+	err = request(48 * time.Hour)
+	g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("at most 24 hours"))
 }

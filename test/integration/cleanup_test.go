@@ -1,51 +1,22 @@
 package integration
 
 import (
-	"context"
-	"slices"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
-
-const holdFinalizer = "example.com/hold"
-
-// hold puts a member controller's finalizer on a ConfigMap, and takes it away
-// when the test ends.
-func hold(t *testing.T, cluster string, key client.ObjectKey) {
-	t.Helper()
-	editOnMember(t, cluster, key, func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, holdFinalizer) })
-	t.Cleanup(func() { release(t, cluster, key) })
-}
-
-// release takes the finalizer away (the object may be gone already).
-func release(t *testing.T, cluster string, key client.ObjectKey) {
-	ctx := context.Background() // Also when the test has ended.
-	NewWithT(t).Eventually(func() error {
-		cm := &corev1.ConfigMap{}
-		if err := members[cluster].Client.Get(ctx, key, cm); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		cm.Finalizers = slices.DeleteFunc(cm.Finalizers, func(f string) bool { return f == holdFinalizer })
-		return client.IgnoreNotFound(members[cluster].Client.Update(ctx, cm))
-	}).Should(Succeed())
-}
-
-// cleanupBlockedCondition is the Work's CleanupBlocked condition as the hub has it.
-func cleanupBlockedCondition(g Gomega, w *workv1alpha1.Work) *metav1.Condition {
-	got := &workv1alpha1.Work{}
-	g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKeyFromObject(w), got)).To(Succeed())
-	return meta.FindStatusCondition(got.Status.Conditions, lodestarworkv1alpha1.ConditionCleanupBlocked)
-}
 
 // An object held on the member by someone else's finalizer is visible on the hub
 // (CleanupBlocked); the Work keeps its finalizer until the object is gone, or until
@@ -178,4 +149,160 @@ func TestAppliedWorkDeletedByHandKeepsTheObjects(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(member.Get(ctx, keptKey, &corev1.ConfigMap{}))).To(BeTrue())
 		g.Expect(apierrors.IsNotFound(member.Get(ctx, appliedKey(w), &lodestarworkv1alpha1.AppliedWork{}))).To(BeTrue())
 	}).Should(Succeed())
+}
+
+// The missing-Work sweeper judges only its own hub's records and honours Orphan:
+// an AppliedWork of another hub (same cluster name, a Work this hub never had)
+// and its object survive the grace period; the objects of an Orphan Work removed
+// from the hub while the agent was away are released, not deleted.
+func TestSweeperLeavesAnotherHubsAndOrphanWorks(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	member := members[member2].Client
+	name, opts, stop := runAux(t, "sweep", func(o *agent.Options) { o.MissingWorkGracePeriod = 2 * time.Second })
+	ns := "sweep-" + rand.String(5)
+
+	// Another hub's record, for a cluster of the same name.
+	createOnMember(t, member2, ns, "foreign", map[string]string{"k": "v"})
+	foreignCM := memberConfigMap(t, member2, ns, "foreign")
+	foreign := &lodestarworkv1alpha1.AppliedWork{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   names.AppliedWork("other-hub", names.ClusterNamespace(name), "gone"),
+			Labels: map[string]string{lodestarworkv1alpha1.HubLabel: "other-hub"},
+		},
+		Spec: lodestarworkv1alpha1.AppliedWorkSpec{WorkNamespace: names.ClusterNamespace(name), WorkName: "gone"},
+	}
+	g.Expect(member.Create(ctx, foreign)).To(Succeed())
+	foreign.Status.AppliedResources = []lodestarworkv1alpha1.AppliedResource{{
+		Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: "foreign", UID: foreignCM.UID,
+	}}
+	g.Expect(member.Status().Update(ctx, foreign)).To(Succeed())
+	g.Expect(updateWith(member, foreignCM, func(cm *corev1.ConfigMap) {
+		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: lodestarworkv1alpha1.GroupVersion.String(), Kind: "AppliedWork", Name: foreign.Name, UID: foreign.UID}}
+	})).To(Succeed())
+
+	// An Orphan Work, removed from the hub while its agent is away.
+	orphan := newWork(t, name, "orphan", &lodestarworkv1alpha1.ApplyStrategy{DeletionPolicy: lodestarworkv1alpha1.DeletionOrphan},
+		cmManifest(t, ns, "kept", map[string]any{"k": "v"}))
+	eventuallyManifest(t, orphan, 0, metav1.ConditionTrue, "")
+	applied := &lodestarworkv1alpha1.AppliedWork{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(member.Get(ctx, client.ObjectKey{Name: names.AppliedWork(testHubID(), orphan.Namespace, orphan.Name)}, applied)).To(Succeed())
+		g.Expect(applied.Labels).To(HaveKeyWithValue(lodestarworkv1alpha1.HubLabel, testHubID()))
+		g.Expect(applied.Annotations).To(HaveKeyWithValue(lodestarworkv1alpha1.RecordedDeletionPolicyAnnotation, lodestarworkv1alpha1.DeletionPolicyOrphan))
+	}).Should(Succeed())
+	stop()
+	forceRemove(t, orphan)
+	startAgent(t, opts)
+
+	g.Eventually(func(g Gomega) {
+		err := member.Get(ctx, client.ObjectKeyFromObject(applied), &lodestarworkv1alpha1.AppliedWork{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Orphan Work's record is swept: %v", err)
+		kept := memberConfigMap(t, member2, ns, "kept")
+		g.Expect(kept.OwnerReferences).To(BeEmpty(), "released")
+		g.Expect(kept.DeletionTimestamp.IsZero()).To(BeTrue())
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		got := &lodestarworkv1alpha1.AppliedWork{}
+		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(foreign), got)).To(Succeed())
+		g.Expect(got.Annotations).NotTo(HaveKey(lodestarworkv1alpha1.WorkMissingSinceAnnotation), "another hub's record is not judged")
+		cm := memberConfigMap(t, member2, ns, "foreign")
+		g.Expect(cm.UID).To(Equal(foreignCM.UID))
+		g.Expect(cm.DeletionTimestamp.IsZero()).To(BeTrue())
+	}).WithTimeout(3 * opts.MissingWorkGracePeriod).Should(Succeed())
+}
+
+// An object the Work took over (it was on the member before) is released, not
+// deleted, when its manifest or its Work goes; what the agent created is deleted.
+func TestTakenOverObjectsAreReleased(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "takeover-" + rand.String(5)
+	createOnMember(t, member2, ns, "before", map[string]string{"k": "v"})
+	createOnMember(t, member2, ns, "also-before", map[string]string{"k": "v"})
+	always := &lodestarworkv1alpha1.ApplyStrategy{Takeover: lodestarworkv1alpha1.TakeoverAlways}
+	w := newWork(t, member2, "takeover-"+rand.String(5), always,
+		cmManifest(t, ns, "before", map[string]any{"k": "hub"}),
+		cmManifest(t, ns, "also-before", map[string]any{"k": "hub"}),
+		cmManifest(t, ns, "created", map[string]any{"k": "hub"}))
+	for i := range 3 {
+		eventuallyManifest(t, w, i, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+	}
+	g.Eventually(func(g Gomega) {
+		applied := &lodestarworkv1alpha1.AppliedWork{}
+		g.Expect(members[member2].Client.Get(ctx, appliedKey(w), applied)).To(Succeed())
+		g.Expect(applied.Status.AppliedResources).To(ConsistOf(
+			And(HaveField("Name", "before"), HaveField("TakenOver", true)),
+			And(HaveField("Name", "also-before"), HaveField("TakenOver", true)),
+			And(HaveField("Name", "created"), HaveField("TakenOver", false))))
+	}).Should(Succeed())
+
+	// The manifest goes: released.
+	g.Expect(updateOnHub(w, func(w *workv1alpha1.Work) { w.Spec.Workload.Manifests = w.Spec.Workload.Manifests[1:] })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "before"}, cm)).To(Succeed())
+		g.Expect(cm.OwnerReferences).To(BeEmpty())
+		g.Expect(cm.Data).To(HaveKeyWithValue("k", "hub"), "left as the Work last applied it")
+	}).Should(Succeed())
+
+	// Asked for explicitly, a taken-over object is deleted with its Work.
+	createOnMember(t, member2, ns, "asked-for", map[string]string{"k": "v"})
+	deleting := newWork(t, member2, "takeover-delete-"+rand.String(5), &lodestarworkv1alpha1.ApplyStrategy{
+		Takeover: lodestarworkv1alpha1.TakeoverAlways, DeletionPolicy: lodestarworkv1alpha1.DeletionDeleteTakenOver,
+	}, cmManifest(t, ns, "asked-for", map[string]any{"k": "hub"}))
+	eventuallyManifest(t, deleting, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+	g.Expect(hubCP.Client.Delete(ctx, deleting)).To(Succeed())
+
+	// The Work goes: the taken-over object is released, the created one deleted.
+	g.Expect(hubCP.Client.Delete(ctx, w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "created"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "created by the agent: deleted (%v)", err)
+		cm := &corev1.ConfigMap{}
+		g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "also-before"}, cm)).To(Succeed())
+		g.Expect(cm.OwnerReferences).To(BeEmpty())
+		g.Expect(cm.DeletionTimestamp.IsZero()).To(BeTrue())
+		err = members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "asked-for"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "DeleteTakenOver: deleted (%v)", err)
+	}).Should(Succeed())
+}
+
+// Cleanup is never stuck on a kind the member stopped serving: an object whose
+// recorded version is no longer served is deleted through a version that is; one
+// whose kind is served in no version holds the cleanup, says so and until when,
+// and is released after the agent's bounded wait.
+func TestCleanupOfUnservedKindsIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	member := members[member2].Client
+	name, _, _ := runAux(t, "unserved", func(o *agent.Options) { o.UnservedKindGracePeriod = 3 * time.Second })
+	ns := "unserved-" + rand.String(5)
+	moved, movedCRD := widgetCRD(t, member2, "v1", "v2")
+	gone, goneCRD := widgetCRD(t, member2, "v1")
+	w := newWork(t, name, "unserved", nil,
+		manifest(t, map[string]any{"apiVersion": moved + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "moved", "namespace": ns}}),
+		manifest(t, map[string]any{"apiVersion": gone + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "gone", "namespace": ns}}))
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+	eventuallyManifest(t, w, 1, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+
+	setServedVersions(t, member2, movedCRD, map[string]bool{"v2": true}, "v2")
+	setServedVersions(t, member2, goneCRD, map[string]bool{}, "v1")
+	g.Expect(hubCP.Client.Delete(ctx, w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := cleanupBlockedCondition(g, w)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(lodestarworkv1alpha1.ReasonKindNotServed))
+		g.Expect(c.Message).To(And(ContainSubstring("Widget "+ns+"/gone"), ContainSubstring("released at")))
+		g.Expect(c.Message).NotTo(ContainSubstring("moved"))
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Work's cleanup ends: %v", err)
+	}).Should(Succeed())
+	widget := &unstructured.Unstructured{}
+	widget.SetAPIVersion(moved + "/v2")
+	widget.SetKind("Widget")
+	err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "moved"}, widget)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "deleted through the version still served: %v", err)
 }

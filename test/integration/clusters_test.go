@@ -18,67 +18,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/rest"
 	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/config"
 	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
+	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 )
-
-// auxSet is a cluster set no Placement of these tests uses: clusters joined by the
-// lifecycle tests live there, so they never take part in other tests' scheduling.
-const auxSet = "lodestar-test-aux"
-
-// joinAux joins a cluster named after prefix into auxSet.
-func joinAux(t *testing.T, prefix string, ttl time.Duration) (string, *rest.Config) {
-	t.Helper()
-	name := prefix + "-" + rand.String(5)
-	cfg, err := fleet.Join(t.Context(), hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: name, ClusterSet: auxSet, TokenTTL: ttl})
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return name, cfg
-}
-
-// auxAgent are the options of an agent for an aux cluster on a member's API
-// server, with a short lease so that tests see it come and go in seconds.
-func auxAgent(name string, hub *rest.Config, member string) agent.Options {
-	return agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: hub, Member: members[member].Config, LeaseDuration: 2 * time.Second}
-}
-
-// startAgent runs an agent for cluster on member until the returned stop is called
-// (or the test ends).
-func startAgent(t *testing.T, opts agent.Options) (stop func()) {
-	t.Helper()
-	opts.Manager = ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
-	a, err := agent.NewManager(opts)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := a.Start(ctx); err != nil {
-			t.Errorf("agent %s: %v", opts.ClusterName, err)
-		}
-	}()
-	stop = func() { cancel(); <-done }
-	t.Cleanup(stop)
-	return stop
-}
-
-func getProfile(g Gomega, set, name string) *cpv1alpha1.ClusterProfile {
-	p := &cpv1alpha1.ClusterProfile{}
-	g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKey{Namespace: set, Name: name}, p)).To(Succeed())
-	return p
-}
 
 // Join registers a cluster: profile, namespace, identity and RBAC; again is
 // idempotent; a name owned by another cluster or identity is refused.
@@ -319,21 +272,6 @@ func TestCordon(t *testing.T) {
 	}).Should(Succeed())
 }
 
-// placeOnAux hand-writes a Work with one ConfigMap for an aux cluster and waits
-// until the agent applied it on member-2.
-func placeOnAux(t *testing.T, cluster string) (string, *corev1.ConfigMap) {
-	t.Helper()
-	g := NewWithT(t)
-	ns := newNamespace(t)
-	w := &workv1alpha1.Work{
-		ObjectMeta: metav1.ObjectMeta{Name: "leaving", Namespace: names.ClusterNamespace(cluster)},
-		Spec:       workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{cmManifest(t, ns, "left-behind", map[string]any{"k": "v"})}}},
-	}
-	g.Expect(hubCP.Client.Create(t.Context(), w)).To(Succeed())
-	eventuallyManifest(t, w, 0, metav1.ConditionTrue, "Applied")
-	return ns, memberConfigMap(t, member2, ns, "left-behind")
-}
-
 // Unjoin deletes what was placed on the member, then the hub side; with --orphan
 // the member keeps its objects, released.
 func TestUnjoin(t *testing.T) {
@@ -409,4 +347,71 @@ func TestDeletedClusterWithAgentDownIsCleanedAfterGracePeriod(t *testing.T) {
 	got := &corev1.ConfigMap{}
 	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "left-behind"}, got)).To(Succeed())
 	g.Expect(got.UID).To(Equal(cm.UID), "the member keeps its objects")
+}
+
+// A cluster name is unique across the cluster sets the hub manages, enforced by
+// the hub's (optional) admission policy: a ClusterProfile named like a cluster of
+// the default set is refused in any other namespace.
+func TestClusterNamesAreUniqueAcrossSets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	policies, err := config.ClusterNamesPolicy()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, p := range policies {
+		g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+		t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), p) })
+	}
+	// In a namespace the hub does not manage, so that a twin admitted before the
+	// policy takes effect is never acted on.
+	foreign := newNamespace(t)
+	g.Eventually(func(g Gomega) {
+		twin := &cpv1alpha1.ClusterProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: member1, Namespace: foreign},
+			Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
+		}
+		err := hubCP.Client.Create(ctx, twin)
+		if err == nil {
+			_ = hubCP.Client.Delete(ctx, twin)
+		}
+		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("cluster name " + member1 + " is already used in cluster set " + scheduler.DefaultClusterSetNamespace))
+	}).Should(Succeed())
+	// A name of its own is admitted.
+	g.Expect(hubCP.Client.Create(ctx, &cpv1alpha1.ClusterProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "unique-" + rand.String(5), Namespace: foreign},
+		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
+	})).To(Succeed())
+}
+
+// Cleanup trusts only the cluster sets the hub manages: a ClusterProfile named
+// like a cluster of another set (the name policy is optional), created and deleted
+// in a namespace that is not a managed set, is never marked, and its deletion
+// removes nothing of that cluster's.
+func TestForeignClusterProfileDeletesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	victim, _ := joinAux(t, "victim", 0)
+	foreign := newNamespace(t)
+	impostor := &cpv1alpha1.ClusterProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: victim, Namespace: foreign},
+		Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
+	}
+	g.Expect(hubCP.Client.Create(ctx, impostor)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		got := &cpv1alpha1.ClusterProfile{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(impostor), got)).To(Succeed())
+		g.Expect(got.Finalizers).To(BeEmpty())
+		g.Expect(got.Status.Conditions).To(BeEmpty(), "no health is judged")
+	}).Should(Succeed())
+	g.Expect(hubCP.Client.Delete(ctx, impostor)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(impostor), &cpv1alpha1.ClusterProfile{}))
+	}).Should(BeTrue())
+	g.Consistently(func(g Gomega) {
+		ns := &corev1.Namespace{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: names.ClusterNamespace(victim)}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp.IsZero()).To(BeTrue(), "the cluster's namespace stays")
+		profile := getProfile(g, auxSet, victim)
+		g.Expect(profile.DeletionTimestamp.IsZero()).To(BeTrue())
+	}).Should(Succeed())
 }

@@ -4,21 +4,17 @@ package integration
 // test, checked on real API servers.
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -118,42 +114,6 @@ func TestManifestsReplacedByAnUnservedKind(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the old manifest's object is removed, got %v", err)
 		g.Expect(cleanupBlockedCondition(g, w)).To(BeNil())
 	}).Should(Succeed())
-}
-
-// widgetCRD creates, on member, a CRD of kind Widget in a group of its own, with
-// the given versions (the first one stored), and deletes it when the test ends.
-func widgetCRD(t *testing.T, cluster string, versions ...string) (string, *unstructured.Unstructured) {
-	t.Helper()
-	group := "g" + rand.String(6) + ".example.com"
-	return group, createWidgetCRD(t, members[cluster].Client, group, apiextensionsv1.NamespaceScoped, versions...)
-}
-
-// createWidgetCRD creates the CRD of kind Widget in group through any client, of
-// either scope, and deletes it when the test ends.
-func createWidgetCRD(t *testing.T, c client.Client, group string, scope apiextensionsv1.ResourceScope, versions ...string) *unstructured.Unstructured {
-	t.Helper()
-	g := NewWithT(t)
-	def := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group, Scope: scope,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-		},
-	}
-	for i, v := range versions {
-		def.Spec.Versions = append(def.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: i == 0,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-				Type: "object", XPreserveUnknownFields: ptr.To(true)}}})
-	}
-	// The clients know no apiextensions types: the CRD goes as unstructured.
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(def)
-	g.Expect(err).NotTo(HaveOccurred())
-	crd := &unstructured.Unstructured{Object: content}
-	crd.SetAPIVersion(apiextensionsv1.SchemeGroupVersion.String())
-	crd.SetKind("CustomResourceDefinition")
-	g.Expect(c.Create(t.Context(), crd)).To(Succeed())
-	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
-	return crd
 }
 
 // An object whose kind's CRD was removed from the member (taking the object with

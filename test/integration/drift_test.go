@@ -19,20 +19,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
-// editOnMember changes a ConfigMap on a member as someone other than Lodestar
-// would (an update, retried on conflict).
-func editOnMember(t *testing.T, cluster string, key client.ObjectKey, mutate func(*corev1.ConfigMap)) {
-	t.Helper()
-	NewWithT(t).Eventually(func() error {
-		cm := &corev1.ConfigMap{}
-		if err := members[cluster].Client.Get(t.Context(), key, cm); err != nil {
-			return err
-		}
-		mutate(cm)
-		return members[cluster].Client.Update(t.Context(), cm)
-	}).Should(Succeed())
-}
-
 // A change made on the member is set back promptly (the agent watches what it
 // placed), with an event on the Work; what the manifest does not set is left.
 func TestDriftIsCorrected(t *testing.T) {
@@ -128,13 +114,6 @@ func TestDriftIsReported(t *testing.T) {
 	}).Should(Succeed())
 	err := members[member2].Client.Get(ctx, key, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "not created again, got %v", err)
-}
-
-// expectGreeting asserts the web ConfigMap's greeting on a member.
-func expectGreeting(g Gomega, t *testing.T, cluster, ns, greeting string) {
-	cm := &corev1.ConfigMap{}
-	g.Expect(members[cluster].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "web-config"}, cm)).To(Succeed())
-	g.Expect(cm.Data).To(HaveKeyWithValue("greeting", greeting))
 }
 
 // Ignored fields (an HPA's replicas) keep the member's value: neither corrected,

@@ -191,3 +191,8 @@ func stopFleet() {
 		}
 	}
 }
+
+// The package's Gomega defaults, sized for a busy CI machine (testenv).
+func init() {
+	testenv.SetGomegaDefaults()
+}

@@ -1,23 +1,16 @@
 package integration
 
 import (
-	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,92 +20,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
-	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
-
-// memberAccessSA is member-1's member-access ServiceAccount: it may list
-// namespaces on member-1, nothing more.
-var memberAccessSA = types.NamespacedName{Namespace: "lodestar-system", Name: "lodestar-member-access"}
-
-// memberAccessAccount creates it on the member, as the agent chart does.
-func memberAccessAccount(ctx context.Context, member *testenv.ControlPlane) error {
-	c := member.Client
-	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: memberAccessSA.Namespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: memberAccessSA.Name, Namespace: memberAccessSA.Namespace}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "lodestar-member-access"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list"}}}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lodestar-member-access"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lodestar-member-access"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: memberAccessSA.Name, Namespace: memberAccessSA.Namespace}}},
-	} {
-		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	}
-	return nil
-}
-
-// consumerKubeconfig writes the kubeconfig of a platform team's controller in
-// ns: a ServiceAccount that may read the Secrets of its namespace and the
-// ClusterProfiles of the default set, nothing else. Its context's namespace is
-// ns, which is where the secretreader plugin looks.
-func consumerKubeconfig(t *testing.T, ns string) string {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := t.Context()
-	role := func(namespace string, rule rbacv1.PolicyRule) {
-		g.Expect(hubCP.Client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "consumer-" + ns, Namespace: namespace}, Rules: []rbacv1.PolicyRule{rule}})).To(Succeed())
-		g.Expect(hubCP.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "consumer-" + ns, Namespace: namespace},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "consumer-" + ns},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "consumer", Namespace: ns}}})).To(Succeed())
-	}
-	g.Expect(hubCP.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "consumer", Namespace: ns}})).To(Succeed())
-	role(ns, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
-	role(placementv1alpha1.DefaultClusterSet, rbacv1.PolicyRule{APIGroups: []string{cpv1alpha1.GroupVersion.Group}, Resources: []string{"clusterprofiles"}, Verbs: []string{"get"}})
-	cfg, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, ns, "consumer", time.Hour)
-	g.Expect(err).NotTo(HaveOccurred())
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["consumer"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["consumer"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "consumer", Namespace: ns}
-	kc.CurrentContext = "consumer"
-	path := filepath.Join(t.TempDir(), "consumer.kubeconfig")
-	g.Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
-	return path
-}
-
-// providersFile writes the consumer's access-provider configuration: the
-// upstream secretreader plugin, built from sigs.k8s.io/cluster-inventory-api by
-// make build, reading the hub as the consumer.
-func providersFile(t *testing.T, kubeconfig string) string {
-	t.Helper()
-	g := NewWithT(t)
-	plugin, err := testenv.Binary("secretreader-plugin")
-	g.Expect(err).NotTo(HaveOccurred())
-	b, err := json.Marshal(map[string]any{"providers": []any{map[string]any{
-		"name": placementv1alpha1.SecretReaderProvider,
-		"execConfig": map[string]any{
-			"apiVersion": "client.authentication.k8s.io/v1", "command": plugin, "provideClusterInfo": true,
-			"env": []any{map[string]any{"name": "KUBECONFIG", "value": kubeconfig}},
-		},
-	}}})
-	g.Expect(err).NotTo(HaveOccurred())
-	path := filepath.Join(t.TempDir(), "providers.json")
-	g.Expect(os.WriteFile(path, b, 0o600)).To(Succeed())
-	return path
-}
-
-func grantOf(g Gomega, name string) *placementv1alpha1.MemberAccessGrant {
-	grant := &placementv1alpha1.MemberAccessGrant{}
-	g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKey{Name: name}, grant)).To(Succeed())
-	return grant
-}
-
-func secretIn(ns, name string) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	return s, hubCP.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s)
-}
 
 // TestMemberAccess: member-1's agent publishes its access provider and keeps a
 // member token on the hub; a grant copies it to a consumer namespace, where the

@@ -3,7 +3,6 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -17,23 +16,6 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 )
-
-// gadgetCRD is a CRD of a kind the agents' configuration has a readiness rule for,
-// with a plural unique to the test.
-func gadgetCRD(t *testing.T, plural string) workv1alpha1.Manifest {
-	return manifest(t, map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": plural + "." + gadgetGroup},
-		"spec": map[string]any{
-			"group": gadgetGroup, "scope": "Namespaced",
-			"names": map[string]any{"plural": plural, "singular": strings.TrimSuffix(plural, "s"), "kind": "Gadget", "listKind": "GadgetList"},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-			}},
-		},
-	})
-}
 
 // A CRD and its custom resource in one Work, the resource listed first: the CRD is
 // applied first, the resource waits for it to be established without failing the

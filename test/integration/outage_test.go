@@ -28,29 +28,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
-// forceRemove removes a Work from the hub without its agent: its finalizer taken
-// away by hand, as an operator (or a lost hub) would.
-func forceRemove(t *testing.T, w *workv1alpha1.Work) {
-	t.Helper()
-	g := NewWithT(t)
-	g.Expect(updateOnHub(w, func(w *workv1alpha1.Work) { w.Finalizers = nil })).To(Succeed())
-	g.Expect(client.IgnoreNotFound(hubCP.Client.Delete(t.Context(), w))).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), &workv1alpha1.Work{}))
-	}).Should(BeTrue())
-}
-
-// memberObjects returns the UID and resourceVersion of ConfigMaps on member-2.
-func memberObjects(t *testing.T, ns string, names ...string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, n := range names {
-		cm := memberConfigMap(t, member2, ns, n)
-		out[n] = string(cm.UID) + "@" + cm.ResourceVersion
-	}
-	return out
-}
-
 // With the hub unreachable (a proxy the test stops), the agent keeps what it
 // applied, keeps correcting drift from the Works it last saw, and deletes nothing;
 // when the hub is back it reports what happened meanwhile. A Work removed from the

@@ -8,11 +8,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -20,35 +18,6 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/renderctl"
 )
-
-// setProperty writes a ClusterProperty on a member, as its admin does, and
-// removes it when the test ends.
-func setProperty(t *testing.T, cluster, name, value string) {
-	t.Helper()
-	prop := &aboutv1alpha1.ClusterProperty{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: aboutv1alpha1.ClusterPropertySpec{Value: value}}
-	NewWithT(t).Expect(members[cluster].Client.Create(t.Context(), prop)).To(Succeed())
-	t.Cleanup(func() { _ = members[cluster].Client.Delete(context.Background(), prop) })
-}
-
-// deploymentOn reads the web Deployment on a member.
-func deploymentOn(g Gomega, cluster, ns string) *appsv1.Deployment {
-	d := &appsv1.Deployment{}
-	g.Expect(members[cluster].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
-	return d
-}
-
-// expectPreviewIsTheWork checks that `kubectl lodestar render` prints exactly
-// what the cluster's Work holds.
-func expectPreviewIsTheWork(g Gomega, p *placementv1alpha1.Placement, cluster string) {
-	_, res, err := renderctl.Render(context.Background(), hubCP.Client, renderctl.Options{Placement: client.ObjectKeyFromObject(p), Cluster: cluster})
-	g.Expect(err).NotTo(HaveOccurred())
-	w := workOf(g, p, cluster)
-	g.Expect(w).NotTo(BeNil())
-	g.Expect(w.Spec.Workload.Manifests).To(HaveLen(len(res.Manifests)))
-	for i, m := range w.Spec.Workload.Manifests {
-		g.Expect(m.Raw).To(MatchJSON(res.Manifests[i].Raw), "manifest %d on %s", i, cluster)
-	}
-}
 
 // One Placement, two members whose labels and properties differ: each gets its
 // own replicas, image and annotation; a rule that fails on one member leaves the

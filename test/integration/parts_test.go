@@ -2,17 +2,15 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -22,40 +20,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/render"
 )
-
-// bigCRD is a CustomResourceDefinition whose schema has fields properties, each
-// with a long description, as an operator's CRDs have: about 330 bytes a field.
-// It is unstructured: the hub's scheme has no apiextensions types.
-func bigCRD(g Gomega, group, plural string, fields int) *unstructured.Unstructured {
-	props := map[string]apiextensionsv1.JSONSchemaProps{}
-	for i := range fields {
-		props[fmt.Sprintf("field%04d", i)] = apiextensionsv1.JSONSchemaProps{Type: "string",
-			Description: fmt.Sprintf("field%04d configures one aspect of the operand; ", i) + strings.Repeat("it is described at length, as generated API references are. ", 4)}
-	}
-	kind := strings.ToUpper(plural[:1]) + plural[1:len(plural)-1]
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group, Labels: map[string]string{"lodestar-test": group}},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group, Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: plural[:len(plural)-1], Kind: kind, ListKind: kind + "List"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: props}}}}}},
-		},
-	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
-	g.Expect(err).NotTo(HaveOccurred())
-	u := &unstructured.Unstructured{Object: content}
-	u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	return u
-}
-
-// crdOf is an empty CRD object to read one into.
-func crdOf() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	return u
-}
 
 // A Placement whose objects render past the Work limit still places: three
 // CRDs of about 306 KiB each (919 KiB together) reach both members through one
@@ -138,10 +102,43 @@ func TestObjectsLargerThanAWorkPlaceAsSeveralWorks(t *testing.T) {
 	}).Should(Succeed())
 }
 
-// partsOn are the Works of the Placement of key on cluster, in part order.
-func partsOn(g Gomega, key client.ObjectKey, cluster string) []*workv1alpha1.Work {
-	list := &workv1alpha1.WorkList{}
-	g.Expect(hubCP.Client.List(context.Background(), list, client.InNamespace(names.ClusterNamespace(cluster)),
-		client.MatchingLabels{placementv1alpha1.PlacementNamespaceLabel: key.Namespace, placementv1alpha1.PlacementNameLabel: names.LabelValue(key.Name)})).To(Succeed())
-	return clusterworks.ByCluster(list.Items)[cluster]
+// An object that renders to more than a Work may carry is not placed: the
+// Placement says why, naming it, and loses nothing placed.
+func TestOversizeWorkIsNotWritten(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, cm, p := configMapPlacement(t)
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonWorkSynchronized))
+	}).Should(Succeed())
+	works := &workv1alpha1.WorkList{}
+	g.Expect(hubCP.Client.List(ctx, works, client.MatchingLabels{placementv1alpha1.PlacementNamespaceLabel: ns})).To(Succeed())
+	g.Expect(works.Items).NotTo(BeEmpty())
+	work := &works.Items[0]
+	cluster, _ := names.ClusterFromNamespace(work.Namespace)
+
+	// A ConfigMap of 900 KiB: it fits etcd and a ConfigMap, not a Work.
+	g.Expect(hubCP.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: ns, Labels: map[string]string{"size": "big"}},
+		Data: map[string]string{"blob": strings.Repeat("x", 900<<10)}})).To(Succeed())
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, placementv1alpha1.ResourceSelector{
+			Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"size": "big"}}})
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.RenderedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonWorkTooLarge))
+		g.Expect(c.Message).To(ContainSubstring("ConfigMap " + ns + "/big"))
+		c = placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNotRendered))
+	}).Should(Succeed())
+	got := &workv1alpha1.Work{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(work), got)).To(Succeed())
+	g.Expect(got.Spec.Workload.Manifests).To(HaveLen(1), "the Work keeps what it carried")
+	g.Expect(string(got.Spec.Workload.Manifests[0].Raw)).To(ContainSubstring(cm.Name))
+	g.Eventually(func() error {
+		return members[cluster].Client.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+	}).Should(Succeed(), "what was placed stays")
 }

@@ -4,13 +4,13 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/util/rand"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -20,111 +20,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/render"
 )
-
-func webObjects(ns string) (*corev1.ConfigMap, *appsv1.Deployment, *corev1.ConfigMap) {
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-config", Namespace: ns},
-		Data:       map[string]string{"greeting": "hello"},
-	}
-	labels := map[string]string{"app": "web"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
-			},
-		},
-	}
-	unselected := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "not-placed", Namespace: ns}, Data: map[string]string{"k": "v"}}
-	return cm, deploy, unselected
-}
-
-// createWebApp creates the web ConfigMap (changed by edit, when given) and
-// Deployment of webObjects on the hub.
-func createWebApp(t *testing.T, ns string, edit func(*corev1.ConfigMap)) {
-	t.Helper()
-	g := NewWithT(t)
-	cm, deploy, _ := webObjects(ns)
-	if edit != nil {
-		edit(cm)
-	}
-	g.Expect(hubCP.Client.Create(t.Context(), cm)).To(Succeed())
-	g.Expect(hubCP.Client.Create(t.Context(), deploy)).To(Succeed())
-}
-
-func webPlacement(ns string) *placementv1alpha1.Placement {
-	return &placementv1alpha1.Placement{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: placementv1alpha1.PlacementSpec{
-			ResourceSelectors: []placementv1alpha1.ResourceSelector{
-				{Version: "v1", Kind: "ConfigMap", Name: "web-config"},
-				{Group: "apps", Version: "v1", Kind: "Deployment", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
-			},
-			Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}}},
-		},
-	}
-}
-
-// configMapPlacement creates a namespace of its own with the web ConfigMap on the
-// hub, and returns a Placement (not created) that places only the ConfigMap.
-func configMapPlacement(t *testing.T) (string, *corev1.ConfigMap, *placementv1alpha1.Placement) {
-	t.Helper()
-	ns := newNamespace(t)
-	cm, _, _ := webObjects(ns)
-	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), cm)).To(Succeed())
-	p := webPlacement(ns)
-	p.Spec.ResourceSelectors = p.Spec.ResourceSelectors[:1]
-	return ns, cm, p
-}
-
-// expectPlacedOn asserts that the web objects are on the member with the given
-// greeting, and that only the selected objects are.
-func expectPlacedOn(g Gomega, t *testing.T, cluster, ns, greeting string) {
-	c := members[cluster].Client
-	cm := &corev1.ConfigMap{}
-	g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "web-config"}, cm)).To(Succeed())
-	g.Expect(cm.Data).To(Equal(map[string]string{"greeting": greeting}))
-	deploy := &appsv1.Deployment{}
-	g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "web"}, deploy)).To(Succeed())
-	g.Expect(deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
-	err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "not-placed"}, &corev1.ConfigMap{})
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "an unselected object must not be placed")
-}
-
-// expectAbsentFrom asserts that no web object is on the member.
-func expectAbsentFrom(g Gomega, t *testing.T, cluster, ns string) {
-	c := members[cluster].Client
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}} {
-		name := "web"
-		if _, ok := obj.(*corev1.ConfigMap); ok {
-			name = "web-config"
-		}
-		err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj)
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s/%s on %s: %v", obj, ns, name, cluster, err)
-	}
-}
-
-// expectStatus asserts that the Placement reports every condition True, at its
-// current generation, with exactly the given cluster applied.
-func expectStatus(g Gomega, t *testing.T, key client.ObjectKey, cluster string) {
-	p := &placementv1alpha1.Placement{}
-	g.Expect(hubCP.Client.Get(t.Context(), key, p)).To(Succeed())
-	for _, ct := range []string{placementv1alpha1.ScheduledCondition, placementv1alpha1.WorkSynchronizedCondition, placementv1alpha1.AppliedCondition} {
-		c := meta.FindStatusCondition(p.Status.Conditions, ct)
-		g.Expect(c).NotTo(BeNil(), "condition %s", ct)
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "condition %s: %s", ct, c.Message)
-		g.Expect(c.ObservedGeneration).To(Equal(p.Generation), "condition %s", ct)
-	}
-	g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
-	g.Expect(p.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(1)))
-	g.Expect(p.Status.AppliedClusters).To(HaveValue(BeEquivalentTo(1)))
-	g.Expect(p.Status.Clusters).To(ConsistOf(HaveField("Name", cluster)))
-	g.Expect(p.Status.Clusters[0].Applied).To(Equal(metav1.ConditionTrue))
-	g.Expect(p.Status.Clusters[0].Work).To(Equal(names.Work(key.Namespace, key.Name)))
-}
 
 func TestPlacementLifecycle(t *testing.T) {
 	g := NewWithT(t)
@@ -219,4 +114,75 @@ func TestGeneratedWorkRoundTrips(t *testing.T) {
 	g.Expect(w.Annotations).To(HaveKeyWithValue(placementv1alpha1.RevisionAnnotation, revision))
 	g.Expect(w.Spec.Workload.Manifests).To(HaveLen(1))
 	g.Expect(string(w.Spec.Workload.Manifests[0].Raw)).To(Equal(string(manifests[0].Raw)))
+}
+
+// Admission refuses what the CRD's own rules cannot see: a Placement naming a
+// cluster-scoped kind (the placement-scope policy). The CRD's rules
+// (x-kubernetes-validations) are tested once, in test/crdrules.
+func TestAdmissionRefusesClusterScopedKinds(t *testing.T) {
+	g := NewWithT(t)
+	p := webPlacement(newNamespace(t))
+	p.Spec.ResourceSelectors[0] = placementv1alpha1.ResourceSelector{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
+	err := hubCP.Client.Create(t.Context(), p)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("rbac.authorization.k8s.io/ClusterRole is cluster-scoped: a platform admin places it with a ClusterPlacement"))
+}
+
+// A Placement whose selectors can never select anything gets a False condition
+// with a reason and a Warning event, and places nothing.
+func TestInvalidResourceSelector(t *testing.T) {
+	// A cluster-scoped kind of a CRD: admission cannot know its scope.
+	clusterScoped := "g" + rand.String(6) + ".example.com"
+	createWidgetCRD(t, hubCP.Client, clusterScoped, apiextensionsv1.ClusterScoped, "v1")
+	tests := []struct {
+		name     string
+		selector placementv1alpha1.ResourceSelector
+		message  string
+	}{
+		{"unknown kind", placementv1alpha1.ResourceSelector{Group: "example.com", Version: "v1", Kind: "Widget"}, "does not serve kind"},
+		{"cluster-scoped kind", placementv1alpha1.ResourceSelector{Group: clusterScoped, Version: "v1", Kind: "Widget"}, "cluster-scoped"},
+		{"bad label selector", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}},
+		}}, "labelSelector"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := newNamespace(t)
+			p := webPlacement(ns)
+			p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{tt.selector}
+			g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+
+			g.Eventually(func(g Gomega) {
+				c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.RenderedCondition)
+				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidResourceSelector))
+				g.Expect(c.Message).To(ContainSubstring(tt.message))
+
+				events := &eventsv1.EventList{}
+				g.Expect(hubCP.Client.List(t.Context(), events, client.InNamespace(ns))).To(Succeed())
+				g.Expect(events.Items).To(ContainElement(And(
+					HaveField("Reason", placementv1alpha1.ReasonInvalidResourceSelector),
+					HaveField("Type", "Warning"),
+					HaveField("Regarding.Name", p.Name),
+				)))
+			}).Should(Succeed())
+		})
+	}
+}
+
+// A Placement whose cluster selector matches nothing says so.
+func TestNoMatchingClusters(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	p := webPlacement(ns)
+	p.Spec.Scheduling.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "nowhere"}}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.ScheduledCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNoMatchingClusters))
+		applied := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.AppliedCondition)
+		g.Expect(applied.Reason).To(Equal(placementv1alpha1.ReasonNoClusters))
+	}).Should(Succeed())
 }

@@ -9,6 +9,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -65,4 +67,29 @@ func TestTightenedPolicyDeletesNothing(t *testing.T) {
 	got := &corev1.ConfigMap{}
 	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "left-behind"}, got)).To(Succeed())
 	g.Expect(got.UID).To(Equal(cm.UID))
+}
+
+// Namespaces the agent creates for manifests enforce the member policy's Pod
+// Security Standard: a tenant's privileged hostPath pod is rejected there.
+func TestCreatedNamespacesEnforcePodSecurity(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "psa-" + rand.String(5)
+	w := newWork(t, member2, "psa", nil, cmManifest(t, ns, "settings", map[string]any{"k": "v"}))
+	eventuallyManifest(t, w, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+	created := &corev1.Namespace{}
+	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Name: ns}, created)).To(Succeed())
+	g.Expect(created.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "baseline"))
+
+	privileged := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+				VolumeMounts: []corev1.VolumeMount{{Name: "host", MountPath: "/host"}}}},
+			Volumes: []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}},
+		},
+	}
+	err := members[member2].Client.Create(ctx, privileged)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("PodSecurity"))
 }

@@ -7,7 +7,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,19 +16,6 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
-
-// manifestCondition returns the condition of type t of the manifest with ordinal i.
-func manifestCondition(g Gomega, w *workv1alpha1.Work, i int, t string) *metav1.Condition {
-	for _, mc := range w.Status.ManifestConditions {
-		if mc.Identifier.Ordinal == i {
-			c := meta.FindStatusCondition(mc.Conditions, t)
-			g.Expect(c).NotTo(BeNil(), "manifest %d has no %s condition", i, t)
-			return c
-		}
-	}
-	g.Expect(false).To(BeTrue(), "no manifest %d", i)
-	return nil
-}
 
 // A Deployment placed on a member with a controller manager, a scheduler and a
 // fake node becomes Available, is reported Available on the Work and, aggregated,
@@ -89,35 +75,32 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	g.Expect(pods.Items).To(HaveEach(HaveField("Spec.NodeName", "kwok-node-1")))
 }
 
-// Feedback rules are checked on the hub: the API server refuses rules for Secrets,
-// and rules whose expressions do not compile make WorkSynchronized False.
+// Feedback rules whose expressions do not compile stop the Placement before any
+// Work changes: Rendered is False, naming the rule. (The API server's own rules
+// for feedback are tested in test/crdrules.)
 func TestStatusFeedbackValidation(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t)
-	p := webPlacement(ns)
-	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "Secret", WholeStatus: true}}
-	err := hubCP.Client.Create(t.Context(), p)
-	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
-	g.Expect(err.Error()).To(ContainSubstring("never collected from Secrets"))
-
-	p = webPlacement(ns)
-	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", WholeStatus: true, Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", JSONPath: ".a"}}}}
-	err = hubCP.Client.Create(t.Context(), p)
-	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
-	g.Expect(err.Error()).To(ContainSubstring("exactly one of fields and wholeStatus"))
-
-	p = webPlacement(ns)
-	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", JSONPath: ".a", CEL: "1"}}}}
-	err = hubCP.Client.Create(t.Context(), p)
-	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
-	g.Expect(err.Error()).To(ContainSubstring("exactly one of jsonPath and cel"))
-
-	p = webPlacement(ns)
+	p := webPlacement(newNamespace(t))
 	p.Spec.Reporting.Feedback = []lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "a", CEL: "self.data.("}}}}
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.RenderedCondition)
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidStatusFeedback))
 		g.Expect(c.Message).To(ContainSubstring("reporting.feedback[0].fields[0].cel"))
+	}).Should(Succeed())
+}
+
+// An apply strategy the agents cannot apply, though the API server lets it
+// through (an ignored field's path with a bare ~), stops the Placement the same
+// way: the hub validates it as the agents do.
+func TestApplyStrategyValidation(t *testing.T) {
+	g := NewWithT(t)
+	p := webPlacement(newNamespace(t))
+	p.Spec.ApplyStrategy = &lodestarworkv1alpha1.ApplyStrategy{IgnoreFields: []lodestarworkv1alpha1.IgnoreField{{Kind: "ConfigMap", Paths: []string{"/metadata/a~b"}}}}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.RenderedCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidApplyStrategy))
+		g.Expect(c.Message).To(ContainSubstring("~ is escaped as ~0"))
 	}).Should(Succeed())
 }

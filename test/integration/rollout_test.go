@@ -3,9 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,225 +12,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
-	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/rolloutctl"
-	"github.com/lodestar-dev/lodestar/internal/scheme"
-	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
-
-// Two more members for the rollout tests, joined in the aux cluster set: member-3
-// runs workloads (like member-1), member-4 is an API server alone.
-const (
-	member3 = "member-3"
-	member4 = "member-4"
-)
-
-var (
-	extraOnce   sync.Once
-	extraErr    error
-	extraAgents = map[string]func(){} // cluster → stop its agent
-	extraHub    = map[string]*rest.Config{}
-	extraMu     sync.Mutex
-)
-
-// extraMembers starts member-3 and member-4 with their agents, once for the
-// package; stopFleet stops them.
-func extraMembers(t *testing.T) {
-	t.Helper()
-	extraOnce.Do(func() {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		for _, m := range []struct {
-			name  string
-			start func(string, *k8sruntime.Scheme) (*testenv.ControlPlane, error)
-		}{{member3, testenv.StartFullMember}, {member4, testenv.StartMember}} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				cp, err := m.start(m.name, scheme.Agent())
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					extraErr = err
-					return
-				}
-				members[m.name] = cp
-			}()
-		}
-		wg.Wait()
-		if extraErr != nil {
-			return
-		}
-		for _, name := range []string{member3, member4} {
-			cfg, err := fleet.Join(context.Background(), hubCP.Config, hubCP.Client, fleet.JoinOptions{
-				Name: name, ClusterSet: auxSet, Labels: map[string]string{"rollout-test": "true"}, TokenTTL: 48 * time.Hour})
-			if err != nil {
-				extraErr = err
-				return
-			}
-			extraHub[name] = cfg
-			if extraErr = startExtraAgent(name); extraErr != nil {
-				return
-			}
-		}
-	})
-	g := NewWithT(t)
-	g.Expect(extraErr).NotTo(HaveOccurred())
-	for _, name := range []string{member3, member4} {
-		g.Eventually(func(g Gomega) {
-			g.Expect(meta.IsStatusConditionTrue(getProfile(g, auxSet, name).Status.Conditions, placementv1alpha1.AgentReachableCondition)).To(BeTrue())
-		}).Should(Succeed())
-	}
-}
-
-// startExtraAgent runs the agent of an extra member until stopExtraAgent.
-func startExtraAgent(name string) error {
-	a, err := agent.NewManager(agent.Options{
-		ClusterName: name, ClusterSet: auxSet, Hub: extraHub[name], Member: members[name].Config,
-		Manager:        ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
-		Config:         agentConfig,
-		AgentNamespace: "lodestar-system",
-		LeaseDuration:  2 * time.Second,
-	})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := a.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "agent stopped:", name, err)
-		}
-	}()
-	extraMu.Lock()
-	extraAgents[name] = func() { cancel(); <-done }
-	extraMu.Unlock()
-	return nil
-}
-
-func stopExtraAgent(name string) {
-	extraMu.Lock()
-	stop := extraAgents[name]
-	delete(extraAgents, name)
-	extraMu.Unlock()
-	if stop != nil {
-		stop()
-	}
-}
-
-// stopExtraMembers stops what extraMembers started.
-func stopExtraMembers() {
-	for _, name := range []string{member3, member4} {
-		stopExtraAgent(name)
-		if cp := members[name]; cp != nil {
-			if err := cp.Stop(); err != nil {
-				fmt.Fprintln(os.Stderr, "stopping a control plane:", err)
-			}
-		}
-	}
-}
-
-// sample calls probe every interval until the returned stop, which returns once
-// the last probe is done.
-func sample(every time.Duration, probe func()) (stop func()) {
-	done, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(every):
-			}
-			probe()
-		}
-	}()
-	return func() { close(done); <-sampled }
-}
-
-// rolloutNamespace creates a namespace whose Placements may use the default and
-// the aux cluster sets, with the web ConfigMap (greeting v1) in it.
-func rolloutNamespace(t *testing.T) string {
-	t.Helper()
-	g := NewWithT(t)
-	ns := newTenant(t, placementv1alpha1.DefaultClusterSet, auxSet)
-	cm, _, _ := webObjects(ns)
-	cm.Data["greeting"] = "v1"
-	g.Expect(hubCP.Client.Create(t.Context(), cm)).To(Succeed())
-	return ns
-}
-
-// greetingPlacement is a Placement of the web ConfigMap on the named clusters.
-func greetingPlacement(ns string, clusters []string, strategy placementv1alpha1.RolloutStrategy) *placementv1alpha1.Placement {
-	return &placementv1alpha1.Placement{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: placementv1alpha1.PlacementSpec{
-			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "web-config"}},
-			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: clusters},
-			Strategy:          strategy,
-		},
-	}
-}
-
-func setGreeting(t *testing.T, ns, greeting string) {
-	t.Helper()
-	NewWithT(t).Expect(updateOnHub(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}},
-		func(cm *corev1.ConfigMap) { cm.Data["greeting"] = greeting })).To(Succeed())
-}
-
-// greetingOn is the web ConfigMap's greeting on a member, "" when absent.
-func greetingOn(g Gomega, cluster, ns string) string {
-	cm := &corev1.ConfigMap{}
-	err := members[cluster].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web-config"}, cm)
-	if apierrors.IsNotFound(err) {
-		return ""
-	}
-	g.Expect(err).NotTo(HaveOccurred())
-	return cm.Data["greeting"]
-}
-
-// progressing is the Placement's Progressing condition at its generation.
-func progressing(g Gomega, key client.ObjectKey) (*placementv1alpha1.Placement, *metav1.Condition) {
-	p := &placementv1alpha1.Placement{}
-	g.Expect(hubCP.Client.Get(context.Background(), key, p)).To(Succeed())
-	c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.ProgressingCondition)
-	g.Expect(c).NotTo(BeNil())
-	g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
-	return p, c
-}
-
-// expectRolledOut waits until the Placement's rollout of revision number is
-// complete and every cluster has the greeting (unless it is empty).
-func expectRolledOut(t *testing.T, key client.ObjectKey, number int64, greeting string, clusters ...string) {
-	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		p, c := progressing(g, key)
-		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRolloutComplete), c.Message)
-		g.Expect(p.Status.Rollout.TargetRevisionNumber).To(Equal(number))
-		g.Expect(p.Status.Rollout.StableRevision).To(Equal(p.Status.Rollout.TargetRevision))
-		for _, cl := range clusters {
-			if greeting != "" {
-				g.Expect(greetingOn(g, cl, key.Namespace)).To(Equal(greeting), "on %s", cl)
-			}
-		}
-	}).Should(Succeed())
-}
 
 // A Rolling update over four members never has more than maxUnavailable of them
 // not Available, sampled all along; paused, it gives no cluster the new revision.

@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"context"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -14,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
@@ -133,33 +130,6 @@ kind: RolloutApproval
 metadata: {name: ok}
 spec: {placement: shop, revision: shop-1, stage: prod}
 `
-
-// createLabelled creates the YAML documents in ns, each labelled app=shop, with
-// GROUP replaced by group and NAMESPACE by ns.
-func createLabelled(t *testing.T, ns, group, docs string) []*unstructured.Unstructured {
-	t.Helper()
-	g := NewWithT(t)
-	var out []*unstructured.Unstructured
-	for _, doc := range strings.Split(strings.NewReplacer("GROUP", group, "NAMESPACE", ns).Replace(docs), "\n---\n") {
-		obj := &unstructured.Unstructured{}
-		g.Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed())
-		obj.SetNamespace(ns)
-		obj.SetLabels(map[string]string{"app": "shop"})
-		g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
-		out = append(out, obj)
-	}
-	return out
-}
-
-// deletePlacement deletes p and waits until its Works are gone from the hub.
-func deletePlacement(t *testing.T, p *placementv1alpha1.Placement) {
-	t.Helper()
-	g := NewWithT(t)
-	g.Expect(client.IgnoreNotFound(hubCP.Client.Delete(context.Background(), p))).To(Succeed())
-	g.Eventually(func() error {
-		return hubCP.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &placementv1alpha1.Placement{})
-	}).Should(Satisfy(apierrors.IsNotFound))
-}
 
 // A Placement whose only selector is a label selector places every labelled
 // object of the namespace whatever its kind, a custom resource included, but

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -16,40 +15,6 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
-
-// clusterStatusOf returns the Placement's status entry of a cluster, or nil.
-func clusterStatusOf(g Gomega, key client.ObjectKey, cluster string) *placementv1alpha1.ClusterStatus {
-	p := &placementv1alpha1.Placement{}
-	g.Expect(hubCP.Client.Get(context.Background(), key, p)).To(Succeed())
-	for i := range p.Status.Clusters {
-		if p.Status.Clusters[i].Name == cluster {
-			return &p.Status.Clusters[i]
-		}
-	}
-	return nil
-}
-
-// setDeploymentStatus writes a Deployment's status on member-2, which runs no
-// deployment controller, as that controller would: ready replicas of its spec,
-// observed at its generation.
-func setDeploymentStatus(t *testing.T, ns, name string, ready int32) {
-	t.Helper()
-	c := members[member2].Client
-	NewWithT(t).Eventually(func() error {
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			d := &appsv1.Deployment{}
-			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-				return err
-			}
-			want := ptr.Deref(d.Spec.Replicas, 1)
-			d.Status = appsv1.DeploymentStatus{
-				ObservedGeneration: d.Generation, Replicas: want, UpdatedReplicas: want, ReadyReplicas: ready, AvailableReplicas: ready,
-				UnavailableReplicas: want - ready,
-			}
-			return c.Status().Update(context.Background(), d)
-		})
-	}).Should(Succeed())
-}
 
 // A cluster whose objects are not available says why on the Placement, naming
 // each object: a claim that stays Pending, and a Deployment whose pod cannot

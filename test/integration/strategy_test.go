@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -18,67 +19,6 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
-
-// newWork returns a hand-written Work for cluster with the given strategy and
-// manifests; it is deleted when the test ends.
-func newWork(t *testing.T, cluster, name string, strategy *lodestarworkv1alpha1.ApplyStrategy, manifests ...workv1alpha1.Manifest) *workv1alpha1.Work {
-	t.Helper()
-	w := &workv1alpha1.Work{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: names.ClusterNamespace(cluster), Annotations: map[string]string{}},
-		Spec:       workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: manifests}},
-	}
-	if strategy != nil {
-		b, err := json.Marshal(strategy)
-		NewWithT(t).Expect(err).NotTo(HaveOccurred())
-		w.Annotations[lodestarworkv1alpha1.ApplyStrategyAnnotation] = string(b)
-	}
-	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), w)).To(Succeed())
-	t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), w) })
-	return w
-}
-
-// eventuallyManifest waits until manifest i of the Work reports the Applied
-// status and reason (any reason when empty) at the Work's generation, and returns
-// its message.
-func eventuallyManifest(t *testing.T, w *workv1alpha1.Work, i int, status metav1.ConditionStatus, reason string) string {
-	t.Helper()
-	var msg string
-	NewWithT(t).Eventually(func(g Gomega) {
-		got := &workv1alpha1.Work{}
-		g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(w), got)).To(Succeed())
-		c := manifestCondition(g, got, i, lodestarworkv1alpha1.ConditionApplied)
-		g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
-		if reason != "" {
-			g.Expect(c.Reason).To(Equal(reason), c.Message)
-		}
-		g.Expect(c.Status).To(Equal(status), c.Message)
-		msg = c.Message
-	}).Should(Succeed())
-	return msg
-}
-
-func memberConfigMap(t *testing.T, cluster, ns, name string) *corev1.ConfigMap {
-	t.Helper()
-	cm := &corev1.ConfigMap{}
-	NewWithT(t).Expect(members[cluster].Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, cm)).To(Succeed())
-	return cm
-}
-
-// createOnMember creates a namespace and a ConfigMap on a member, as someone other
-// than Lodestar would.
-func createOnMember(t *testing.T, cluster, ns, name string, data map[string]string) {
-	t.Helper()
-	g := NewWithT(t)
-	c := members[cluster].Client
-	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-	g.Expect(c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: data})).To(Succeed())
-}
-
-func cmManifest(t *testing.T, ns, name string, data map[string]any) workv1alpha1.Manifest {
-	return manifest(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns}, "data": data})
-}
 
 // CreateOnly, chosen on the Placement: the object is created, and later edits on
 // the hub do not reach the member.
@@ -258,4 +198,47 @@ func TestSecretDataNeverInStatus(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(status)).NotTo(ContainSubstring("s3cr3t"))
 	g.Expect(string(status)).NotTo(ContainSubstring("czNjcjN0"), "nor base64 of it")
+}
+
+// Neither ReportOnly nor takeover IfNoDiff tells the hub whether a guessed value
+// matches a member's Secret, and status feedback never reads an object the Work
+// does not own.
+func TestNoOracleForMemberSecrets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "oracle-" + rand.String(5)
+	g.Expect(client.IgnoreAlreadyExists(members[member2].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+	g.Expect(members[member2].Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, StringData: map[string]string{"password": "hunter2"}})).To(Succeed())
+	createOnMember(t, member2, ns, "theirs", map[string]string{"k": "v"})
+	guess := func(password string) workv1alpha1.Manifest {
+		return manifest(t, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "db", "namespace": ns},
+			"stringData": map[string]any{"password": password}})
+	}
+	for _, password := range []string{"hunter2", "wrong"} {
+		report := newWork(t, member2, "report-"+password, &lodestarworkv1alpha1.ApplyStrategy{Type: lodestarworkv1alpha1.ApplyReportOnly}, guess(password))
+		msg := eventuallyManifest(t, report, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonNotCompared)
+		g.Expect(msg).NotTo(ContainSubstring("password"))
+		ifNoDiff := newWork(t, member2, "ifnodiff-"+password, &lodestarworkv1alpha1.ApplyStrategy{Takeover: lodestarworkv1alpha1.TakeoverIfNoDiff}, guess(password))
+		eventuallyManifest(t, ifNoDiff, 0, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonNotOwned)
+	}
+	secret := &corev1.Secret{}
+	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, secret)).To(Succeed())
+	g.Expect(secret.OwnerReferences).To(BeEmpty())
+	g.Expect(string(secret.Data["password"])).To(Equal("hunter2"))
+
+	// Feedback on a ReportOnly Work: the object is not the Work's, nothing is read.
+	rules, err := json.Marshal([]lodestarworkv1alpha1.FeedbackRule{{Kind: "ConfigMap", Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "value", JSONPath: ".data.k"}}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	report := newWork(t, member2, "report-feedback", &lodestarworkv1alpha1.ApplyStrategy{Type: lodestarworkv1alpha1.ApplyReportOnly},
+		cmManifest(t, ns, "theirs", map[string]any{"k": "v"}))
+	g.Expect(updateOnHub(report, func(w *workv1alpha1.Work) {
+		w.Annotations[lodestarworkv1alpha1.StatusFeedbackAnnotation] = string(rules)
+	})).To(Succeed())
+	eventuallyManifest(t, report, 0, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonInSync)
+	g.Consistently(func(g Gomega) {
+		got := &workv1alpha1.Work{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(report), got)).To(Succeed())
+		g.Expect(got.Status.ManifestConditions).To(HaveLen(1))
+		g.Expect(got.Status.ManifestConditions[0].Conditions).NotTo(ContainElement(HaveField("Type", lodestarworkv1alpha1.ConditionStatusFeedback)))
+	}).Should(Succeed())
 }

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -11,58 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
-	"github.com/lodestar-dev/lodestar/internal/scheme"
-	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
-
-// identity creates a ServiceAccount in ns bound there to the ClusterRoles roles
-// (and, with extra, to a Role of those rules too), and returns a hub client that uses its
-// token: a person with exactly that access.
-func identity(t *testing.T, ns, name string, extra []rbacv1.PolicyRule, roles ...string) client.Client {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := t.Context()
-	g.Expect(hubCP.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})).To(Succeed())
-	refs := make([]rbacv1.RoleRef, 0, len(roles)+1)
-	for _, role := range roles {
-		refs = append(refs, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role})
-	}
-	if extra != nil {
-		g.Expect(hubCP.Client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: extra})).To(Succeed())
-		refs = append(refs, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name})
-	}
-	for _, ref := range refs {
-		g.Expect(hubCP.Client.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + rand.String(5), Namespace: ns},
-			RoleRef:    ref,
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
-		})).To(Succeed())
-	}
-	cfg, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, ns, name, time.Hour)
-	g.Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Hub()})
-	g.Expect(err).NotTo(HaveOccurred())
-	return c
-}
-
-// configMaps are the rules the standard edit role gives a tenant for its
-// ConfigMaps (the test hub runs no controller that aggregates roles).
-var configMaps = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}}}
-
-// bindingOf reads a ClusterSetBinding.
-func bindingOf(g Gomega, ns, set string) *placementv1alpha1.ClusterSetBinding {
-	b := &placementv1alpha1.ClusterSetBinding{}
-	g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: set}, b)).To(Succeed())
-	return b
-}
 
 // A tenant's namespace without a ClusterSetBinding gets no cluster. Binding a set
 // needs the bind verb on it, which the admission policy checks; the binding's
@@ -179,26 +133,6 @@ func TestClusterSetBindings(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(tenant.Delete(t.Context(), p)).To(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(tenantLabel(g)).NotTo(HaveKey(placementv1alpha1.TenantNamespaceLabel)) }).Should(Succeed())
-}
-
-func newBinding(ns, set string) *placementv1alpha1.ClusterSetBinding {
-	return &placementv1alpha1.ClusterSetBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: set, Namespace: ns},
-		Spec:       placementv1alpha1.ClusterSetBindingSpec{ClusterSet: set},
-	}
-}
-
-// managedClusters counts the ClusterProfiles Lodestar manages in set.
-func managedClusters(g Gomega, set string) int32 {
-	list := &cpv1alpha1.ClusterProfileList{}
-	g.Expect(hubCP.Client.List(context.Background(), list, client.InNamespace(set))).To(Succeed())
-	var n int32
-	for i := range list.Items {
-		if lookup.Managed(&list.Items[i]) && list.Items[i].DeletionTimestamp.IsZero() {
-			n++
-		}
-	}
-	return n
 }
 
 // An approver may approve a namespace's rollouts but not change its Placements;

@@ -11,46 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
-
-// watchedKind is lodestar_agent_watched_kinds for the kind, over the agents of
-// this process (only one places the test's kind).
-func watchedKind(g Gomega, group, kind string) float64 {
-	return gauge(g, "lodestar_agent_watched_kinds", group, kind)
-}
-
-// hubWatchedKind is the hub manager's lodestar_watched_kinds for the kind.
-func hubWatchedKind(g Gomega, group, kind string) float64 {
-	return gauge(g, "lodestar_watched_kinds", group, kind)
-}
-
-// gauge is the value of a gauge of this process's registry with the labels
-// group and kind.
-func gauge(g Gomega, name, group, kind string) float64 {
-	families, err := crmetrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	var v float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["group"] == group && labels["kind"] == kind {
-				v += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return v
-}
 
 // When a Work that placed a CRD and its custom resource goes, the agent deletes
 // both, and stops watching the kind the member no longer serves (rather than

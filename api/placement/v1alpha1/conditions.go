@@ -102,6 +102,9 @@ const (
 	// carry (render.MaxManifestBytes); no Work is changed. A Placement whose
 	// objects together are larger is placed as several Works per cluster.
 	ReasonWorkTooLarge = "WorkTooLarge"
+	// ReasonInvalidApplyStrategy: spec.applyStrategy is not one the agents can
+	// apply (work.ApplyStrategy.Validate); no Work changes until it is fixed.
+	ReasonInvalidApplyStrategy = "InvalidApplyStrategy"
 	// ReasonInvalidOverride: an override's CEL expression does not compile, or its
 	// literal patch cannot be used; no Work changes until it is fixed.
 	ReasonInvalidOverride = "InvalidOverride"

@@ -134,6 +134,11 @@ func (r *Reconciler) render(ctx context.Context, placement *placementv1alpha1.Pl
 	if err != nil {
 		return rendering{}, err
 	}
+	if s := placement.Spec.ApplyStrategy; s != nil {
+		if err := s.Defaulted().Validate(); err != nil {
+			return rendering{}, &invalidError{placementv1alpha1.ReasonInvalidApplyStrategy, fmt.Errorf("spec.applyStrategy: %w", err)}
+		}
+	}
 	if _, err := feedback.Compile(placement.Spec.Reporting.Feedback); err != nil {
 		return rendering{}, &invalidError{placementv1alpha1.ReasonInvalidStatusFeedback, fmt.Errorf("spec.reporting.%w", err)}
 	}
