@@ -29,7 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
@@ -526,7 +525,7 @@ func extraMembers(t *testing.T) {
 		var mu sync.Mutex
 		for _, m := range []struct {
 			name  string
-			start func(string, *k8sruntime.Scheme) (*testenv.ControlPlane, error)
+			start func(string, *runtime.Scheme) (*testenv.ControlPlane, error)
 		}{{member3, testenv.StartFullMember}, {member4, testenv.StartMember}} {
 			wg.Add(1)
 			go func() {
