@@ -18,7 +18,7 @@ up() {
   else
     [[ -d "$dir" ]] && rm -rf "$dir"
     mkdir -p "$dir"
-    say "Starting a local hub (kube-apiserver, etcd) with the lodestar-hub chart installed by helm, and two members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, a kwok node each), each joined with kubectl lodestar join and given the lodestar-agent chart; the hub manager and the agents run as local processes with the charts' ServiceAccounts"
+    say "Starting a local hub (kube-apiserver, etcd) with the lodestar-hub chart installed by helm, and two members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, a kwok node each), each joined with kubectl lodestar join and given the lodestar-agent chart; the hub manager and the agents run as local processes with the arguments, configuration and ServiceAccounts of the Deployments the charts installed"
     # A session of its own, so that quickstart-down can stop every process it starts.
     setsid "$bin/lodestar-devfleet" --dir "$dir" --bin "$bin" --helm "${LODESTAR_HELM:?}" --charts charts >"$dir/devfleet.log" 2>&1 < /dev/null &
     echo $! > "$pidfile"

@@ -33,7 +33,7 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoint (net/http/pprof); empty disables it.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that several replicas can run.")
-	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
+	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the leader election lease (default: $POD_NAMESPACE, which the chart sets to the pod's namespace).")
 	flag.StringVar(&clusterSets, "clusterset-namespaces", scheduler.DefaultClusterSetNamespace, "Comma-separated namespaces whose ClusterProfiles are scheduled.")
 	flag.Float64Var(&qps, "kube-api-qps", 200, "Queries per second to the hub API server (client-side limit); negative disables the limit.")
 	flag.IntVar(&burst, "kube-api-burst", 400, "Burst of queries to the hub API server above --kube-api-qps.")

@@ -1,14 +1,14 @@
 // Command devfleet runs a local Lodestar fleet for the quick start, set up the way
 // an operator sets up a real one: a hub API server with the lodestar-hub chart
-// installed by helm and the hub manager running as the chart's ServiceAccount; two
-// full members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler and
-// a kwok node each), each joined with `kubectl lodestar join`, with the
-// lodestar-agent chart installed and the agent running as the chart's
-// ServiceAccount on the member and its own joined identity on the hub. Without a
-// container runtime the Deployments the charts create do not run: the same
-// binaries run as local processes instead. It writes kubeconfigs into its
-// directory, then runs until it receives SIGTERM or SIGINT, when it stops every
-// process it started.
+// installed by helm; two full members (kube-apiserver, etcd,
+// kube-controller-manager, kube-scheduler and a kwok node each), each joined with
+// `kubectl lodestar join` and given the lodestar-agent chart. Without a container
+// runtime the Deployments the charts create do not run: their binaries run as
+// local processes instead, with the arguments, configuration files, Secrets and
+// environment of the Deployments helm installed (testenv.ChartProcess), as the
+// charts' ServiceAccounts; only their ports differ. It writes kubeconfigs into
+// its directory, then runs until it receives SIGTERM or SIGINT, when it stops
+// every process it started.
 package main
 
 import (
@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
@@ -96,9 +98,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 	if err := saKubeconfig(hubCP, "lodestar-hub", managerKubeconfig); err != nil {
 		return err
 	}
-	hubProc, err := spawn(ctx, exited, filepath.Join(binDir, "lodestar-hub"), filepath.Join(logs, "lodestar-hub.log"),
-		"--kubeconfig", managerKubeconfig, "--leader-elect", "--leader-election-namespace", testenv.ReleaseNamespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	hubProc, err := spawnChart(ctx, exited, hubCP, "lodestar-hub", "manager", filepath.Join(dir, "lodestar-hub"), managerKubeconfig, binDir, logs)
 	if err != nil {
 		return err
 	}
@@ -133,10 +133,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 		if err := saKubeconfig(cp, "lodestar-agent", agentKubeconfig); err != nil {
 			return err
 		}
-		p, err := spawn(ctx, exited, filepath.Join(binDir, "lodestar-agent"), filepath.Join(logs, "lodestar-agent-"+m.Name+".log"),
-			"--cluster-name", m.Name, "--hub-kubeconfig", agentHubKubeconfig, "--kubeconfig", agentKubeconfig,
-			"--hub-token-file", filepath.Join(dir, m.Name+"-hub-token"), "--agent-namespace", testenv.ReleaseNamespace,
-			"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		p, err := spawnChart(ctx, exited, cp, "lodestar-agent", "agent", filepath.Join(dir, "lodestar-agent-"+m.Name), agentKubeconfig, binDir, logs)
 		if err != nil {
 			return err
 		}
@@ -158,6 +155,22 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 	}
 }
 
+// spawnChart starts the binary of a chart's Deployment as the chart installed
+// it on cp: with its container's arguments, configuration files and
+// environment (testenv.ChartProcess), as its ServiceAccount (kubeconfig, in
+// place of the pod's in-cluster identity). Only the ports differ: local
+// processes on one machine cannot all listen on the chart's.
+func spawnChart(ctx context.Context, exited chan<- *proc, cp *testenv.ControlPlane, name, container, dir, kubeconfig, binDir, logs string) (*proc, error) {
+	chart, err := testenv.FromDeployment(ctx, cp.Client, client.ObjectKey{Namespace: testenv.ReleaseNamespace, Name: name}, container, dir)
+	if err != nil {
+		return nil, err
+	}
+	chart.Set("kubeconfig", kubeconfig)
+	chart.Set("metrics-bind-address", "0")
+	chart.Set("health-probe-bind-address", "0")
+	return spawn(ctx, exited, filepath.Join(binDir, name), filepath.Join(logs, filepath.Base(dir)+".log"), chart.Env, chart.Args...)
+}
+
 // proc is a started controller process.
 type proc struct {
 	cmd  *exec.Cmd
@@ -165,13 +178,15 @@ type proc struct {
 	err  error
 }
 
-// spawn starts bin with its output in logPath; when it exits, it is sent on exited.
-func spawn(ctx context.Context, exited chan<- *proc, bin, logPath string, args ...string) (*proc, error) {
+// spawn starts bin with its output in logPath, with env added to this process's
+// environment; when it exits, it is sent on exited.
+func spawn(ctx context.Context, exited chan<- *proc, bin, logPath string, env []string, args ...string) (*proc, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	if err := cmd.Start(); err != nil {

@@ -21,7 +21,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
@@ -120,13 +119,17 @@ func TestChartsInstallAndRun(t *testing.T) {
 	secret := &corev1.Secret{}
 	g.Expect(memberCP.Client.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "lodestar-hub-kubeconfig"}, secret)).To(Succeed())
 
-	memberSA := serviceAccountConfig(t, memberCP.Config, "lodestar-agent")
-	a, err := agent.NewManager(agent.Options{
-		ClusterName: "edge-1", Hub: joined, Member: memberSA, AgentNamespace: releaseNamespace, LeaseDuration: 4 * time.Second,
-		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
-	})
+	// The agent runs as the chart installed it: its arguments, configuration file
+	// (the default member policy) and hub kubeconfig from the release, as its
+	// ServiceAccount; only its ports are not the chart's.
+	chart, err := testenv.FromDeployment(ctx, memberCP.Client, client.ObjectKey{Namespace: releaseNamespace, Name: "lodestar-agent"}, "agent", filepath.Join(dir, "agent"))
 	g.Expect(err).NotTo(HaveOccurred())
-	start(t, a)
+	g.Expect(chart.Args).To(ContainElement(HavePrefix("--config=" + filepath.Join(dir, "agent", "config"))))
+	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, memberCP.Config, "lodestar-agent"), "member", filepath.Join(dir, "agent.kubeconfig"))).To(Succeed())
+	chart.Set("kubeconfig", filepath.Join(dir, "agent.kubeconfig"))
+	chart.Set("metrics-bind-address", "0")
+	chart.Set("health-probe-bind-address", "0")
+	runBinary(t, "lodestar-agent", chart.Env, chart.Args...)
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
 	g.Expect(hubCP.Client.Create(ctx, ns)).To(Succeed())
@@ -172,6 +175,9 @@ func TestChartsInstallAndRun(t *testing.T) {
 		deploy := &appsv1.Deployment{}
 		g.Expect(memberCP.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "shop"}, deploy)).To(Succeed())
 		g.Expect(deploy.Status.AvailableReplicas).To(BeEquivalentTo(2), "the pods run on the member's fake node")
+		created := &corev1.Namespace{}
+		g.Expect(memberCP.Client.Get(ctx, client.ObjectKey{Name: "shop"}, created)).To(Succeed())
+		g.Expect(created.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "baseline"), "the chart's default member policy")
 
 		profile := &cpv1alpha1.ClusterProfile{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-1"}, profile)).To(Succeed())

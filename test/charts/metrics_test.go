@@ -58,9 +58,9 @@ func freeAddress(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// runBinary runs one of bin/'s binaries until the test ends, its output in a file
-// printed when the test fails.
-func runBinary(t *testing.T, name string, args ...string) {
+// runBinary runs one of bin/'s binaries until the test ends, with env added to
+// the test's environment, its output in a file printed when the test fails.
+func runBinary(t *testing.T, name string, env []string, args ...string) {
 	t.Helper()
 	g := NewWithT(t)
 	bin, err := testenv.Binary(name)
@@ -69,6 +69,7 @@ func runBinary(t *testing.T, name string, args ...string) {
 	logFile, err := os.Create(logPath)
 	g.Expect(err).NotTo(HaveOccurred())
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	g.Expect(cmd.Start()).To(Succeed())
 	t.Cleanup(func() {
@@ -156,7 +157,7 @@ func TestMetrics(t *testing.T) {
 	hubSA := filepath.Join(dir, "hub-sa")
 	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, hubCP.Config, "lodestar-hub"), "hub", hubSA)).To(Succeed())
 	hubMetrics := freeAddress(t)
-	runBinary(t, "lodestar-hub", "--kubeconfig", hubSA, "--metrics-bind-address", hubMetrics, "--health-probe-bind-address", "0")
+	runBinary(t, "lodestar-hub", nil, "--kubeconfig", hubSA, "--metrics-bind-address", hubMetrics, "--health-probe-bind-address", "0")
 
 	joined, err := fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: "edge-1", TokenTTL: time.Hour})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -169,7 +170,7 @@ func TestMetrics(t *testing.T) {
 	memberSA := filepath.Join(dir, "member-sa")
 	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, memberCP.Config, "lodestar-agent"), "member", memberSA)).To(Succeed())
 	agentMetrics := freeAddress(t)
-	runBinary(t, "lodestar-agent", "--kubeconfig", memberSA, "--hub-kubeconfig", joinKubeconfig, "--cluster-name", "edge-1",
+	runBinary(t, "lodestar-agent", nil, "--kubeconfig", memberSA, "--hub-kubeconfig", joinKubeconfig, "--cluster-name", "edge-1",
 		"--agent-namespace", releaseNamespace, "--metrics-bind-address", agentMetrics, "--health-probe-bind-address", "0")
 
 	// A ConfigMap placed on edge-1.
