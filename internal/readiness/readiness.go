@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -86,7 +88,7 @@ var builtin = map[schema.GroupKind]func(*unstructured.Unstructured) Result{
 func observed(obj *unstructured.Unstructured) (bool, Result) {
 	og, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
 	if found && og < obj.GetGeneration() {
-		return false, progressing("NotObserved", "its controller has observed generation %d of %d", og, obj.GetGeneration())
+		return false, progressing(lodestarworkv1alpha1.ReasonNotObserved, "its controller has observed generation %d of %d", og, obj.GetGeneration())
 	}
 	return true, Result{}
 }
@@ -122,7 +124,7 @@ func condition(obj *unstructured.Unstructured, t string) (status, reason, messag
 
 func deployment(obj *unstructured.Unstructured) Result {
 	if st, reason, msg, ok := condition(obj, "Progressing"); ok && st == "False" && reason == "ProgressDeadlineExceeded" {
-		return degraded("ProgressDeadlineExceeded", "the rollout exceeded its progress deadline: %s", msg)
+		return degraded(lodestarworkv1alpha1.ReasonProgressDeadlineExceeded, "the rollout exceeded its progress deadline: %s", msg)
 	}
 	if ok, r := observed(obj); !ok {
 		return r
@@ -131,13 +133,13 @@ func deployment(obj *unstructured.Unstructured) Result {
 	updated, avail, total := count(obj, "status", "updatedReplicas"), count(obj, "status", "availableReplicas"), count(obj, "status", "replicas")
 	switch {
 	case updated < want:
-		return progressing("RollingOut", "%d of %d replicas updated", updated, want)
+		return progressing(lodestarworkv1alpha1.ReasonRollingOut, "%d of %d replicas updated", updated, want)
 	case total > updated:
-		return progressing("RollingOut", "%d old replicas pending termination", total-updated)
+		return progressing(lodestarworkv1alpha1.ReasonRollingOut, "%d old replicas pending termination", total-updated)
 	case avail < want:
-		return progressing("WaitingForReplicas", "%d of %d replicas available", avail, want)
+		return progressing(lodestarworkv1alpha1.ReasonWaitingForReplicas, "%d of %d replicas available", avail, want)
 	}
-	return available("ReplicasAvailable", "%d of %d replicas available", avail, want)
+	return available(lodestarworkv1alpha1.ReasonReplicasAvailable, "%d of %d replicas available", avail, want)
 }
 
 func statefulSet(obj *unstructured.Unstructured) Result {
@@ -151,11 +153,11 @@ func statefulSet(obj *unstructured.Unstructured) Result {
 	strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "updateStrategy", "type")
 	switch {
 	case strategy != "OnDelete" && update != "" && current != update && updated < want:
-		return progressing("RollingOut", "%d of %d replicas updated", updated, want)
+		return progressing(lodestarworkv1alpha1.ReasonRollingOut, "%d of %d replicas updated", updated, want)
 	case ready < want:
-		return progressing("WaitingForReplicas", "%d of %d replicas ready", ready, want)
+		return progressing(lodestarworkv1alpha1.ReasonWaitingForReplicas, "%d of %d replicas ready", ready, want)
 	}
-	return available("ReplicasReady", "%d of %d replicas ready", ready, want)
+	return available(lodestarworkv1alpha1.ReasonReplicasReady, "%d of %d replicas ready", ready, want)
 }
 
 func daemonSet(obj *unstructured.Unstructured) Result {
@@ -166,11 +168,11 @@ func daemonSet(obj *unstructured.Unstructured) Result {
 	updated, avail := count(obj, "status", "updatedNumberScheduled"), count(obj, "status", "numberAvailable")
 	switch {
 	case updated < want:
-		return progressing("RollingOut", "%d of %d pods updated", updated, want)
+		return progressing(lodestarworkv1alpha1.ReasonRollingOut, "%d of %d pods updated", updated, want)
 	case avail < want:
-		return progressing("WaitingForPods", "%d of %d pods available", avail, want)
+		return progressing(lodestarworkv1alpha1.ReasonWaitingForPods, "%d of %d pods available", avail, want)
 	}
-	return available("PodsAvailable", "%d of %d pods available", avail, want)
+	return available(lodestarworkv1alpha1.ReasonPodsAvailable, "%d of %d pods available", avail, want)
 }
 
 func replicaSet(obj *unstructured.Unstructured) Result {
@@ -179,52 +181,52 @@ func replicaSet(obj *unstructured.Unstructured) Result {
 	}
 	want, avail := replicas(obj), count(obj, "status", "availableReplicas")
 	if avail < want {
-		return progressing("WaitingForReplicas", "%d of %d replicas available", avail, want)
+		return progressing(lodestarworkv1alpha1.ReasonWaitingForReplicas, "%d of %d replicas available", avail, want)
 	}
-	return available("ReplicasAvailable", "%d of %d replicas available", avail, want)
+	return available(lodestarworkv1alpha1.ReasonReplicasAvailable, "%d of %d replicas available", avail, want)
 }
 
 func job(obj *unstructured.Unstructured) Result {
 	if st, _, msg, ok := condition(obj, "Failed"); ok && st == "True" {
-		return degraded("JobFailed", "the Job failed: %s", msg)
+		return degraded(lodestarworkv1alpha1.ReasonJobFailed, "the Job failed: %s", msg)
 	}
 	if st, _, _, ok := condition(obj, "Complete"); ok && st == "True" {
-		return available("JobComplete", "the Job completed")
+		return available(lodestarworkv1alpha1.ReasonJobComplete, "the Job completed")
 	}
-	return progressing("JobRunning", "%d pods active, %d succeeded", count(obj, "status", "active"), count(obj, "status", "succeeded"))
+	return progressing(lodestarworkv1alpha1.ReasonJobRunning, "%d pods active, %d succeeded", count(obj, "status", "active"), count(obj, "status", "succeeded"))
 }
 
 func service(obj *unstructured.Unstructured) Result {
 	typ, _, _ := unstructured.NestedString(obj.Object, "spec", "type")
 	if typ != "LoadBalancer" {
-		return available("ServiceReady", "a %s Service is ready once it exists", orDefault(typ, "ClusterIP"))
+		return available(lodestarworkv1alpha1.ReasonServiceReady, "a %s Service is ready once it exists", orDefault(typ, "ClusterIP"))
 	}
 	ingress, _, _ := unstructured.NestedSlice(obj.Object, "status", "loadBalancer", "ingress")
 	if len(ingress) == 0 {
-		return progressing("WaitingForLoadBalancer", "no load balancer ingress yet")
+		return progressing(lodestarworkv1alpha1.ReasonWaitingForLoadBalancer, "no load balancer ingress yet")
 	}
-	return available("LoadBalancerReady", "the load balancer has %d ingress points", len(ingress))
+	return available(lodestarworkv1alpha1.ReasonLoadBalancerReady, "the load balancer has %d ingress points", len(ingress))
 }
 
 func pvc(obj *unstructured.Unstructured) Result {
 	phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
 	switch phase {
 	case "Bound":
-		return available("Bound", "the claim is bound")
+		return available(lodestarworkv1alpha1.ReasonBound, "the claim is bound")
 	case "Lost":
-		return degraded("Lost", "the claim lost its volume")
+		return degraded(lodestarworkv1alpha1.ReasonLost, "the claim lost its volume")
 	}
-	return progressing("Pending", "the claim is %s", orDefault(phase, "not bound yet"))
+	return progressing(lodestarworkv1alpha1.ReasonPending, "the claim is %s", orDefault(phase, "not bound yet"))
 }
 
 func crd(obj *unstructured.Unstructured) Result {
 	if st, _, _, ok := condition(obj, "Established"); ok && st == "True" {
-		return available("Established", "the CRD is established")
+		return available(lodestarworkv1alpha1.ReasonEstablished, "the CRD is established")
 	}
 	if st, reason, msg, ok := condition(obj, "NamesAccepted"); ok && st == "False" {
-		return degraded(orDefault(reason, "NamesNotAccepted"), "the CRD's names were not accepted: %s", msg)
+		return degraded(orDefault(reason, lodestarworkv1alpha1.ReasonNamesNotAccepted), "the CRD's names were not accepted: %s", msg)
 	}
-	return progressing("NotEstablished", "the CRD is not established yet")
+	return progressing(lodestarworkv1alpha1.ReasonNotEstablished, "the CRD is not established yet")
 }
 
 // generic covers every other kind: an object whose status has Ready or Available
@@ -247,7 +249,7 @@ func generic(obj *unstructured.Unstructured) Result {
 		}
 		return progressing(orDefault(reason, t+"Unknown"), "%s is Unknown", t)
 	}
-	return available("Applied", "no readiness to wait for: available once applied")
+	return available(lodestarworkv1alpha1.ReasonReadinessApplied, "no readiness to wait for: available once applied")
 }
 
 func orDefault(s, def string) string {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+
 	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -73,18 +75,18 @@ func (cr *compiledRule) evaluate(obj *unstructured.Unstructured) Result {
 	if cr.degraded != nil {
 		// A degraded rule that cannot be evaluated yet (a missing field) does not hold.
 		if is, err := evalBool(cr.degraded, obj); err == nil && is {
-			return degraded("RuleDegraded", "the degraded rule holds")
+			return degraded(lodestarworkv1alpha1.ReasonRuleDegraded, "the degraded rule holds")
 		}
 	}
 	is, err := evalBool(cr.available, obj)
 	switch {
 	case err != nil:
 		// A rule that reads a field the object does not have yet is not a failure.
-		return progressing("RulePending", "the available rule cannot be evaluated yet: %v", err)
+		return progressing(lodestarworkv1alpha1.ReasonRulePending, "the available rule cannot be evaluated yet: %v", err)
 	case is:
-		return available("RuleAvailable", "the available rule holds")
+		return available(lodestarworkv1alpha1.ReasonRuleAvailable, "the available rule holds")
 	}
-	return progressing("RuleNotAvailable", "the available rule does not hold yet")
+	return progressing(lodestarworkv1alpha1.ReasonRuleNotAvailable, "the available rule does not hold yet")
 }
 
 func evalBool(p cel.Program, obj *unstructured.Unstructured) (bool, error) {

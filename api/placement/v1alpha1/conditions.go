@@ -126,6 +126,13 @@ const (
 	// ReasonDeleting: the Placement is being deleted and its Works are being removed.
 	ReasonDeleting = "Deleting"
 
+	// ReasonClusterPending (of a cluster in status.clusters): its agent has not
+	// reported the current generation of its Works yet.
+	ReasonClusterPending = "Pending"
+	// ReasonClusterRemoving (of a cluster in status.clusters): its Works are being
+	// removed from it.
+	ReasonClusterRemoving = "Removing"
+
 	// ReasonApplied: every selected cluster reports its Work applied.
 	ReasonApplied = "Applied"
 	// ReasonApplyFailed: at least one cluster reports that applying failed.

@@ -92,6 +92,36 @@ const (
 	ReasonNoDrift = "NoDrift"
 )
 
+// Reasons of a manifest's Available, Progressing and Degraded conditions that the
+// agent's readiness checks give (a custom kind's readiness rules give their own).
+const (
+	ReasonReadinessApplied         = "Applied"
+	ReasonBound                    = "Bound"
+	ReasonEstablished              = "Established"
+	ReasonJobComplete              = "JobComplete"
+	ReasonLoadBalancerReady        = "LoadBalancerReady"
+	ReasonPodsAvailable            = "PodsAvailable"
+	ReasonReplicasAvailable        = "ReplicasAvailable"
+	ReasonReplicasReady            = "ReplicasReady"
+	ReasonRuleAvailable            = "RuleAvailable"
+	ReasonServiceReady             = "ServiceReady"
+	ReasonJobFailed                = "JobFailed"
+	ReasonLost                     = "Lost"
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	ReasonRuleDegraded             = "RuleDegraded"
+	ReasonJobRunning               = "JobRunning"
+	ReasonNotEstablished           = "NotEstablished"
+	ReasonNamesNotAccepted         = "NamesNotAccepted"
+	ReasonNotObserved              = "NotObserved"
+	ReasonPending                  = "Pending"
+	ReasonRollingOut               = "RollingOut"
+	ReasonRuleNotAvailable         = "RuleNotAvailable"
+	ReasonRulePending              = "RulePending"
+	ReasonWaitingForLoadBalancer   = "WaitingForLoadBalancer"
+	ReasonWaitingForPods           = "WaitingForPods"
+	ReasonWaitingForReplicas       = "WaitingForReplicas"
+)
+
 // Reasons of the Work's own conditions.
 const (
 	// ReasonAllApplied: every manifest is applied (Applied True).
@@ -117,6 +147,14 @@ const (
 	// ReasonKindNotServed: objects to be removed are of a kind the member no longer
 	// serves, so the agent cannot look them up (CleanupBlocked True).
 	ReasonKindNotServed = "KindNotServed"
+	// ReasonSomeProgressing and ReasonNoneProgressing: whether a manifest is
+	// progressing (Progressing True or False).
+	ReasonSomeProgressing = "ManifestsProgressing"
+	ReasonNoneProgressing = "NoneProgressing"
+	// ReasonSomeDegraded and ReasonNoneDegraded: whether a manifest is degraded
+	// (Degraded True or False).
+	ReasonSomeDegraded = "ManifestsDegraded"
+	ReasonNoneDegraded = "NoneDegraded"
 )
 
 // Reasons of the StatusFeedback condition of a manifest.

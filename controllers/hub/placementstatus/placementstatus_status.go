@@ -144,7 +144,7 @@ func clusterStatus(cluster string, parts []*workv1alpha1.Work) placementv1alpha1
 		cs.Drift = message.Truncate(strings.Join(drift, "; "), maxDriftMessage)
 		return cs
 	}
-	cs.Reason = "Pending"
+	cs.Reason = placementv1alpha1.ReasonClusterPending
 	cs.Message = fmt.Sprintf("waiting for the %d Works that carry the objects at the revision of Work %s", clusterworks.PartsOf(parts[0]), parts[0].Name)
 	cs.Drift = message.Truncate(strings.Join(drift, "; "), maxDriftMessage)
 	return cs
@@ -160,9 +160,9 @@ func partState(w *workv1alpha1.Work) (metav1.ConditionStatus, string, string) {
 	case !w.DeletionTimestamp.IsZero() && blocked != nil && blocked.Status == metav1.ConditionTrue:
 		return metav1.ConditionUnknown, blocked.Reason, blocked.Message
 	case !w.DeletionTimestamp.IsZero():
-		return metav1.ConditionUnknown, "Removing", "the Work is being removed from the cluster"
+		return metav1.ConditionUnknown, placementv1alpha1.ReasonClusterRemoving, "the Work is being removed from the cluster"
 	case cond == nil || cond.ObservedGeneration != w.Generation:
-		return metav1.ConditionUnknown, "Pending", fmt.Sprintf("waiting for the agent to report generation %d", w.Generation)
+		return metav1.ConditionUnknown, placementv1alpha1.ReasonClusterPending, fmt.Sprintf("waiting for the agent to report generation %d", w.Generation)
 	}
 	return cond.Status, cond.Reason, cond.Message
 }
