@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -180,9 +179,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		// A new spec; and a rollout that completes, which may leave revisions
 		// beyond the history limit that no Work holds any more.
-		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, stableChanged))).
+		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, handlers.Updates(stableChanged)))).
 		// A revision deleted by hand is made again when it is the current one.
-		Owns(&placementv1alpha1.PlacementRevision{}, builder.WithPredicates(deleted)).
+		Owns(&placementv1alpha1.PlacementRevision{}, builder.WithPredicates(handlers.Deletions)).
 		// A kind added (or removed) may concern the selectors without kind.
 		WatchesMetadata(crds, handlers.Rechecking(r.placementsByLabels, watches.KindsRecheck, watches.KindsSettle)).
 		// Kinds a platform admin forbids in a namespace are never placed from it.
@@ -193,29 +192,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return err
 }
 
-// stableChanged lets through the Placement updates that move its rollout's
-// stable revision.
-var stableChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		a, okA := e.ObjectOld.(*placementv1alpha1.Placement)
-		b, okB := e.ObjectNew.(*placementv1alpha1.Placement)
-		stable := func(p *placementv1alpha1.Placement) string {
-			if p.Status.Rollout == nil {
-				return ""
-			}
-			return p.Status.Rollout.StableRevision
+// stableChanged tells whether an update moved the Placement's rollout's stable
+// revision.
+func stableChanged(old, now *placementv1alpha1.Placement) bool {
+	stable := func(p *placementv1alpha1.Placement) string {
+		if p.Status.Rollout == nil {
+			return ""
 		}
-		return okA && okB && stable(a) != stable(b)
-	},
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
-
-// deleted lets only deletions through.
-var deleted = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	UpdateFunc:  func(event.UpdateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return true },
-	GenericFunc: func(event.GenericEvent) bool { return false },
+		return p.Status.Rollout.StableRevision
+	}
+	return stable(old) != stable(now)
 }

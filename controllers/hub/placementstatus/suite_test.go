@@ -3,22 +3,18 @@ package placementstatus_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/rand"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -49,25 +45,9 @@ func TestMain(m *testing.M) {
 // startAggregator runs only the status aggregator on the hub.
 func startAggregator(cp *testenv.ControlPlane) (func(), error) {
 	hubCP = cp
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(cp.Config, hub.ManagerOptions(ctrl.Options{
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	}))
-	if err == nil {
-		err = lookup.AddIndexes(ctx, mgr.GetFieldIndexer())
-	}
-	if err == nil {
-		err = (&placementstatus.Reconciler{Client: mgr.GetClient(), ClusterSets: []string{clusterSet}}).SetupWithManager(mgr)
-	}
-	if err == nil {
-		err = cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterSet}})
-	}
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	go func() { _ = mgr.Start(ctx) }()
-	return cancel, nil
+	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}), clusterSet, func(mgr ctrl.Manager) error {
+		return (&placementstatus.Reconciler{Client: mgr.GetClient(), ClusterSets: []string{clusterSet}}).SetupWithManager(mgr)
+	})
 }
 
 // fixture is one test's Placement, decided on clusters of its own.
@@ -85,24 +65,18 @@ func newFixture(t *testing.T, n int, spec placementv1alpha1.PlacementSpec) *fixt
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
-	f := &fixture{t: t, g: g, ns: "test-" + rand.String(6)}
-	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})).To(Succeed())
-	g.Expect(hubCP.Client.Create(ctx, &placementv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: clusterSet, Namespace: f.ns},
-		Spec: placementv1alpha1.ClusterSetBindingSpec{ClusterSet: clusterSet}})).To(Succeed())
+	ns, err := testenv.NewTenant(ctx, hubCP.Client, clusterSet)
+	g.Expect(err).NotTo(HaveOccurred())
+	f := &fixture{t: t, g: g, ns: ns}
+	f.clusters, err = testenv.NewClusters(ctx, hubCP.Client, clusterSet, ns, n)
+	g.Expect(err).NotTo(HaveOccurred())
 	spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment"}}
 	f.placement = &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}, Spec: spec}
 	g.Expect(hubCP.Client.Create(ctx, f.placement)).To(Succeed())
 	pd := &cpv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: names.DecisionSlice("web", 0), Namespace: f.ns,
 		Labels: map[string]string{cpv1alpha1.PlacementKeyLabel: "web"}}, SchedulerName: placementv1alpha1.DefaultSchedulerName}
-	for i := range n {
-		name := fmt.Sprintf("%s-c%d", f.ns, i)
-		g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.ClusterNamespace(name)}})).To(Succeed())
-		g.Expect(hubCP.Client.Create(ctx, &cpv1alpha1.ClusterProfile{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: clusterSet, Labels: map[string]string{placementv1alpha1.WorkNamespaceLabel: names.ClusterNamespace(name)}},
-			Spec:       cpv1alpha1.ClusterProfileSpec{DisplayName: name, ClusterManager: cpv1alpha1.ClusterManager{Name: placementv1alpha1.ClusterManagerName}},
-		})).To(Succeed())
+	for _, name := range f.clusters {
 		pd.Decisions = append(pd.Decisions, cpv1alpha1.ClusterDecision{ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Namespace: clusterSet, Name: name}, Reason: "test"})
-		f.clusters = append(f.clusters, name)
 	}
 	g.Expect(controllerutil.SetControllerReference(f.placement, pd, hubCP.Client.Scheme())).To(Succeed())
 	g.Expect(hubCP.Client.Create(ctx, pd)).To(Succeed())

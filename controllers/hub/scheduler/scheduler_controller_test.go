@@ -1,7 +1,6 @@
 package scheduler_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -20,12 +19,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
-	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
@@ -59,27 +56,11 @@ func TestMain(m *testing.M) {
 // startScheduler runs only the scheduler on the hub, for the cluster set of these tests.
 func startScheduler(cp *testenv.ControlPlane) (func(), error) {
 	hubCP = cp
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(cp.Config, hub.ManagerOptions(ctrl.Options{
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	}))
-	if err == nil {
-		err = lookup.AddIndexes(ctx, mgr.GetFieldIndexer())
-	}
-	if err == nil {
-		err = (&scheduler.Reconciler{
+	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}), clusterSet, func(mgr ctrl.Manager) error {
+		return (&scheduler.Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), ClusterSets: append([]string{clusterSet}, fleetSets...),
 		}).SetupWithManager(mgr)
-	}
-	if err == nil {
-		err = cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterSet}})
-	}
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	go func() { _ = mgr.Start(ctx) }()
-	return cancel, nil
+	})
 }
 
 // newNamespace creates a tenant namespace bound to the package's cluster set.

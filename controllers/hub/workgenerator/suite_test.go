@@ -9,17 +9,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/util/retry"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -54,27 +51,11 @@ func TestMain(m *testing.M) {
 // startWorkGenerator runs only the work generator on the hub.
 func startWorkGenerator(cp *testenv.ControlPlane) (func(), error) {
 	hubCP = cp
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(cp.Config, hub.ManagerOptions(ctrl.Options{
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	}))
-	if err == nil {
-		err = lookup.AddIndexes(ctx, mgr.GetFieldIndexer())
-	}
-	if err == nil {
-		err = (&workgenerator.Reconciler{
+	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}), clusterSet, func(mgr ctrl.Manager) error {
+		return (&workgenerator.Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(workgenerator.Name), ClusterSets: []string{clusterSet},
 		}).SetupWithManager(mgr)
-	}
-	if err == nil {
-		err = cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterSet}})
-	}
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	go func() { _ = mgr.Start(ctx) }()
-	return cancel, nil
+	})
 }
 
 // fixture is one test's Placement on its own clusters.
@@ -95,20 +76,11 @@ func newFixture(t *testing.T, n int, spec placementv1alpha1.PlacementSpec) *fixt
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
-	f := &fixture{t: t, g: g, ns: "test-" + rand.String(6)}
-	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})).To(Succeed())
-	g.Expect(hubCP.Client.Create(ctx, &placementv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: clusterSet, Namespace: f.ns},
-		Spec: placementv1alpha1.ClusterSetBindingSpec{ClusterSet: clusterSet}})).To(Succeed())
-	for i := range n {
-		name := fmt.Sprintf("%s-c%d", f.ns, i)
-		g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.ClusterNamespace(name)}})).To(Succeed())
-		g.Expect(hubCP.Client.Create(ctx, &cpv1alpha1.ClusterProfile{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: clusterSet, Labels: map[string]string{
-				placementv1alpha1.WorkNamespaceLabel: names.ClusterNamespace(name), "index": fmt.Sprint(i)}},
-			Spec: cpv1alpha1.ClusterProfileSpec{DisplayName: name, ClusterManager: cpv1alpha1.ClusterManager{Name: placementv1alpha1.ClusterManagerName}},
-		})).To(Succeed())
-		f.clusters = append(f.clusters, name)
-	}
+	ns, err := testenv.NewTenant(ctx, hubCP.Client, clusterSet)
+	g.Expect(err).NotTo(HaveOccurred())
+	f := &fixture{t: t, g: g, ns: ns}
+	f.clusters, err = testenv.NewClusters(ctx, hubCP.Client, clusterSet, ns, n)
+	g.Expect(err).NotTo(HaveOccurred())
 	spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}}
 	f.placement = &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}, Spec: spec}
 	g.Expect(hubCP.Client.Create(ctx, f.placement)).To(Succeed())

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -167,9 +166,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		// A new spec, and a new revision (or a rendering that failed) of the
 		// revision maker.
-		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, renderedChanged))).
+		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, handlers.Updates(renderedChanged)))).
 		Watches(&placementv1alpha1.PlacementRevision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, "")),
-			builder.WithPredicates(created)).
+			builder.WithPredicates(handlers.Creations)).
 		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
 		// Edits and deletions of its Works concern the generator; their status
 		// reports only while a rollout or a removal of their Placement is under way.
@@ -182,35 +181,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(lookup.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A cluster's labels or properties may change what overrides make of it.
-		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsOverriding(workPlacement)), builder.WithPredicates(viewChanged)).
+		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsOverriding(workPlacement)), builder.WithPredicates(handlers.Updates(viewChanged))).
 		Complete(r)
-}
-
-// renderedChanged lets through the Placement updates of the revision maker: a
-// new status.revision, or the Rendered condition moved.
-var renderedChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		a, okA := e.ObjectOld.(*placementv1alpha1.Placement)
-		b, okB := e.ObjectNew.(*placementv1alpha1.Placement)
-		if !okA || !okB {
-			return false
-		}
-		ca := meta.FindStatusCondition(a.Status.Conditions, placementv1alpha1.RenderedCondition)
-		cb := meta.FindStatusCondition(b.Status.Conditions, placementv1alpha1.RenderedCondition)
-		return a.Status.Revision != b.Status.Revision || (ca == nil) != (cb == nil) ||
-			ca != nil && (ca.Status != cb.Status || ca.ObservedGeneration != cb.ObservedGeneration)
-	},
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
-
-// created lets only creations through.
-var created = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return true },
-	UpdateFunc:  func(event.UpdateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // How Work status reports of a Placement concern the generator.
@@ -254,4 +226,13 @@ func approvedPlacement(_ context.Context, obj client.Object) []reconcile.Request
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.Placement}}}
+}
+
+// renderedChanged tells whether an update is the revision maker's: a new
+// status.revision, or the Rendered condition moved.
+func renderedChanged(old, now *placementv1alpha1.Placement) bool {
+	a := meta.FindStatusCondition(old.Status.Conditions, placementv1alpha1.RenderedCondition)
+	b := meta.FindStatusCondition(now.Status.Conditions, placementv1alpha1.RenderedCondition)
+	return old.Status.Revision != now.Status.Revision || (a == nil) != (b == nil) ||
+		a != nil && (a.Status != b.Status || a.ObservedGeneration != b.ObservedGeneration)
 }

@@ -12,9 +12,7 @@ import (
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -261,20 +259,10 @@ func (r *Reconciler) placementsOverriding(workPlacement handler.MapFunc) handler
 	}
 }
 
-// viewChanged lets through the ClusterProfile changes that overrides can see:
+// viewChanged tells whether a ClusterProfile changed in what overrides can see:
 // labels, properties, version and condition statuses (not heartbeats).
-var viewChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		a, okA := e.ObjectOld.(*cpv1alpha1.ClusterProfile)
-		b, okB := e.ObjectNew.(*cpv1alpha1.ClusterProfile)
-		if !okA || !okB {
-			return false
-		}
-		va, vb := scheduling.ClusterOf(a), scheduling.ClusterOf(b)
-		return !maps.Equal(va.Labels, vb.Labels) || !maps.Equal(va.Properties, vb.Properties) ||
-			va.Version != vb.Version || !maps.Equal(va.Conditions, vb.Conditions)
-	},
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
+func viewChanged(old, now *cpv1alpha1.ClusterProfile) bool {
+	va, vb := scheduling.ClusterOf(old), scheduling.ClusterOf(now)
+	return !maps.Equal(va.Labels, vb.Labels) || !maps.Equal(va.Properties, vb.Properties) ||
+		va.Version != vb.Version || !maps.Equal(va.Conditions, vb.Conditions)
 }
