@@ -15,17 +15,16 @@ package feedback
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 
 	"github.com/google/cel-go/cel"
-	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/jsonpath"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/celbound"
 	"github.com/lodestar-dev/lodestar/internal/message"
 )
 
@@ -90,7 +89,7 @@ func Compile(rules []lodestarworkv1alpha1.FeedbackRule) (*Rules, error) {
 				if iss.Err() != nil {
 					return nil, fmt.Errorf("feedback[%d].fields[%d].cel: %w", i, j, iss.Err())
 				}
-				prg, err := celEnv.Program(ast, cel.CostLimit(100000))
+				prg, err := celEnv.Program(ast, celbound.ProgramOptions(100000)...)
 				if err != nil {
 					return nil, fmt.Errorf("feedback[%d].fields[%d].cel: %w", i, j, err)
 				}
@@ -135,19 +134,15 @@ func (r *Rules) Values(obj *unstructured.Unstructured) (map[string]any, map[stri
 
 func (f field) read(obj *unstructured.Unstructured) (any, bool, error) {
 	if f.expr != nil {
-		out, _, err := f.expr.Eval(map[string]any{"self": obj.Object})
+		out, err := celbound.Eval(f.expr, map[string]any{"self": obj.Object})
 		if err != nil {
 			return nil, false, err
 		}
-		pb, err := out.ConvertToNative(reflect.TypeFor[*structpb.Value]())
+		v, err := celbound.JSON(out)
 		if err != nil {
 			return nil, false, fmt.Errorf("the value cannot be reported: %w", err)
 		}
-		v, ok := pb.(*structpb.Value)
-		if !ok {
-			return nil, false, fmt.Errorf("the value cannot be reported")
-		}
-		return v.AsInterface(), true, nil
+		return v, true, nil
 	}
 	results, err := f.path.FindResults(obj.Object)
 	if err != nil {

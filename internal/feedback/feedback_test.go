@@ -45,7 +45,7 @@ func TestValues(t *testing.T) {
 	g.Expect(values).To(HaveKeyWithValue("braced", BeEquivalentTo(4)))
 	g.Expect(values).To(HaveKeyWithValue("available", "True"))
 	g.Expect(values).To(HaveKeyWithValue("percent", BeEquivalentTo(75)))
-	g.Expect(values).To(HaveKeyWithValue("summary", map[string]any{"ready": float64(3), "ok": true}))
+	g.Expect(values).To(HaveKeyWithValue("summary", map[string]any{"ready": int64(3), "ok": true}))
 	g.Expect(values).NotTo(HaveKey("missing"))
 	g.Expect(errs).To(HaveKey("broken"))
 
@@ -98,4 +98,19 @@ func TestEncode(t *testing.T) {
 	msg, trimmed = Encode(map[string]any{"big": big}, nil, 30)
 	g.Expect(trimmed).To(BeTrue())
 	g.Expect(len(msg)).To(BeNumerically("<=", 30))
+}
+
+// A feedback expression whose value is len(L)³ references to one list, within
+// the cost limit, is an error of that field, not a value built in memory.
+func TestNestedMapIsAnErrorNotAValue(t *testing.T) {
+	g := NewWithT(t)
+	l := "[" + strings.Repeat("1,", 59) + "1]"
+	r, err := Compile([]lodestarworkv1alpha1.FeedbackRule{{Group: "apps", Kind: "Deployment", Fields: []lodestarworkv1alpha1.FeedbackField{
+		{Name: "bomb", CEL: l + ".map(a, " + l + ".map(b, " + l + "))"},
+		{Name: "ready", JSONPath: ".status.readyReplicas"},
+	}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	values, errs, _ := r.Values(deployment())
+	g.Expect(errs).To(HaveKeyWithValue("bomb", ContainSubstring("larger than 64 KiB")))
+	g.Expect(values).To(HaveKeyWithValue("ready", BeEquivalentTo(3)))
 }

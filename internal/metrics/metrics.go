@@ -41,6 +41,12 @@ var (
 		Name: "lodestar_watched_kinds",
 		Help: "Kinds the work generator watches on the hub because Placements select them, by group and kind: 1 while watched.",
 	}, []string{"group", "kind"})
+	// OverrideEvaluations counts evaluations of a revision's override rules on a
+	// cluster view: once per revision and view, not per reconcile.
+	OverrideEvaluations = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lodestar_override_evaluations_total",
+		Help: "Evaluations of a Placement revision's override rules (their CEL expressions) on a cluster view; the work generator keeps the results for the revision's life.",
+	})
 	// PlacementChangeAvailable is the same until every selected cluster is Available.
 	PlacementChangeAvailable = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "lodestar_placement_change_available_seconds",
@@ -132,7 +138,7 @@ func RegisterAgent() {
 // manager's cache (reader) at each scrape.
 func RegisterHub(reader client.Reader) {
 	hubOnce.Do(func() {
-		crmetrics.Registry.MustRegister(PlacementChangeApplied, PlacementChangeAvailable, WatchedKinds, &fleetCollector{reader: reader})
+		crmetrics.Registry.MustRegister(PlacementChangeApplied, PlacementChangeAvailable, WatchedKinds, OverrideEvaluations, &fleetCollector{reader: reader})
 	})
 }
 

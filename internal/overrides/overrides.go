@@ -7,6 +7,7 @@ package overrides
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/diff"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
@@ -174,6 +176,10 @@ func compileOperation(op placementv1alpha1.JSONPatchOperation) (operation, error
 	} else if op.From != "" && !pointer.MatchString(op.From) {
 		return c, fmt.Errorf("from %q is not a JSON pointer", op.From)
 	}
+	if op.From != "" && strings.HasPrefix(string(op.Path)+"/", op.From+"/") {
+		// Copying a field into itself doubles the object with each operation.
+		return c, fmt.Errorf("%s from %s into %s: a field cannot be copied or moved into itself", op.Op, op.From, op.Path)
+	}
 	if op.Value != nil {
 		if !json.Valid(op.Value.Raw) {
 			return c, fmt.Errorf("value is not JSON")
@@ -323,6 +329,21 @@ type boundRule struct {
 // Key identifies what the bound rules do: empty when no rule applies.
 func (b *Bound) Key() string { return b.key }
 
+// Size is about the bytes the bound values take.
+func (b *Bound) Size() int {
+	if b == nil {
+		return 0
+	}
+	n := len(b.key)
+	for _, r := range b.rules {
+		n += len(r.merge)
+		for _, v := range r.values {
+			n += len(v)
+		}
+	}
+	return n
+}
+
 // Bind evaluates which rules apply to cluster c and the values of their
 // expressions. An expression that fails (a missing label, say) is an *Error.
 func (s *Set) Bind(c scheduling.Cluster) (*Bound, error) {
@@ -370,6 +391,9 @@ func (s *Set) Bind(c scheduling.Cluster) (*Bound, error) {
 		}
 		b.rules = append(b.rules, br)
 		fmt.Fprintf(&key, "%d:%q:%q\n", i, br.values, br.merge)
+		if key.Len() > MaxObjectBytes {
+			return nil, &Error{Rule: r.name, Action: "values", Err: fmt.Errorf("the rules' values on this cluster add up past the %d KiB a Work carries", MaxObjectBytes>>10)}
+		}
 	}
 	if key.Len() > 0 {
 		b.key = names.Hash(key.String())[:16]
@@ -511,13 +535,39 @@ func (ts targets) matches(id identity) bool {
 	return false
 }
 
-// applyOptions: add creates missing parents; remove of a missing path is no error.
-var applyOptions = func() *jsonpatch.ApplyOptions {
+// MaxObjectBytes is the most an override may grow an object to: what one Work
+// carries. It is checked after every operation, so that no sequence of copies
+// builds a document larger than this (each copy could double it).
+const MaxObjectBytes = lodestarworkv1alpha1.MaxManifestBytes
+
+// applyOptions: add creates missing parents; remove of a missing path is no
+// error; a copy may add at most what keeps doc within MaxObjectBytes, so that
+// no operation builds a larger document.
+func applyOptions(doc []byte) *jsonpatch.ApplyOptions {
 	o := jsonpatch.NewApplyOptions()
 	o.EnsurePathExistsOnAdd = true
 	o.AllowMissingPathOnRemove = true
+	o.AccumulatedCopySizeLimit = max(1, int64(MaxObjectBytes-len(doc)))
 	return o
-}()
+}
+
+// TooLargeError says that an override would grow an object past MaxObjectBytes.
+type TooLargeError struct {
+	// Size is the object's size before the operation that would grow it past.
+	Size int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the object (%d KiB) would grow past the %d KiB a Work carries", e.Size>>10, MaxObjectBytes>>10)
+}
+
+// bounded returns doc, or a *TooLargeError when it is larger than MaxObjectBytes.
+func bounded(doc []byte, err error) ([]byte, error) {
+	if err == nil && len(doc) > MaxObjectBytes {
+		return nil, &TooLargeError{Size: MaxObjectBytes}
+	}
+	return doc, err
+}
 
 // apply applies the rule's action to doc; on error it says which part failed.
 func (r boundRule) apply(doc []byte) ([]byte, string, error) {
@@ -525,16 +575,16 @@ func (r boundRule) apply(doc []byte) ([]byte, string, error) {
 	case len(r.ops) > 0:
 		for i, op := range r.ops {
 			var err error
-			if doc, err = patch(doc, op.spec.Op, string(op.spec.Path), op.spec.From, r.values[i]); err != nil {
+			if doc, err = bounded(patch(doc, op.spec.Op, string(op.spec.Path), op.spec.From, r.values[i])); err != nil {
 				return nil, op.describe(i), err
 			}
 		}
 		return doc, "", nil
 	case r.merge != nil:
-		out, err := jsonpatch.MergePatch(doc, r.merge)
+		out, err := bounded(jsonpatch.MergePatch(doc, r.merge))
 		return out, "mergePatch", err
 	case r.image != nil:
-		out, err := replaceImages(doc, r.image)
+		out, err := bounded(replaceImages(doc, r.image))
 		return out, "image", err
 	default:
 		for _, p := range r.remove {
@@ -564,7 +614,12 @@ func patch(doc []byte, op placementv1alpha1.JSONPatchOp, path, from string, valu
 	if err != nil {
 		return nil, err
 	}
-	return p.ApplyWithOptions(doc, applyOptions)
+	out, err := p.ApplyWithOptions(doc, applyOptions(doc))
+	var tooLarge *jsonpatch.AccumulatedCopySizeError
+	if errors.As(err, &tooLarge) {
+		return nil, &TooLargeError{Size: len(doc)}
+	}
+	return out, err
 }
 
 // keepsIdentity checks that a rendered object still decodes to an object with

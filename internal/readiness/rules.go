@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/celbound"
 
 	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,7 +49,7 @@ func CompileBool(expr string) (cel.Program, error) {
 	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
 		return nil, fmt.Errorf("the expression yields %s, not bool", ast.OutputType())
 	}
-	return celEnv.Program(ast, cel.CostLimit(100000))
+	return celEnv.Program(ast, celbound.ProgramOptions(100000)...)
 }
 
 func compileRule(r Rule) (*compiledRule, error) {
@@ -90,7 +91,7 @@ func (cr *compiledRule) evaluate(obj *unstructured.Unstructured) Result {
 }
 
 func evalBool(p cel.Program, obj *unstructured.Unstructured) (bool, error) {
-	out, _, err := p.Eval(map[string]any{"self": obj.Object})
+	out, err := celbound.Eval(p, map[string]any{"self": obj.Object})
 	if err != nil {
 		return false, err
 	}

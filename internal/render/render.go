@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
@@ -102,12 +103,11 @@ func stripServiceAllocations(svc *unstructured.Unstructured) {
 	}
 }
 
-// MaxManifestBytes bounds the rendered manifests of one Work. etcd refuses objects
-// over 1.5 MiB, and the agent adds the Work's status (up to 64 KiB of feedback
-// and the conditions of every manifest): a Work stays well below. A Placement's
-// objects that together are larger go to each cluster as several Works (Split);
-// one object larger than this cannot be placed.
-const MaxManifestBytes = 768 << 10
+// MaxManifestBytes bounds the rendered manifests of one Work
+// (lodestarworkv1alpha1.MaxManifestBytes). A Placement's objects that together
+// are larger go to each cluster as several Works (Split); one object larger than
+// this cannot be placed.
+const MaxManifestBytes = lodestarworkv1alpha1.MaxManifestBytes
 
 // TooLargeError says that rendered objects are each larger than a Work may carry.
 type TooLargeError struct {

@@ -1,16 +1,16 @@
 package scheduling
 
 import (
+	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 
 	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
 	"k8s.io/apiserver/pkg/cel/library"
+
+	"github.com/lodestar-dev/lodestar/internal/celbound"
 )
 
 // Expression is a compiled CEL expression over a cluster, bound to `cluster`:
@@ -50,13 +50,19 @@ var clusterEnv = func() *cel.Env {
 	return env
 }()
 
+// costLimit bounds one evaluation of a tenant's expression: a cluster
+// expression reads a few labels (cost under 100); the limit keeps what one
+// evaluation may allocate to a few MiB (at 10⁶, L.map(a, L.map(b, L)) allocated
+// about 40 MiB).
+const costLimit = 100_000
+
 // CompileExpression compiles a CEL expression over a cluster.
 func CompileExpression(src string) (*Expression, error) {
 	ast, iss := clusterEnv.Compile(src)
 	if iss.Err() != nil {
 		return nil, iss.Err()
 	}
-	prg, err := clusterEnv.Program(ast, cel.CostLimit(1_000_000))
+	prg, err := clusterEnv.Program(ast, celbound.ProgramOptions(costLimit)...)
 	if err != nil {
 		return nil, err
 	}
@@ -72,14 +78,7 @@ func (e *Expression) eval(c Cluster) (any, error) {
 }
 
 func (e *Expression) result(c Cluster) (ref.Val, error) {
-	out, _, err := e.prg.Eval(map[string]any{"cluster": view(c)})
-	if err != nil {
-		return nil, err
-	}
-	if types.IsError(out) {
-		return nil, fmt.Errorf("%v", out)
-	}
-	return out, nil
+	return celbound.Eval(e.prg, map[string]any{"cluster": view(c)})
 }
 
 // Bool evaluates the expression as a condition.
@@ -118,63 +117,14 @@ func (e *Expression) Number(c Cluster) (float64, error) {
 }
 
 // JSON evaluates the expression as a JSON value: null, a bool, a number (an int
-// stays an int), a string, or a list or map (with string keys) of them.
+// stays an int), a string, or a list or map (with string keys) of them, at most
+// celbound.MaxResultBytes encoded.
 func (e *Expression) JSON(c Cluster) (any, error) {
 	out, err := e.result(c)
 	if err != nil {
 		return nil, err
 	}
-	return jsonOf(out)
-}
-
-// jsonOf converts a CEL value to its JSON form.
-func jsonOf(v ref.Val) (any, error) {
-	switch v.Type() {
-	case types.NullType:
-		return nil, nil
-	case types.BoolType:
-		return bool(v.(types.Bool)), nil
-	case types.IntType:
-		return int64(v.(types.Int)), nil
-	case types.UintType:
-		return uint64(v.(types.Uint)), nil
-	case types.DoubleType:
-		d := float64(v.(types.Double))
-		if math.IsNaN(d) || math.IsInf(d, 0) {
-			return nil, fmt.Errorf("the result %v is not a JSON number", d)
-		}
-		return d, nil
-	case types.StringType:
-		return string(v.(types.String)), nil
-	}
-	switch t := v.(type) {
-	case traits.Mapper:
-		out := map[string]any{}
-		for it := t.Iterator(); it.HasNext() == types.True; {
-			k := it.Next()
-			key, ok := k.(types.String)
-			if !ok {
-				return nil, fmt.Errorf("a map key %v is not a string", k)
-			}
-			val, err := jsonOf(t.Get(k))
-			if err != nil {
-				return nil, err
-			}
-			out[string(key)] = val
-		}
-		return out, nil
-	case traits.Lister:
-		out := []any{}
-		for it := t.Iterator(); it.HasNext() == types.True; {
-			val, err := jsonOf(it.Next())
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, val)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("the result is a %s, which has no JSON form (convert it with string(), int() or double())", v.Type().TypeName())
+	return celbound.JSON(out)
 }
 
 func view(c Cluster) ClusterView {
@@ -186,6 +136,13 @@ func view(c Cluster) ClusterView {
 		Version:    c.Version,
 		Conditions: orEmpty(c.Conditions),
 	}
+}
+
+// ViewKey identifies what an expression can read of c: clusters with equal keys
+// evaluate every expression alike.
+func ViewKey(c Cluster) string {
+	b, _ := json.Marshal(view(c)) // Maps marshal with sorted keys.
+	return string(b)
 }
 
 func orEmpty(m map[string]string) map[string]string {

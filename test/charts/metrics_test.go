@@ -59,8 +59,9 @@ func freeAddress(t *testing.T) string {
 }
 
 // runBinary runs one of bin/'s binaries until the test ends, with env added to
-// the test's environment, its output in a file printed when the test fails.
-func runBinary(t *testing.T, name string, env []string, args ...string) {
+// the test's environment, its output in a file printed when the test fails; it
+// returns the process.
+func runBinary(t *testing.T, name string, env []string, args ...string) *os.Process {
 	t.Helper()
 	g := NewWithT(t)
 	bin, err := testenv.Binary(name)
@@ -88,6 +89,7 @@ func runBinary(t *testing.T, name string, env []string, args ...string) {
 			t.Logf("%s's log:\n%s", name, tail(string(b), 6000))
 		}
 	})
+	return cmd.Process
 }
 
 func tail(s string, n int) string {
@@ -95,6 +97,40 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// binaryFleet is a hub and a member with the charts installed, the hub manager
+// and the agent running as bin/'s binaries, as the charts' ServiceAccounts.
+type binaryFleet struct {
+	hub, member              *testenv.ControlPlane
+	hubMetrics, agentMetrics string
+	hubProcess               *os.Process
+}
+
+// runFleet starts a binaryFleet whose member has joined as edge-1.
+func runFleet(t *testing.T) binaryFleet {
+	g := NewWithT(t)
+	hubCP, memberCP, dir := chartedFleet(t, testenv.StartEmpty)
+	memberKubeconfig := filepath.Join(dir, "member")
+
+	hubSA := filepath.Join(dir, "hub-sa")
+	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, hubCP.Config, "lodestar-hub"), "hub", hubSA)).To(Succeed())
+	f := binaryFleet{hub: hubCP, member: memberCP, hubMetrics: freeAddress(t), agentMetrics: freeAddress(t)}
+	f.hubProcess = runBinary(t, "lodestar-hub", nil, "--kubeconfig", hubSA, "--metrics-bind-address", f.hubMetrics, "--health-probe-bind-address", "0")
+
+	joined, err := fleet.Join(t.Context(), hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: "edge-1", TokenTTL: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	joinKubeconfig := filepath.Join(dir, "edge-1.kubeconfig")
+	g.Expect(testenv.WriteKubeconfig(joined, "hub", joinKubeconfig)).To(Succeed())
+	out, err := helm(t, "install", "lodestar-agent", filepath.Join(chartsDir, "lodestar-agent"), "--kubeconfig", memberKubeconfig,
+		"--namespace", releaseNamespace, "--create-namespace", "--set", "clusterName=edge-1",
+		"--set-file", "hubKubeconfig.kubeconfig="+joinKubeconfig)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	memberSA := filepath.Join(dir, "member-sa")
+	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, memberCP.Config, "lodestar-agent"), "member", memberSA)).To(Succeed())
+	runBinary(t, "lodestar-agent", nil, "--kubeconfig", memberSA, "--hub-kubeconfig", joinKubeconfig, "--cluster-name", "edge-1",
+		"--agent-namespace", releaseNamespace, "--metrics-bind-address", f.agentMetrics, "--health-probe-bind-address", "0")
+	return f
 }
 
 // scrape reads a /metrics endpoint.
@@ -151,27 +187,8 @@ series:
 func TestMetrics(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	hubCP, memberCP, dir := chartedFleet(t, testenv.StartEmpty)
-	memberKubeconfig := filepath.Join(dir, "member")
-
-	hubSA := filepath.Join(dir, "hub-sa")
-	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, hubCP.Config, "lodestar-hub"), "hub", hubSA)).To(Succeed())
-	hubMetrics := freeAddress(t)
-	runBinary(t, "lodestar-hub", nil, "--kubeconfig", hubSA, "--metrics-bind-address", hubMetrics, "--health-probe-bind-address", "0")
-
-	joined, err := fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: "edge-1", TokenTTL: time.Hour})
-	g.Expect(err).NotTo(HaveOccurred())
-	joinKubeconfig := filepath.Join(dir, "edge-1.kubeconfig")
-	g.Expect(testenv.WriteKubeconfig(joined, "hub", joinKubeconfig)).To(Succeed())
-	out, err := helm(t, "install", "lodestar-agent", filepath.Join(chartsDir, "lodestar-agent"), "--kubeconfig", memberKubeconfig,
-		"--namespace", releaseNamespace, "--create-namespace", "--set", "clusterName=edge-1",
-		"--set-file", "hubKubeconfig.kubeconfig="+joinKubeconfig)
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	memberSA := filepath.Join(dir, "member-sa")
-	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, memberCP.Config, "lodestar-agent"), "member", memberSA)).To(Succeed())
-	agentMetrics := freeAddress(t)
-	runBinary(t, "lodestar-agent", nil, "--kubeconfig", memberSA, "--hub-kubeconfig", joinKubeconfig, "--cluster-name", "edge-1",
-		"--agent-namespace", releaseNamespace, "--metrics-bind-address", agentMetrics, "--health-probe-bind-address", "0")
+	f := runFleet(t)
+	hubCP, memberCP, hubMetrics, agentMetrics := f.hub, f.member, f.hubMetrics, f.agentMetrics
 
 	// A ConfigMap placed on edge-1.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
@@ -215,7 +232,7 @@ func TestMetrics(t *testing.T) {
 	g.Expect(hubCP.Client.Create(ctx, bad)).To(Succeed())
 
 	documented := documentedSeries(t)
-	g.Expect(documented).To(HaveLen(15), "docs/metrics.md's table")
+	g.Expect(documented).To(HaveLen(16), "docs/metrics.md's table")
 	g.Eventually(func(g Gomega) {
 		hubFamilies, agentFamilies := scrape(g, hubMetrics), scrape(g, agentMetrics)
 		for name, processes := range documented {

@@ -63,11 +63,13 @@ type PlacementSpec struct {
 	Reporting Reporting `json:"reporting,omitempty"`
 
 	// revisionHistoryLimit is how many PlacementRevisions are kept, besides those a
-	// Work or the rollout still uses. Default 10.
+	// Work or the rollout still uses. Default 10, at most 50; older revisions are
+	// also pruned once the kept ones add up to more than 8 MiB, so that edits
+	// cannot fill the hub's etcd.
 	// +optional
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:validation:Maximum=50
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 

@@ -51,3 +51,10 @@ const HubLabel = "work.lodestar.dev/hub"
 // Work when last applied (Orphan, or absent for Delete). The missing-Work sweeper
 // honours it: the Work is gone when it acts, and an Orphan Work's objects stay.
 const RecordedDeletionPolicyAnnotation = "work.lodestar.dev/deletion-policy"
+
+// MaxManifestBytes bounds the manifests of one Work (their JSON, one byte apart).
+// etcd refuses objects over 1.5 MiB, and the agent adds the Work's status (up to
+// 64 KiB of feedback and the conditions of every manifest): a Work stays well
+// below. The work generator splits a Placement's objects into several Works of at
+// most this size, and an override may not grow an object past it.
+const MaxManifestBytes = 768 << 10

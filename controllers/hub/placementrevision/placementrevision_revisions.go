@@ -161,17 +161,46 @@ func manifestKey(raw []byte) string {
 	return u.GetKind() + "/" + u.GetName()
 }
 
-// prune deletes the revisions beyond spec.revisionHistoryLimit that no Work
-// holds and the rollout does not name (its target and stable revisions), nor
-// status.revision.
+// historyBytes bounds the manifests a Placement's kept revisions carry: past it,
+// older revisions are pruned whatever revisionHistoryLimit says. With the
+// revision window it bounds what edits of one Placement can store in etcd.
+const historyBytes = 8 << 20
+
+// revisionBytes is about what a revision takes in etcd.
+func revisionBytes(rv *placementv1alpha1.PlacementRevision) int {
+	n := len(rv.Spec.CompressedManifests)
+	for _, m := range rv.Spec.Manifests {
+		n += len(m.Raw)
+	}
+	return n
+}
+
+// historyLength is how many of revs (newest first) are kept: at most limit, and
+// no more than fit in historyBytes (the newest always).
+func historyLength(revs []placementv1alpha1.PlacementRevision, limit int) int {
+	used := 0
+	for i := range revs {
+		if used += revisionBytes(&revs[i]); i >= limit || (i > 0 && used > historyBytes) {
+			return i
+		}
+	}
+	return len(revs)
+}
+
+// prune deletes the revisions beyond spec.revisionHistoryLimit (and the byte
+// budget) that no Work holds and the rollout does not name (its target and
+// stable revisions), nor status.revision.
 func (r *Reconciler) prune(ctx context.Context, placement *placementv1alpha1.Placement, current string) error {
 	limit := 10
 	if l := placement.Spec.RevisionHistoryLimit; l != nil {
 		limit = int(*l)
 	}
 	revs, err := lookup.Revisions(ctx, r.Client, placement)
-	if err != nil || len(revs) <= limit {
+	if err != nil {
 		return err
+	}
+	if limit = historyLength(revs, limit); len(revs) <= limit {
+		return nil
 	}
 	works, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {

@@ -98,12 +98,18 @@ func configMap(name string, size int) runtime.RawExtension {
 // Placement's status as the revision maker does; it returns its hash.
 func (f *fixture) render(manifests ...runtime.RawExtension) string {
 	f.t.Helper()
+	return f.renderWith(nil, manifests...)
+}
+
+// renderWith is render of a revision with overrides.
+func (f *fixture) renderWith(overrides []placementv1alpha1.Override, manifests ...runtime.RawExtension) string {
+	f.t.Helper()
 	f.revisions++
 	hash := fmt.Sprintf("%010x%06x", f.revisions, f.revisions)
 	rev := &placementv1alpha1.PlacementRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: names.Revision(f.placement.Name, hash), Namespace: f.ns,
 			Labels: map[string]string{placementv1alpha1.PlacementNameLabel: f.placement.Name, placementv1alpha1.RevisionHashLabel: hash}},
-		Spec: placementv1alpha1.PlacementRevisionSpec{Placement: f.placement.Name, Revision: f.revisions, Hash: hash},
+		Spec: placementv1alpha1.PlacementRevisionSpec{Placement: f.placement.Name, Revision: f.revisions, Hash: hash, Overrides: overrides},
 	}
 	f.g.Expect(render.SetRevisionManifests(&rev.Spec, manifests)).To(Succeed())
 	f.g.Expect(controllerutil.SetControllerReference(f.placement, rev, hubCP.Client.Scheme())).To(Succeed())

@@ -17,8 +17,10 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/celbound"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
 	"github.com/lodestar-dev/lodestar/internal/render"
@@ -82,15 +84,11 @@ func (rd *renderer) content(c content, cluster string) (content, error) {
 	if len(c.overrides) == 0 {
 		return c, nil
 	}
-	set, err := rd.compiled.get(rd.key, c)
-	if err != nil {
-		return content{}, err
-	}
 	view, ok := rd.views[cluster]
 	if !ok {
 		view = scheduling.Cluster{Name: cluster}
 	}
-	bound, err := set.Bind(view)
+	bound, err := rd.compiled.bind(rd.key, c, view)
 	if err != nil {
 		return content{}, err
 	}
@@ -101,38 +99,113 @@ func (rd *renderer) content(c content, cluster string) (content, error) {
 	if m, ok := rd.memo[key]; ok {
 		return m.c, m.err
 	}
+	if err := rd.compiled.failed(rd.key, c, bound.Key()); err != nil {
+		return content{}, err
+	}
 	res, err := render.Override(bound, c.manifests)
 	out := content{manifests: res.Manifests, hash: c.hash}
 	rd.memo[key] = rendered{c: out, err: err}
+	rd.compiled.fail(rd.key, c, bound.Key(), err)
 	return out, err
 }
 
 // compiledSets keeps the compiled overrides of each Placement's revisions, so
-// that a revision's rules compile once.
+// that a revision's rules compile once, and what they evaluate to on each cluster
+// view, so that tenant-supplied expressions run once per revision and view (not
+// on every reconcile).
 type compiledSets struct {
 	mu   sync.Mutex
-	sets map[client.ObjectKey]map[string]*overrides.Set
+	sets map[client.ObjectKey]map[string]*compiledSet
 }
 
+type compiledSet struct {
+	set *overrides.Set
+	// bound are the rules bound to each cluster view, and their errors.
+	bound map[string]boundOrError
+	bytes int
+	// failures are the rendering errors of bound rules, by their key: a rule
+	// that fails (an object grown past the limit, say) fails alike on every
+	// reconcile, and is not run again.
+	failures map[string]error
+}
+
+type boundOrError struct {
+	b   *overrides.Bound
+	err error
+}
+
+// maxBoundBytes bounds what one revision keeps of its rules' values; past it, a
+// view's values are evaluated again on each reconcile.
+const maxBoundBytes = 4 << 20
+
 // get returns the compiled overrides of revision c, compiling them once.
-func (cs *compiledSets) get(key client.ObjectKey, c content) (*overrides.Set, error) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if set, ok := cs.sets[key][c.hash]; ok {
-		return set, nil
+func (cs *compiledSets) get(key client.ObjectKey, c content) (*compiledSet, error) {
+	if cset, ok := cs.sets[key][c.hash]; ok {
+		return cset, nil
 	}
 	set, err := overrides.Compile(c.overrides)
 	if err != nil {
 		return nil, &overrides.Error{Rule: "(compile)", Action: "revision " + c.hash, Err: err}
 	}
 	if cs.sets == nil {
-		cs.sets = map[client.ObjectKey]map[string]*overrides.Set{}
+		cs.sets = map[client.ObjectKey]map[string]*compiledSet{}
 	}
 	if cs.sets[key] == nil {
-		cs.sets[key] = map[string]*overrides.Set{}
+		cs.sets[key] = map[string]*compiledSet{}
 	}
-	cs.sets[key][c.hash] = set
-	return set, nil
+	cset := &compiledSet{set: set, bound: map[string]boundOrError{}, failures: map[string]error{}}
+	cs.sets[key][c.hash] = cset
+	return cset, nil
+}
+
+// bind returns revision c's rules bound to the cluster view, evaluating them
+// once per view.
+func (cs *compiledSets) bind(key client.ObjectKey, c content, view scheduling.Cluster) (*overrides.Bound, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cset, err := cs.get(key, c)
+	if err != nil {
+		return nil, err
+	}
+	vk := scheduling.ViewKey(view)
+	if be, ok := cset.bound[vk]; ok {
+		return be.b, be.err
+	}
+	b, err := cset.set.Bind(view)
+	metrics.OverrideEvaluations.Inc()
+	if errors.Is(err, celbound.ErrDeadline) {
+		return nil, err
+	}
+	if size := len(vk) + b.Size(); cset.bytes+size <= maxBoundBytes {
+		cset.bound[vk] = boundOrError{b: b, err: err}
+		cset.bytes += size
+	}
+	return b, err
+}
+
+// failed is the error rendering revision c with the bound rules of boundKey
+// gave before, or nil.
+func (cs *compiledSets) failed(key client.ObjectKey, c content, boundKey string) error {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cset, ok := cs.sets[key][c.hash]; ok {
+		return cset.failures[boundKey]
+	}
+	return nil
+}
+
+// fail records that rendering revision c with the bound rules of boundKey gave
+// err, when it is an override's failure (bounded in number like the views).
+func (cs *compiledSets) fail(key client.ObjectKey, c content, boundKey string, err error) {
+	var oe *overrides.Error
+	if !errors.As(err, &oe) {
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cset, ok := cs.sets[key][c.hash]; ok && len(cset.failures) < 1024 {
+		cset.failures[boundKey] = err
+	}
 }
 
 // keep forgets the compiled overrides of the Placement's revisions other than
@@ -140,7 +213,7 @@ func (cs *compiledSets) get(key client.ObjectKey, c content) (*overrides.Set, er
 func (cs *compiledSets) keep(key client.ObjectKey, hashes []string) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	maps.DeleteFunc(cs.sets[key], func(h string, _ *overrides.Set) bool { return !slices.Contains(hashes, h) })
+	maps.DeleteFunc(cs.sets[key], func(h string, _ *compiledSet) bool { return !slices.Contains(hashes, h) })
 }
 
 // forget drops what is kept of a Placement.
