@@ -47,7 +47,7 @@ func main() {
 	flag.DurationVar(&missingWorkGrace, "missing-work-grace-period", work.DefaultMissingWorkGracePeriod, "How long a Work may be gone from the hub (its finalizer removed while the agent was away, say) before the agent removes what it placed for it.")
 	flag.DurationVar(&unservedGrace, "unserved-kind-grace-period", work.DefaultUnservedKindGracePeriod, "How long cleanup waits for the member to serve a recorded object's kind again before it releases the record.")
 	flag.StringVar(&hubID, "hub-id", "", "The hub's identity in the names of this member's AppliedWorks; empty derives it from the hub's address. Set it to the old identity when the hub moves to another address.")
-	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules, member policy); optional.")
+	flag.StringVar(&configPath, "config", "", "The agent's configuration file (readiness rules, member policy); optional: what it does not set keeps the default policy.")
 	var memberAccessServer, memberAccessCAFile, memberAccessSA string
 	var memberAccessTTL time.Duration
 	flag.StringVar(&memberAccessServer, "member-access-server", "", "Member access (opt-in): the member API server's address as consumers reach it; publishes it in the ClusterProfile's status.accessProviders and keeps a token of --member-access-service-account on the hub. Empty turns member access off.")
@@ -74,7 +74,9 @@ func main() {
 	memberConfig := ctrl.GetConfigOrDie()
 	hubConfig.QPS, hubConfig.Burst = float32(qps), burst
 	memberConfig.QPS, memberConfig.Burst = float32(qps), burst
-	var config agent.Config
+	// Without a file, the default member policy (policy.Defaults) protects the
+	// member as the chart's install does.
+	config := agent.DefaultConfig()
 	if configPath != "" {
 		if config, err = agent.LoadConfig(configPath); err != nil {
 			log.Error(err, "Reading the configuration")

@@ -113,9 +113,16 @@ type Config struct {
 	Policy policy.Policy `json:"policy,omitempty"`
 }
 
-// LoadConfig reads a configuration file; unknown fields are an error.
+// DefaultConfig is the configuration of an agent run without a file: no
+// readiness rules of the member's, and the default member policy.
+func DefaultConfig() Config {
+	return Config{Policy: policy.Defaults()}
+}
+
+// LoadConfig reads a configuration file over DefaultConfig: what the file sets
+// replaces the default, field by field. Unknown fields are an error.
 func LoadConfig(path string) (Config, error) {
-	var c Config
+	c := DefaultConfig()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return c, err

@@ -36,20 +36,49 @@ type Policy struct {
 	// ClusterRoles that grant every verb or resource, or escalate, bind or
 	// impersonate. Off by default.
 	AllowEscalatingRBAC bool `json:"allowEscalatingRBAC,omitempty"`
-	// AllowedClusterScopedKinds, when set, are the only cluster-scoped kinds
-	// applied (same form as AllowedKinds): CustomResourceDefinitions, admission
-	// webhook configurations and the like are denied unless listed. Unset, any
-	// cluster-scoped kind the other rules allow is applied.
+	// AllowedClusterScopedKinds are the only cluster-scoped kinds applied (same
+	// form as AllowedKinds): CustomResourceDefinitions, admission webhook
+	// configurations and the like are denied unless listed. ["*"] (or nil, in a
+	// Policy made in code) allows every cluster-scoped kind the other rules
+	// allow. The configuration file's default: see Defaults.
 	AllowedClusterScopedKinds []string `json:"allowedClusterScopedKinds,omitempty"`
-	// NamespacePodSecurity, when set, is the Pod Security Standard (privileged,
-	// baseline or restricted) that namespaces the agent creates for manifests
-	// enforce (the pod-security.kubernetes.io/enforce label).
+	// NamespacePodSecurity is the Pod Security Standard (privileged, baseline or
+	// restricted) that namespaces the agent creates for manifests, and Namespace
+	// manifests it applies, enforce (the pod-security.kubernetes.io/enforce
+	// label). The configuration file's default is baseline; privileged (or "", in
+	// a Policy made in code) enforces nothing.
 	NamespacePodSecurity string `json:"namespacePodSecurity,omitempty"`
 }
 
 // protectedRoles are the default ClusterRoles that grant broad power: binding them
-// escalates.
+// escalates. So does binding any system: role (system:controller:daemon-set-controller
+// creates pods in every namespace, for instance): they are the control plane's.
 var protectedRoles = []string{"cluster-admin", "admin", "edit"}
+
+// podMakers are the resources whose create runs pods: creating them in every
+// namespace runs code as any ServiceAccount of the member.
+var podMakers = []string{"pods", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs", "replicationcontrollers"}
+
+// Defaults is the member policy an agent enforces when its configuration file
+// does not say otherwise (and when it has none): no escalating RBAC, only the
+// cluster-scoped kinds listed (so no CRDs or admission webhook configurations),
+// and namespaces the agent creates or applies enforce the baseline Pod Security
+// Standard. The agent chart installs no policy of its own: a member installed by
+// hand or by another installer is protected alike. A configuration file changes
+// only the fields it sets.
+func Defaults() Policy {
+	return Policy{
+		AllowedClusterScopedKinds: []string{
+			"Namespace",
+			"rbac.authorization.k8s.io/ClusterRole",
+			"rbac.authorization.k8s.io/ClusterRoleBinding",
+			"scheduling.k8s.io/PriorityClass",
+			"storage.k8s.io/StorageClass",
+			"networking.k8s.io/IngressClass",
+		},
+		NamespacePodSecurity: "baseline",
+	}
+}
 
 // Validate checks the patterns.
 func (p Policy) Validate() error {
@@ -113,16 +142,24 @@ func NewChecker(p Policy, agentNamespace string) (*Checker, error) {
 // Denied returns why the member's policy refuses obj, or "". namespace is the
 // object's namespace ("" for cluster-scoped objects).
 func (c *Checker) Denied(gvk schema.GroupVersionKind, namespace string, obj *unstructured.Unstructured) string {
+	why, _ := c.Check(gvk, namespace, obj)
+	return why
+}
+
+// Check is Denied, and whether the refusal may lift by itself: a binding to a
+// role the member does not have yet (placed by the same Work, say) is refused
+// until the role exists and can be checked.
+func (c *Checker) Check(gvk schema.GroupVersionKind, namespace string, obj *unstructured.Unstructured) (why string, retry bool) {
 	p := c.policy
 	kind := kindName(gvk.GroupKind())
 	if matchKind(p.DeniedKinds, gvk.GroupKind()) {
-		return fmt.Sprintf("the member's policy denies kind %s", kind)
+		return fmt.Sprintf("the member's policy denies kind %s", kind), false
 	}
 	if len(p.AllowedKinds) > 0 && !matchKind(p.AllowedKinds, gvk.GroupKind()) {
-		return fmt.Sprintf("the member's policy allows only kinds %s", strings.Join(p.AllowedKinds, ", "))
+		return fmt.Sprintf("the member's policy allows only kinds %s", strings.Join(p.AllowedKinds, ", ")), false
 	}
 	if namespace == "" && p.AllowedClusterScopedKinds != nil && !matchKind(p.AllowedClusterScopedKinds, gvk.GroupKind()) {
-		return fmt.Sprintf("the member's policy allows only cluster-scoped kinds %s", strings.Join(p.AllowedClusterScopedKinds, ", "))
+		return fmt.Sprintf("the member's policy allows only cluster-scoped kinds %s", strings.Join(p.AllowedClusterScopedKinds, ", ")), false
 	}
 	ns := namespace
 	if gvk.Group == "" && gvk.Kind == "Namespace" {
@@ -130,18 +167,18 @@ func (c *Checker) Denied(gvk schema.GroupVersionKind, namespace string, obj *uns
 	}
 	if ns != "" {
 		if match(c.deniedNS, ns) {
-			return fmt.Sprintf("the member's policy denies namespace %s", ns)
+			return fmt.Sprintf("the member's policy denies namespace %s", ns), false
 		}
 		if len(p.AllowedNamespaces) > 0 && !match(p.AllowedNamespaces, ns) {
-			return fmt.Sprintf("the member's policy allows only namespaces %s", strings.Join(p.AllowedNamespaces, ", "))
+			return fmt.Sprintf("the member's policy allows only namespaces %s", strings.Join(p.AllowedNamespaces, ", ")), false
 		}
 	}
 	if !p.AllowEscalatingRBAC && gvk.Group == "rbac.authorization.k8s.io" {
-		if why := c.escalation(gvk.Kind, obj); why != "" {
-			return "the member's policy denies escalating RBAC: " + why
+		if why, retry := c.escalation(gvk.Kind, obj); why != "" {
+			return "the member's policy denies escalating RBAC: " + why, retry
 		}
 	}
-	return ""
+	return "", false
 }
 
 func kindName(gk schema.GroupKind) string {
@@ -153,6 +190,9 @@ func kindName(gk schema.GroupKind) string {
 
 func matchKind(list []string, gk schema.GroupKind) bool {
 	for _, k := range list {
+		if k == "*" {
+			return true
+		}
 		group, kind, found := strings.Cut(k, "/")
 		if !found {
 			group, kind = "", k
@@ -175,37 +215,68 @@ func match(patterns []string, s string) bool {
 
 // escalation says how an RBAC object escalates, or "": a ClusterRole that
 // aggregates others (it grows with whatever is labelled to match), a binding to
-// cluster-admin, admin or edit or to a role that escalates, a role granting every
-// verb or resource, or escalate, bind or impersonate.
-func (c *Checker) escalation(kind string, obj *unstructured.Unstructured) string {
+// cluster-admin, admin, edit or a system: role, to a role that escalates, or to
+// a role the member does not have (retry: it may be created later), a
+// ClusterRoleBinding to a role that creates pods, and a role granting every verb
+// or resource, or escalate, bind or impersonate.
+func (c *Checker) escalation(kind string, obj *unstructured.Unstructured) (why string, retry bool) {
 	switch kind {
 	case "ClusterRoleBinding", "RoleBinding":
 		ref, _, _ := unstructured.NestedStringMap(obj.Object, "roleRef")
-		if ref["kind"] == "ClusterRole" && slices.Contains(protectedRoles, ref["name"]) {
-			return fmt.Sprintf("%s %s binds %s", kind, obj.GetName(), ref["name"])
+		if ref["kind"] == "ClusterRole" && (slices.Contains(protectedRoles, ref["name"]) || strings.HasPrefix(ref["name"], "system:")) {
+			return fmt.Sprintf("%s %s binds %s", kind, obj.GetName(), ref["name"]), false
 		}
 		if c.LookupRole == nil {
-			return ""
+			return "", false
 		}
 		ns := ""
 		if ref["kind"] == "Role" {
 			ns = obj.GetNamespace()
 		}
 		role, err := c.LookupRole(ref["kind"], ns, ref["name"])
-		if err != nil {
-			return fmt.Sprintf("%s %s binds %s %s, which the agent cannot read to check: %v", kind, obj.GetName(), ref["kind"], ref["name"], err)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("%s %s binds %s %s, which the agent cannot read to check: %v", kind, obj.GetName(), ref["kind"], ref["name"], err), true
+		case role == nil:
+			return fmt.Sprintf("%s %s binds %s %s, which the member does not have (yet): it is checked once it exists", kind, obj.GetName(), ref["kind"], ref["name"]), true
 		}
-		if role != nil {
-			// Its rules as the member has them (an aggregated role's included).
-			if why := rulesEscalate(ref["kind"], role); why != "" {
-				return fmt.Sprintf("%s %s binds %s %s, which escalates (%s)", kind, obj.GetName(), ref["kind"], ref["name"], why)
+		// Its rules as the member has them (an aggregated role's included).
+		if why := rulesEscalate(ref["kind"], role); why != "" {
+			return fmt.Sprintf("%s %s binds %s %s, which escalates (%s)", kind, obj.GetName(), ref["kind"], ref["name"], why), false
+		}
+		if kind == "ClusterRoleBinding" {
+			if why := createsPods(role); why != "" {
+				return fmt.Sprintf("%s %s binds %s %s in every namespace, which %s", kind, obj.GetName(), ref["kind"], ref["name"], why), false
 			}
 		}
 	case "ClusterRole", "Role":
 		if _, found := obj.Object["aggregationRule"]; found && kind == "ClusterRole" {
-			return fmt.Sprintf("ClusterRole %s aggregates other ClusterRoles (aggregationRule)", obj.GetName())
+			return fmt.Sprintf("ClusterRole %s aggregates other ClusterRoles (aggregationRule)", obj.GetName()), false
 		}
-		return rulesEscalate(kind, obj)
+		return rulesEscalate(kind, obj), false
+	}
+	return "", false
+}
+
+// createsPods says which rule of a role grants creating pods or what makes
+// them, or "".
+func createsPods(role *unstructured.Unstructured) string {
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for i, r := range rules {
+		rule, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+		if !slices.Contains(verbs, "create") {
+			continue
+		}
+		for _, res := range resources {
+			if slices.Contains(podMakers, res) {
+				return fmt.Sprintf("grants creating %s (rule %d): code run as any ServiceAccount", res, i)
+			}
+		}
 	}
 	return ""
 }

@@ -86,12 +86,18 @@ func TestValidate(t *testing.T) {
 func TestEscalationsAndClusterScopedKinds(t *testing.T) {
 	g := NewWithT(t)
 	wide := m("rbac.authorization.k8s.io/v1", "ClusterRole", "", "wide", rules([]any{"*"}, []any{"pods"}))
+	view := m("rbac.authorization.k8s.io/v1", "ClusterRole", "", "view", rules([]any{"get", "list"}, []any{"pods"}))
+	deployer := m("rbac.authorization.k8s.io/v1", "ClusterRole", "", "deployer", rules([]any{"get", "create"}, []any{"deployments"}))
 	c, err := NewChecker(Policy{AllowedClusterScopedKinds: []string{"Namespace", "rbac.authorization.k8s.io/*"}}, "lodestar-system")
 	g.Expect(err).NotTo(HaveOccurred())
 	c.LookupRole = func(kind, namespace, name string) (*unstructured.Unstructured, error) {
 		switch {
 		case kind == "ClusterRole" && name == "wide":
 			return wide.obj, nil
+		case kind == "ClusterRole" && name == "view":
+			return view.obj, nil
+		case kind == "ClusterRole" && name == "deployer":
+			return deployer.obj, nil
 		case name == "secret":
 			return nil, errors.New("forbidden")
 		}
@@ -107,6 +113,13 @@ func TestEscalationsAndClusterScopedKinds(t *testing.T) {
 	g.Expect(denied(binding("RoleBinding", "shop", "ClusterRole", "wide"))).To(ContainSubstring("which escalates"))
 	g.Expect(denied(binding("RoleBinding", "shop", "ClusterRole", "view"))).To(BeEmpty(), "a role that does not escalate")
 	g.Expect(denied(binding("RoleBinding", "shop", "Role", "secret"))).To(ContainSubstring("cannot read"))
+	g.Expect(denied(binding("ClusterRoleBinding", "", "ClusterRole", "system:controller:daemon-set-controller"))).To(ContainSubstring("binds system:controller:daemon-set-controller"))
+	g.Expect(denied(binding("ClusterRoleBinding", "", "ClusterRole", "deployer"))).To(ContainSubstring("in every namespace, which grants creating deployments"))
+	g.Expect(denied(binding("RoleBinding", "shop", "ClusterRole", "deployer"))).To(BeEmpty(), "creating pods in one namespace")
+	why, retry := c.Check(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}, "shop",
+		binding("RoleBinding", "shop", "Role", "later").obj)
+	g.Expect(why).To(ContainSubstring("which the member does not have (yet)"))
+	g.Expect(retry).To(BeTrue(), "a role that may be created later")
 	g.Expect(denied(m("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com", nil))).To(ContainSubstring("only cluster-scoped kinds"))
 	g.Expect(denied(m("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "hook", nil))).To(ContainSubstring("only cluster-scoped kinds"))
 	g.Expect(denied(m("v1", "Namespace", "", "shop", nil))).To(BeEmpty())
@@ -114,4 +127,9 @@ func TestEscalationsAndClusterScopedKinds(t *testing.T) {
 
 	_, err = NewChecker(Policy{NamespacePodSecurity: "lenient"}, "")
 	g.Expect(err).To(MatchError(ContainSubstring("namespacePodSecurity")))
+
+	permissive, err := NewChecker(Policy{AllowedClusterScopedKinds: []string{"*"}}, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	crd := m("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com", nil)
+	g.Expect(permissive.Denied(crd.gvk, "", crd.obj)).To(BeEmpty(), `["*"] allows every cluster-scoped kind`)
 }

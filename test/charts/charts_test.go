@@ -155,7 +155,8 @@ func TestAgentChartRenders(t *testing.T) {
 
 // The agent chart's default member policy protects the member: the escalations,
 // CRDs and admission webhooks are denied, ordinary objects are not, and the
-// namespaces the agent creates enforce the baseline Pod Security Standard.
+// namespaces the agent creates enforce the baseline Pod Security Standard. The
+// chart sets no policy of its own: it is the agent's built-in default.
 func TestAgentChartDefaultPolicyProtectsTheMember(t *testing.T) {
 	g := NewWithT(t)
 	docs, err := render(t, "lodestar-agent", "--set", "clusterName=edge-7")
@@ -164,14 +165,19 @@ func TestAgentChartDefaultPolicyProtectsTheMember(t *testing.T) {
 	g.Expect(os.WriteFile(file, []byte(docs["ConfigMap/test-lodestar-agent-config"]["data"].(map[string]any)["config.yaml"].(string)), 0o600)).To(Succeed())
 	config, err := agent.LoadConfig(file)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(config.Policy.NamespacePodSecurity).To(Equal("baseline"))
+	g.Expect(config.Policy).To(Equal(policy.Defaults()), "the chart's default is the binary's")
 	checker, err := policy.NewChecker(config.Policy, "lodestar-system")
 	g.Expect(err).NotTo(HaveOccurred())
 	impersonator := object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "impersonator",
 		map[string]any{"rules": []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"users"}, "verbs": []any{"impersonate"}}}})
+	view := object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "view",
+		map[string]any{"rules": []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}}})
 	checker.LookupRole = func(kind, _, name string) (*unstructured.Unstructured, error) {
-		if kind == "ClusterRole" && name == "impersonator" {
+		switch {
+		case kind == "ClusterRole" && name == "impersonator":
 			return impersonator, nil
+		case kind == "ClusterRole" && name == "view":
+			return view, nil
 		}
 		return nil, nil
 	}
@@ -184,6 +190,7 @@ func TestAgentChartDefaultPolicyProtectsTheMember(t *testing.T) {
 		object("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "root",
 			map[string]any{"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"}}),
 		binding("admins", "admin"), binding("editors", "edit"), binding("impersonators", "impersonator"),
+		binding("daemons", "system:controller:daemon-set-controller"), binding("later", "not-yet-on-the-member"),
 		impersonator,
 		object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com", nil),
 		object("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "", "hook", nil),

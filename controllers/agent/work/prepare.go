@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -130,10 +131,23 @@ func (r *Reconciler) prepare(ctx context.Context, res *result, raw []byte, p pla
 	if r.Policy != nil {
 		// Denied before anything is read or written. The object still counts as
 		// wanted, so a tightened policy never deletes what was applied before.
-		if why := r.Policy.Denied(gvk, obj.GetNamespace(), obj); why != "" {
+		if why, retry := r.Policy.Check(gvk, obj.GetNamespace(), obj); why != "" {
+			if retry {
+				res.transient = errors.New(why)
+			}
 			res.fail(lodestarworkv1alpha1.ReasonDeniedByPolicy, "%s", why)
 			return manifest{}, false
 		}
+	}
+	if level := r.Policy.PodSecurity(); level != "" && gvk.Group == "" && gvk.Kind == "Namespace" {
+		// A placed Namespace enforces the member's standard like one the agent
+		// creates: a manifest cannot label its way out of it.
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[podSecurityEnforceLabel] = level
+		obj.SetLabels(labels)
 	}
 	if r.Watch != nil {
 		if err := r.Watch(gvk); err != nil {
