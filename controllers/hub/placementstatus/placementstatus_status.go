@@ -23,8 +23,13 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
-// maxDriftMessage bounds a cluster's drift in the Placement's status.
-const maxDriftMessage = 1024
+// maxDriftMessage bounds a cluster's drift in the Placement's status;
+// maxAgentMessage any other message an agent wrote, as it is read: one member
+// cannot grow other tenants' Placement status.
+const (
+	maxDriftMessage = 1024
+	maxAgentMessage = 1024
+)
 
 // maxNamedFailures caps how many failing clusters the Applied message names.
 const maxNamedFailures = 5
@@ -133,7 +138,7 @@ func clusterStatus(cluster string, parts []*workv1alpha1.Work) placementv1alpha1
 	for _, w := range parts {
 		applied, reason, msg := partState(w)
 		if d := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionDrifted); d != nil && d.Status == metav1.ConditionTrue && d.ObservedGeneration == w.Generation {
-			drift = append(drift, d.Message)
+			drift = append(drift, message.Truncate(d.Message, maxDriftMessage))
 		}
 		if !picked && (applied != metav1.ConditionTrue || cs.Reason == "") {
 			cs.Reason, cs.Message = reason, msg
@@ -158,13 +163,13 @@ func partState(w *workv1alpha1.Work) (metav1.ConditionStatus, string, string) {
 	blocked := meta.FindStatusCondition(w.Status.Conditions, lodestarworkv1alpha1.ConditionCleanupBlocked)
 	switch {
 	case !w.DeletionTimestamp.IsZero() && blocked != nil && blocked.Status == metav1.ConditionTrue:
-		return metav1.ConditionUnknown, blocked.Reason, blocked.Message
+		return metav1.ConditionUnknown, blocked.Reason, message.Truncate(blocked.Message, maxAgentMessage)
 	case !w.DeletionTimestamp.IsZero():
 		return metav1.ConditionUnknown, placementv1alpha1.ReasonClusterRemoving, "the Work is being removed from the cluster"
 	case cond == nil || cond.ObservedGeneration != w.Generation:
 		return metav1.ConditionUnknown, placementv1alpha1.ReasonClusterPending, fmt.Sprintf("waiting for the agent to report generation %d", w.Generation)
 	}
-	return cond.Status, cond.Reason, cond.Message
+	return cond.Status, cond.Reason, message.Truncate(cond.Message, maxAgentMessage)
 }
 
 // maxReasons is how many reasons each listed cluster carries.

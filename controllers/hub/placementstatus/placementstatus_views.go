@@ -39,6 +39,10 @@ type view struct {
 	// part is the Work's part of its cluster's Works (clusterworks.Part).
 	part    int
 	objects []objectView
+	// generation and ids are the Work's generation and the identities of its
+	// manifests, by ordinal: what an agent's report must name to count.
+	generation int64
+	ids        []workv1alpha1.ResourceIdentifier
 }
 
 // objectView is one manifest's report.
@@ -58,11 +62,65 @@ type objectView struct {
 // starts with; the Placement names the object itself.
 var manifestPrefix = regexp.MustCompile(`^manifest \d+ \([^)]*\): `)
 
-func viewOf(w *workv1alpha1.Work) *view {
+// maxFeedbackRead bounds the feedback read from one Work's status: what the
+// agent's budget lets it write (an agent that writes more is not believed
+// beyond it).
+const maxFeedbackRead = 64 << 10
+
+// manifestIDs are the identities of a Work's manifests, by ordinal; a manifest
+// that does not decode has an empty one, which no report matches.
+func manifestIDs(w *workv1alpha1.Work) []workv1alpha1.ResourceIdentifier {
+	ids := make([]workv1alpha1.ResourceIdentifier, len(w.Spec.Workload.Manifests))
+	for i, m := range w.Spec.Workload.Manifests {
+		var obj struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(m.Raw, &obj) != nil || obj.Kind == "" {
+			continue
+		}
+		group, version, found := strings.Cut(obj.APIVersion, "/")
+		if !found {
+			group, version = "", obj.APIVersion
+		}
+		ids[i] = workv1alpha1.ResourceIdentifier{Ordinal: i, Group: group, Version: version, Kind: obj.Kind,
+			Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name}
+	}
+	return ids
+}
+
+// reports is the report of the manifest at its ordinal: the agent's identifier
+// names the Work's manifest there (a cluster-scoped object's without the
+// namespace the manifest may carry).
+func reports(id, manifest workv1alpha1.ResourceIdentifier) bool {
+	return manifest.Kind != "" && id.Group == manifest.Group && id.Kind == manifest.Kind && id.Name == manifest.Name &&
+		(id.Namespace == manifest.Namespace || id.Namespace == "")
+}
+
+// viewOf reads the agent's reports in w's status: each counts only for the
+// manifest at its ordinal, once, and is named by that manifest (not by what
+// the agent wrote); feedback is read up to maxFeedbackRead. ids are the
+// manifests' identities when known (the Work's generation unchanged), or nil.
+func viewOf(w *workv1alpha1.Work, ids []workv1alpha1.ResourceIdentifier) *view {
 	cluster, _ := names.ClusterFromNamespace(w.Namespace)
-	v := &view{rv: w.ResourceVersion, cluster: cluster, part: clusterworks.Part(w), objects: make([]objectView, 0, len(w.Status.ManifestConditions))}
+	if ids == nil {
+		ids = manifestIDs(w)
+	}
+	v := &view{rv: w.ResourceVersion, cluster: cluster, part: clusterworks.Part(w), generation: w.Generation, ids: ids,
+		objects: make([]objectView, 0, min(len(w.Status.ManifestConditions), len(ids)))}
+	reported := make([]bool, len(ids))
+	feedbackRead := 0
 	for _, mc := range w.Status.ManifestConditions {
-		o := objectView{id: mc.Identifier, state: placementv1alpha1.ObjectUnknown}
+		i := mc.Identifier.Ordinal
+		if i < 0 || i >= len(ids) || reported[i] || !reports(mc.Identifier, ids[i]) {
+			continue // Not a report of this Work's manifests: not believed.
+		}
+		reported[i] = true
+		o := objectView{id: ids[i], state: placementv1alpha1.ObjectUnknown}
 		applied := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionApplied)
 		o.current = applied != nil && applied.ObservedGeneration == w.Generation
 		avail := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionAvailable)
@@ -82,7 +140,9 @@ func viewOf(w *workv1alpha1.Work) *view {
 			o.message = "no availability reported"
 		}
 		o.message = message.Truncate(o.message, maxObjectMessage)
-		if fb := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionStatusFeedback); fb != nil && fb.ObservedGeneration == w.Generation {
+		if fb := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionStatusFeedback); fb != nil && fb.ObservedGeneration == w.Generation &&
+			feedbackRead+len(fb.Message) <= maxFeedbackRead {
+			feedbackRead += len(fb.Message)
 			if values, err := feedback.Decode(fb.Message); err == nil && len(values) > 0 {
 				o.values = values
 				o.feedback = usersFeedback(values)
@@ -187,11 +247,16 @@ func (vs *views) refresh(key types.NamespacedName, works []workv1alpha1.Work) ma
 	for i := range works {
 		w := &works[i]
 		key := w.Namespace + "/" + w.Name
-		if v, ok := prev[key]; ok && v.rv == w.ResourceVersion {
+		v, ok := prev[key]
+		if ok && v.rv == w.ResourceVersion {
 			next[key] = v
 			continue
 		}
-		next[key] = viewOf(w)
+		var ids []workv1alpha1.ResourceIdentifier
+		if ok && v.generation == w.Generation {
+			ids = v.ids
+		}
+		next[key] = viewOf(w, ids)
 	}
 	vs.mu.Lock()
 	defer vs.mu.Unlock()

@@ -1,10 +1,12 @@
 package placementstatus
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -19,6 +21,10 @@ func reportedWork(cluster string, ready string) workv1alpha1.Work {
 	w.ResourceVersion = "1"
 	cond := func(t string, st metav1.ConditionStatus, msg string) metav1.Condition {
 		return metav1.Condition{Type: t, Status: st, Reason: "R", Message: msg, ObservedGeneration: 2}
+	}
+	w.Spec.Workload.Manifests = []workv1alpha1.Manifest{
+		{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"uploads","namespace":"shop"}}`)}},
+		{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api","namespace":"shop"}}`)}},
 	}
 	w.Status.ManifestConditions = []workv1alpha1.ManifestCondition{
 		{Identifier: workv1alpha1.ResourceIdentifier{Version: "v1", Kind: "PersistentVolumeClaim", Namespace: "shop", Name: "uploads"}, Conditions: []metav1.Condition{
@@ -93,3 +99,29 @@ func TestSummaryInputCountsStaleClusters(t *testing.T) {
 }
 
 var placementKey = types.NamespacedName{Namespace: "shop", Name: "p"}
+
+// A report counts only for the manifest at its ordinal, once, named as the
+// manifest is: an agent cannot report objects its Work does not carry, report
+// one twice, or rename one.
+func TestReportsCountOnlyForTheWorksManifests(t *testing.T) {
+	g := NewWithT(t)
+	w := reportedWork("a", "3")
+	good := w.Status.ManifestConditions
+	forged := func(id workv1alpha1.ResourceIdentifier) workv1alpha1.ManifestCondition {
+		return workv1alpha1.ManifestCondition{Identifier: id, Conditions: good[1].Conditions}
+	}
+	w.Status.ManifestConditions = append(good,
+		forged(workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "payments", Ordinal: 1}),
+		forged(workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "api", Ordinal: 1}),
+		forged(workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "api", Ordinal: 7}),
+		forged(workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "api", Ordinal: -1}))
+	w.Status.ManifestConditions[1].Identifier.Version = "v0" // the manifest's own version is what counts
+	v := viewOf(&w, nil)
+	g.Expect(v.objects).To(HaveLen(2))
+	g.Expect(v.objects[1].id).To(Equal(workv1alpha1.ResourceIdentifier{Ordinal: 1, Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "api"}))
+
+	// Feedback is read up to what the agent's budget lets it write.
+	big := `{"values":{"ready":"` + strings.Repeat("x", maxFeedbackRead) + `"}}`
+	w.Status.ManifestConditions[1].Conditions[2].Message = big
+	g.Expect(viewOf(&w, nil).objects[1].values).To(BeNil())
+}
