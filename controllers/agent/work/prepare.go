@@ -128,26 +128,8 @@ func (r *Reconciler) prepare(ctx context.Context, res *result, raw []byte, p pla
 	if !pass.claim(res) {
 		return manifest{}, false
 	}
-	if r.Policy != nil {
-		// Denied before anything is read or written. The object still counts as
-		// wanted, so a tightened policy never deletes what was applied before.
-		if why, retry := r.Policy.Check(gvk, obj.GetNamespace(), obj); why != "" {
-			if retry {
-				res.transient = errors.New(why)
-			}
-			res.fail(lodestarworkv1alpha1.ReasonDeniedByPolicy, "%s", why)
-			return manifest{}, false
-		}
-	}
-	if level := r.Policy.PodSecurity(); level != "" && gvk.Group == "" && gvk.Kind == "Namespace" {
-		// A placed Namespace enforces the member's standard like one the agent
-		// creates: a manifest cannot label its way out of it.
-		labels := obj.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[podSecurityEnforceLabel] = level
-		obj.SetLabels(labels)
+	if !r.underPolicy(res, gvk, obj) {
+		return manifest{}, false
 	}
 	if r.Watch != nil {
 		if err := r.Watch(gvk); err != nil {
@@ -159,6 +141,34 @@ func (r *Reconciler) prepare(ctx context.Context, res *result, raw []byte, p pla
 		obj: obj, gvk: gvk, hash: manifestHash(obj), prev: pass.records[res.key],
 		ignored: p.ignored(gvk.GroupKind(), obj.GetName()), isSecret: gvk.GroupKind() == secretKind, strategy: p.strategy,
 	}, true
+}
+
+// underPolicy applies the member's policy to obj: false when it denies it (a
+// denial that may lift, as for a binding to a role not there yet, is retried),
+// and a Namespace gets the member's Pod Security standard, as one the agent
+// creates: a manifest cannot label its way out of it. Denied before anything is
+// read or written, the object still counts as wanted, so a tightened policy
+// never deletes what was applied before.
+func (r *Reconciler) underPolicy(res *result, gvk schema.GroupVersionKind, obj *unstructured.Unstructured) bool {
+	if r.Policy == nil {
+		return true
+	}
+	if why, retry := r.Policy.Check(gvk, obj.GetNamespace(), obj); why != "" {
+		if retry {
+			res.transient = errors.New(why)
+		}
+		res.fail(lodestarworkv1alpha1.ReasonDeniedByPolicy, "%s", why)
+		return false
+	}
+	if level := r.Policy.PodSecurity(); level != "" && gvk.Group == "" && gvk.Kind == "Namespace" {
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[podSecurityEnforceLabel] = level
+		obj.SetLabels(labels)
+	}
+	return true
 }
 
 // strip removes what must not be sent with an apply.
