@@ -81,7 +81,7 @@ Every verb takes kubectl's connection flags (--kubeconfig, --context, -n, --as,
 
 	root.AddCommand(
 		newJoinCommand(o), newCordonCommand(o, "cordon"), newCordonCommand(o, "drain"), newCordonCommand(o, "uncordon"),
-		newUnjoinCommand(o), newRolloutCommand(o), newRenderCommand(o), newStatusCommand(o),
+		newUnjoinCommand(o), newRevokeCommand(o), newRolloutCommand(o), newRenderCommand(o), newStatusCommand(o),
 		newGetCommand(o), newDescribeCommand(o), newWhyCommand(o),
 	)
 	return root

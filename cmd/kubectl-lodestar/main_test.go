@@ -6,9 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -91,6 +95,26 @@ func TestJoinRefusesATakenName(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring(`cluster "edge-2" is registered for the member with cluster ID aaa`))
 }
 
+// Join refuses reserved names and a cluster namespace that exists without
+// Lodestar's mark (someone else's, which unjoin would delete).
+func TestJoinRefusesReservedNamesAndNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	_, _, err := kubectlLodestar(t, "join", "placements")
+	g.Expect(err).To(MatchError(ContainSubstring(`cluster name "placements" is reserved`)))
+	g.Expect(hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.ClusterNamespace("squatted")}})).To(Succeed())
+	_, _, err = kubectlLodestar(t, "join", "squatted")
+	g.Expect(fleet.IsConflict(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("namespace lodestar-cluster-squatted exists and is not Lodestar's"))
+	err = hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "squatted"}, &cpv1alpha1.ClusterProfile{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no ClusterProfile for a refused join: %v", err)
+
+	_, _, err = kubectlLodestar(t, "join", "marked")
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := &corev1.Namespace{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Name: names.ClusterNamespace("marked")}, ns)).To(Succeed())
+	g.Expect(ns.Labels).To(HaveKeyWithValue(placementv1alpha1.ReservedNamespaceLabel, placementv1alpha1.ReservedForCluster))
+}
+
 func TestCordonAndUncordon(t *testing.T) {
 	g := NewWithT(t)
 	_, _, err := kubectlLodestar(t, "join", "edge-3")
@@ -166,4 +190,48 @@ func TestDrainAndUnjoin(t *testing.T) {
 
 	_, _, err = kubectlLodestar(t, "unjoin", "edge-4", "--wait", "1s")
 	g.Expect(err).To(MatchError(ContainSubstring("still leaving after 1s")))
+}
+
+// A stolen agent token is cut off with one command: after `revoke`, the old
+// token is refused (and so is renewing it), and a new join works again.
+func TestRevokeCutsOffTheAgentsTokens(t *testing.T) {
+	g := NewWithT(t)
+	old := filepath.Join(t.TempDir(), "old.kubeconfig")
+	_, _, err := kubectlLodestar(t, "join", "edge-9", "--output", old)
+	g.Expect(err).NotTo(HaveOccurred())
+	asAgent := func(path string) client.Client {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		g.Expect(err).NotTo(HaveOccurred())
+		c, err := client.New(cfg, client.Options{Scheme: scheme.Hub()})
+		g.Expect(err).NotTo(HaveOccurred())
+		return c
+	}
+	works := func(c client.Client) error {
+		return c.List(t.Context(), &workv1alpha1.WorkList{}, client.InNamespace(names.ClusterNamespace("edge-9")))
+	}
+	g.Expect(works(asAgent(old))).To(Succeed(), "the agent's token works")
+
+	stdout, _, err := kubectlLodestar(t, "revoke", "edge-9")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stdout).To(ContainSubstring("every hub token of its agent is revoked"))
+	// The API server may hold a token's authentication for a few seconds.
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsUnauthorized(works(asAgent(old)))).To(BeTrue(), "the old token is refused")
+		_, err := fleet.AgentConfig(t.Context(), configOf(g, old), "edge-9", time.Hour)
+		g.Expect(apierrors.IsUnauthorized(err)).To(BeTrue(), "the old token cannot renew itself: %v", err)
+	}).WithTimeout(testenv.EventuallyTimeout).Should(Succeed())
+
+	fresh := filepath.Join(t.TempDir(), "new.kubeconfig")
+	_, _, err = kubectlLodestar(t, "join", "edge-9", "--output", fresh)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() error { return works(asAgent(fresh)) }).WithTimeout(testenv.EventuallyTimeout).Should(Succeed(), "a new join reconnects")
+
+	_, _, err = kubectlLodestar(t, "revoke", "never-joined")
+	g.Expect(err).To(MatchError(ContainSubstring("cluster never-joined has no agent identity on this hub")))
+}
+
+func configOf(g Gomega, path string) *rest.Config {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	g.Expect(err).NotTo(HaveOccurred())
+	return cfg
 }

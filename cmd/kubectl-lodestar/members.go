@@ -195,6 +195,25 @@ then its ClusterProfile, hub namespace and identity go.`,
 	return cmd
 }
 
+// newRevokeCommand is `kubectl lodestar revoke <cluster>`.
+func newRevokeCommand(o *options) *cobra.Command {
+	return o.clusterVerb("revoke", "Cut off every hub token of a cluster's agent (a stolen one too); join again to reconnect",
+		`Revoke a cluster's agent identity on the hub: its ServiceAccount is made anew, so
+every token of the old one stops working at once, including one copied off the
+member, which could otherwise renew itself for as long as the account exists.
+The cluster keeps what it runs but gets no changes and reports nothing until its
+admin installs the kubeconfig of a new `+"`kubectl lodestar join`"+`.`,
+		`  kubectl lodestar revoke edge-12
+  kubectl lodestar join edge-12 --output edge-12-hub.kubeconfig   # then on the member: update the agent's Secret`,
+		func(cmd *cobra.Command, c client.Client, name string) error {
+			if err := fleet.Revoke(cmd.Context(), c, name); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "cluster %s: every hub token of its agent is revoked; join it again to give the agent a new one\n", name)
+			return nil
+		})
+}
+
 // completeClusters completes cluster names from the hub's ClusterProfiles.
 func (o *options) completeClusters(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -74,6 +75,9 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 	if errs := validation.IsDNS1123Label(opts.Name); len(errs) > 0 {
 		return nil, fmt.Errorf("cluster name %q: %v", opts.Name, errs)
 	}
+	if slices.Contains(placementv1alpha1.ReservedClusterNames, opts.Name) {
+		return nil, fmt.Errorf("cluster name %q is reserved: choose another", opts.Name)
+	}
 	if len(opts.Name) > maxNameLength {
 		return nil, fmt.Errorf("cluster name %q: at most %d characters (its hub namespace is %s)", opts.Name, maxNameLength, names.ClusterNamespace(opts.Name))
 	}
@@ -88,10 +92,11 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 	}
 
 	ns := names.ClusterNamespace(opts.Name)
-	for _, n := range []string{opts.ClusterSet, ns} {
-		if err := createIfMissing(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
-			return nil, err
-		}
+	if err := createIfMissing(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.ClusterSet}}); err != nil {
+		return nil, err
+	}
+	if err := reserveNamespace(ctx, c, opts.Name, ns); err != nil {
+		return nil, err
 	}
 	profile := &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Namespace: opts.ClusterSet}}
 	if _, err := controllerutil.CreateOrPatch(ctx, c, profile, func() error {
@@ -236,6 +241,29 @@ func RequestToken(ctx context.Context, cs kubernetes.Interface, ns string, ttl t
 func createIfMissing(ctx context.Context, c client.Client, obj client.Object) error {
 	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// reserveNamespace creates the cluster's hub namespace marked as Lodestar's, or
+// refuses a namespace of that name that exists without the mark: it is someone
+// else's, and would be deleted with the cluster.
+func reserveNamespace(ctx context.Context, c client.Client, cluster, ns string) error {
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{placementv1alpha1.ReservedNamespaceLabel: placementv1alpha1.ReservedForCluster}}}
+	err := c.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+		return nil
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return err
+	}
+	if obj.Labels[placementv1alpha1.ReservedNamespaceLabel] != placementv1alpha1.ReservedForCluster {
+		return &ConflictError{fmt.Sprintf("namespace %s exists and is not Lodestar's (no label %s=%s): cluster %q cannot use it; choose another name or remove the namespace",
+			ns, placementv1alpha1.ReservedNamespaceLabel, placementv1alpha1.ReservedForCluster, cluster)}
 	}
 	return nil
 }

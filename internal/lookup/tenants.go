@@ -39,6 +39,9 @@ func setTenant(ctx context.Context, c client.Client, namespace string, tenant fu
 	if err != nil {
 		return err
 	}
+	// The control plane's and Lodestar's own namespaces are never tenants: the
+	// tenant-pods policy would refuse the pods of kube-system.
+	want = want && !placementv1alpha1.IsReservedNamespace(namespace)
 	if _, marked := ns.Labels[placementv1alpha1.TenantNamespaceLabel]; marked == want {
 		return nil
 	}

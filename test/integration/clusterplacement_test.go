@@ -149,3 +149,89 @@ func TestClusterPlacement(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(member.Get(ctx, client.ObjectKeyFromObject(role), &rbacv1.ClusterRole{})).To(Succeed(), "orphaned, not deleted")
 }
+
+// The ClusterPlacement namespace holds only carriers: a Placement there that the hub did not make is never adopted (nor
+// changed, nor deleted) by a ClusterPlacement of its name, and a carrier whose
+// ClusterPlacement is gone goes too.
+func TestClusterPlacementCarriersOnly(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	name := "carrier-" + rand.String(5)
+	spec := placementv1alpha1.PlacementSpec{
+		ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "nothing-" + name}},
+		Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1}},
+	}
+	// Something that is not a carrier, in the way.
+	carrierNamespace(t)
+	squatter := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: placementv1alpha1.ClusterPlacementNamespace}, Spec: spec}
+	g.Eventually(func() error { return hubCP.Client.Create(ctx, squatter) }).Should(Succeed())
+
+	cp := &placementv1alpha1.ClusterPlacement{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	cp.Spec.Scheduling.ClusterNames = []string{member1, member2}
+	g.Expect(hubCP.Client.Create(ctx, cp)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.ClusterPlacement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(cp), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ScheduledCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonCarrierInTheWay), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("is not a carrier the hub made"))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(squatter), got)).To(Succeed())
+		g.Expect(got.Annotations).NotTo(HaveKey(placementv1alpha1.ClusterPlacementAnnotation))
+		g.Expect(got.Spec.Scheduling.ClusterNames).To(Equal([]string{member1}), "not adopted")
+	}).Should(Succeed())
+	g.Expect(hubCP.Client.Delete(ctx, cp)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(cp), &placementv1alpha1.ClusterPlacement{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	}).Should(Succeed())
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(squatter), &placementv1alpha1.Placement{})).To(Succeed(), "not deleted")
+	g.Expect(hubCP.Client.Delete(ctx, squatter)).To(Succeed())
+
+	// A carrier left without its ClusterPlacement goes.
+	orphan := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "orphan-" + name, Namespace: placementv1alpha1.ClusterPlacementNamespace,
+		Annotations: map[string]string{placementv1alpha1.ClusterPlacementAnnotation: "orphan-" + name}}, Spec: spec}
+	g.Expect(hubCP.Client.Create(ctx, orphan)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &placementv1alpha1.Placement{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	}).Should(Succeed())
+}
+
+// The control plane's and Lodestar's namespaces never become tenants: no
+// ClusterSetBinding is made there, and a Placement there does not label them.
+func TestReservedNamespacesAreNoTenants(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	err := hubCP.Client.Create(ctx, newBinding("kube-system", placementv1alpha1.DefaultClusterSet))
+	g.Expect(err).To(MatchError(ContainSubstring("namespace kube-system belongs to the control plane or to Lodestar")))
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "reserved-" + rand.String(5), Namespace: "kube-system"},
+		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "nothing"}}}}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), p) })
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		g.Expect(got.Finalizers).To(ContainElement(placementv1alpha1.PlacementFinalizer), "the work generator has seen it")
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		ns := &corev1.Namespace{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: "kube-system"}, ns)).To(Succeed())
+		g.Expect(ns.Labels).NotTo(HaveKey(placementv1alpha1.TenantNamespaceLabel))
+	}).Should(Succeed())
+}
+
+// carrierNamespace makes the ClusterPlacement namespace as the hub chart does,
+// when it is missing (the ClusterPlacement controller makes it alike, marked,
+// for the first ClusterPlacement), and checks that it is marked as Lodestar's.
+func carrierNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: placementv1alpha1.ClusterPlacementNamespace,
+		Labels: map[string]string{placementv1alpha1.ReservedNamespaceLabel: placementv1alpha1.ReservedForClusterPlacements}}}
+	g.Expect(client.IgnoreAlreadyExists(hubCP.Client.Create(t.Context(), ns))).To(Succeed())
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(ns), ns)).To(Succeed())
+	g.Expect(ns.Labels).To(HaveKeyWithValue(placementv1alpha1.ReservedNamespaceLabel, placementv1alpha1.ReservedForClusterPlacements))
+}

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -73,6 +74,13 @@ func TestClusterSetBindings(t *testing.T) {
 	// Binding another set still needs its own grant.
 	err = admin.Create(t.Context(), newBinding(ns, auxSet))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	// A namespace owner's wildcard Role grants every verb on every resource of
+	// the namespace, clustersets included: that is no grant to bind a set.
+	owner := identity(t, ns, "owner", []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}})
+	g.Eventually(func(g Gomega) {
+		err := owner.Create(t.Context(), newBinding(ns, auxSet))
+		g.Expect(err).To(MatchError(ContainSubstring("a role granting bind on every cluster set in this namespace is not a grant")))
+	}).Should(Succeed())
 
 	// The binding's status: bound, with the set's cluster count.
 	g.Eventually(func(g Gomega) {
@@ -228,5 +236,68 @@ func TestForbiddenKinds(t *testing.T) {
 		}
 		err := members[member2].Client.Get(t.Context(), key, obj)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s must stay on the hub: %v", obj, key, err)
+	}
+}
+
+// Lodestar's namespaces and marks are Lodestar's: with the tenant role (what
+// edit aggregates) in the ClusterPlacement namespace no one but the hub makes a
+// Placement there; the
+// right to create namespaces does not create lodestar-* ones; and the owner of a
+// namespace who may label it cannot change its forbidden kinds or tenant mark.
+func TestReservedNamespacesAndMarks(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTenant(t, placementv1alpha1.DefaultClusterSet)
+	owner := identity(t, ns, "owner", nil)
+	carrierNamespace(t)
+	g.Expect(hubCP.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "owner-tenant-" + ns, Namespace: placementv1alpha1.ClusterPlacementNamespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lodestar:tenant"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "owner", Namespace: ns}},
+	})).To(Succeed())
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-owner-" + ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{ns}, Verbs: []string{"get", "patch", "update"}},
+	}}
+	g.Expect(hubCP.Client.Create(ctx, role)).To(Succeed())
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "owner", Namespace: ns}}}
+	g.Expect(hubCP.Client.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() {
+		_ = hubCP.Client.Delete(context.Background(), binding)
+		_ = hubCP.Client.Delete(context.Background(), role)
+	})
+
+	carrier := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "mine-" + ns, Namespace: placementv1alpha1.ClusterPlacementNamespace},
+		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}}}}
+	g.Eventually(func(g Gomega) {
+		err := owner.Create(ctx, carrier.DeepCopy())
+		g.Expect(err).To(MatchError(ContainSubstring("only the hub makes Placements in lodestar-placements")))
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := owner.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.ClusterNamespace("ahead-" + ns)}})
+		g.Expect(err).To(MatchError(ContainSubstring("namespaces named lodestar-* are Lodestar's")))
+	}).Should(Succeed())
+	plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain-" + ns}}
+	g.Expect(owner.Create(ctx, plain)).To(Succeed(), "other namespaces are the owner's to create")
+	t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), plain) })
+
+	mark := func(patch string) error {
+		return owner.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	g.Expect(hubCP.Client.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"placement.lodestar.dev/forbidden-kinds":"Secret"}}}`)))).To(Succeed(), "an admin sets it")
+	g.Eventually(func(g Gomega) {
+		got := &corev1.Namespace{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: ns}, got)).To(Succeed())
+		g.Expect(got.Labels).To(HaveKeyWithValue(placementv1alpha1.TenantNamespaceLabel, "true"), "the hub marked it")
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(mark(`{"metadata":{"labels":{"team":"shop"}}}`)).To(Succeed()) }).Should(Succeed())
+	for _, patch := range []string{
+		`{"metadata":{"annotations":{"placement.lodestar.dev/forbidden-kinds":null}}}`,
+		`{"metadata":{"labels":{"placement.lodestar.dev/tenant":null}}}`,
+	} {
+		g.Expect(mark(patch)).To(MatchError(ContainSubstring("are set by the hub and its admins only")), patch)
 	}
 }

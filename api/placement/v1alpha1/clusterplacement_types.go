@@ -8,8 +8,10 @@ import (
 // carried out: the hub keeps there a Placement of the same name and spec (marked
 // with ClusterPlacementAnnotation), whose PlacementDecisions, PlacementRevisions,
 // Works and events are those of the ClusterPlacement. Only platform admins have
-// access to it.
-const ClusterPlacementNamespace = "lodestar-cluster-placements"
+// access to it. It lies outside the member clusters' lodestar-cluster- prefix, so
+// no cluster's namespace is ever it, and is marked ReservedNamespaceLabel
+// ReservedForClusterPlacements.
+const ClusterPlacementNamespace = "lodestar-placements"
 
 // ClusterPlacementAnnotation on the Placement in ClusterPlacementNamespace names
 // the ClusterPlacement it carries out.

@@ -54,6 +54,10 @@ const (
 	// ReasonNoClusterSetBinding: the Placement's namespace has no
 	// ClusterSetBinding to a cluster set the hub manages, so it may use no cluster.
 	ReasonNoClusterSetBinding = "NoClusterSetBinding"
+	// ReasonCarrierInTheWay (Scheduled, on a ClusterPlacement): a Placement of
+	// its name in ClusterPlacementNamespace was not made by the hub to carry it
+	// out; it is left alone, and the ClusterPlacement does nothing until it goes.
+	ReasonCarrierInTheWay = "CarrierInTheWay"
 	// ReasonNoMatchingClusters: no cluster matches the cluster selector.
 	ReasonNoMatchingClusters = "NoMatchingClusters"
 	// ReasonInvalidClusterSelector: the cluster selector cannot be parsed.

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // Well-known names: the labels, annotations, finalizers and taint keys Lodestar
 // puts on hub objects (Works, PlacementDecisions, ClusterProfiles, Leases,
 // Namespaces), and the names of its own scheduler and cluster manager. Declared
@@ -138,3 +140,28 @@ const (
 // that holds the cluster's Works and its agent's Lease. Consumers find a cluster's
 // Works through it rather than by building the name themselves.
 const WorkNamespaceLabel = "placement.lodestar.dev/work-namespace"
+
+// ReservedNamespaceLabel marks a hub namespace Lodestar made for itself, with
+// what it is for: ReservedForCluster (a member cluster's namespace,
+// lodestar-cluster-<name>) or ReservedForClusterPlacements (ClusterPlacementNamespace).
+// Lodestar uses and deletes only namespaces it marked: join refuses a cluster
+// whose namespace exists without the mark, and cleanup leaves such a namespace.
+const ReservedNamespaceLabel = "placement.lodestar.dev/reserved-for"
+
+// The values of ReservedNamespaceLabel.
+const (
+	ReservedForCluster           = "cluster"
+	ReservedForClusterPlacements = "cluster-placements"
+)
+
+// ReservedClusterNames are names join refuses: placements was the name of the
+// ClusterPlacement namespace's cluster-namespace look-alike
+// (lodestar-cluster-placements) in earlier versions.
+var ReservedClusterNames = []string{"placements"}
+
+// IsReservedNamespace tells whether ns belongs to the control plane or to
+// Lodestar (kube-*, default, lodestar-*): no Placement there makes it a tenant
+// namespace, and no ClusterSetBinding may be made there.
+func IsReservedNamespace(ns string) bool {
+	return ns == "default" || strings.HasPrefix(ns, "kube-") || strings.HasPrefix(ns, "lodestar-")
+}

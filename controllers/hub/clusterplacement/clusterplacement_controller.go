@@ -39,22 +39,34 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clusterplacements/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=reserved,verbs=create
 
 // Reconcile keeps the carrying Placement in line with the ClusterPlacement and
 // copies its status back.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	cp := &placementv1alpha1.ClusterPlacement{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cp); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterPlacement", klog.KObj(cp)))
-	key := client.ObjectKey{Namespace: placementv1alpha1.ClusterPlacementNamespace, Name: cp.Name}
+	key := client.ObjectKey{Namespace: placementv1alpha1.ClusterPlacementNamespace, Name: req.Name}
 	carrier := &placementv1alpha1.Placement{}
 	err := r.Client.Get(ctx, key, carrier)
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
-	exists := err == nil
+	// Only a Placement the hub made for this ClusterPlacement is its carrier:
+	// another one of the name is never adopted, changed or deleted.
+	exists := err == nil && carrier.Annotations[placementv1alpha1.ClusterPlacementAnnotation] == req.Name
+	squatted := err == nil && !exists
+	cp := &placementv1alpha1.ClusterPlacement{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cp); err != nil {
+		if apierrors.IsNotFound(err) && exists && carrier.DeletionTimestamp.IsZero() {
+			// A carrier whose ClusterPlacement is gone (deleted around its
+			// finalizer, say) goes too.
+			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, carrier))
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterPlacement", klog.KObj(cp)))
+	if squatted {
+		return ctrl.Result{}, r.inTheWay(ctx, cp, key)
+	}
 
 	if !cp.DeletionTimestamp.IsZero() {
 		// The carrying Placement's own finalizer waits for its Works to go; the
@@ -96,6 +108,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.copyStatus(ctx, cp, carrier)
 }
 
+// inTheWay says on the ClusterPlacement that a Placement the hub did not make
+// holds its carrier's name; it waits for that Placement to go (a Placement
+// event brings the next reconcile).
+func (r *Reconciler) inTheWay(ctx context.Context, cp *placementv1alpha1.ClusterPlacement, key client.ObjectKey) error {
+	out := &placementv1alpha1.ClusterPlacement{ObjectMeta: metav1.ObjectMeta{Name: cp.Name}}
+	out.Status.Conditions = []metav1.Condition{{Type: placementv1alpha1.ScheduledCondition, Status: metav1.ConditionFalse,
+		Reason: placementv1alpha1.ReasonCarrierInTheWay, ObservedGeneration: cp.Generation, LastTransitionTime: metav1.Now(),
+		Message: fmt.Sprintf("Placement %s/%s is not a carrier the hub made (no %s annotation): it is left alone, and this ClusterPlacement waits for it to go",
+			key.Namespace, key.Name, placementv1alpha1.ClusterPlacementAnnotation)}}
+	return patch.ApplyStatus(ctx, r.Client, out, Name)
+}
+
 // copyStatus writes the carrying Placement's status on the ClusterPlacement; the
 // generations the carrier's controllers observed become the ClusterPlacement's
 // own (both specs are equal at this point).
@@ -118,11 +142,25 @@ func (r *Reconciler) copyStatus(ctx context.Context, cp *placementv1alpha1.Clust
 	return patch.ApplyStatus(ctx, r.Client, out, Name)
 }
 
-// ensureNamespace creates ClusterPlacementNamespace when it is missing.
+// ensureNamespace creates ClusterPlacementNamespace, marked as Lodestar's, when
+// it is missing (the hub chart makes it); one that exists unmarked is someone
+// else's, and carries nothing.
 func (r *Reconciler) ensureNamespace(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: placementv1alpha1.ClusterPlacementNamespace}}
-	if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: placementv1alpha1.ClusterPlacementNamespace,
+		Labels: map[string]string{placementv1alpha1.ReservedNamespaceLabel: placementv1alpha1.ReservedForClusterPlacements}}}
+	err := r.Client.Create(ctx, ns)
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+		}
+		return nil
+	}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {
+		return err
+	}
+	if ns.Labels[placementv1alpha1.ReservedNamespaceLabel] != placementv1alpha1.ReservedForClusterPlacements {
+		return fmt.Errorf("namespace %s exists without the label %s=%s: it is not Lodestar's, and no ClusterPlacement is carried out in it",
+			ns.Name, placementv1alpha1.ReservedNamespaceLabel, placementv1alpha1.ReservedForClusterPlacements)
 	}
 	return nil
 }

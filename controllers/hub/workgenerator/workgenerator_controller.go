@@ -10,6 +10,7 @@ package workgenerator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
@@ -66,14 +68,15 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placementrevisions,verbs=get;list;watch
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placementrevisions,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=rolloutapprovals,verbs=get;list;watch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=reserved,verbs=update
 
 // Reconcile brings the Works of one Placement in line with its current revision
 // and its PlacementDecisions, as far as its rollout strategy lets it: observe,
@@ -135,10 +138,46 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonDeleting, "waiting for %d Works to be removed from their clusters", len(remaining))
 		return nil // Work deletions trigger the next reconcile.
 	}
+	if err := r.deleteOwned(ctx, placement); err != nil {
+		return err
+	}
 	if err := lookup.UnmarkTenant(ctx, r.Client, placement.Namespace, placement); err != nil {
 		return err
 	}
 	return patch.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, false)
+}
+
+// deleteOwned deletes the Placement's PlacementRevisions and PlacementDecisions
+// before its finalizer goes: a hub without a garbage collector (one that runs
+// only the API server, like the quick start's control planes) would otherwise
+// keep them for ever, and a new Placement of the same name would show the old
+// revisions in its history. Their makers (the revision maker, the scheduler)
+// write them while the Placement lives; its end is the finalizer holder's.
+func (r *Reconciler) deleteOwned(ctx context.Context, placement *placementv1alpha1.Placement) error {
+	revs, err := lookup.Revisions(ctx, r.Client, placement)
+	if err != nil {
+		return err
+	}
+	owned := make([]client.Object, 0, len(revs))
+	for i := range revs {
+		owned = append(owned, &revs[i])
+	}
+	decisions := &cpv1alpha1.PlacementDecisionList{}
+	if err := r.Client.List(ctx, decisions, client.InNamespace(placement.Namespace),
+		client.MatchingLabels{cpv1alpha1.PlacementKeyLabel: names.LabelValue(placement.Name)}); err != nil {
+		return fmt.Errorf("listing PlacementDecisions: %w", err)
+	}
+	for i := range decisions.Items {
+		if metav1.IsControlledBy(&decisions.Items[i], placement) {
+			owned = append(owned, &decisions.Items[i])
+		}
+	}
+	for _, obj := range owned {
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return nil
 }
 
 // forget drops what the generator remembers of a Placement being deleted.

@@ -4,10 +4,12 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -178,4 +180,35 @@ func live(works []*workv1alpha1.Work) []*workv1alpha1.Work {
 		}
 	}
 	return out
+}
+
+// A deleted Placement leaves nothing on a hub without a garbage collector (this
+// suite's API server runs none): once its Works are gone, its revisions and
+// decisions go with its finalizer.
+func TestADeletedPlacementLeavesNothing(t *testing.T) {
+	f := newFixture(t, 1, placementv1alpha1.PlacementSpec{})
+	f.render(configMap("a", 10))
+	f.decide(f.clusters...)
+	eventually(f, func(g Gomega) { g.Expect(f.works(g, f.clusters[0])).To(HaveLen(1)) })
+	ctx := t.Context()
+	f.g.Expect(hubCP.Client.Delete(ctx, f.placement)).To(Succeed())
+	eventually(f, func(g Gomega) {
+		works := f.works(g, f.clusters[0])
+		g.Expect(works).To(HaveLen(1))
+		g.Expect(works[0].DeletionTimestamp).NotTo(BeNil())
+	})
+	// The agent releases the Work once the member is clean.
+	w := f.works(f.g, f.clusters[0])[0]
+	f.g.Expect(hubCP.Client.Patch(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+	eventually(f, func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(f.placement), &placementv1alpha1.Placement{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Placement is gone: %v", err)
+		revs := &placementv1alpha1.PlacementRevisionList{}
+		g.Expect(hubCP.Client.List(ctx, revs, client.InNamespace(f.ns))).To(Succeed())
+		g.Expect(revs.Items).To(BeEmpty())
+		decisions := &cpv1alpha1.PlacementDecisionList{}
+		g.Expect(hubCP.Client.List(ctx, decisions, client.InNamespace(f.ns))).To(Succeed())
+		g.Expect(decisions.Items).To(BeEmpty())
+	})
 }
