@@ -42,7 +42,7 @@ func TestForgedReportsWriteNoHubStatus(t *testing.T) {
 	g.Expect(hubCP.Client.Create(ctx, w)).To(Succeed())
 	report := func(name string, ordinal int) workv1alpha1.ManifestCondition {
 		fb, _ := json.Marshal(map[string]any{"values": map[string]any{
-			reflection.StatusValue: map[string]any{"replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "updatedReplicas": 3},
+			reflection.StatusValue:     map[string]any{"replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "updatedReplicas": 3},
 			reflection.GenerationValue: 1, reflection.HubGenerationValue: 1}})
 		return workv1alpha1.ManifestCondition{
 			Identifier: workv1alpha1.ResourceIdentifier{Ordinal: ordinal, Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: f.ns, Name: name},
