@@ -50,8 +50,13 @@ type Source struct {
 // ForbiddenKinds reads a namespace's placementv1alpha1.ForbiddenKindsAnnotation:
 // it tells whether a kind is forbidden there.
 func ForbiddenKinds(ns *corev1.Namespace) func(schema.GroupKind) bool {
+	return forbiddenKinds(ns.Annotations[placementv1alpha1.ForbiddenKindsAnnotation])
+}
+
+// forbiddenKinds reads the value of a ForbiddenKindsAnnotation.
+func forbiddenKinds(annotation string) func(schema.GroupKind) bool {
 	var rules []schema.GroupKind
-	for _, s := range strings.Split(ns.Annotations[placementv1alpha1.ForbiddenKindsAnnotation], ",") {
+	for _, s := range strings.Split(annotation, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			continue
@@ -126,7 +131,7 @@ func (s *selection) namespaced(ctx context.Context, placement *placementv1alpha1
 			return err
 		}
 		if sel.Kind == "" {
-			if err := s.everyKind(ctx, src, placement.Namespace, selector); err != nil {
+			if err := s.everyKind(ctx, src, placement.Namespace, selector, src.Forbidden); err != nil {
 				return err
 			}
 			continue
@@ -150,13 +155,13 @@ func (s *selection) namespaced(ctx context.Context, placement *placementv1alpha1
 
 // everyKind adds the objects of namespace whose labels match, of every kind a
 // selector without kind may select there.
-func (s *selection) everyKind(ctx context.Context, src Source, namespace string, selector labels.Selector) error {
+func (s *selection) everyKind(ctx context.Context, src Source, namespace string, selector labels.Selector, forbidden func(schema.GroupKind) bool) error {
 	kinds, err := selectableKinds(ctx, src)
 	if err != nil {
 		return err
 	}
 	for _, gvk := range kinds {
-		if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
+		if forbidden != nil && forbidden(gvk.GroupKind()) {
 			continue
 		}
 		items, err := src.List(ctx, gvk, namespace, selector)
@@ -170,8 +175,10 @@ func (s *selection) everyKind(ctx context.Context, src Source, namespace string,
 
 // clusterScoped is the selection of a ClusterPlacement (carried out by
 // placement): cluster-scoped objects, and whole namespaces, a selected Namespace
-// with every namespaced object in it that a selector without kind may select.
-// The namespaces of Kubernetes and of Lodestar are never placed whole.
+// with every namespaced object in it that a selector without kind may select,
+// except the kinds that namespace forbids (its own annotation, not the
+// ClusterPlacement namespace's). The namespaces of Kubernetes and of Lodestar,
+// and default, are never placed whole.
 func (s *selection) clusterScoped(ctx context.Context, placement *placementv1alpha1.Placement, src Source) error {
 	for i, sel := range placement.Spec.ResourceSelectors {
 		selector, err := labelSelector(sel, i)
@@ -203,7 +210,8 @@ func (s *selection) clusterScoped(ctx context.Context, placement *placementv1alp
 				continue
 			}
 			s.add(ctx, gvk, items[j:j+1], "")
-			if err := s.everyKind(ctx, src, ns, labels.Everything()); err != nil {
+			forbidden := forbiddenKinds(items[j].GetAnnotations()[placementv1alpha1.ForbiddenKindsAnnotation])
+			if err := s.everyKind(ctx, src, ns, labels.Everything(), forbidden); err != nil {
 				return err
 			}
 		}
@@ -211,9 +219,10 @@ func (s *selection) clusterScoped(ctx context.Context, placement *placementv1alp
 	return nil
 }
 
-// SystemNamespace tells whether ns is Kubernetes' or Lodestar's own.
+// SystemNamespace tells whether ns is Kubernetes' or Lodestar's own, or default
+// (placementv1alpha1.IsReservedNamespace).
 func SystemNamespace(ns string) bool {
-	return strings.HasPrefix(ns, "kube-") || strings.HasPrefix(ns, "lodestar-")
+	return placementv1alpha1.IsReservedNamespace(ns)
 }
 
 // labelSelector parses selector i's label selector (everything without one).

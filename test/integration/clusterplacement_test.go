@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -234,4 +235,41 @@ func carrierNamespace(t *testing.T) {
 	g.Expect(client.IgnoreAlreadyExists(hubCP.Client.Create(t.Context(), ns))).To(Succeed())
 	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(ns), ns)).To(Succeed())
 	g.Expect(ns.Labels).To(HaveKeyWithValue(placementv1alpha1.ReservedNamespaceLabel, placementv1alpha1.ReservedForClusterPlacements))
+}
+
+// A whole namespace placed by a ClusterPlacement keeps its own limits: the kinds
+// it forbids stay on the hub (its annotation is read, not the ClusterPlacement
+// namespace's), and the member namespace enforces the member's Pod Security
+// standard like one the agent creates.
+func TestWholeNamespaceKeepsItsLimits(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTenant(t)
+	g.Expect(hubCP.Client.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"placement.lodestar.dev/forbidden-kinds":"rbac.authorization.k8s.io/*"}}}`)))).To(Succeed())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}, Data: map[string]string{"k": "v"}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "viewers", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}}}
+	for _, obj := range []client.Object{cm, rb} {
+		g.Expect(hubCP.Client.Create(ctx, obj)).To(Succeed())
+	}
+	cp := &placementv1alpha1.ClusterPlacement{ObjectMeta: metav1.ObjectMeta{Name: "whole-" + ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "Namespace", Name: ns}},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1}},
+		}}
+	g.Expect(hubCP.Client.Create(ctx, cp)).To(Succeed())
+	t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), cp) })
+	member := members[member1].Client
+	g.Eventually(func(g Gomega) {
+		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})).To(Succeed())
+		placed := &corev1.Namespace{}
+		g.Expect(member.Get(ctx, client.ObjectKey{Name: ns}, placed)).To(Succeed())
+		g.Expect(placed.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "baseline"))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		err := member.Get(ctx, client.ObjectKeyFromObject(rb), &rbacv1.RoleBinding{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the forbidden RoleBinding stays on the hub: %v", err)
+	}).Should(Succeed())
 }
