@@ -35,6 +35,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	testenv.SetGomegaDefaults()
 	os.Exit(testenv.RunWithHub(m, scheme.Hub(), func(cp *testenv.ControlPlane) (func(), error) {
 		hubCP = cp
 		dir, err := os.MkdirTemp("", "kubectl-lodestar-")
@@ -219,12 +220,12 @@ func TestRevokeCutsOffTheAgentsTokens(t *testing.T) {
 		g.Expect(apierrors.IsUnauthorized(works(asAgent(old)))).To(BeTrue(), "the old token is refused")
 		_, err := fleet.AgentConfig(t.Context(), configOf(g, old), "edge-9", time.Hour)
 		g.Expect(apierrors.IsUnauthorized(err)).To(BeTrue(), "the old token cannot renew itself: %v", err)
-	}).WithTimeout(testenv.EventuallyTimeout).Should(Succeed())
+	}).Should(Succeed())
 
 	fresh := filepath.Join(t.TempDir(), "new.kubeconfig")
 	_, _, err = kubectlLodestar(t, "join", "edge-9", "--output", fresh)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func() error { return works(asAgent(fresh)) }).WithTimeout(testenv.EventuallyTimeout).Should(Succeed(), "a new join reconnects")
+	g.Eventually(func() error { return works(asAgent(fresh)) }).Should(Succeed(), "a new join reconnects")
 
 	_, _, err = kubectlLodestar(t, "revoke", "never-joined")
 	g.Expect(err).To(MatchError(ContainSubstring("cluster never-joined has no agent identity on this hub")))
