@@ -26,6 +26,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/config"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -249,23 +250,12 @@ func createIfMissing(ctx context.Context, c client.Client, obj client.Object) er
 // refuses a namespace of that name that exists without the mark: it is someone
 // else's, and would be deleted with the cluster.
 func reserveNamespace(ctx context.Context, c client.Client, cluster, ns string) error {
-	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{placementv1alpha1.ReservedNamespaceLabel: placementv1alpha1.ReservedForCluster}}}
-	err := c.Create(ctx, obj)
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return fmt.Errorf("creating namespace %s: %w", ns, err)
-		}
-		return nil
+	err := lookup.Reserve(ctx, c, ns, placementv1alpha1.ReservedForCluster)
+	var notOurs *lookup.NotReservedError
+	if errors.As(err, &notOurs) {
+		return &ConflictError{fmt.Sprintf("%v: cluster %q cannot use it; choose another name or remove the namespace", err, cluster)}
 	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		return err
-	}
-	if obj.Labels[placementv1alpha1.ReservedNamespaceLabel] != placementv1alpha1.ReservedForCluster {
-		return &ConflictError{fmt.Sprintf("namespace %s exists and is not Lodestar's (no label %s=%s): cluster %q cannot use it; choose another name or remove the namespace",
-			ns, placementv1alpha1.ReservedNamespaceLabel, placementv1alpha1.ReservedForCluster, cluster)}
-	}
-	return nil
+	return err
 }
 
 // IsConflict tells whether err refuses a join because the name is taken.

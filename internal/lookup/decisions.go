@@ -31,6 +31,17 @@ type Decisions struct {
 	Sets []string
 }
 
+// PlacementDecisions lists the PlacementDecisions labelled with the Placement's
+// name (whoever wrote them: see ownedBy).
+func PlacementDecisions(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, opts ...client.ListOption) (*cpv1alpha1.PlacementDecisionList, error) {
+	list := &cpv1alpha1.PlacementDecisionList{}
+	opts = append(opts, client.InNamespace(placement.Namespace), client.MatchingLabels{cpv1alpha1.PlacementKeyLabel: names.LabelValue(placement.Name)})
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("listing PlacementDecisions: %w", err)
+	}
+	return list, nil
+}
+
 // Decided reads the Placement's PlacementDecisions and accepts only what may send
 // Works somewhere: slices owned by the Placement and written for its scheduler
 // (spec.scheduling.schedulerName), and in them only clusters whose ClusterProfile exists, is
@@ -38,10 +49,9 @@ type Decisions struct {
 // may use. Whoever wrote the decisions (an external scheduler, a tenant who may
 // create PlacementDecisions), nothing else reaches a Work.
 func Decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, sets []string) (Decisions, error) {
-	list := &cpv1alpha1.PlacementDecisionList{}
-	if err := c.List(ctx, list, client.InNamespace(placement.Namespace), client.UnsafeDisableDeepCopy,
-		client.MatchingLabels{cpv1alpha1.PlacementKeyLabel: names.LabelValue(placement.Name)}); err != nil {
-		return Decisions{}, fmt.Errorf("listing PlacementDecisions: %w", err)
+	list, err := PlacementDecisions(ctx, c, placement, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return Decisions{}, err
 	}
 	out := Decisions{Sets: sets}
 	scheduler := placement.Spec.Scheduling.SchedulerName

@@ -9,6 +9,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -85,4 +87,34 @@ func isTenant(ctx context.Context, c client.Reader, namespace string, except cli
 		}
 	}
 	return false, nil
+}
+
+// NotReservedError says that a namespace Lodestar would use exists without its
+// mark (placementv1alpha1.ReservedNamespaceLabel for the purpose): it is
+// someone else's.
+type NotReservedError struct{ Namespace, For string }
+
+func (e *NotReservedError) Error() string {
+	return fmt.Sprintf("namespace %s exists and is not Lodestar's (no label %s=%s)", e.Namespace, placementv1alpha1.ReservedNamespaceLabel, e.For)
+}
+
+// Reserve creates namespace name marked as Lodestar's for purpose, or checks
+// that the one there is: a *NotReservedError when it exists without the mark.
+func Reserve(ctx context.Context, c client.Client, name, purpose string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{placementv1alpha1.ReservedNamespaceLabel: purpose}}}
+	err := c.Create(ctx, ns)
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {
+		return err
+	}
+	if ns.Labels[placementv1alpha1.ReservedNamespaceLabel] != purpose {
+		return &NotReservedError{Namespace: name, For: purpose}
+	}
+	return nil
 }

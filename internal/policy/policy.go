@@ -258,9 +258,9 @@ func (c *Checker) escalation(kind string, obj *unstructured.Unstructured) (why s
 	return "", false
 }
 
-// createsPods says which rule of a role grants creating pods or what makes
-// them, or "".
-func createsPods(role *unstructured.Unstructured) string {
+// firstRule returns what why says of the first of role's rules it says
+// something of (given the rule's index, verbs and resources), or "".
+func firstRule(role *unstructured.Unstructured, why func(i int, verbs, resources []string) string) string {
 	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
 	for i, r := range rules {
 		rule, ok := r.(map[string]any)
@@ -269,29 +269,33 @@ func createsPods(role *unstructured.Unstructured) string {
 		}
 		verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
 		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+		if s := why(i, verbs, resources); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// createsPods says which rule of a role grants creating pods or what makes
+// them, or "".
+func createsPods(role *unstructured.Unstructured) string {
+	return firstRule(role, func(i int, verbs, resources []string) string {
 		if !slices.Contains(verbs, "create") {
-			continue
+			return ""
 		}
 		for _, res := range resources {
 			if slices.Contains(podMakers, res) {
 				return fmt.Sprintf("grants creating %s (rule %d): code run as any ServiceAccount", res, i)
 			}
 		}
-	}
-	return ""
+		return ""
+	})
 }
 
 // rulesEscalate says which rule of a Role or ClusterRole grants every verb or
 // resource, or escalate, bind or impersonate, or "".
 func rulesEscalate(kind string, obj *unstructured.Unstructured) string {
-	rules, _, _ := unstructured.NestedSlice(obj.Object, "rules")
-	for i, r := range rules {
-		rule, ok := r.(map[string]any)
-		if !ok {
-			continue
-		}
-		verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
-		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+	return firstRule(obj, func(i int, verbs, resources []string) string {
 		for _, v := range verbs {
 			if v == "*" || v == "escalate" || v == "bind" || v == "impersonate" {
 				return fmt.Sprintf("%s %s rule %d grants verb %q", kind, obj.GetName(), i, v)
@@ -300,6 +304,6 @@ func rulesEscalate(kind string, obj *unstructured.Unstructured) string {
 		if slices.Contains(resources, "*") {
 			return fmt.Sprintf("%s %s rule %d grants every resource", kind, obj.GetName(), i)
 		}
-	}
-	return ""
+		return ""
+	})
 }

@@ -6,10 +6,10 @@ package clusterplacement
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +20,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
@@ -146,23 +147,12 @@ func (r *Reconciler) copyStatus(ctx context.Context, cp *placementv1alpha1.Clust
 // it is missing (the hub chart makes it); one that exists unmarked is someone
 // else's, and carries nothing.
 func (r *Reconciler) ensureNamespace(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: placementv1alpha1.ClusterPlacementNamespace,
-		Labels: map[string]string{placementv1alpha1.ReservedNamespaceLabel: placementv1alpha1.ReservedForClusterPlacements}}}
-	err := r.Client.Create(ctx, ns)
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
-		}
-		return nil
+	err := lookup.Reserve(ctx, r.Client, placementv1alpha1.ClusterPlacementNamespace, placementv1alpha1.ReservedForClusterPlacements)
+	var notOurs *lookup.NotReservedError
+	if errors.As(err, &notOurs) {
+		return fmt.Errorf("%w: no ClusterPlacement is carried out in it", err)
 	}
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {
-		return err
-	}
-	if ns.Labels[placementv1alpha1.ReservedNamespaceLabel] != placementv1alpha1.ReservedForClusterPlacements {
-		return fmt.Errorf("namespace %s exists without the label %s=%s: it is not Lodestar's, and no ClusterPlacement is carried out in it",
-			ns.Name, placementv1alpha1.ReservedNamespaceLabel, placementv1alpha1.ReservedForClusterPlacements)
-	}
-	return nil
+	return err
 }
 
 // SetupWithManager registers the controller: ClusterPlacements, and the

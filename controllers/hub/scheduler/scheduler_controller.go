@@ -359,10 +359,9 @@ func decisionRevision(selected []scheduling.Cluster) string {
 
 // deleteSlices deletes the Placement's PlacementDecision slices from index from on.
 func (r *Reconciler) deleteSlices(ctx context.Context, placement *placementv1alpha1.Placement, from int) error {
-	list := &cpv1alpha1.PlacementDecisionList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(placement.Namespace),
-		client.MatchingLabels{cpv1alpha1.PlacementKeyLabel: names.LabelValue(placement.Name)}); err != nil {
-		return fmt.Errorf("listing PlacementDecisions: %w", err)
+	list, err := lookup.PlacementDecisions(ctx, r.Client, placement)
+	if err != nil {
+		return err
 	}
 	for i := range list.Items {
 		pd := &list.Items[i]

@@ -34,7 +34,6 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
-	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
@@ -162,10 +161,9 @@ func (r *Reconciler) deleteOwned(ctx context.Context, placement *placementv1alph
 	for i := range revs {
 		owned = append(owned, &revs[i])
 	}
-	decisions := &cpv1alpha1.PlacementDecisionList{}
-	if err := r.Client.List(ctx, decisions, client.InNamespace(placement.Namespace),
-		client.MatchingLabels{cpv1alpha1.PlacementKeyLabel: names.LabelValue(placement.Name)}); err != nil {
-		return fmt.Errorf("listing PlacementDecisions: %w", err)
+	decisions, err := lookup.PlacementDecisions(ctx, r.Client, placement)
+	if err != nil {
+		return err
 	}
 	for i := range decisions.Items {
 		if metav1.IsControlledBy(&decisions.Items[i], placement) {

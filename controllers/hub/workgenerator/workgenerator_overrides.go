@@ -138,7 +138,8 @@ type boundOrError struct {
 // view's values are evaluated again on each reconcile.
 const maxBoundBytes = 4 << 20
 
-// get returns the compiled overrides of revision c, compiling them once.
+// get returns the compiled overrides of revision c, compiling them once; the
+// caller holds cs.mu.
 func (cs *compiledSets) get(key client.ObjectKey, c content) (*compiledSet, error) {
 	if cset, ok := cs.sets[key][c.hash]; ok {
 		return cset, nil
@@ -159,23 +160,31 @@ func (cs *compiledSets) get(key client.ObjectKey, c content) (*compiledSet, erro
 }
 
 // bind returns revision c's rules bound to the cluster view, evaluating them
-// once per view.
+// once per view. The tenant's expressions run outside the lock, so that one
+// Placement's evaluation does not hold up the others' reconciles.
 func (cs *compiledSets) bind(key client.ObjectKey, c content, view scheduling.Cluster) (*overrides.Bound, error) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	cset, err := cs.get(key, c)
-	if err != nil {
-		return nil, err
-	}
 	vk := scheduling.ViewKey(view)
-	if be, ok := cset.bound[vk]; ok {
-		return be.b, be.err
+	cs.mu.Lock()
+	cset, err := cs.get(key, c)
+	var kept boundOrError
+	var found bool
+	if err == nil {
+		kept, found = cset.bound[vk]
+	}
+	cs.mu.Unlock()
+	switch {
+	case err != nil:
+		return nil, err
+	case found:
+		return kept.b, kept.err
 	}
 	b, err := cset.set.Bind(view)
 	metrics.OverrideEvaluations.Inc()
 	if errors.Is(err, celbound.ErrDeadline) {
 		return nil, err
 	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
 	if size := len(vk) + b.Size(); cset.bytes+size <= maxBoundBytes {
 		cset.bound[vk] = boundOrError{b: b, err: err}
 		cset.bytes += size
