@@ -63,6 +63,14 @@ func (d *Decision) Message() string {
 	return d.condition.Message
 }
 
+// Reason is the decided condition's reason; empty when nothing was decided.
+func (d *Decision) Reason() string {
+	if d.condition == nil {
+		return ""
+	}
+	return d.condition.Reason
+}
+
 // Decided tells whether Set was called.
 func (d *Decision) Decided() bool { return d.condition != nil }
 

@@ -53,11 +53,16 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	objs, err := selection.SelectObjects(ctx, placement, selection.Source{Mapper: c.RESTMapper(), List: hubAndLocal(c, o.Local), Kinds: o.Kinds})
+	sel, err := selection.SelectObjects(ctx, placement, selection.Source{Mapper: c.RESTMapper(), List: hubAndLocal(c, o.Local), Kinds: o.Kinds})
+	if err == nil {
+		// A preview refuses what the hub would refuse (the hub places the
+		// other selectors' objects and says so in the Rendered condition).
+		err = sel.Strict()
+	}
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	base, res, err := render.Preview(objs, placement, view)
+	base, res, err := render.Preview(sel.Objects, placement, view)
 	if err != nil {
 		return nil, overrides.Result{}, fmt.Errorf("placement %s on cluster %s: %w", o.Placement.Name, o.Cluster, err)
 	}

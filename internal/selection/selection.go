@@ -74,28 +74,53 @@ func forbiddenKinds(annotation string) func(schema.GroupKind) bool {
 	}
 }
 
-// SelectObjects returns the objects that the Placement's resource selectors select
-// in its namespace, each once: the work generator's selection, also used by
-// `kubectl lodestar render`. A selector that can never select anything is an
-// *InvalidSelectorError.
-func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, src Source) ([]*unstructured.Unstructured, error) {
-	s := &selection{seen: map[string]bool{}}
-	if _, ok := placement.Annotations[placementv1alpha1.ClusterPlacementAnnotation]; ok && placement.Namespace == placementv1alpha1.ClusterPlacementNamespace {
-		if err := s.clusterScoped(ctx, placement, src); err != nil {
-			return nil, err
-		}
-		return s.out, nil
-	}
-	if err := s.namespaced(ctx, placement, src); err != nil {
-		return nil, err
-	}
-	return s.out, nil
+// Selected is what a Placement's resource selectors select.
+type Selected struct {
+	// Objects are the selected objects, each once.
+	Objects []*unstructured.Unstructured
+	// Refused are the selectors that select nothing because they cannot: one
+	// *InvalidSelectorError each, in selector order. The other selectors'
+	// objects are in Objects all the same, so a selector that stops being
+	// allowed (its kind forbidden in the namespace, or no longer served by the
+	// hub) takes only its own objects away.
+	Refused []error
 }
 
-// selection gathers selected objects, each once.
+// Strict is the selection as one error: nil when no selector is refused.
+func (s Selected) Strict() error { return errors.Join(s.Refused...) }
+
+// SelectObjects returns what the Placement's resource selectors select in its
+// namespace: the revision maker's selection, also used by `kubectl lodestar
+// render`. An error is one the selection cannot go on from (a list failing).
+func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, src Source) (Selected, error) {
+	s := &selection{seen: map[string]bool{}}
+	var err error
+	if _, ok := placement.Annotations[placementv1alpha1.ClusterPlacementAnnotation]; ok && placement.Namespace == placementv1alpha1.ClusterPlacementNamespace {
+		err = s.clusterScoped(ctx, placement, src)
+	} else {
+		err = s.namespaced(ctx, placement, src)
+	}
+	if err != nil {
+		return Selected{}, err
+	}
+	return Selected{Objects: s.out, Refused: s.refused}, nil
+}
+
+// selection gathers selected objects, each once, and the refused selectors.
 type selection struct {
-	seen map[string]bool
-	out  []*unstructured.Unstructured
+	seen    map[string]bool
+	out     []*unstructured.Unstructured
+	refused []error
+}
+
+// refuse takes err as selector's refusal when it is an *InvalidSelectorError
+// and returns nil; other errors are returned.
+func (s *selection) refuse(err error) error {
+	if invalid := (*InvalidSelectorError)(nil); errors.As(err, &invalid) {
+		s.refused = append(s.refused, invalid)
+		return nil
+	}
+	return err
 }
 
 // add takes the items of kind gvk (only the one called name, when set) that are
@@ -126,30 +151,35 @@ func (s *selection) add(ctx context.Context, gvk schema.GroupVersionKind, items 
 // namespaced is the selection of a Placement: objects of its own namespace.
 func (s *selection) namespaced(ctx context.Context, placement *placementv1alpha1.Placement, src Source) error {
 	for i, sel := range placement.Spec.ResourceSelectors {
-		selector, err := labelSelector(sel, i)
-		if err != nil {
+		if err := s.refuse(s.namespacedSelector(ctx, placement.Namespace, sel, i, src)); err != nil {
 			return err
 		}
-		if sel.Kind == "" {
-			if err := s.everyKind(ctx, src, placement.Namespace, selector, src.Forbidden); err != nil {
-				return err
-			}
-			continue
-		}
-		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
-		if err := checkKind(src.Mapper, gvk, i); err != nil {
-			return err
-		}
-		if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
-			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the namespace's platform admin forbids placing %s (annotation %s)",
-				i, gvk.GroupKind(), placementv1alpha1.ForbiddenKindsAnnotation)}
-		}
-		items, err := src.List(ctx, gvk, placement.Namespace, selector)
-		if err != nil {
-			return fmt.Errorf("listing %s in %s: %w", gvk, placement.Namespace, err)
-		}
-		s.add(ctx, gvk, items, sel.Name)
 	}
+	return nil
+}
+
+// namespacedSelector adds what selector i of a Placement in namespace selects.
+func (s *selection) namespacedSelector(ctx context.Context, namespace string, sel placementv1alpha1.ResourceSelector, i int, src Source) error {
+	selector, err := labelSelector(sel, i)
+	if err != nil {
+		return err
+	}
+	if sel.Kind == "" {
+		return s.everyKind(ctx, src, namespace, selector, src.Forbidden)
+	}
+	gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
+	if err := checkKind(src.Mapper, gvk, i); err != nil {
+		return err
+	}
+	if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
+		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the namespace's platform admin forbids placing %s (annotation %s)",
+			i, gvk.GroupKind(), placementv1alpha1.ForbiddenKindsAnnotation)}
+	}
+	items, err := src.List(ctx, gvk, namespace, selector)
+	if err != nil {
+		return fmt.Errorf("listing %s in %s: %w", gvk, namespace, err)
+	}
+	s.add(ctx, gvk, items, sel.Name)
 	return nil
 }
 
@@ -181,48 +211,50 @@ func (s *selection) everyKind(ctx context.Context, src Source, namespace string,
 // and default, are never placed whole.
 func (s *selection) clusterScoped(ctx context.Context, placement *placementv1alpha1.Placement, src Source) error {
 	for i, sel := range placement.Spec.ResourceSelectors {
-		selector, err := labelSelector(sel, i)
-		if err != nil {
+		if err := s.refuse(s.clusterScopedSelector(ctx, sel, i, src)); err != nil {
 			return err
-		}
-		if sel.Kind == "" {
-			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: a ClusterPlacement's selectors name a kind", i)}
-		}
-		gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
-		namespaced, err := served(src.Mapper, gvk, i)
-		if err != nil {
-			return err
-		}
-		if namespaced {
-			return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is namespaced; a ClusterPlacement places cluster-scoped kinds and whole namespaces (kind Namespace)", i, gvk)}
-		}
-		items, err := src.List(ctx, gvk, "", selector)
-		if err != nil {
-			return fmt.Errorf("listing %s: %w", gvk, err)
-		}
-		if gvk.GroupKind() != (schema.GroupKind{Kind: "Namespace"}) {
-			s.add(ctx, gvk, items, sel.Name)
-			continue
-		}
-		for j := range items {
-			ns := items[j].GetName()
-			if (sel.Name != "" && ns != sel.Name) || SystemNamespace(ns) {
-				continue
-			}
-			s.add(ctx, gvk, items[j:j+1], "")
-			forbidden := forbiddenKinds(items[j].GetAnnotations()[placementv1alpha1.ForbiddenKindsAnnotation])
-			if err := s.everyKind(ctx, src, ns, labels.Everything(), forbidden); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// SystemNamespace tells whether ns is Kubernetes' or Lodestar's own, or default
-// (placementv1alpha1.IsReservedNamespace).
-func SystemNamespace(ns string) bool {
-	return placementv1alpha1.IsReservedNamespace(ns)
+// clusterScopedSelector adds what selector i of a ClusterPlacement selects.
+func (s *selection) clusterScopedSelector(ctx context.Context, sel placementv1alpha1.ResourceSelector, i int, src Source) error {
+	selector, err := labelSelector(sel, i)
+	if err != nil {
+		return err
+	}
+	if sel.Kind == "" {
+		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: a ClusterPlacement's selectors name a kind", i)}
+	}
+	gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
+	namespaced, err := served(src.Mapper, gvk, i)
+	if err != nil {
+		return err
+	}
+	if namespaced {
+		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: %s is namespaced; a ClusterPlacement places cluster-scoped kinds and whole namespaces (kind Namespace)", i, gvk)}
+	}
+	items, err := src.List(ctx, gvk, "", selector)
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", gvk, err)
+	}
+	if gvk.GroupKind() != (schema.GroupKind{Kind: "Namespace"}) {
+		s.add(ctx, gvk, items, sel.Name)
+		return nil
+	}
+	for j := range items {
+		ns := items[j].GetName()
+		if (sel.Name != "" && ns != sel.Name) || placementv1alpha1.IsReservedNamespace(ns) {
+			continue
+		}
+		s.add(ctx, gvk, items[j:j+1], "")
+		forbidden := forbiddenKinds(items[j].GetAnnotations()[placementv1alpha1.ForbiddenKindsAnnotation])
+		if err := s.everyKind(ctx, src, ns, labels.Everything(), forbidden); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // labelSelector parses selector i's label selector (everything without one).

@@ -85,23 +85,35 @@ func TestSelectObjectsByLabelsAlone(t *testing.T) {
 	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "shop"},
 		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{byLabels}}}
 
-	objs, err := SelectObjects(t.Context(), p, hub.source(nil))
+	sel, err := SelectObjects(t.Context(), p, hub.source(nil))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(kindsOf(objs)).To(ConsistOf("ConfigMap", "Deployment.apps", "Role.rbac.authorization.k8s.io", "Widget.example.com"))
+	g.Expect(sel.Refused).To(BeEmpty())
+	g.Expect(kindsOf(sel.Objects)).To(ConsistOf("ConfigMap", "Deployment.apps", "Role.rbac.authorization.k8s.io", "Widget.example.com"))
 
 	// Forbidden kinds are left out; a selector naming kind Secret places it by labels.
 	p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, placementv1alpha1.ResourceSelector{
 		Version: "v1", Kind: "Secret", LabelSelector: byLabels.LabelSelector})
-	objs, err = SelectObjects(t.Context(), p, hub.source(func(gk schema.GroupKind) bool { return gk.Group == "rbac.authorization.k8s.io" }))
+	noRBAC := func(gk schema.GroupKind) bool { return gk.Group == "rbac.authorization.k8s.io" }
+	sel, err = SelectObjects(t.Context(), p, hub.source(noRBAC))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(kindsOf(objs)).To(ConsistOf("ConfigMap", "Deployment.apps", "Widget.example.com", "Secret"))
+	g.Expect(kindsOf(sel.Objects)).To(ConsistOf("ConfigMap", "Deployment.apps", "Widget.example.com", "Secret"))
 
-	// Naming a forbidden kind is an invalid selector.
-	p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}}
-	_, err = SelectObjects(t.Context(), p, hub.source(func(gk schema.GroupKind) bool { return gk.Group == "rbac.authorization.k8s.io" }))
+	// A selector naming a forbidden kind, or one the hub does not serve, is
+	// refused alone: the other selectors select all the same.
+	p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
+		{Version: "v1", Kind: "ConfigMap", Name: "shop"},
+		{Group: "example.com", Version: "v1", Kind: "Gadget"},
+	}
+	sel, err = SelectObjects(t.Context(), p, hub.source(noRBAC))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kindsOf(sel.Objects)).To(ConsistOf("ConfigMap"))
+	g.Expect(sel.Refused).To(HaveLen(2))
 	var invalid *InvalidSelectorError
-	g.Expect(errors.As(err, &invalid)).To(BeTrue(), "%v", err)
-	g.Expect(invalid.Error()).To(ContainSubstring("forbids placing Role.rbac.authorization.k8s.io"))
+	g.Expect(errors.As(sel.Refused[0], &invalid)).To(BeTrue(), "%v", sel.Refused[0])
+	g.Expect(invalid.Error()).To(ContainSubstring("spec.resourceSelectors[0]: the namespace's platform admin forbids placing Role.rbac.authorization.k8s.io"))
+	g.Expect(sel.Refused[1]).To(MatchError(ContainSubstring("spec.resourceSelectors[2]: the hub does not serve kind")))
+	g.Expect(sel.Strict()).To(MatchError(ContainSubstring("resourceSelectors[2]")))
 
 	// Without discovery, a selector without kind cannot be served.
 	src := hub.source(nil)

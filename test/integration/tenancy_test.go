@@ -239,6 +239,84 @@ func TestForbiddenKinds(t *testing.T) {
 	}
 }
 
+// A kind forbidden after a Placement placed it is revoked: the selector that
+// names it selects nothing, its Role leaves the member, the Placement says why
+// and keeps placing the rest (a change to the ConfigMap still rolls out), and
+// it can still be updated and deleted (the policy refuses only a selector an
+// update adds).
+func TestForbiddingAKindRevokesIt(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}, Data: map[string]string{"k": "v1"}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
+	for _, obj := range []client.Object{cm, role} {
+		g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed())
+	}
+	p := &placementv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{
+				{Version: "v1", Kind: "ConfigMap", Name: cm.Name},
+				{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role", Name: role.Name},
+			},
+			Scheduling: placementv1alpha1.Scheduling{ClusterNames: []string{member2}},
+		},
+	}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	member := members[member2].Client
+	g.Eventually(func(g Gomega) {
+		g.Expect(member.Get(t.Context(), client.ObjectKeyFromObject(role), &rbacv1.Role{})).To(Succeed())
+		g.Expect(member.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})).To(Succeed())
+	}).Should(Succeed())
+
+	g.Expect(updateOnHub(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[placementv1alpha1.ForbiddenKindsAnnotation] = "rbac.authorization.k8s.io/*"
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.RenderedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidResourceSelector))
+		g.Expect(c.Message).To(ContainSubstring("spec.resourceSelectors[1]: the namespace's platform admin forbids placing Role.rbac.authorization.k8s.io"))
+		g.Expect(c.Message).To(ContainSubstring("the other selectors' 1 objects are at revision 2"))
+		err := member.Get(t.Context(), client.ObjectKeyFromObject(role), &rbacv1.Role{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the forbidden Role leaves the member: %v", err)
+		g.Expect(member.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})).To(Succeed())
+	}).Should(Succeed())
+
+	// The rest keeps rolling out.
+	g.Expect(updateOnHub(cm, func(c *corev1.ConfigMap) { c.Data["k"] = "v2" })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &corev1.ConfigMap{}
+		g.Expect(member.Get(t.Context(), client.ObjectKeyFromObject(cm), got)).To(Succeed())
+		g.Expect(got.Data).To(HaveKeyWithValue("k", "v2"))
+	}).Should(Succeed())
+
+	// An update that keeps the refused selector is allowed; one adding a
+	// forbidden kind is not.
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Labels = map[string]string{"touched": "yes"}
+	})).To(Succeed())
+	err := updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, placementv1alpha1.ResourceSelector{
+			Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"})
+	})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("may not place rbac.authorization.k8s.io/RoleBinding"))
+
+	// And it can be deleted: its finalizer comes off, the ConfigMap leaves.
+	g.Expect(hubCP.Client.Delete(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &placementv1alpha1.Placement{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Placement is gone: %v", err)
+		err = member.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ConfigMap leaves the member: %v", err)
+	}).Should(Succeed())
+}
+
 // Lodestar's namespaces and marks are Lodestar's: with the tenant role (what
 // edit aggregates) in the ClusterPlacement namespace no one but the hub makes a
 // Placement there; the

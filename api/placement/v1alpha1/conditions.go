@@ -93,8 +93,10 @@ const (
 
 	// ReasonWorkSynchronized: every selected cluster has its current Work.
 	ReasonWorkSynchronized = "WorkSynchronized"
-	// ReasonInvalidResourceSelector: a resource selector names an unknown or
-	// cluster-scoped kind, or has an invalid label selector.
+	// ReasonInvalidResourceSelector: a resource selector names an unknown,
+	// cluster-scoped or forbidden kind, or has an invalid label selector. It
+	// selects nothing; the other selectors' objects are rendered and roll out,
+	// so a selector that stops being allowed takes its objects off the members.
 	ReasonInvalidResourceSelector = "InvalidResourceSelector"
 	// ReasonInvalidStrategy: spec.strategy cannot be used (a stage's cluster
 	// selector does not parse).

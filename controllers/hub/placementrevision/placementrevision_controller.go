@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -35,7 +36,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
 	"github.com/lodestar-dev/lodestar/internal/render"
-	"github.com/lodestar-dev/lodestar/internal/selection"
 	"github.com/lodestar-dev/lodestar/internal/watches"
 )
 
@@ -85,9 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if invalid := (*invalidError)(nil); errors.As(err, &invalid) {
 		// Nothing new is made: the current revision, and the Works, stay.
 		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionFalse, invalid.reason, "%v", invalid.err)
-		if c := meta.FindStatusCondition(placement.Status.Conditions, placementv1alpha1.RenderedCondition); c == nil || c.Reason != invalid.reason || c.Message != st.rendered.Message() {
-			r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, invalid.reason, "Render", "%v", invalid.err)
-		}
+		r.warnOnce(placement, st)
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	if err != nil {
@@ -98,16 +96,44 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 	st.revision = rev.Name
-	st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonRendered,
-		"%d objects at revision %d (%s)", len(rd.manifests), rev.Spec.Revision, rev.Spec.Hash)
+	if len(rd.refused) > 0 {
+		// A refused selector takes only its own objects away: the others'
+		// roll out, and the condition says which selectors place nothing.
+		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonInvalidResourceSelector,
+			"%s; the other selectors' %d objects are at revision %d (%s)", refusals(rd.refused), len(rd.manifests), rev.Spec.Revision, rev.Spec.Hash)
+		r.warnOnce(placement, st)
+	} else {
+		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonRendered,
+			"%d objects at revision %d (%s)", len(rd.manifests), rev.Spec.Revision, rev.Spec.Hash)
+	}
 	if err := r.prune(ctx, placement, rev.Name); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
 
+// warnOnce records a Warning event of the Rendered condition st decided, when
+// the Placement does not already carry that condition.
+func (r *Reconciler) warnOnce(placement *placementv1alpha1.Placement, st *status) {
+	reason, msg := st.rendered.Reason(), st.rendered.Message()
+	if c := meta.FindStatusCondition(placement.Status.Conditions, placementv1alpha1.RenderedCondition); c == nil || c.Reason != reason || c.Message != msg {
+		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, reason, "Render", "%s", msg)
+	}
+}
+
+// refusals lists refused selectors in one line.
+func refusals(refused []error) string {
+	msgs := make([]string, len(refused))
+	for i, err := range refused {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
 // rendering is what a Placement's objects and overrides render to.
 type rendering struct {
+	// refused are the selectors that select nothing (selection.Selected).
+	refused   []error
 	manifests []runtime.RawExtension
 	overrides []placementv1alpha1.Override
 	// hash is the hash of the manifests and the overrides.
@@ -126,10 +152,7 @@ func (e *invalidError) Unwrap() error { return e.err }
 // render selects the Placement's objects and renders them with its overrides.
 // What the user must fix is an *invalidError.
 func (r *Reconciler) render(ctx context.Context, placement *placementv1alpha1.Placement) (rendering, error) {
-	objs, err := r.selectObjects(ctx, placement)
-	if invalid := (*selection.InvalidSelectorError)(nil); errors.As(err, &invalid) {
-		return rendering{}, &invalidError{placementv1alpha1.ReasonInvalidResourceSelector, err}
-	}
+	sel, err := r.selectObjects(ctx, placement)
 	if err != nil {
 		return rendering{}, err
 	}
@@ -144,7 +167,7 @@ func (r *Reconciler) render(ctx context.Context, placement *placementv1alpha1.Pl
 	if _, err := overrides.Compile(placement.Spec.Overrides); err != nil {
 		return rendering{}, &invalidError{placementv1alpha1.ReasonInvalidOverride, err}
 	}
-	manifests, hash, err := render.Manifests(objs, placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate)
+	manifests, hash, err := render.Manifests(sel.Objects, placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate)
 	if tooLarge := (*render.TooLargeError)(nil); errors.As(err, &tooLarge) {
 		return rendering{}, &invalidError{placementv1alpha1.ReasonWorkTooLarge, err}
 	}
@@ -154,7 +177,7 @@ func (r *Reconciler) render(ctx context.Context, placement *placementv1alpha1.Pl
 	if hash, err = overrides.Hash(hash, placement.Spec.Overrides); err != nil {
 		return rendering{}, err
 	}
-	return rendering{manifests: manifests, overrides: placement.Spec.Overrides, hash: hash}, nil
+	return rendering{refused: sel.Refused, manifests: manifests, overrides: placement.Spec.Overrides, hash: hash}, nil
 }
 
 // SetupWithManager registers the revision maker. Watches of the kinds that

@@ -24,7 +24,7 @@ import (
 
 // selectObjects returns the objects of the Placement's namespace that its resource
 // selectors select, each once, from the cache (watching each kind it lists).
-func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1alpha1.Placement) ([]*unstructured.Unstructured, error) {
+func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1alpha1.Placement) (selection.Selected, error) {
 	src := selection.Source{Mapper: r.Mapper, List: func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error) {
 		if err := r.ensureWatch(gvk); err != nil {
 			return nil, err
@@ -41,7 +41,7 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 	}
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: placement.Namespace}, ns); err != nil {
-		return nil, fmt.Errorf("reading namespace %s: %w", placement.Namespace, err)
+		return selection.Selected{}, fmt.Errorf("reading namespace %s: %w", placement.Namespace, err)
 	}
 	src.Forbidden = selection.ForbiddenKinds(ns)
 	return selection.SelectObjects(ctx, placement, src)
@@ -79,7 +79,7 @@ func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx c
 		add(ns, func(sel placementv1alpha1.ResourceSelector) bool {
 			return sameKind(sel) || (sel.Kind == "" && byLabels)
 		})
-		if byLabels && !selection.SystemNamespace(ns) {
+		if byLabels && !placementv1alpha1.IsReservedNamespace(ns) {
 			add(placementv1alpha1.ClusterPlacementNamespace, func(sel placementv1alpha1.ResourceSelector) bool {
 				return sel.Group == "" && sel.Kind == "Namespace"
 			})

@@ -108,8 +108,10 @@ func (r *Reconciler) observe(ctx context.Context, placement *placementv1alpha1.P
 // every cluster had; false when there is none to roll out, as st says.
 func (r *Reconciler) observeRevisions(ctx context.Context, s *scope, st *status) (bool, error) {
 	p := s.placement
+	// A refused selector (InvalidResourceSelector) still renders the others
+	// into status.revision; any other False Rendered made no revision.
 	if c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.RenderedCondition); c != nil &&
-		c.ObservedGeneration == p.Generation && c.Status == metav1.ConditionFalse {
+		c.ObservedGeneration == p.Generation && c.Status == metav1.ConditionFalse && c.Reason != placementv1alpha1.ReasonInvalidResourceSelector {
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNotRendered,
 			"the selected objects cannot be rendered (Rendered: %s); the Works keep what they hold", c.Reason)
 		return false, nil
