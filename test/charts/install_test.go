@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -221,4 +222,35 @@ func TestChartsInstallAndRun(t *testing.T) {
 		})
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(hubPods(g)).To(HaveLen(3)) }).Should(Succeed())
+
+	// The manager writes the status only of the kinds it reflects, and of
+	// those the platform admin adds.
+	widgets := authorizationv1.ResourceAttributes{Verb: "patch", Group: "example.com", Resource: "widgets", Subresource: "status", Namespace: "shop"}
+	for attrs, want := range map[authorizationv1.ResourceAttributes]bool{
+		{Verb: "patch", Group: "apps", Resource: "deployments", Subresource: "status", Namespace: "shop"}:                  true,
+		{Verb: "patch", Group: "placement.lodestar.dev", Resource: "placements", Subresource: "status", Namespace: "shop"}: true,
+		{Verb: "patch", Group: "", Resource: "pods", Subresource: "status", Namespace: "shop"}:                             false,
+		{Verb: "patch", Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "status"}:       false,
+		{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Subresource: "status"}:       false,
+		widgets: false,
+	} {
+		g.Expect(hubManagerMay(g, hubCP.Client, attrs)).To(Equal(want), "%+v", attrs)
+	}
+	out, err = helm(t, "upgrade", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", hubKubeconfig,
+		"--namespace", releaseNamespace, "--reuse-values",
+		"--set", "reflection.statusResources[0].apiGroups={example.com}", "--set", "reflection.statusResources[0].resources={widgets/status}")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) { g.Expect(hubManagerMay(g, hubCP.Client, widgets)).To(BeTrue()) }).Should(Succeed())
+}
+
+// hubManagerMay asks the hub's authorizer whether the chart's ServiceAccount may
+// do what attrs say.
+func hubManagerMay(g Gomega, c client.Client, attrs authorizationv1.ResourceAttributes) bool {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + releaseNamespace + ":lodestar-hub",
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"},
+		ResourceAttributes: &attrs,
+	}}
+	g.Expect(c.Create(context.Background(), sar)).To(Succeed())
+	return sar.Status.Allowed
 }

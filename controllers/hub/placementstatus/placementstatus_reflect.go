@@ -21,7 +21,17 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/reflection"
 )
 
-// +kubebuilder:rbac:groups=*,resources=*/status,verbs=get;patch
+// The status the hub manager may write, for reflection: the workload kinds it
+// sums and the built-in kinds with a status a one-cluster Placement commonly
+// reflects. Others (custom resources) are a platform admin's choice: the hub
+// chart's reflection.statusResources adds them; without it their reflection is
+// ReflectionFailed, naming the refusal.
+// +kubebuilder:rbac:groups=apps,resources=deployments/status;statefulsets/status;daemonsets/status;replicasets/status,verbs=get;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs/status;cronjobs/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=services/status;persistentvolumeclaims/status,verbs=get;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses/status,verbs=get;patch
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers/status,verbs=get;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets/status,verbs=get;patch
 
 // reflected is one placed object of the hub and its copies on the clusters.
 type reflected struct {
