@@ -18,7 +18,7 @@ up() {
   else
     [[ -d "$dir" ]] && rm -rf "$dir"
     mkdir -p "$dir"
-    say "Starting a local hub (kube-apiserver, etcd) with the lodestar-hub chart installed by helm, and two members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, a kwok node each), each joined with kubectl lodestar join and given the lodestar-agent chart; the hub manager and the agents run as local processes with the arguments, configuration and ServiceAccounts of the Deployments the charts installed"
+    say "Starting a local hub (kube-apiserver, etcd, and kube-controller-manager without workload controllers: docs/hub.md) with the lodestar-hub chart installed by helm, and two members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, a kwok node each), each joined with kubectl lodestar join and given the lodestar-agent chart; the hub manager and the agents run as local processes with the arguments, configuration and ServiceAccounts of the Deployments the charts installed"
     # A session of its own, so that quickstart-down can stop every process it starts.
     setsid "$bin/lodestar-devfleet" --dir "$dir" --bin "$bin" --helm "${LODESTAR_HELM:?}" --charts charts >"$dir/devfleet.log" 2>&1 < /dev/null &
     echo $! > "$pidfile"
@@ -39,9 +39,9 @@ up() {
   "$kubectl" "${hub[@]}" get clusterprofiles -A -L env,region
 
   say "Applying config/samples/ to the hub"
-  "$kubectl" "${hub[@]}" apply --server-side -f config/samples/demo-app.yaml
-  "$kubectl" "${hub[@]}" apply --server-side -f config/samples/placement.yaml
-  "$kubectl" "${hub[@]}" apply --server-side -f config/samples/staged-rollout.yaml
+  "$kubectl" "${hub[@]}" apply --server-side --force-conflicts -f config/samples/demo-app.yaml
+  "$kubectl" "${hub[@]}" apply --server-side --force-conflicts -f config/samples/placement.yaml
+  "$kubectl" "${hub[@]}" apply --server-side --force-conflicts -f config/samples/staged-rollout.yaml
 
   say "Waiting for the sample app to be available on its clusters"
   if ! "$kubectl" "${hub[@]}" -n demo wait placement/web --for=condition=Available --timeout=180s; then

@@ -1,6 +1,6 @@
 // Command devfleet runs a local Lodestar fleet for the quick start, set up the way
-// an operator sets up a real one: a hub API server with the lodestar-hub chart
-// installed by helm; two full members (kube-apiserver, etcd,
+// an operator sets up a real one: a control-plane-only hub
+// (testenv.StartHubCluster) with the lodestar-hub chart installed by helm; two full members (kube-apiserver, etcd,
 // kube-controller-manager, kube-scheduler and a kwok node each), each joined with
 // `kubectl lodestar join` and given the lodestar-agent chart. Without a container
 // runtime the Deployments the charts create do not run: their binaries run as
@@ -82,7 +82,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 	}
 
 	say("starting the hub control plane and installing the lodestar-hub chart")
-	hubCP, err := testenv.StartEmpty("hub", scheme.Hub())
+	hubCP, err := testenv.StartHubCluster("hub", scheme.Hub())
 	if err != nil {
 		return err
 	}

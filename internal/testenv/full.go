@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,12 +38,23 @@ func StartFullEmpty(name string, scheme *runtime.Scheme) (*ControlPlane, error) 
 	return startFull(name, scheme, StartEmpty)
 }
 
-func startFull(name string, scheme *runtime.Scheme, startAPIServer func(string, *runtime.Scheme) (*ControlPlane, error)) (_ *ControlPlane, err error) {
-	kwok := os.Getenv(KwokEnv)
-	if kwok == "" {
-		return nil, fmt.Errorf("%s is not set: run through `make test`, which builds kwok into bin/", KwokEnv)
-	}
-	cp, err := startAPIServer(name, scheme)
+// HubControllers are the kube-controller-manager controllers a hub started by
+// StartHubCluster runs: those of a control plane that runs no workloads
+// (namespace deletion, garbage collection, ClusterRole aggregation, service
+// accounts and their tokens, the root CA ConfigMap, quotas). Deployments,
+// ReplicaSets, Jobs and the like get no pods on such a hub, so the placed
+// objects' status there is Lodestar's to reflect.
+var HubControllers = []string{
+	"namespace-controller", "garbage-collector-controller", "clusterrole-aggregation-controller",
+	"serviceaccount-controller", "serviceaccount-token-controller", "legacy-serviceaccount-token-cleaner-controller",
+	"root-ca-certificate-publisher-controller", "resourcequota-controller", "validatingadmissionpolicy-status-controller",
+}
+
+// StartHubCluster starts a hub that behaves as an ordinary control-plane-only
+// cluster (the quick start's): kube-apiserver, etcd and kube-controller-manager
+// with HubControllers, no CRDs (the hub chart installs them).
+func StartHubCluster(name string, scheme *runtime.Scheme) (_ *ControlPlane, err error) {
+	cp, dir, kubeconfig, err := startWithKubeconfig(name, scheme, StartEmpty)
 	if err != nil {
 		return nil, err
 	}
@@ -51,25 +63,72 @@ func startFull(name string, scheme *runtime.Scheme, startAPIServer func(string, 
 			err = errors.Join(err, cp.Stop())
 		}
 	}()
-	dir, err := os.MkdirTemp("", "lodestar-"+name+"-")
+	// The token controller signs with the API server's service-account key and
+	// hands out its CA.
+	certs := cp.env.ControlPlane.GetAPIServer().CertDir
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, cp.Config.CAData, 0o600); err != nil {
+		return nil, err
+	}
+	args := append(controllerManagerArgs(kubeconfig, strings.Join(HubControllers, ",")),
+		"--service-account-private-key-file="+filepath.Join(certs, "sa-signer.key"), "--root-ca-file="+ca)
+	bin := filepath.Join(os.Getenv(AssetsEnv), "kube-controller-manager")
+	if err := cp.spawn(bin, filepath.Join(dir, "kube-controller-manager.log"), args...); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// controllerManagerArgs are kube-controller-manager's arguments for a test
+// control plane, with the given controllers.
+func controllerManagerArgs(kubeconfig, controllers string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
+		"--controllers=" + controllers,
+	}
+}
+
+// startWithKubeconfig starts an API server with startAPIServer and writes its
+// admin kubeconfig into a directory of the control plane's.
+func startWithKubeconfig(name string, scheme *runtime.Scheme, startAPIServer func(string, *runtime.Scheme) (*ControlPlane, error)) (_ *ControlPlane, dir, kubeconfig string, err error) {
+	cp, err := startAPIServer(name, scheme)
+	if err != nil {
+		return nil, "", "", err
+	}
+	dir, err = os.MkdirTemp("", "lodestar-"+name+"-")
+	if err != nil {
+		return nil, "", "", errors.Join(err, cp.Stop())
+	}
+	cp.dirs = append(cp.dirs, dir)
+	kubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	if err := WriteKubeconfig(cp.Config, name, kubeconfig); err != nil {
+		return nil, "", "", errors.Join(err, cp.Stop())
+	}
+	return cp, dir, kubeconfig, nil
+}
+
+func startFull(name string, scheme *runtime.Scheme, startAPIServer func(string, *runtime.Scheme) (*ControlPlane, error)) (_ *ControlPlane, err error) {
+	kwok := os.Getenv(KwokEnv)
+	if kwok == "" {
+		return nil, fmt.Errorf("%s is not set: run through `make test`, which builds kwok into bin/", KwokEnv)
+	}
+	cp, dir, kubeconfig, err := startWithKubeconfig(name, scheme, startAPIServer)
 	if err != nil {
 		return nil, err
 	}
-	cp.dirs = append(cp.dirs, dir)
-	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	if err := WriteKubeconfig(cp.Config, name, kubeconfig); err != nil {
-		return nil, err
-	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, cp.Stop())
+		}
+	}()
 	assets := os.Getenv(AssetsEnv)
 	for _, p := range []struct {
 		bin  string
 		args []string
 	}{
-		{filepath.Join(assets, "kube-controller-manager"), []string{
-			"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
-			"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
-			"--controllers=*,-serviceaccount-token,-nodeipam", "--node-monitor-grace-period=60s",
-		}},
+		{filepath.Join(assets, "kube-controller-manager"), append(controllerManagerArgs(kubeconfig, "*,-serviceaccount-token,-nodeipam"),
+			"--node-monitor-grace-period=60s")},
 		{filepath.Join(assets, "kube-scheduler"), []string{
 			"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
 			"--leader-elect=false", "--secure-port=0",

@@ -44,16 +44,19 @@ func serviceAccountConfig(t *testing.T, admin *rest.Config, name string) *rest.C
 	return cfg
 }
 
-// chartedFleet starts a hub and a member with start (with or without their
-// controller managers, no CRDs), writes their kubeconfigs as dir/hub and
-// dir/member, and installs the hub chart into the hub.
-func chartedFleet(t *testing.T, start func(string, *runtime.Scheme) (*testenv.ControlPlane, error)) (hubCP, memberCP *testenv.ControlPlane, dir string) {
+// startFunc starts a control plane without CRDs (testenv).
+type startFunc func(string, *runtime.Scheme) (*testenv.ControlPlane, error)
+
+// chartedFleet starts a hub with startHub and a member with startMember (with
+// or without their controller managers, no CRDs), writes their kubeconfigs as
+// dir/hub and dir/member, and installs the hub chart into the hub.
+func chartedFleet(t *testing.T, startHub, startMember startFunc) (hubCP, memberCP *testenv.ControlPlane, dir string) {
 	t.Helper()
 	g := NewWithT(t)
-	hubCP, err := start("hub", scheme.Hub())
+	hubCP, err := startHub("hub", scheme.Hub())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = hubCP.Stop() })
-	memberCP, err = start("member", scheme.Agent())
+	memberCP, err = startMember("member", scheme.Agent())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = memberCP.Stop() })
 	dir = t.TempDir()
@@ -89,7 +92,7 @@ func start(t *testing.T, mgr ctrl.Manager) {
 func TestChartsInstallAndRun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	hubCP, memberCP, dir := chartedFleet(t, testenv.StartFullEmpty)
+	hubCP, memberCP, dir := chartedFleet(t, testenv.StartFullEmpty, testenv.StartFullEmpty)
 	hubKubeconfig, memberKubeconfig := filepath.Join(dir, "hub"), filepath.Join(dir, "member")
 
 	// The hub manager as the chart's ServiceAccount, electing a leader as the chart

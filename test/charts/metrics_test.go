@@ -107,10 +107,11 @@ type binaryFleet struct {
 	hubProcess               *os.Process
 }
 
-// runFleet starts a binaryFleet whose member has joined as edge-1.
-func runFleet(t *testing.T) binaryFleet {
+// runFleet starts a binaryFleet whose member has joined as edge-1, on a hub
+// started by startHub.
+func runFleet(t *testing.T, startHub startFunc) binaryFleet {
 	g := NewWithT(t)
-	hubCP, memberCP, dir := chartedFleet(t, testenv.StartEmpty)
+	hubCP, memberCP, dir := chartedFleet(t, startHub, testenv.StartEmpty)
 	memberKubeconfig := filepath.Join(dir, "member")
 
 	hubSA := filepath.Join(dir, "hub-sa")
@@ -187,7 +188,7 @@ series:
 func TestMetrics(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	f := runFleet(t)
+	f := runFleet(t, testenv.StartEmpty)
 	hubCP, memberCP, hubMetrics, agentMetrics := f.hub, f.member, f.hubMetrics, f.agentMetrics
 
 	// A ConfigMap placed on edge-1.
