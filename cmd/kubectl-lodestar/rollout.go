@@ -105,11 +105,17 @@ revisions, go back to one, pause and resume it, and approve stages or clusters.`
 
 	var stage string
 	var clusters []string
+	var approveWait time.Duration
 	approve := placementVerb("approve", "Approve a stage, or clusters, of the target revision",
-		"Approve a stage, or clusters, of the target revision (a RolloutApproval).",
-		"  kubectl lodestar rollout approve web -n shop --stage production\n  kubectl lodestar rollout approve web -n shop --cluster edge-1 --cluster edge-2",
+		"Approve a stage, or clusters, of the target revision (a RolloutApproval). An approval\n"+
+			"that would approve nothing is refused: a stage the strategy does not have or that\n"+
+			"needs no approval, and a rollout that is complete. Right after the change that\n"+
+			"starts a rollout, --wait waits for it.",
+		"  kubectl lodestar rollout approve web -n shop --stage production\n"+
+			"  kubectl lodestar rollout approve web -n shop --stage production --wait 1m\n"+
+			"  kubectl lodestar rollout approve web -n shop --cluster edge-1 --cluster edge-2",
 		func(cmd *cobra.Command, key client.ObjectKey, c client.Client) error {
-			a, err := rolloutctl.Approve(cmd.Context(), c, key, stage, clusters)
+			a, err := rolloutctl.Approve(cmd.Context(), c, key, stage, clusters, approveWait)
 			if err != nil {
 				return err
 			}
@@ -122,6 +128,7 @@ revisions, go back to one, pause and resume it, and approve stages or clusters.`
 		})
 	approve.Flags().StringVar(&stage, "stage", "", "The stage to approve.")
 	approve.Flags().StringArrayVar(&clusters, "cluster", nil, "A cluster to approve; repeat for more.")
+	approve.Flags().DurationVar(&approveWait, "wait", 0, "How long to wait for a rollout to approve when the last one is complete.")
 	_ = approve.RegisterFlagCompletionFunc("cluster", o.completeClusterFlag)
 
 	cmd.AddCommand(status, history, undo, pause("pause", true), pause("resume", false), approve)

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +27,11 @@ func rolloutPlacement(t *testing.T, reason string) client.ObjectKey {
 	g.Expect(hubCP.Client.Create(ctx, ns)).To(Succeed())
 	g.Expect(fleet.BindClusterSet(ctx, hubCP.Client, ns.Name, placementv1alpha1.DefaultClusterSet)).To(Succeed())
 	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns.Name},
-		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}}}}
+		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}},
+			Strategy: placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutStaged, Stages: []placementv1alpha1.RolloutStage{
+				{Name: "staging", ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "staging"}}},
+				{Name: "production", ClusterSelector: metav1.LabelSelector{}, Approval: placementv1alpha1.ApprovalRequired},
+			}}}}
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 	for i, cause := range []string{"first revision: 1 objects", "changed ConfigMap/web"} {
 		hash := rand.String(16)
@@ -79,6 +84,21 @@ func TestRolloutVerbs(t *testing.T) {
 
 	_, _, err = kubectlLodestar(t, "rollout", "approve", "web", "-n", key.Namespace)
 	g.Expect(err).To(MatchError(ContainSubstring("name a stage or clusters")))
+	// What would approve nothing is refused.
+	_, _, err = kubectlLodestar(t, "rollout", "approve", "web", "-n", key.Namespace, "--stage", "prod")
+	g.Expect(err).To(MatchError(ContainSubstring(`has no stage "prod" (its stages: staging, production)`)))
+	_, _, err = kubectlLodestar(t, "rollout", "approve", "web", "-n", key.Namespace, "--stage", "staging")
+	g.Expect(err).To(MatchError(ContainSubstring(`stage "staging" of placement ` + key.String() + ` needs no approval (approval: None)`)))
+	done := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	done.Status.Rollout = &placementv1alpha1.RolloutStatus{TargetRevision: p.Status.Rollout.TargetRevision, TargetRevisionNumber: 2,
+		StableRevision: p.Status.Rollout.TargetRevision}
+	g.Expect(patch.ApplyStatus(t.Context(), hubCP.Client, done, "test")).To(Succeed())
+	_, _, err = kubectlLodestar(t, "rollout", "approve", "web", "-n", key.Namespace, "--stage", "production", "--wait", "2s")
+	g.Expect(err).To(MatchError(ContainSubstring("the rollout of revision 2 of placement " + key.String() + " is complete: nothing waits for an approval")))
+	g.Expect(hubCP.Client.Patch(t.Context(), p, client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"strategy":{"type":"AllAtOnce","stages":null}}}`)))).To(Succeed())
+	_, _, err = kubectlLodestar(t, "rollout", "approve", "web", "-n", key.Namespace, "--stage", "production")
+	g.Expect(err).To(MatchError(ContainSubstring("has strategy AllAtOnce: only a Staged strategy has stages to approve")))
 	_, _, err = kubectlLodestar(t, "rollout", "undo", "web", "-n", key.Namespace, "--to-revision", "7")
 	g.Expect(err).To(MatchError(ContainSubstring("no revision 7 (kept: 1, 2)")))
 	_, _, err = kubectlLodestar(t, "rollout", "restart", "web")

@@ -3,6 +3,7 @@
 package rolloutctl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ func Status(ctx context.Context, c client.Client, key client.ObjectKey) (Report,
 	}
 	r := Report{Message: fmt.Sprintf("%s: %s", cond.Reason, cond.Message)}
 	switch cond.Reason {
-	case placementv1alpha1.ReasonRolloutComplete:
+	case placementv1alpha1.ReasonRolloutComplete, placementv1alpha1.ReasonRolloutCompleteWithFailures:
 		r.Done = true
 	case placementv1alpha1.ReasonProgressDeadlineExceeded, placementv1alpha1.ReasonFailureBudgetExceeded:
 		r.Failed = true
@@ -103,17 +104,25 @@ func SetPaused(ctx context.Context, c client.Client, key client.ObjectKey, pause
 }
 
 // Approve creates a RolloutApproval of the Placement's target revision for a
-// stage, or for clusters.
-func Approve(ctx context.Context, c client.Client, key client.ObjectKey, stage string, clusters []string) (*placementv1alpha1.RolloutApproval, error) {
+// stage, or for clusters. What would approve nothing is an error: a stage the
+// strategy does not have or that needs no approval, a stage of a strategy that
+// is not Staged, clusters of one that is neither Staged nor External, and a
+// rollout that is complete (its target is stable: the next change is not
+// rendered yet). wait is how long to wait for a rollout to approve when it is
+// complete (0: do not wait), as right after the change that starts it.
+func Approve(ctx context.Context, c client.Client, key client.ObjectKey, stage string, clusters []string, wait time.Duration) (*placementv1alpha1.RolloutApproval, error) {
 	if (stage == "") == (len(clusters) == 0) {
 		return nil, errors.New("name a stage or clusters to approve")
 	}
-	p := &placementv1alpha1.Placement{}
-	if err := c.Get(ctx, key, p); err != nil {
+	var p *placementv1alpha1.Placement
+	err := pollUntil(ctx, wait, func() (bool, error) {
+		var err error
+		p, err = approvable(ctx, c, key, stage, len(clusters) > 0)
+		var complete *completeError
+		return !errors.As(err, &complete), err
+	})
+	if err != nil {
 		return nil, err
-	}
-	if p.Status.Rollout == nil || p.Status.Rollout.TargetRevision == "" {
-		return nil, fmt.Errorf("placement %s has no rollout yet", key)
 	}
 	target := p.Status.Rollout.TargetRevision
 	what := stage
@@ -129,6 +138,65 @@ func Approve(ctx context.Context, c client.Client, key client.ObjectKey, stage s
 		return nil, fmt.Errorf("creating RolloutApproval %s: %w", a.Name, err)
 	}
 	return a, nil
+}
+
+// completeError is a rollout with nothing left to approve.
+type completeError struct{ msg string }
+
+func (e *completeError) Error() string { return e.msg }
+
+// approvable reads the Placement and says why an approval of stage (or of
+// clusters) would approve nothing; a complete rollout is a *completeError.
+func approvable(ctx context.Context, c client.Client, key client.ObjectKey, stage string, byCluster bool) (*placementv1alpha1.Placement, error) {
+	p := &placementv1alpha1.Placement{}
+	if err := c.Get(ctx, key, p); err != nil {
+		return nil, err
+	}
+	st := p.Spec.Strategy
+	switch {
+	case stage != "" && st.Type != placementv1alpha1.RolloutStaged:
+		return nil, fmt.Errorf("placement %s has strategy %s: only a Staged strategy has stages to approve", key, cmp.Or(string(st.Type), string(placementv1alpha1.RolloutAllAtOnce)))
+	case stage != "":
+		i := slices.IndexFunc(st.Stages, func(s placementv1alpha1.RolloutStage) bool { return s.Name == stage })
+		if i < 0 {
+			have := make([]string, len(st.Stages))
+			for j := range st.Stages {
+				have[j] = st.Stages[j].Name
+			}
+			return nil, fmt.Errorf("placement %s has no stage %q (its stages: %s)", key, stage, strings.Join(have, ", "))
+		}
+		if st.Stages[i].Approval != placementv1alpha1.ApprovalRequired {
+			return nil, fmt.Errorf("stage %q of placement %s needs no approval (approval: %s)", stage, key, cmp.Or(string(st.Stages[i].Approval), string(placementv1alpha1.ApprovalNone)))
+		}
+	case byCluster && st.Type != placementv1alpha1.RolloutStaged && st.Type != placementv1alpha1.RolloutExternal:
+		return nil, fmt.Errorf("placement %s has strategy %s: clusters are approved under an External or Staged strategy", key, cmp.Or(string(st.Type), string(placementv1alpha1.RolloutAllAtOnce)))
+	}
+	ro := p.Status.Rollout
+	if ro == nil || ro.TargetRevision == "" {
+		return nil, &completeError{fmt.Sprintf("placement %s has no rollout yet", key)}
+	}
+	if ro.TargetRevision == ro.StableRevision {
+		return nil, &completeError{fmt.Sprintf("the rollout of revision %d of placement %s is complete: nothing waits for an approval "+
+			"(right after a change, give it time to be rendered, or pass --wait)", ro.TargetRevisionNumber, key)}
+	}
+	return p, nil
+}
+
+// pollUntil calls f until it is done or fails, every second for at most d (once
+// when d is 0).
+func pollUntil(ctx context.Context, d time.Duration, f func() (done bool, err error)) error {
+	deadline := time.Now().Add(d)
+	for {
+		done, err := f()
+		if done || !time.Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // Undo writes the objects of an earlier revision back to the Placement's

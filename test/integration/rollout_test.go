@@ -152,7 +152,7 @@ func TestStagedRolloutWaitsForApproval(t *testing.T) {
 		g.Expect(greetingOn(g, member1, ns)).To(Equal("v1"), "production waits for an approval of revision 2")
 	}).Should(Succeed())
 
-	a, err := rolloutctl.Approve(t.Context(), hubCP.Client, key, "production", nil)
+	a, err := rolloutctl.Approve(t.Context(), hubCP.Client, key, "production", nil, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(a.Spec.Revision).To(Equal(revs[1].Name))
 	expectRolledOut(t, key, 2, "v2", member1, member2)

@@ -88,7 +88,7 @@ func TestSamples(t *testing.T) {
 		g.Expect(notes(g, member2)).To(Equal("second release"))
 		g.Expect(notes(g, member1)).To(Equal("first release"))
 	}).Should(Succeed())
-	_, err = rolloutctl.Approve(ctx, hubCP.Client, release, "production", nil)
+	_, err = rolloutctl.Approve(ctx, hubCP.Client, release, "production", nil, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
 		_, c := progressing(g, release)
