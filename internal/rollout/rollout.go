@@ -220,7 +220,7 @@ func (p *planner) evaluate(c *Cluster, soak time.Duration) {
 	cp.ByDeadline, cp.OverrideFailed = false, false
 	switch {
 	case c.OverrideFailed != "" && c.Revision != p.st.Target:
-		cp.State, cp.Reason, cp.OverrideFailed = placementv1alpha1.ClusterFailed, "OverrideFailed: "+c.OverrideFailed, true
+		cp.State, cp.Reason, cp.OverrideFailed = placementv1alpha1.ClusterFailed, placementv1alpha1.ReasonOverrideFailed+": "+c.OverrideFailed, true
 	case c.Revision == "":
 		cp.State, cp.Reason = placementv1alpha1.ClusterPending, "no Work yet"
 	case c.Revision != p.st.Target:

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -95,6 +96,18 @@ func TestOverridesPerCluster(t *testing.T) {
 		g.Expect(got.Status.Rollout.Clusters).To(ContainElement(And(
 			HaveField("Name", member2), HaveField("State", placementv1alpha1.ClusterFailed),
 			HaveField("Reason", HavePrefix("OverrideFailed: rule greeting")))))
+		// Every condition tells the same story: member-2 is listed with why, not
+		// applied, and the rollout is not "complete".
+		g.Expect(got.Status.Clusters).To(ContainElement(And(
+			HaveField("Name", member2), HaveField("Applied", metav1.ConditionFalse),
+			HaveField("Reason", placementv1alpha1.ReasonOverrideFailed), HaveField("Message", ContainSubstring("rule greeting")))))
+		applied := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.AppliedCondition)
+		g.Expect(applied).NotTo(BeNil())
+		g.Expect(applied.Reason).To(Equal(placementv1alpha1.ReasonOverrideFailed), applied.Message)
+		g.Expect(applied.Message).To(ContainSubstring("member-2 (OverrideFailed)"))
+		progressing := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ProgressingCondition)
+		g.Expect(progressing).NotTo(BeNil())
+		g.Expect(progressing.Reason).To(Equal(placementv1alpha1.ReasonRolloutCompleteWithFailures), progressing.Message)
 	}).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(greetingOn(g, member2, ns)).To(Equal("hello"))

@@ -178,6 +178,10 @@ const (
 	// ReasonRolloutComplete: every selected cluster is Available at the target
 	// revision and no cluster the Placement left still has its objects.
 	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonRolloutCompleteWithFailures: the rollout went as far as it goes, and
+	// some clusters failed within the failure budget (maxFailures), for example
+	// because their overrides fail; the message names them.
+	ReasonRolloutCompleteWithFailures = "RolloutCompleteWithFailures"
 	// ReasonRolloutPaused: spec.strategy.paused is set.
 	ReasonRolloutPaused = "RolloutPaused"
 	// ReasonWaitingForApproval: the next stage, or the next clusters, wait for a

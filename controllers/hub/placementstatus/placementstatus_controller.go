@@ -4,6 +4,7 @@ package placementstatus
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,7 +80,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	agg := Aggregate(clusters, works, placement.Spec.ApplyStrategy != nil && placement.Spec.ApplyStrategy.WhenDrifted == lodestarworkv1alpha1.DriftReport)
+	agg := Aggregate(clusters, works, placement.Spec.ApplyStrategy != nil && placement.Spec.ApplyStrategy.WhenDrifted == lodestarworkv1alpha1.DriftReport,
+		RenderFailures(placement))
 	vs := byCluster(r.views.refresh(req.NamespacedName, works))
 	agg.describe(vs)
 	if agg.Summaries, err = r.summaries(ctx, placement, clusters, vs); err != nil {
@@ -101,7 +103,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("status").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
-		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A new spec; and clusters whose overrides fail, or stop failing.
+		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
+			handlers.Updates(func(old, now *placementv1alpha1.Placement) bool {
+				return !maps.Equal(RenderFailures(old), RenderFailures(now))
+			})))).
 		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
 		// Work status reports arrive in bursts (one per cluster); they are folded
 		// into one status write per Placement per coalescing window.

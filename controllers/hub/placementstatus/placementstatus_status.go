@@ -61,11 +61,26 @@ type Aggregation struct {
 // Works, the per-cluster state and the Applied condition. A Work counts as applied
 // only when the agent reported Applied for the Work's current generation. With
 // reportsDrift (whenDrifted: Report) it also counts and names the drifted clusters.
-func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) Aggregation {
+// overrideFailed are the clusters the target revision cannot be rendered for
+// (RenderFailures): they are listed, not applied, with why, whether or not they
+// have a Work.
+func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool, overrideFailed map[string]string) Aggregation {
 	agg := Aggregation{}
 	byCluster := map[string]placementv1alpha1.ClusterStatus{}
 	for cluster, parts := range clusterworks.ByCluster(works) {
 		byCluster[cluster] = clusterStatus(cluster, parts)
+	}
+	for _, c := range decided {
+		if why, ok := overrideFailed[c]; ok {
+			cs := byCluster[c]
+			cs.Name, cs.Applied = c, metav1.ConditionFalse
+			if cs.Work == "" {
+				cs.Available = metav1.ConditionFalse
+			}
+			cs.Reason = placementv1alpha1.ReasonOverrideFailed
+			cs.Message = message.Truncate("the overrides fail on this cluster, which keeps what its Work held: "+why, maxAgentMessage)
+			byCluster[c] = cs
+		}
 	}
 
 	var failed, pending, unavailable, drifted []string
@@ -91,6 +106,7 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) A
 		}
 	}
 	agg.Clusters, agg.Unlisted = listed(byCluster)
+	failed = slices.Sorted(slices.Values(failed))
 	agg.unavailable = slices.Sorted(slices.Values(unavailable))
 	agg.Drifted = int32(len(drifted))
 	if reportsDrift {
@@ -106,6 +122,9 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) A
 	switch {
 	case len(decided) == 0:
 		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters, "no cluster is selected")
+	case len(failed) > 0 && len(overrideFailed) > 0:
+		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonOverrideFailed,
+			"%d of %d clusters cannot apply the revision: %s", len(failed), len(decided), failures(failed, byCluster))
 	case len(failed) > 0:
 		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonApplyFailed,
 			"%d of %d clusters failed to apply: %s", len(failed), len(decided), sample(failed))
@@ -125,6 +144,30 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool) A
 		agg.AvailableCondition = condition(available, metav1.ConditionTrue, placementv1alpha1.ReasonAvailable, "available on all %d clusters", len(decided))
 	}
 	return agg
+}
+
+// failures names failed clusters with their reasons, the first few.
+func failures(failed []string, byCluster map[string]placementv1alpha1.ClusterStatus) string {
+	named := make([]string, len(failed))
+	for i, c := range failed {
+		named[i] = c + " (" + byCluster[c].Reason + ")"
+	}
+	return message.List(named, maxNamedFailures, ", ")
+}
+
+// RenderFailures are the clusters the work generator cannot render the
+// Placement's target revision for, with why (its status.rollout).
+func RenderFailures(p *placementv1alpha1.Placement) map[string]string {
+	out := map[string]string{}
+	if p.Status.Rollout == nil {
+		return out
+	}
+	for _, c := range p.Status.Rollout.Clusters {
+		if why, ok := strings.CutPrefix(c.Reason, placementv1alpha1.ReasonOverrideFailed+": "); ok && c.State == placementv1alpha1.ClusterFailed {
+			out[c.Name] = why
+		}
+	}
+	return out
 }
 
 // clusterStatus is the state of a cluster's Works (its parts, in part order):

@@ -117,7 +117,7 @@ func TestAggregate(t *testing.T) {
 	for _, tt := range aggregateCases {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			agg := Aggregate(tt.decided, tt.works, false)
+			agg := Aggregate(tt.decided, tt.works, false, nil)
 			g.Expect(agg.Condition.Type).To(Equal(placementv1alpha1.AppliedCondition))
 			g.Expect(agg.Condition.Status).To(Equal(tt.wantStatus))
 			g.Expect(agg.Condition.Reason).To(Equal(tt.wantReason))
@@ -138,6 +138,31 @@ func TestAggregate(t *testing.T) {
 	}
 }
 
+// A cluster whose overrides fail is listed with why and counts as not applied,
+// whether it has no Work yet (a new Placement) or keeps an older one.
+func TestAggregateNamesClustersWhoseOverridesFail(t *testing.T) {
+	g := NewWithT(t)
+	failed := RenderFailures(&placementv1alpha1.Placement{Status: placementv1alpha1.PlacementStatus{Rollout: &placementv1alpha1.RolloutStatus{
+		Clusters: []placementv1alpha1.ClusterRollout{
+			{Name: "b", State: placementv1alpha1.ClusterFailed, Reason: "OverrideFailed: rule greeting: no such key"},
+			{Name: "c", State: placementv1alpha1.ClusterFailed, Reason: "OverrideFailed: rule greeting: no such key"},
+			{Name: "a", State: placementv1alpha1.ClusterFailed, Reason: "not applied: denied"},
+		}}}})
+	g.Expect(failed).To(Equal(map[string]string{"b": "rule greeting: no such key", "c": "rule greeting: no such key"}))
+
+	agg := Aggregate([]string{"a", "b", "c"}, []workv1alpha1.Work{work("a", 1, 1, metav1.ConditionTrue), work("c", 1, 1, metav1.ConditionTrue)}, false, failed)
+	g.Expect(agg.Applied).To(BeEquivalentTo(1))
+	g.Expect(agg.Condition.Reason).To(Equal(placementv1alpha1.ReasonOverrideFailed))
+	g.Expect(agg.Condition.Message).To(Equal("2 of 3 clusters cannot apply the revision: b (OverrideFailed), c (OverrideFailed)"))
+	g.Expect(agg.Clusters).To(HaveLen(3))
+	for _, name := range []string{"b", "c"} {
+		g.Expect(agg.Clusters).To(ContainElement(And(HaveField("Name", name), HaveField("Applied", metav1.ConditionFalse),
+			HaveField("Reason", placementv1alpha1.ReasonOverrideFailed), HaveField("Message", ContainSubstring("rule greeting: no such key")))))
+	}
+	g.Expect(agg.Clusters).To(ContainElement(And(HaveField("Name", "b"), HaveField("Available", metav1.ConditionFalse), HaveField("Work", ""))))
+	g.Expect(agg.Clusters).To(ContainElement(And(HaveField("Name", "c"), HaveField("Work", "ns.p"))))
+}
+
 func TestAggregateListsProblemsFirstWhenCapped(t *testing.T) {
 	g := NewWithT(t)
 	var decided []string
@@ -153,7 +178,7 @@ func TestAggregateListsProblemsFirstWhenCapped(t *testing.T) {
 	works[len(works)-1] = work(decided[len(decided)-1], 1, 1, metav1.ConditionFalse)
 	works[len(works)-2] = work(decided[len(decided)-2], 1, 1, metav1.ConditionTrue)
 
-	agg := Aggregate(decided, works, false)
+	agg := Aggregate(decided, works, false, nil)
 	g.Expect(agg.Clusters).To(HaveLen(MaxListedClusters))
 	g.Expect(agg.Unlisted).To(BeEquivalentTo(50))
 	g.Expect(agg.Clusters).To(ContainElements(HaveField("Name", "c-149"), HaveField("Name", "c-148")))
@@ -163,7 +188,7 @@ func TestAggregateListsProblemsFirstWhenCapped(t *testing.T) {
 	g.Expect(agg.Available).To(BeEquivalentTo(148))
 
 	// Below the cap every cluster is listed.
-	agg = Aggregate(decided[:10], works[:10], false)
+	agg = Aggregate(decided[:10], works[:10], false, nil)
 	g.Expect(agg.Clusters).To(HaveLen(10))
 	g.Expect(agg.Unlisted).To(BeZero())
 }
@@ -182,7 +207,7 @@ func TestAggregateDriftAndBlockedCleanup(t *testing.T) {
 	c.DeletionTimestamp = &now
 	c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: lodestarworkv1alpha1.ConditionCleanupBlocked, Status: metav1.ConditionTrue, Reason: "WaitingForMemberDeletion", Message: "held: ConfigMap x (finalizers example.com/hold)"})
 
-	agg := Aggregate([]string{"a", "b"}, []workv1alpha1.Work{a, b, c}, true)
+	agg := Aggregate([]string{"a", "b"}, []workv1alpha1.Work{a, b, c}, true, nil)
 	g.Expect(agg.Drifted).To(BeEquivalentTo(1))
 	g.Expect(agg.DriftCondition).NotTo(BeNil())
 	g.Expect(agg.DriftCondition.Status).To(Equal(metav1.ConditionTrue))
@@ -198,9 +223,9 @@ func TestAggregateDriftAndBlockedCleanup(t *testing.T) {
 
 	b.Status.Conditions[1].Status = metav1.ConditionTrue
 	b.Generation = 3 // A report for an older generation does not count.
-	agg = Aggregate([]string{"b"}, []workv1alpha1.Work{b}, true)
+	agg = Aggregate([]string{"b"}, []workv1alpha1.Work{b}, true, nil)
 	g.Expect(agg.Drifted).To(BeZero())
 	g.Expect(agg.DriftCondition.Status).To(Equal(metav1.ConditionFalse))
 
-	g.Expect(Aggregate([]string{"a"}, []workv1alpha1.Work{a}, false).DriftCondition).To(BeNil(), "no Drifted condition without whenDrifted: Report")
+	g.Expect(Aggregate([]string{"a"}, []workv1alpha1.Work{a}, false, nil).DriftCondition).To(BeNil(), "no Drifted condition without whenDrifted: Report")
 }

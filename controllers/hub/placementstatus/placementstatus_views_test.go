@@ -44,7 +44,7 @@ func reportedWork(cluster string, ready string) workv1alpha1.Work {
 func TestDescribeNamesTheObjects(t *testing.T) {
 	g := NewWithT(t)
 	works := []workv1alpha1.Work{reportedWork("a", "3")}
-	agg := Aggregate([]string{"a"}, works, false)
+	agg := Aggregate([]string{"a"}, works, false, nil)
 	vs := byCluster((&views{}).refresh(placementKey, works))
 	agg.describe(vs)
 

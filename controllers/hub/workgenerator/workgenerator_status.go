@@ -226,7 +226,11 @@ func progressing(target *placementv1alpha1.PlacementRevision, plan rollout.Plan,
 		if deadline := deadlineFailures(plan); len(deadline) > 0 {
 			return metav1.ConditionFalse, placementv1alpha1.ReasonProgressDeadlineExceeded, head + failed
 		}
-		return metav1.ConditionTrue, placementv1alpha1.ReasonRolloutComplete, head + failed
+		if len(plan.Failed) > 0 {
+			// Within the failure budget, but not everywhere: not "complete".
+			return metav1.ConditionFalse, placementv1alpha1.ReasonRolloutCompleteWithFailures, head + failed
+		}
+		return metav1.ConditionTrue, placementv1alpha1.ReasonRolloutComplete, head
 	case paused:
 		return metav1.ConditionUnknown, placementv1alpha1.ReasonRolloutPaused, head + "; paused" + failed
 	case plan.WaitingForApproval != "" && inFlight(plan) == 0:
