@@ -171,6 +171,36 @@ func TestInvalidResourceSelector(t *testing.T) {
 	}
 }
 
+// A Placement whose selectors select nothing (a label typo) does not read as
+// applied or available: Applied and Available say nothing is selected, and
+// turn True once the object carries the label.
+func TestNothingSelectedIsNotSuccess(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns, Labels: map[string]string{"app": "shop"}}}
+	g.Expect(hubCP.Client.Create(t.Context(), cm)).To(Succeed())
+	p := webPlacement(ns)
+	p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap",
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shpo"}}}}
+	p.Spec.Scheduling = placementv1alpha1.Scheduling{ClusterNames: []string{member1}}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	g.Eventually(func(g Gomega) {
+		for _, ct := range []string{placementv1alpha1.AppliedCondition, placementv1alpha1.AvailableCondition} {
+			c := placementCondition(g, t, key, ct)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse), ct)
+			g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNothingSelected), ct)
+			g.Expect(c.Message).To(ContainSubstring("the resource selectors select nothing"))
+		}
+	}).Should(Succeed())
+
+	g.Expect(updateOnHub(cm, func(c *corev1.ConfigMap) { c.Labels["app"] = "shpo" })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.AvailableCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.AppliedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+}
+
 // A Placement whose cluster selector matches nothing says so.
 func TestNoMatchingClusters(t *testing.T) {
 	g := NewWithT(t)

@@ -178,6 +178,9 @@ const (
 	// ReasonRolloutComplete: every selected cluster is Available at the target
 	// revision and no cluster the Placement left still has its objects.
 	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonNothingSelected (Applied, Available): the Works of the selected
+	// clusters carry no object, because the resource selectors select none.
+	ReasonNothingSelected = "NothingSelected"
 	// ReasonRolloutCompleteWithFailures: the rollout went as far as it goes, and
 	// some clusters failed within the failure budget (maxFailures), for example
 	// because their overrides fail; the message names them.

@@ -131,6 +131,8 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool, o
 	case len(pending) > 0:
 		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonApplyPending,
 			"%d of %d clusters applied; waiting for %s", agg.Applied, len(decided), sample(pending))
+	case nothingPlaced(works):
+		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonNothingSelected, "%s", nothingSelected)
 	default:
 		agg.Condition = condition(applied, metav1.ConditionTrue, placementv1alpha1.ReasonApplied, "applied on all %d clusters", len(decided))
 	}
@@ -140,10 +142,28 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool, o
 	case len(unavailable) > 0:
 		agg.AvailableCondition = condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNotAvailable,
 			"%d of %d clusters available; not yet: %s", agg.Available, len(decided), sample(unavailable))
+	case nothingPlaced(works):
+		agg.AvailableCondition = condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNothingSelected, "%s", nothingSelected)
 	default:
 		agg.AvailableCondition = condition(available, metav1.ConditionTrue, placementv1alpha1.ReasonAvailable, "available on all %d clusters", len(decided))
 	}
 	return agg
+}
+
+// nothingSelected is the Applied and Available message of a Placement that
+// places nothing.
+const nothingSelected = "no object is placed: the resource selectors select nothing in the namespace " +
+	"(check their kinds, names and labels; `kubectl lodestar render` shows what they select)"
+
+// nothingPlaced tells whether the selected clusters' Works, all applied, carry
+// no object at all: a selector typo must not read as success.
+func nothingPlaced(works []workv1alpha1.Work) bool {
+	for i := range works {
+		if len(works[i].Spec.Workload.Manifests) > 0 {
+			return false
+		}
+	}
+	return len(works) > 0
 }
 
 // failures names failed clusters with their reasons, the first few.
