@@ -169,7 +169,7 @@ func (s *selection) namespacedSelector(ctx context.Context, namespace string, se
 	}
 	gvk := schema.GroupVersionKind{Group: sel.Group, Version: sel.Version, Kind: sel.Kind}
 	if err := checkKind(src.Mapper, gvk, i); err != nil {
-		return err
+		return withSuggestion(ctx, err, src, gvk)
 	}
 	if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
 		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the namespace's platform admin forbids placing %s (annotation %s)",
@@ -297,6 +297,77 @@ func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind, i int) (namespa
 		return false, fmt.Errorf("mapping %s: %w", gvk, err)
 	}
 	return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// withSuggestion adds to a selector's "does not serve" error the served kind
+// its kind was most likely meant to be (a kind the hub serves in another group
+// or version, or one a typo or two away), when the hub's kinds are known.
+func withSuggestion(ctx context.Context, err error, src Source, gvk schema.GroupVersionKind) error {
+	invalid := (*InvalidSelectorError)(nil)
+	if !errors.As(err, &invalid) || !strings.Contains(invalid.msg, "does not serve") || src.Kinds == nil {
+		return err
+	}
+	kinds, kerr := src.Kinds(ctx)
+	if kerr != nil {
+		return err
+	}
+	if s := Suggest(kinds, gvk); s != "" {
+		return &InvalidSelectorError{invalid.msg + "; did you mean " + s + "?"}
+	}
+	return err
+}
+
+// Suggest names the kind among kinds that want most likely meant, as
+// "group/version Kind" (version Kind for the core group); "" when none is close:
+// one edit away (a swap of two letters counts one), two for kinds of eight
+// letters or more.
+func Suggest(kinds []schema.GroupVersionKind, want schema.GroupVersionKind) string {
+	best, bestDistance := schema.GroupVersionKind{}, 2
+	if len(want.Kind) >= 8 {
+		bestDistance = 3
+	}
+	for _, k := range kinds {
+		d := editDistance(strings.ToLower(k.Kind), strings.ToLower(want.Kind))
+		if d == 0 && k.Group == want.Group && k.Version == want.Version && k.Kind == want.Kind {
+			continue
+		}
+		if d < bestDistance || (d == bestDistance && best.Kind != "" && k.Group == want.Group && best.Group != want.Group) {
+			best, bestDistance = k, d
+		}
+	}
+	if best.Kind == "" {
+		return ""
+	}
+	if best.Group == "" {
+		return best.Version + " " + best.Kind
+	}
+	return best.Group + "/" + best.Version + " " + best.Kind
+}
+
+// editDistance is the edit distance of two short strings, counting a swap of
+// two adjacent letters as one edit (optimal string alignment).
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // selectableKinds are the kinds a selector without kind looks through.

@@ -122,3 +122,23 @@ func TestSelectObjectsByLabelsAlone(t *testing.T) {
 	_, err = SelectObjects(t.Context(), p, src)
 	g.Expect(err).To(MatchError(ContainSubstring("needs the hub's discovery")))
 }
+
+func TestSuggest(t *testing.T) {
+	kinds := []schema.GroupVersionKind{
+		{Group: "apps", Version: "v1", Kind: "Deployment"}, {Group: "apps", Version: "v1", Kind: "StatefulSet"},
+		{Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Service"}, {Group: "example.com", Version: "v1", Kind: "Widget"},
+	}
+	for want, suggestion := range map[schema.GroupVersionKind]string{
+		{Group: "apps", Version: "v1", Kind: "Deploymnet"}:      "apps/v1 Deployment",
+		{Version: "v1", Kind: "Deployment"}:                     "apps/v1 Deployment", // the core group has none
+		{Group: "apps", Version: "v1beta1", Kind: "Deployment"}: "apps/v1 Deployment",
+		{Version: "v1", Kind: "configmap"}:                      "v1 ConfigMap",
+		{Version: "v1", Kind: "Servcie"}:                        "v1 Service",
+		{Group: "example.com", Version: "v1", Kind: "Gadget"}:   "",
+		{Version: "v1", Kind: "Secret"}:                         "",
+	} {
+		if got := Suggest(kinds, want); got != suggestion {
+			t.Errorf("Suggest(%v) = %q, want %q", want, got, suggestion)
+		}
+	}
+}

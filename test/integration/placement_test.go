@@ -140,6 +140,7 @@ func TestInvalidResourceSelector(t *testing.T) {
 		message  string
 	}{
 		{"unknown kind", placementv1alpha1.ResourceSelector{Group: "example.com", Version: "v1", Kind: "Widget"}, "does not serve kind"},
+		{"kind typo", placementv1alpha1.ResourceSelector{Group: "apps", Version: "v1", Kind: "Deploymnet"}, "does not serve kind apps/v1, Kind=Deploymnet; did you mean apps/v1 Deployment?"},
 		{"cluster-scoped kind", placementv1alpha1.ResourceSelector{Group: clusterScoped, Version: "v1", Kind: "Widget"}, "cluster-scoped"},
 		{"bad label selector", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}},
@@ -198,6 +199,21 @@ func TestNothingSelectedIsNotSuccess(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(placementCondition(g, t, key, placementv1alpha1.AvailableCondition).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(placementCondition(g, t, key, placementv1alpha1.AppliedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+}
+
+// A Placement without clusterSelector or clusterNames chooses no cluster, and
+// says how to choose every one.
+func TestNoClusterSelectorSaysSo(t *testing.T) {
+	g := NewWithT(t)
+	p := webPlacement(newNamespace(t))
+	p.Spec.Scheduling = placementv1alpha1.Scheduling{}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.ScheduledCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNoMatchingClusters))
+		g.Expect(c.Message).To(ContainSubstring("spec.scheduling has no clusterSelector and no clusterNames, so no cluster is chosen: clusterSelector: {} chooses every cluster"))
 	}).Should(Succeed())
 }
 

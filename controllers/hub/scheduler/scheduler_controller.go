@@ -165,6 +165,10 @@ func (r *Reconciler) scheduled(placement *placementv1alpha1.Placement, st *statu
 	case len(sets) == 0:
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoClusterSetBinding, "namespace %s has no ClusterSetBinding to a cluster set of this hub; a platform admin binds one (docs/tenancy.md)", placement.Namespace)
 		r.warnOnce(placement, placementv1alpha1.ReasonNoClusterSetBinding, st)
+	case len(res.Selected) == 0 && placement.Spec.Scheduling.ClusterSelector == nil && placement.Spec.Scheduling.ClusterNames == nil:
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters,
+			"spec.scheduling has no clusterSelector and no clusterNames, so no cluster is chosen: clusterSelector: {} chooses every cluster of the bound cluster sets (%s)", strings.Join(sets, ", "))
+		r.warnOnce(placement, placementv1alpha1.ReasonNoMatchingClusters, st)
 	case len(res.Selected) == 0:
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters, "none of %d clusters in cluster sets %s can be chosen%s", clusters, strings.Join(sets, ", "), summary(res))
 		r.warnOnce(placement, placementv1alpha1.ReasonNoMatchingClusters, st)
