@@ -157,7 +157,14 @@ func Status(gk schema.GroupKind, copies []Copy, selected int, hubGeneration, pre
 	default:
 		return nil, false
 	}
+	// observedGeneration only where the kind has one: the workload kinds, and a
+	// kind whose member status carries it (a Service's status has none, and the
+	// API server refuses a field its schema does not declare).
+	_, hasGeneration := out["observedGeneration"]
 	delete(out, "observedGeneration")
+	if !isSummed && !hasGeneration {
+		return out, true
+	}
 	current := len(copies) == selected
 	for _, c := range copies {
 		current = current && c.Current

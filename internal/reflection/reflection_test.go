@@ -65,8 +65,16 @@ func TestOtherKindsAreReflectedFromASingleCluster(t *testing.T) {
 	st, ok := Status(pvc, []Copy{one}, 1, 1, 0)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(st).To(HaveKeyWithValue("phase", "Bound"))
+	g.Expect(st).NotTo(HaveKey("observedGeneration"), "a PVC's status has none: the hub's schema would refuse it")
 	_, ok = Status(pvc, []Copy{one, one}, 2, 1, 0)
 	g.Expect(ok).To(BeFalse(), "placed on two clusters: nothing to show")
+
+	// A kind whose status has observedGeneration gets the hub's.
+	hpa := NewCopy("a", map[string]any{StatusValue: map[string]any{"observedGeneration": json.Number("3"), "currentReplicas": json.Number("2")},
+		GenerationValue: json.Number("3"), HubGenerationValue: "7"}, true, 7, 0)
+	st, ok = Status(schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, []Copy{hpa}, 1, 7, 0)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(st).To(HaveKeyWithValue("observedGeneration", int64(7)))
 }
 
 func TestJobTimes(t *testing.T) {
