@@ -237,4 +237,8 @@ func TestExternalSchedulerDecisions(t *testing.T) {
 	got := &placementv1alpha1.Placement{}
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
 	g.Expect(got.Status.Conditions).NotTo(ContainElement(HaveField("Type", placementv1alpha1.ScheduledCondition)), "Lodestar's scheduler stays out")
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		g.Expect(got.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(1)), "the other scheduler's decisions count as selected clusters")
+	}).Should(Succeed())
 }

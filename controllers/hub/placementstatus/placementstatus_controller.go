@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -86,6 +87,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	agg.describe(vs)
 	if agg.Summaries, err = r.summaries(ctx, placement, clusters, vs); err != nil {
 		return ctrl.Result{}, err
+	}
+	if name := placement.Spec.Scheduling.SchedulerName; name != "" && name != placementv1alpha1.DefaultSchedulerName {
+		agg.Selected = ptr.To(int32(len(clusters))) //nolint:gosec // bounded by the number of ClusterProfiles
 	}
 	if placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate {
 		agg.ReflectCondition = r.reflect(ctx, placement, clusters, vs)

@@ -53,6 +53,10 @@ type Aggregation struct {
 	Summaries []placementv1alpha1.SummaryStatus
 	// ReflectCondition is set when the Placement reflects status (Aggregate).
 	ReflectCondition *metav1.Condition
+	// Selected is set for a Placement another scheduler decides for: the clusters
+	// its decisions name, as selectedClusters (Lodestar's scheduler writes it
+	// for its own).
+	Selected *int32
 	// unavailable are the selected clusters not available, sorted.
 	unavailable []string
 }
@@ -321,6 +325,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		desired.Status.Conditions = append(desired.Status.Conditions, conditions.Merge(placement.Status.Conditions, *agg.DriftCondition))
 		sameDrift = conditions.Same(st.Conditions, *agg.DriftCondition)
 	}
+	desired.Status.SelectedClusters = agg.Selected
 	desired.Status.AppliedClusters = ptr.To(agg.Applied)
 	desired.Status.AvailableClusters = ptr.To(agg.Available)
 	desired.Status.DriftedClusters = ptr.To(agg.Drifted)
@@ -335,6 +340,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	}
 	if conditions.Same(st.Conditions, agg.Condition) && conditions.Same(st.Conditions, agg.AvailableCondition) && sameDrift && sameReflect &&
 		equality.Semantic.DeepEqual(st.Summaries, agg.Summaries) &&
+		(agg.Selected == nil || ptr.Equal(st.SelectedClusters, agg.Selected)) &&
 		ptr.Equal(st.AppliedClusters, desired.Status.AppliedClusters) && ptr.Equal(st.AvailableClusters, desired.Status.AvailableClusters) &&
 		ptr.Equal(st.DriftedClusters, desired.Status.DriftedClusters) && ptr.Equal(st.UnlistedClusters, desired.Status.UnlistedClusters) && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
 		return 0, nil // Nothing would change.
