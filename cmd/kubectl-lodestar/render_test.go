@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
@@ -157,6 +159,20 @@ func TestRenderRefuses(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("cluster nowhere has no ClusterProfile in the cluster sets namespace " + ns + " may use (lodestar-fleet)")))
 	_, _, err = kubectlLodestar(t, "render", "web", "-n", ns, "--cluster", "plain", "-o", "table")
 	g.Expect(err).To(MatchError(ContainSubstring(`--output "table"`)))
+
+	// Once the Placement is scheduled, a cluster it does not choose has no Work
+	// to preview.
+	p := &placementv1alpha1.Placement{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "web"}, p)).To(Succeed())
+	g.Expect(hubCP.Client.Create(t.Context(), &cpv1alpha1.PlacementDecision{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{cpv1alpha1.PlacementKeyLabel: "web"}},
+		Decisions: []cpv1alpha1.ClusterDecision{{ClusterProfileRef: cpv1alpha1.ClusterProfileReference{
+			Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-eu"}, Reason: "chosen"}},
+	})).To(Succeed())
+	_, _, err = kubectlLodestar(t, "render", "web", "-n", ns, "--cluster", "plain")
+	g.Expect(err).To(MatchError(ContainSubstring("placement " + ns + "/web does not choose cluster plain (it chooses 1: edge-eu)")))
+	_, _, err = kubectlLodestar(t, "render", "web", "-n", ns, "--cluster", "edge-eu")
+	g.Expect(err).NotTo(HaveOccurred())
 
 	// A rule the API server cannot check, refused by the same compilation the
 	// work generator runs.

@@ -22,6 +22,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
 	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
@@ -51,6 +52,9 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	}
 	view, err := clusterView(ctx, c, o.Placement.Namespace, o.Cluster)
 	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	if err := chosen(ctx, c, placement, o.Cluster); err != nil {
 		return nil, overrides.Result{}, err
 	}
 	sel, err := selection.SelectObjects(ctx, placement, selection.Source{Mapper: c.RESTMapper(), List: hubAndLocal(c, o.Local), Kinds: o.Kinds})
@@ -117,6 +121,34 @@ func placementFor(ctx context.Context, c client.Client, key client.ObjectKey, lo
 		return nil, fmt.Errorf("reading placement %s: %w", key, err)
 	}
 	return p, nil
+}
+
+// chosen says, as an error, that the Placement's decisions do not name the
+// cluster: its Work would not exist, so there is nothing to preview. A Placement
+// without decisions (not scheduled yet, or a file not applied) may be
+// previewed for any cluster.
+func chosen(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement, cluster string) error {
+	if placement.UID == "" {
+		return nil // From a file: where it goes is not decided yet.
+	}
+	list, err := lookup.PlacementDecisions(ctx, c, placement)
+	if err != nil {
+		return err
+	}
+	var named []string
+	for i := range list.Items {
+		for _, d := range list.Items[i].Decisions {
+			if d.ClusterProfileRef.Name == cluster {
+				return nil
+			}
+			named = append(named, d.ClusterProfileRef.Name)
+		}
+	}
+	if len(list.Items) == 0 {
+		return nil
+	}
+	return fmt.Errorf("placement %s does not choose cluster %s (it chooses %d: %s); `kubectl lodestar why %s --cluster %s` says why",
+		client.ObjectKeyFromObject(placement), cluster, len(named), message.List(named, 5, ", "), placement.Name, cluster)
 }
 
 // clusterView is the cluster as the work generator sees it: its ClusterProfile in
