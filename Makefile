@@ -96,6 +96,8 @@ build: ## Build the hub manager, the agent, the kubectl plugin, the local fleet 
 	go build -o $(LOCALBIN)/lodestar-hub ./cmd/lodestar-hub
 	go build -o $(LOCALBIN)/lodestar-agent ./cmd/lodestar-agent
 	go build -o $(LOCALBIN)/kubectl-lodestar ./cmd/kubectl-lodestar
+	@# kubectl completes `kubectl lodestar ...` by running kubectl_complete-lodestar.
+	ln -sf kubectl-lodestar $(LOCALBIN)/kubectl_complete-lodestar
 	go build -o $(LOCALBIN)/lodestar-devfleet ./hack/devfleet
 	@# The upstream credential plugin that member-access consumers exec (docs/member-access.md).
 	go build -o $(LOCALBIN)/secretreader-plugin sigs.k8s.io/cluster-inventory-api/plugins/secretreader/cmd/plugin

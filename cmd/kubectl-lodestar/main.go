@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -29,10 +31,24 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, argsFor(os.Args[0], os.Args[1:]), os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// CompletionName is the name under which kubectl runs the plugin to complete
+// `kubectl lodestar ...` (kubectl's plugin completion convention): installed
+// beside kubectl-lodestar as a link to it, it completes as `kubectl-lodestar
+// __complete` does.
+const CompletionName = "kubectl_complete-lodestar"
+
+// argsFor is the command line the binary runs, called as argv0 with args.
+func argsFor(argv0 string, args []string) []string {
+	if strings.TrimSuffix(filepath.Base(argv0), ".exe") == CompletionName {
+		return append([]string{cobra.ShellCompRequestCmd}, args...)
+	}
+	return args
 }
 
 // run executes one command line; it is what the tests call.

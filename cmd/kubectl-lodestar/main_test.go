@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,4 +237,22 @@ func configOf(g Gomega, path string) *rest.Config {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	g.Expect(err).NotTo(HaveOccurred())
 	return cfg
+}
+
+// kubectl completes `kubectl lodestar ...` by running kubectl_complete-lodestar
+// with the words typed so far and an empty one to complete: the binary, called
+// by that name (make build links it beside kubectl-lodestar), answers as cobra's
+// completion does.
+func TestKubectlPluginCompletion(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(argsFor("/usr/local/bin/"+CompletionName, []string{"rollout", ""})).To(Equal([]string{"__complete", "rollout", ""}))
+	g.Expect(argsFor("/usr/local/bin/kubectl-lodestar", []string{"rollout"})).To(Equal([]string{"rollout"}))
+
+	bin, err := testenv.Binary(CompletionName)
+	g.Expect(err).NotTo(HaveOccurred())
+	out, err := exec.CommandContext(t.Context(), bin, "rollout", "").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	g.Expect(lines).To(ContainElements(HavePrefix("approve"), HavePrefix("status"), HavePrefix("undo")))
+	g.Expect(lines[len(lines)-1]).To(HavePrefix(":"), "cobra's directive, which kubectl reads")
 }
