@@ -96,7 +96,7 @@ Every verb takes kubectl's connection flags (--kubeconfig, --context, -n, --as,
 	root.PersistentFlags().StringVar(&o.clusterSet, "cluster-set", "", "Cluster-set namespace of the clusters' ClusterProfiles (default lodestar-fleet).")
 
 	root.AddCommand(
-		newJoinCommand(o), newCordonCommand(o, "cordon"), newCordonCommand(o, "drain"), newCordonCommand(o, "uncordon"),
+		newJoinCommand(o), newCordonCommand(o, "cordon"), newCordonCommand(o, "drain"), newCordonCommand(o, "uncordon"), newTaintCommand(o),
 		newUnjoinCommand(o), newRevokeCommand(o), newRolloutCommand(o), newRenderCommand(o), newStatusCommand(o),
 		newGetCommand(o), newDescribeCommand(o), newWhyCommand(o),
 	)

@@ -139,6 +139,38 @@ func TestCordonAndUncordon(t *testing.T) {
 
 	_, _, err = kubectlLodestar(t, "cordon", "no-such-cluster")
 	g.Expect(err).To(MatchError(ContainSubstring("not found")))
+
+	// Custom taints, as kubectl taint sets them on nodes.
+	_, _, err = kubectlLodestar(t, "taint", "edge-3", "gpu=true:NoSchedule", "maintenance:NoExecute")
+	g.Expect(err).NotTo(HaveOccurred())
+	got := taints()
+	g.Expect(got).To(HaveLen(2))
+	g.Expect(got[0]).To(Equal(placementv1alpha1.Taint{Key: "gpu", Value: "true", Effect: placementv1alpha1.TaintNoSchedule}))
+	g.Expect(got[1].Key).To(Equal("maintenance"))
+	g.Expect(got[1].TimeAdded).NotTo(BeEmpty(), "a NoExecute taint starts tolerationSeconds")
+	_, _, err = kubectlLodestar(t, "taint", "edge-3", "gpu=false:NoSchedule")
+	g.Expect(err).To(MatchError(ContainSubstring("cluster edge-3 already has taint gpu=true:NoSchedule; --overwrite changes it")))
+	_, _, err = kubectlLodestar(t, "taint", "edge-3", "gpu=false:NoSchedule", "--overwrite")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(taints()[0].Value).To(Equal("false"))
+	_, _, err = kubectlLodestar(t, "cordon", "edge-3")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, _, err = kubectlLodestar(t, "taint", "edge-3", "gpu-", "maintenance:NoExecute-")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(taints()).To(ConsistOf(HaveField("Key", placementv1alpha1.CordonTaintKey)), "other taints stay")
+	_, _, err = kubectlLodestar(t, "taint", "edge-3", "gpu-")
+	g.Expect(err).To(MatchError(ContainSubstring("cluster edge-3 has no taint gpu to remove")))
+	for arg, msg := range map[string]string{
+		"gpu=true":             "a taint to add is key[=value]:Effect",
+		"gpu=true:Sometimes":   `effect "Sometimes" is not NoSchedule`,
+		"bad key!:NoSchedule":  `key "bad key!"`,
+		"gpu=true:NoSchedule-": "a taint to remove is key or key:Effect, without a value",
+	} {
+		_, _, err = kubectlLodestar(t, "taint", "edge-3", arg)
+		g.Expect(err).To(MatchError(ContainSubstring(msg)), arg)
+	}
+	_, _, err = kubectlLodestar(t, "uncordon", "edge-3")
+	g.Expect(err).NotTo(HaveOccurred())
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -165,6 +165,49 @@ func newCordonCommand(o *options, verb string) *cobra.Command {
 	})
 }
 
+// newTaintCommand is `kubectl lodestar taint <cluster> key[=value]:Effect|key[:Effect]- ...`.
+func newTaintCommand(o *options) *cobra.Command {
+	var overwrite bool
+	cmd := &cobra.Command{
+		Use:   "taint <cluster> key[=value]:Effect|key[:Effect]- ...",
+		Short: "Add or remove a cluster's taints, as kubectl taint does for nodes",
+		Long: `Add or remove taints of a member cluster (its ClusterProfile's annotation
+` + placementv1alpha1.TaintsAnnotation + `). A Placement chooses a tainted cluster only when
+it tolerates the taint (spec.scheduling.tolerations): NoSchedule keeps new Placements
+away, PreferNoSchedule ranks the cluster last, NoExecute moves Placements away
+(make-before-break). key[=value]:Effect adds a taint, key:Effect- removes it, key-
+removes every taint of the key.`,
+		Example: `  kubectl lodestar taint edge-12 gpu=true:NoSchedule
+  kubectl lodestar taint edge-12 maintenance:NoExecute
+  kubectl lodestar taint edge-12 gpu=false:NoSchedule --overwrite
+  kubectl lodestar taint edge-12 gpu-`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return fmt.Errorf("takes a cluster name and at least one taint (key[=value]:Effect, or key[:Effect]- to remove)")
+			}
+			return nil
+		},
+		ValidArgsFunction: o.completeClusters,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			changes, err := fleet.ParseTaintChanges(args[1:])
+			if err != nil {
+				return err
+			}
+			_, c, err := o.hub()
+			if err != nil {
+				return err
+			}
+			if err := fleet.Taint(cmd.Context(), c, o.clusterSet, args[0], changes, overwrite, time.Now()); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "cluster %s tainted\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "Change the value of a taint the cluster has with the same key and effect.")
+	return cmd
+}
+
 // newUnjoinCommand is `kubectl lodestar unjoin <cluster>`.
 func newUnjoinCommand(o *options) *cobra.Command {
 	var (

@@ -119,6 +119,12 @@ func ParseTaints(annotation string) ([]placementv1alpha1.Taint, error) {
 	if err := json.Unmarshal([]byte(annotation), &taints); err != nil {
 		return nil, fmt.Errorf("annotation %s is not a JSON list of taints: %w", placementv1alpha1.TaintsAnnotation, err)
 	}
+	return CheckTaints(taints)
+}
+
+// CheckTaints checks taints as the scheduler reads them: label keys and values,
+// a known effect, an RFC 3339 time added.
+func CheckTaints(taints []placementv1alpha1.Taint) ([]placementv1alpha1.Taint, error) {
 	for i, t := range taints {
 		if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
 			return nil, fmt.Errorf("taint %d: key %q: %s", i, t.Key, strings.Join(errs, "; "))
