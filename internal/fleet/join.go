@@ -72,7 +72,10 @@ func (e *ConflictError) Error() string { return e.msg }
 // token in its namespace; its own ClusterProfile's status in the cluster set), the
 // empty Secret for its member-access token, and
 // returns a connection to the hub as that identity, with a token of opts.TokenTTL.
-func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptions) (*rest.Config, error) {
+//
+// A join that fails after it started to register a new cluster removes what it
+// made: a half-registered cluster is never left for Placements to choose.
+func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptions) (_ *rest.Config, err error) {
 	if errs := validation.IsDNS1123Label(opts.Name); len(errs) > 0 {
 		return nil, fmt.Errorf("cluster name %q: %v", opts.Name, errs)
 	}
@@ -93,6 +96,18 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 	}
 
 	ns := names.ClusterNamespace(opts.Name)
+	existing := &cpv1alpha1.ClusterProfile{}
+	switch getErr := c.Get(ctx, client.ObjectKey{Namespace: opts.ClusterSet, Name: opts.Name}, existing); {
+	case apierrors.IsNotFound(getErr):
+		// A new cluster: undone if the join fails.
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, undoJoin(context.WithoutCancel(ctx), c, opts, ns))
+			}
+		}()
+	case getErr != nil:
+		return nil, fmt.Errorf("reading ClusterProfile %s/%s: %w", opts.ClusterSet, opts.Name, getErr)
+	}
 	if err := createIfMissing(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.ClusterSet}}); err != nil {
 		return nil, err
 	}
@@ -139,9 +154,47 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 	return AgentConfig(ctx, hub, opts.Name, opts.TokenTTL)
 }
 
+// undoJoin removes what a failed join of a new cluster made: its ClusterProfile
+// (with the cleanup finalizer, which no Work needs yet), the agent's Roles and
+// bindings, and the cluster's namespace when join made it.
+func undoJoin(ctx context.Context, c client.Client, opts JoinOptions, ns string) error {
+	var errs []error
+	profile := &cpv1alpha1.ClusterProfile{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: opts.ClusterSet, Name: opts.Name}, profile); err == nil {
+		errs = append(errs, patchRemoveFinalizer(ctx, c, profile), client.IgnoreNotFound(c.Delete(ctx, profile)))
+	} else if !apierrors.IsNotFound(err) {
+		errs = append(errs, err)
+	}
+	owned := []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ProfileRoleName(opts.Name), Namespace: opts.ClusterSet}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: ProfileRoleName(opts.Name), Namespace: opts.ClusterSet}},
+	}
+	namespace := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: ns}, namespace); err == nil && namespace.Labels[placementv1alpha1.ReservedNamespaceLabel] == placementv1alpha1.ReservedForCluster {
+		owned = append(owned, namespace)
+	}
+	for _, obj := range owned {
+		errs = append(errs, client.IgnoreNotFound(c.Delete(ctx, obj)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("undoing the failed join of %s (remove it with kubectl lodestar unjoin %s): %w", opts.Name, opts.Name, err)
+	}
+	return nil
+}
+
+// patchRemoveFinalizer takes the cleanup finalizer off a profile.
+func patchRemoveFinalizer(ctx context.Context, c client.Client, profile *cpv1alpha1.ClusterProfile) error {
+	base := profile.DeepCopy()
+	if !controllerutil.RemoveFinalizer(profile, placementv1alpha1.ClusterCleanupFinalizer) {
+		return nil
+	}
+	return client.IgnoreNotFound(c.Patch(ctx, profile, client.MergeFrom(base)))
+}
+
 // checkFree refuses a join whose name belongs to another cluster: a ClusterProfile
 // of that name managed by someone else, in another cluster set, for another agent
-// identity, or recorded with another cluster ID.
+// identity, or recorded with another cluster ID; and a join of a member (by its
+// cluster ID) that is already joined under another name.
 func checkFree(ctx context.Context, c client.Client, opts JoinOptions) error {
 	list := &cpv1alpha1.ClusterProfileList{}
 	if err := c.List(ctx, list); err != nil {
@@ -149,6 +202,11 @@ func checkFree(ctx context.Context, c client.Client, opts JoinOptions) error {
 	}
 	for i := range list.Items {
 		p := &list.Items[i]
+		if id := p.Annotations[placementv1alpha1.ClusterIDAnnotation]; p.Name != opts.Name && opts.ClusterID != "" && id == opts.ClusterID &&
+			p.Spec.ClusterManager.Name == placementv1alpha1.ClusterManagerName {
+			return &ConflictError{fmt.Sprintf("the member with cluster ID %s is already joined as %q (ClusterProfile %s/%s): one member, one name; unjoin it first",
+				id, p.Name, p.Namespace, p.Name)}
+		}
 		if p.Name != opts.Name {
 			continue
 		}

@@ -26,6 +26,7 @@ func ClusterOf(p *cpv1alpha1.ClusterProfile) Cluster {
 	c.Taints, c.TaintsErr = ParseTaints(p.Annotations[placementv1alpha1.TaintsAnnotation])
 	if r := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AgentReachableCondition); r != nil && r.Status != metav1.ConditionTrue {
 		c.UnreachableSince = r.LastTransitionTime.Time
+		c.NeverConnected = r.Reason == placementv1alpha1.ReasonAgentNotSeen
 	}
 	return c
 }

@@ -42,6 +42,9 @@ type Cluster struct {
 	// UnreachableSince is when its agent was last found unreachable (the
 	// AgentReachable condition's transition time, when not True).
 	UnreachableSince time.Time
+	// NeverConnected is set while its agent has never renewed its Lease (a
+	// cluster joined and not yet running its agent).
+	NeverConnected bool
 }
 
 // Unhealthy conditions: a cluster with one of these False is not chosen anew.
@@ -52,9 +55,12 @@ var unhealthyWhenFalse = []string{placementv1alpha1.ControlPlaneHealthyCondition
 // not connected) as soon as it sees a ClusterProfile. A cluster is not chosen
 // before, so that it is never chosen and then kept while its first report says
 // it is unhealthy.
+//
+// A cluster whose agent never connected is not chosen either: a joined cluster
+// without its agent must not hold every broad Placement waiting for it.
 func (c Cluster) HealthReported() bool {
 	_, ok := c.Conditions[placementv1alpha1.ControlPlaneHealthyCondition]
-	return ok
+	return ok && !c.NeverConnected
 }
 
 // Healthy tells whether the cluster's health conditions allow new placements.

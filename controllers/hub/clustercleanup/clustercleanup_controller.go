@@ -85,6 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if len(works.Items) > 0 {
 		giveUp, wait := r.agentGone(profile)
+		never := neverConnected(profile)
 		for i := range works.Items {
 			w := &works.Items[i]
 			if w.DeletionTimestamp.IsZero() {
@@ -98,6 +99,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 					return ctrl.Result{}, err
 				}
 			}
+		}
+		if giveUp && never {
+			log.Info("Removed the Works of a cluster whose agent never connected: nothing of them was applied", "works", len(works.Items))
+			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		if giveUp {
 			r.Recorder.Eventf(profile, nil, corev1.EventTypeWarning, EventMemberCleanupAbandoned, "Cleanup",
@@ -136,7 +141,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // good: unreachable (or never connected) for the grace period, counted from the
 // later of the profile's deletion and the condition's last change. Otherwise it
 // says how long to wait before asking again.
+//
+// An agent that never connected is gone at once: it applied nothing, so there
+// is nothing on the member to wait for.
 func (r *Reconciler) agentGone(profile *cpv1alpha1.ClusterProfile) (bool, time.Duration) {
+	if neverConnected(profile) {
+		return true, 0
+	}
 	c := meta.FindStatusCondition(profile.Status.Conditions, placementv1alpha1.AgentReachableCondition)
 	if c != nil && c.Status == metav1.ConditionTrue {
 		return false, r.GracePeriod
@@ -150,6 +161,12 @@ func (r *Reconciler) agentGone(profile *cpv1alpha1.ClusterProfile) (bool, time.D
 		return true, 0
 	}
 	return false, left
+}
+
+// neverConnected tells whether the cluster's agent never renewed its Lease.
+func neverConnected(profile *cpv1alpha1.ClusterProfile) bool {
+	c := meta.FindStatusCondition(profile.Status.Conditions, placementv1alpha1.AgentReachableCondition)
+	return c != nil && c.Reason == placementv1alpha1.ReasonAgentNotSeen
 }
 
 // SetupWithManager registers the cleanup controller.
