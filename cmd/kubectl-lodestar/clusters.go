@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -297,6 +298,9 @@ type whyReport struct {
 	Verdicts []scheduling.Verdict `json:"verdicts"`
 	// Decided is whether the Placement's current decisions name the cluster.
 	Decided bool `json:"decided"`
+	// FromStatus is set when the report is the Placement's status.scheduling
+	// (the caller may not read the ClusterProfiles), not a new judgement.
+	FromStatus bool `json:"fromStatus,omitempty"`
 }
 
 // newWhyCommand is `kubectl lodestar why <placement> --cluster <name>`.
@@ -359,13 +363,18 @@ func explain(cmd *cobra.Command, c client.Client, key client.ObjectKey, cluster 
 		return r, fmt.Errorf("placement %s cannot be scheduled: %w", key, err)
 	}
 	sets, err := boundSets(ctx, c, key.Namespace)
+	if apierrors.IsForbidden(err) {
+		return explainFromStatus(ctx, c, placement, r)
+	}
 	if err != nil {
 		return r, err
 	}
 	var clusters []scheduling.Cluster
 	for _, set := range sets {
 		list := &cpv1alpha1.ClusterProfileList{}
-		if err := c.List(ctx, list, client.InNamespace(set)); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(set)); apierrors.IsForbidden(err) {
+			return explainFromStatus(ctx, c, placement, r)
+		} else if err != nil {
 			return r, fmt.Errorf("listing ClusterProfiles in %s: %w", set, err)
 		}
 		for i := range list.Items {
@@ -455,6 +464,46 @@ func decided(ctx context.Context, c client.Reader, placement *placementv1alpha1.
 	return out, nil
 }
 
+// explainFromStatus is why for a caller who may not read the clusters (a
+// tenant): the scheduler's own explanation in the Placement's
+// status.scheduling, and the Placement's decisions.
+func explainFromStatus(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement, r whyReport) (whyReport, error) {
+	r.FromStatus = true
+	current, err := decided(ctx, c, placement)
+	if err != nil {
+		return r, err
+	}
+	r.Decided = current[r.Cluster]
+	r.Chosen = r.Decided
+	if r.Chosen {
+		return r, nil
+	}
+	st := placement.Status.Scheduling
+	if st == nil {
+		r.Reason, r.Detail = "Unknown", "the Placement's status does not explain its scheduling yet"
+		return r, nil
+	}
+	for _, ec := range st.Clusters {
+		if ec.Name != r.Cluster {
+			continue
+		}
+		r.Reason = ec.Reason
+		for _, v := range ec.Verdicts {
+			r.Verdicts = append(r.Verdicts, scheduling.Verdict{Filter: v.Filter, Reason: v.Reason, Detail: v.Detail})
+		}
+		return r, nil
+	}
+	r.Reason = "Unknown"
+	for _, e := range st.Excluded {
+		if slices.Contains(e.Clusters, r.Cluster) {
+			r.Reason = e.Reason
+		}
+	}
+	r.Detail = fmt.Sprintf("the Placement's status explains its first %d excluded clusters by name, and %s is not one of them (or no cluster of the namespace's cluster sets has that name); "+
+		"a platform admin's kubectl lodestar why judges any cluster", placementv1alpha1.MaxExplainedClusters, r.Cluster)
+	return r, nil
+}
+
 // printWhy prints the report as text.
 func printWhy(out io.Writer, r whyReport) {
 	verdict := "chosen"
@@ -462,6 +511,9 @@ func printWhy(out io.Writer, r whyReport) {
 		verdict = "not chosen (" + r.Reason + ")"
 	}
 	fmt.Fprintf(out, "Cluster %s for placement %s: %s\n", r.Cluster, r.Placement, verdict)
+	if r.FromStatus {
+		fmt.Fprintln(out, "(from the Placement's status: you may not read the clusters themselves; the failing filters only)")
+	}
 	if r.Detail != "" {
 		fmt.Fprintln(out, r.Detail)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -27,6 +29,8 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
 // fleetMember is a joined cluster whose status is written as the agent and the
@@ -292,6 +296,39 @@ func TestWhy(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`cpu\s+FAIL InsufficientCapacity\s+cpu free 500m < 2 asked`))
 	g.Expect(out).To(MatchRegexp(`clusterSelector\s+pass\s+selector "env=prod"`))
 	g.Expect(out).To(ContainSubstring("current decisions do not name " + set + "-small"))
+
+	// A tenant (lodestar:tenant only) may not read the clusters: why reads the
+	// scheduler's explanation in the Placement's status instead.
+	st := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
+	st.Status.Scheduling = &placementv1alpha1.SchedulingStatus{Eligible: ptr.To[int32](2),
+		Excluded: []placementv1alpha1.Exclusion{{Reason: "LabelsMismatch", Count: 1, Clusters: []string{set + "-dev"}}},
+		Clusters: []placementv1alpha1.ExcludedCluster{{Name: set + "-dev", Reason: "LabelsMismatch", Verdicts: []placementv1alpha1.FilterVerdict{
+			{Filter: "clusterSelector", Reason: "LabelsMismatch", Detail: `selector "env=prod" against labels "env=dev"`}}}}}
+	g.Expect(patch.ApplyStatus(ctx, hubCP.Client, st, "lodestar-scheduler")).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}})).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lodestar:tenant"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "reader", Namespace: ns}}})).To(Succeed())
+	cfg, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, ns, "reader", time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	tenant := filepath.Join(t.TempDir(), "tenant.kubeconfig")
+	g.Expect(testenv.WriteKubeconfig(cfg, "tenant", tenant)).To(Succeed())
+	asTenant := func(cluster string) (string, error) {
+		var stdout, stderr bytes.Buffer
+		err := run(ctx, []string{"why", "web", "-n", ns, "--cluster", cluster, "--kubeconfig", tenant}, &stdout, &stderr)
+		return stdout.String(), err
+	}
+	out, err = asTenant(set + "-dev")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("not chosen (LabelsMismatch)"))
+	g.Expect(out).To(ContainSubstring("from the Placement's status"))
+	g.Expect(out).To(MatchRegexp(`clusterSelector\s+FAIL LabelsMismatch\s+selector "env=prod" against labels "env=dev"`))
+	out, err = asTenant(set + "-big")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring(": chosen"))
+	out, err = asTenant(set + "-small")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("is not one of them"))
 
 	_, _, err = kubectlLodestar(t, "why", "web", "-n", ns)
 	g.Expect(err).To(MatchError(ContainSubstring("why needs --cluster")))

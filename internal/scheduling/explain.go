@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/message"
 )
 
 // Filters named in an Explanation, in the order the scheduler applies them.
@@ -198,4 +199,61 @@ func orUnknown(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// maxVerdictDetail bounds a verdict's detail in a Placement's status.
+const maxVerdictDetail = 512
+
+// ExplainExcluded explains the first max clusters by name that the result did
+// not choose (those clusterNames does not name left out: they were never
+// candidates), each with the filters that excluded it, for the Placement's
+// status: what `kubectl lodestar why` shows a tenant who may not read the
+// ClusterProfiles.
+func ExplainExcluded(clusters []Cluster, current map[string]bool, p Policy, res Result, now time.Time, max int) []placementv1alpha1.ExcludedCluster {
+	// Each reason's names are sorted: the first max of each are enough to find
+	// the first max of all, however large the fleet.
+	reasonOf := map[string]string{}
+	for reason, names := range res.Excluded {
+		if reason == placementv1alpha1.ExclusionNotInClusterNames || reason == placementv1alpha1.KeptWhileUnhealthy ||
+			reason == placementv1alpha1.KeptWhileExpressionFails {
+			continue
+		}
+		for _, n := range names[:min(len(names), max)] {
+			reasonOf[n] = reason
+		}
+	}
+	excluded := make([]string, 0, len(reasonOf))
+	for n := range reasonOf {
+		excluded = append(excluded, n)
+	}
+	sort.Strings(excluded)
+	excluded = excluded[:min(len(excluded), max)]
+	byName := make(map[string]Cluster, len(excluded))
+	for _, c := range clusters {
+		if _, ok := reasonOf[c.Name]; ok {
+			byName[c.Name] = c
+		}
+	}
+	out := make([]placementv1alpha1.ExcludedCluster, 0, len(excluded))
+	for _, n := range excluded {
+		c, ok := byName[n]
+		if !ok {
+			continue
+		}
+		ec := placementv1alpha1.ExcludedCluster{Name: n, Reason: reasonOf[n]}
+		for _, v := range Explain(c, current[n], p, now).Verdicts {
+			if v.Passed {
+				continue
+			}
+			if len(ec.Verdicts) < 8 {
+				ec.Verdicts = append(ec.Verdicts, placementv1alpha1.FilterVerdict{Filter: v.Filter, Reason: v.Reason,
+					Detail: message.Truncate(v.Detail, maxVerdictDetail)})
+			}
+		}
+		out = append(out, ec)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -86,4 +87,38 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 	g.Expect(detail(Explain(big, false, nothing, now), FilterLabels)[0]).To(HavePrefix(`selector "<nothing>"`))
 	p.Exclude = map[string]bool{"big": true}
 	g.Expect(Explain(big, true, p, now).Reason).To(Equal(placementv1alpha1.ExclusionFailedOver))
+}
+
+// The Placement's status explains the first excluded clusters by name, each with
+// only the filters that excluded it; clusters clusterNames leaves out are no
+// candidates and are not explained.
+func TestExplainExcluded(t *testing.T) {
+	g := NewWithT(t)
+	var clusters []Cluster
+	for i := range 30 {
+		env := "dev"
+		if i%3 == 0 {
+			env = "prod"
+		}
+		clusters = append(clusters, cluster(fmt.Sprintf("c-%02d", i), map[string]string{"env": env}, nil))
+	}
+	never := cluster("a-new", map[string]string{"env": "prod"}, nil)
+	never.NeverConnected = true
+	clusters = append(clusters, never)
+	p := mustPolicy(t, placementv1alpha1.PlacementSpec{
+		Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+	})
+	res := Schedule(clusters, nil, p, now)
+	got := ExplainExcluded(clusters, nil, p, res, now, 5)
+	g.Expect(got).To(HaveLen(5))
+	g.Expect(got[0].Name).To(Equal("a-new"))
+	g.Expect(got[0].Reason).To(Equal(placementv1alpha1.ExclusionHealthNotReported))
+	g.Expect(got[0].Verdicts).To(ConsistOf(HaveField("Filter", FilterHealth)))
+	g.Expect(got[1].Name).To(Equal("c-01"))
+	g.Expect(got[1].Verdicts).To(ConsistOf(And(HaveField("Filter", FilterLabels), HaveField("Reason", placementv1alpha1.ExclusionLabelsMismatch),
+		HaveField("Detail", `selector "env=prod" against labels "env=dev"`))))
+	g.Expect(got[4].Name).To(Equal("c-05"))
+
+	named := mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterNames: []string{"c-00"}}})
+	g.Expect(ExplainExcluded(clusters, nil, named, Schedule(clusters, nil, named, now), now, 5)).To(BeEmpty())
 }

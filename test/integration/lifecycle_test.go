@@ -56,6 +56,10 @@ func TestJoinedClusterWithoutAgentIsNotChosen(t *testing.T) {
 		g.Expect(got.Status.Scheduling).NotTo(BeNil())
 		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(And(
 			HaveField("Reason", placementv1alpha1.ExclusionHealthNotReported), HaveField("Clusters", ContainElement(name)))))
+		// The status explains it filter by filter, for tenants' `why`.
+		g.Expect(got.Status.Scheduling.Clusters).To(ContainElement(And(
+			HaveField("Name", name), HaveField("Reason", placementv1alpha1.ExclusionHealthNotReported),
+			HaveField("Verdicts", ContainElement(And(HaveField("Filter", "health"), HaveField("Detail", ContainSubstring("health not reported yet"))))))))
 	}).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		got := &placementv1alpha1.Placement{}

@@ -244,6 +244,56 @@ type SchedulingStatus struct {
 	// +listMapKey=reason
 	// +kubebuilder:validation:MaxItems=32
 	Excluded []Exclusion `json:"excluded,omitempty"`
+	// clusters explains, for the first clusters by name that were not chosen
+	// (at most MaxExplainedClusters, the clusters clusterNames does not name left
+	// out), each filter that excluded them: what a tenant, who may not read the
+	// ClusterProfiles, reads with `kubectl lodestar why`.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=10
+	Clusters []ExcludedCluster `json:"clusters,omitempty"`
+}
+
+// MaxExplainedClusters is how many excluded clusters a Placement's
+// status.scheduling.clusters explains.
+const MaxExplainedClusters = 10
+
+// ExcludedCluster is why one cluster was not chosen.
+type ExcludedCluster struct {
+	// name is the cluster's name (its ClusterProfile's).
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// reason is the scheduler's reason (an Exclusion reason).
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+	// verdicts are the filters that excluded it, in the order the scheduler
+	// applies them; none when it passed every filter and the ranking did not
+	// pick it (NotPicked).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Verdicts []FilterVerdict `json:"verdicts,omitempty"`
+}
+
+// FilterVerdict is one filter that excluded a cluster.
+type FilterVerdict struct {
+	// filter names the filter: failover, clusterNames, clusterSelector, health,
+	// taint, clusterExpression, cpu or memory.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	Filter string `json:"filter"`
+	// reason is the filter's reason.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason,omitempty"`
+	// detail says what was compared, for example the selector against the
+	// cluster's labels.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Detail string `json:"detail,omitempty"`
 }
 
 // Exclusion is one reason clusters were not chosen.

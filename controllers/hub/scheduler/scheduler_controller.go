@@ -148,6 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	st.result = res
+	st.explained = scheduling.ExplainExcluded(clusters, current, policy, res, now, placementv1alpha1.MaxExplainedClusters)
 
 	result := ctrl.Result{}
 	if d := requeue.Soonest(res.RecheckAfter, failover.RecheckAfter); d > 0 {

@@ -22,6 +22,9 @@ import (
 type status struct {
 	scheduled conditions.Decision
 	result    scheduling.Result
+	// explained are the first excluded clusters, each with the filters that
+	// excluded it.
+	explained []placementv1alpha1.ExcludedCluster
 }
 
 func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...any) {
@@ -40,6 +43,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	desired.Status.ObservedGeneration = placement.Generation
 	desired.Status.SelectedClusters = ptr.To(int32(len(s.result.Selected))) //nolint:gosec // bounded by the number of ClusterProfiles
 	desired.Status.Scheduling = schedulingStatus(s.result)
+	if desired.Status.Scheduling != nil {
+		desired.Status.Scheduling.Clusters = s.explained
+	}
 	key := client.ObjectKeyFromObject(placement)
 	if conditions.Same(placement.Status.Conditions, c) && placement.Status.ObservedGeneration == desired.Status.ObservedGeneration &&
 		ptr.Equal(placement.Status.SelectedClusters, desired.Status.SelectedClusters) {
