@@ -42,6 +42,7 @@ up() {
   "$kubectl" "${hub[@]}" apply --server-side --force-conflicts -f config/samples/demo-app.yaml
   "$kubectl" "${hub[@]}" apply --server-side --force-conflicts -f config/samples/placement.yaml
   "$kubectl" "${hub[@]}" apply --server-side --force-conflicts -f config/samples/staged-rollout.yaml
+  "$kubectl" "${hub[@]}" apply --server-side --force-conflicts -f config/samples/member-access-grant.yaml
 
   say "Waiting for the sample app to be available on its clusters"
   if ! "$kubectl" "${hub[@]}" -n demo wait placement/web --for=condition=Available --timeout=180s; then
@@ -77,6 +78,14 @@ up() {
     say "On $m"
     "$kubectl" --kubeconfig "$dir/$m.kubeconfig" -n demo get deployments,pods,services,configmaps -l app=web -o wide
   done
+  echo
+  say "Member access (docs/member-access.md): member-1's agent has it on; the sample grant copies its credential to platform-tools"
+  "$kubectl" "${hub[@]}" wait memberaccessgrant/platform-tools --for=condition=Ready --timeout=60s >/dev/null || true
+  "$kubectl" "${hub[@]}" get memberaccessgrants
+  "$kubectl" "${hub[@]}" -n platform-tools get secrets -l placement.lodestar.dev/member-access=copy
+  echo
+  say "Metrics (docs/metrics.md): each process serves /metrics on its own loopback port, listed in $dir/metrics"
+  cat "$dir/metrics"
   cat <<MSG
 
 The fleet keeps running. Look further with:

@@ -13,9 +13,11 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -98,7 +100,14 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 	if err := saKubeconfig(hubCP, "lodestar-hub", managerKubeconfig); err != nil {
 		return err
 	}
-	hubProc, err := spawnChart(ctx, exited, hubCP, "lodestar-hub", "manager", filepath.Join(dir, "lodestar-hub"), managerKubeconfig, binDir, logs)
+	// Each process serves its metrics on a loopback port of its own, listed in
+	// dir/metrics for the quick start to show (docs/metrics.md).
+	metricsFile, err := os.Create(filepath.Join(dir, "metrics"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = metricsFile.Close() }()
+	hubProc, err := spawnChart(ctx, exited, hubCP, "lodestar-hub", "manager", filepath.Join(dir, "lodestar-hub"), managerKubeconfig, binDir, logs, metricsFile)
 	if err != nil {
 		return err
 	}
@@ -125,15 +134,19 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 		if out, err := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl-lodestar"), join...).CombinedOutput(); err != nil {
 			return fmt.Errorf("kubectl lodestar join %s: %w: %s", m.Name, err, out)
 		}
-		if err := helm(memberKubeconfig, "install", "lodestar-agent", filepath.Join(charts, "lodestar-agent"),
-			"--set", "clusterName="+m.Name, "--set-file", "hubKubeconfig.kubeconfig="+agentHubKubeconfig); err != nil {
+		install := []string{"install", "lodestar-agent", filepath.Join(charts, "lodestar-agent"),
+			"--set", "clusterName=" + m.Name, "--set-file", "hubKubeconfig.kubeconfig=" + agentHubKubeconfig}
+		if m.Name == memberAccessCluster {
+			install = append(install, memberAccessValues(cp)...)
+		}
+		if err := helm(memberKubeconfig, install...); err != nil {
 			return err
 		}
 		agentKubeconfig := filepath.Join(dir, m.Name+"-agent.kubeconfig")
 		if err := saKubeconfig(cp, "lodestar-agent", agentKubeconfig); err != nil {
 			return err
 		}
-		p, err := spawnChart(ctx, exited, cp, "lodestar-agent", "agent", filepath.Join(dir, "lodestar-agent-"+m.Name), agentKubeconfig, binDir, logs)
+		p, err := spawnChart(ctx, exited, cp, "lodestar-agent", "agent", filepath.Join(dir, "lodestar-agent-"+m.Name), agentKubeconfig, binDir, logs, metricsFile)
 		if err != nil {
 			return err
 		}
@@ -155,18 +168,39 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 	}
 }
 
+// memberAccessCluster is the quick-start member whose agent has member access
+// on (docs/member-access.md): config/samples/member-access-grant.yaml grants
+// it to platform-tools.
+const memberAccessCluster = "member-1"
+
+// memberAccessValues are the agent chart's values that turn member access on
+// for a member: its API server as the hub reaches it (loopback), its CA, and
+// consumers may list namespaces.
+func memberAccessValues(cp *testenv.ControlPlane) []string {
+	return []string{"--set", "memberAccess.enabled=true", "--set", "memberAccess.server=" + cp.Config.Host,
+		"--set", "memberAccess.caBundle=" + base64.StdEncoding.EncodeToString(cp.Config.CAData),
+		"--set-json", `memberAccess.rules=[{"apiGroups":[""],"resources":["namespaces"],"verbs":["get","list","watch"]}]`}
+}
+
 // spawnChart starts the binary of a chart's Deployment as the chart installed
 // it on cp: with its container's arguments, configuration files and
 // environment (testenv.ChartProcess), as its ServiceAccount (kubeconfig, in
 // place of the pod's in-cluster identity). Only the ports differ: local
 // processes on one machine cannot all listen on the chart's.
-func spawnChart(ctx context.Context, exited chan<- *proc, cp *testenv.ControlPlane, name, container, dir, kubeconfig, binDir, logs string) (*proc, error) {
+func spawnChart(ctx context.Context, exited chan<- *proc, cp *testenv.ControlPlane, name, container, dir, kubeconfig, binDir, logs string, metrics io.Writer) (*proc, error) {
 	chart, err := testenv.FromDeployment(ctx, cp.Client, client.ObjectKey{Namespace: testenv.ReleaseNamespace, Name: name}, container, dir)
 	if err != nil {
 		return nil, err
 	}
+	addr, err := testenv.FreeAddress()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Fprintf(metrics, "%s %s http://%s/metrics\n", filepath.Base(dir), cp.Name, addr); err != nil {
+		return nil, err
+	}
 	chart.Set("kubeconfig", kubeconfig)
-	chart.Set("metrics-bind-address", "0")
+	chart.Set("metrics-bind-address", addr)
 	chart.Set("health-probe-bind-address", "0")
 	return spawn(ctx, exited, filepath.Join(binDir, name), filepath.Join(logs, filepath.Base(dir)+".log"), chart.Env, chart.Args...)
 }

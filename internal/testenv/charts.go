@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,4 +68,15 @@ func Binary(name string) (string, error) {
 		return "", fmt.Errorf("%s: %w (run `make build`)", path, err)
 	}
 	return path, nil
+}
+
+// FreeAddress is a loopback address with a port free now, for a process's
+// metrics or probes.
+func FreeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
 }

@@ -3,7 +3,6 @@ package charts
 import (
 	"bufio"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -52,10 +51,9 @@ func documentedSeries(t *testing.T) map[string][]string {
 // freeAddress is a loopback address with a port nothing listens on.
 func freeAddress(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testenv.FreeAddress()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // runBinary runs one of bin/'s binaries until the test ends, with env added to

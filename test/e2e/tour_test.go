@@ -6,6 +6,9 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,11 +32,11 @@ func TestReadmeTourRunsTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	tour, err := script(filepath.Join(root, "README.md"), "A five-minute tour")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tour, err := tourScript(string(readme))
+	memberAccess, err := script(filepath.Join(root, "docs", "member-access.md"), "On the quick start")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,23 +78,82 @@ func TestReadmeTourRunsTwice(t *testing.T) {
 			}
 		}
 	}
+
+	// What docs/member-access.md and docs/metrics.md say to try on the quick start.
+	out, err := run(t.Context(), dir, env, "bash", "-c", "set -euo pipefail -x\n"+memberAccess)
+	if err != nil {
+		t.Fatalf("docs/member-access.md on the quick start: %v\n%s", err, out)
+	}
+	for _, want := range []string{"condition met", "member-1", "https://127.0.0.1:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("docs/member-access.md on the quick start does not print %q:\n%s", want, out)
+		}
+	}
+	scrapeEach(t, filepath.Join(env["QUICKSTART_DIR"], "metrics"), map[string]string{
+		"lodestar-hub": "lodestar_placements{", "lodestar-agent-member-1": "lodestar_agent_heartbeats_total ",
+		"lodestar-agent-member-2": "lodestar_agent_heartbeats_total ",
+	})
 }
 
-// tourScript is the first sh block of the README's "A five-minute tour".
-func tourScript(readme string) (string, error) {
-	_, section, ok := strings.Cut(readme, "\n## A five-minute tour\n")
-	if !ok {
-		return "", errors.New(`README.md has no section "A five-minute tour"`)
+// scrapeEach reads the quick start's list of metrics endpoints and checks that
+// each process listed serves the series wanted of it.
+func scrapeEach(t *testing.T, list string, want map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(list)
+	if err != nil {
+		t.Fatal(err)
 	}
+	served := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			t.Fatalf("%s: line %q is not process, cluster, address", list, line)
+		}
+		served[f[0]] = f[2]
+	}
+	for process, series := range want {
+		url, ok := served[process]
+		if !ok {
+			t.Errorf("%s lists no %s", list, process)
+			continue
+		}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("%s: %v", process, err)
+			continue
+		}
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || !strings.Contains(string(body), series) {
+			t.Errorf("%s at %s does not serve %q (%v)", process, url, series, err)
+		}
+	}
+}
+
+// script is the first sh block of a document's section (a level-2 heading).
+func script(path, heading string) (string, error) {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## "+heading+"\n")
+	if !ok {
+		return "", fmt.Errorf("%s has no section %q", path, heading)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
 	_, block, ok := strings.Cut(section, "\n```sh\n")
 	if !ok {
-		return "", errors.New("the tour has no ```sh block")
+		return "", fmt.Errorf("%s: section %q has no ```sh block", path, heading)
 	}
-	script, _, ok := strings.Cut(block, "\n```")
+	body, _, ok := strings.Cut(block, "\n```")
 	if !ok {
-		return "", errors.New("the tour's ```sh block does not end")
+		return "", errors.New(path + ": a ```sh block does not end")
 	}
-	return script + "\n", nil
+	return body + "\n", nil
 }
 
 // run runs a command in dir with env added, and returns its output.
