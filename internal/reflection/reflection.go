@@ -15,6 +15,11 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
 
+// FieldOwner is the field manager of the status reflection writes on the hub's
+// objects (the status aggregator's): a status it owns is Lodestar's to change,
+// and to take back when the Placement goes.
+const FieldOwner = "lodestar-status"
+
 // The feedback values the agents report for reflection, under names a
 // Placement's own rules cannot use (they may not contain a dot).
 const (

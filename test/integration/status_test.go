@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -180,4 +181,44 @@ func TestSummariesAndReflection(t *testing.T) {
 	setDeploymentStatus(t, ns, "web", 0)
 	g.Eventually(func(g Gomega) { g.Expect(summaries(g)["ready"].Value).To(Equal("3")) }).Should(Succeed())
 	g.Expect(hubDeployment(g).Status.ReadyReplicas).To(BeEquivalentTo(1), "the other writer's status stays")
+}
+
+// A deleted Placement takes back the status it reflected on the hub's objects:
+// `kubectl get deploy` on the hub does not keep reading the fleet's replicas of
+// a Placement that is gone. A Service placed on one cluster reflects too (its
+// status has no observedGeneration).
+func TestReflectedStatusGoesWithThePlacement(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebApp(t, ns, nil)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	g.Expect(hubCP.Client.Create(ctx, svc)).To(Succeed())
+	p := webPlacement(ns)
+	p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, placementv1alpha1.ResourceSelector{Version: "v1", Kind: "Service", Name: "web"})
+	p.Spec.Scheduling = placementv1alpha1.Scheduling{ClusterNames: []string{member2}}
+	p.Spec.Reporting.Reflection = placementv1alpha1.ReflectionAggregate
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	setDeploymentStatus(t, ns, "web", 2)
+	hubDeployment := func(g Gomega) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+		return d
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubDeployment(g).Status.ReadyReplicas).To(BeEquivalentTo(2))
+		c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.StatusReflectedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}).Should(Succeed())
+
+	g.Expect(hubCP.Client.Delete(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), &placementv1alpha1.Placement{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Placement is gone: %v", err)
+		st := hubDeployment(g).Status
+		g.Expect(st.Replicas).To(BeZero(), "the fleet's status is taken back")
+		g.Expect(st.ReadyReplicas).To(BeZero())
+		g.Expect(st.ObservedGeneration).To(BeZero())
+	}).Should(Succeed())
 }

@@ -152,14 +152,14 @@ func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *refle
 	desired.SetGroupVersionKind(ro.gvk)
 	desired.SetNamespace(namespace)
 	desired.SetName(ro.name)
-	return patch.ApplyStatus(ctx, r.Client, desired, Name)
+	return patch.ApplyStatus(ctx, r.Client, desired, reflection.FieldOwner)
 }
 
 // otherStatusWriter names a field manager other than the status aggregator that
 // wrote the object's status, or "".
 func otherStatusWriter(obj *unstructured.Unstructured) string {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Subresource == "status" && mf.Manager != Name {
+		if mf.Subresource == "status" && mf.Manager != reflection.FieldOwner {
 			return mf.Manager
 		}
 	}

@@ -157,6 +157,11 @@ func (r *Reconciler) deleteOwned(ctx context.Context, placement *placementv1alph
 	if err != nil {
 		return err
 	}
+	if placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate {
+		if err := r.releaseReflected(ctx, placement, revs); err != nil {
+			return err
+		}
+	}
 	owned := make([]client.Object, 0, len(revs))
 	for i := range revs {
 		owned = append(owned, &revs[i])

@@ -1,0 +1,60 @@
+package workgenerator
+
+import (
+	"context"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/reflection"
+	"github.com/lodestar-dev/lodestar/internal/render"
+)
+
+// releaseReflected takes back the status reflection wrote on the hub objects of
+// the Placement's current revision, so that a deleted Placement leaves no
+// fleet status behind (`kubectl get deploy` reading 3/2 for ever): server-side
+// apply of an empty status by the reflection's field owner removes what only it
+// set. Objects whose status something else writes are left as they are.
+func (r *Reconciler) releaseReflected(ctx context.Context, placement *placementv1alpha1.Placement, revs []placementv1alpha1.PlacementRevision) error {
+	i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == placement.Status.Revision })
+	if i < 0 {
+		return nil
+	}
+	manifests, err := render.RevisionManifests(&revs[i].Spec)
+	if err != nil {
+		return err
+	}
+	for _, m := range manifests {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(m.Raw); err != nil || obj.GetNamespace() != placement.Namespace {
+			continue
+		}
+		hub := &unstructured.Unstructured{}
+		hub.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), hub); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				continue
+			}
+			return err
+		}
+		if !slices.ContainsFunc(hub.GetManagedFields(), func(mf metav1.ManagedFieldsEntry) bool {
+			return mf.Subresource == "status" && mf.Manager == reflection.FieldOwner
+		}) {
+			continue
+		}
+		empty := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{}}}
+		empty.SetGroupVersionKind(obj.GroupVersionKind())
+		empty.SetNamespace(obj.GetNamespace())
+		empty.SetName(obj.GetName())
+		if err := patch.ApplyStatus(ctx, r.Client, empty, reflection.FieldOwner); err != nil {
+			return err
+		}
+	}
+	return nil
+}
