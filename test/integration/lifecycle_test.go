@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -102,4 +103,32 @@ func TestFailedJoinLeavesNothing(t *testing.T) {
 	_, err = fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: "twin-b-" + rand.String(4), ClusterSet: auxSet, ClusterID: id})
 	g.Expect(fleet.IsConflict(err)).To(BeTrue(), "%v", err)
 	g.Expect(err).To(MatchError(ContainSubstring("the member with cluster ID " + id + " is already joined as \"" + first + "\"")))
+}
+
+// A member joined without its agent leaves a Ready Placement that selects it by
+// labels Ready: it is not chosen until its agent connects.
+func TestJoinWithoutAgentLeavesPlacementsReady(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	_, _, p := configMapPlacement(t) // env=production: member-1
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	available := func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.AvailableCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(1)))
+	}
+	g.Eventually(available).Should(Succeed())
+
+	name := "noagent-" + rand.String(4)
+	_, err := fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: name, Labels: map[string]string{"env": "production"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = fleet.Unjoin(context.Background(), hubCP.Client, name, fleet.UnjoinOptions{Wait: time.Minute}) })
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getProfile(g, placementv1alpha1.DefaultClusterSet, name).Status.Conditions, placementv1alpha1.AgentReachableCondition)
+		g.Expect(c).NotTo(BeNil())
+	}).Should(Succeed())
+	g.Consistently(available).Should(Succeed())
 }
