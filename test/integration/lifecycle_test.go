@@ -125,7 +125,9 @@ func TestJoinWithoutAgentLeavesPlacementsReady(t *testing.T) {
 	name := "noagent-" + rand.String(4)
 	_, err := fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: name, Labels: map[string]string{"env": "production"}})
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = fleet.Unjoin(context.Background(), hubCP.Client, name, fleet.UnjoinOptions{Wait: time.Minute}) })
+	t.Cleanup(func() {
+		_ = fleet.Unjoin(context.Background(), hubCP.Client, name, fleet.UnjoinOptions{Wait: time.Minute})
+	})
 	g.Eventually(func(g Gomega) {
 		c := meta.FindStatusCondition(getProfile(g, placementv1alpha1.DefaultClusterSet, name).Status.Conditions, placementv1alpha1.AgentReachableCondition)
 		g.Expect(c).NotTo(BeNil())
