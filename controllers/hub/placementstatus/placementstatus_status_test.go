@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -18,6 +19,7 @@ import (
 // (status) for generation reported; status "" means no report yet.
 func work(cluster string, gen, reported int64, status metav1.ConditionStatus) workv1alpha1.Work {
 	w := workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "ns.p", Namespace: names.ClusterNamespace(cluster), Generation: gen}}
+	w.Spec.Workload.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns"}}`)}}}
 	if status != "" {
 		w.Status.Conditions = []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionApplied, Status: status, Reason: "R", Message: "m", ObservedGeneration: reported}}
 	}
@@ -161,6 +163,18 @@ func TestAggregateNamesClustersWhoseOverridesFail(t *testing.T) {
 	}
 	g.Expect(agg.Clusters).To(ContainElement(And(HaveField("Name", "b"), HaveField("Available", metav1.ConditionFalse), HaveField("Work", ""))))
 	g.Expect(agg.Clusters).To(ContainElement(And(HaveField("Name", "c"), HaveField("Work", "ns.p"))))
+}
+
+// Works that carry no object read as nothing selected, not as applied.
+func TestAggregateNothingSelected(t *testing.T) {
+	g := NewWithT(t)
+	empty := work("a", 1, 1, metav1.ConditionTrue)
+	empty.Spec.Workload.Manifests = nil
+	empty.Status.Conditions = append(empty.Status.Conditions, metav1.Condition{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "R", ObservedGeneration: 1})
+	agg := Aggregate([]string{"a"}, []workv1alpha1.Work{empty}, false, nil)
+	g.Expect(agg.Condition.Reason).To(Equal(placementv1alpha1.ReasonNothingSelected))
+	g.Expect(agg.AvailableCondition.Reason).To(Equal(placementv1alpha1.ReasonNothingSelected))
+	g.Expect(Aggregate([]string{"a"}, []workv1alpha1.Work{work("a", 1, 1, metav1.ConditionTrue)}, false, nil).Condition.Reason).To(Equal(placementv1alpha1.ReasonApplied))
 }
 
 func TestAggregateListsProblemsFirstWhenCapped(t *testing.T) {
