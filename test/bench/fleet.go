@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,17 +159,23 @@ func (f *fleet) startSimulator() error {
 	return nil
 }
 
+// leaseForRun is how long a simulated cluster's one heartbeat keeps it
+// reachable: longer than any scenario.
+const leaseForRun = 3 * time.Hour
+
 // register adds clusters n..to-1 to the fleet, each with labels(i), simulated,
 // and waits until the hub manager has taken them in.
 func (f *fleet) register(ctx context.Context, to int, labels func(i int) map[string]string) error {
-	if err := f.addClusters(ctx, to, labels); err != nil {
+	if err := f.addClusters(ctx, to, labels, true); err != nil {
 		return err
 	}
 	return f.settled(ctx, to)
 }
 
-// addClusters adds clusters n..to-1 to the fleet, each with labels(i), simulated.
-func (f *fleet) addClusters(ctx context.Context, to int, labels func(i int) map[string]string) error {
+// addClusters adds clusters n..to-1 to the fleet, each with labels(i),
+// simulated; connected gives each a first heartbeat as its agent's, good for
+// the run (H1 starts real heartbeats instead).
+func (f *fleet) addClusters(ctx context.Context, to int, labels func(i int) map[string]string, connected bool) error {
 	from := f.clusters
 	err := parallel(to-from, 32, func(k int) error {
 		i := from + k
@@ -182,6 +190,21 @@ func (f *fleet) addClusters(ctx context.Context, to int, labels func(i int) map[
 			Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
 		}
 		if err := f.admin.Create(ctx, cp); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// A first heartbeat, as a connected agent's, good for the run: the hub
+		// chooses only clusters whose agent has connected.
+		if !connected {
+			f.sim.add(name)
+			return nil
+		}
+		if err := f.admin.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: placementv1alpha1.AgentLeaseName, Namespace: names.ClusterNamespace(name),
+				Labels:      map[string]string{placementv1alpha1.AgentLeaseLabel: "true"},
+				Annotations: map[string]string{placementv1alpha1.MemberReadyAnnotation: "true"}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](int32(leaseForRun.Seconds())),
+				RenewTime: &metav1.MicroTime{Time: time.Now()}},
+		}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 		f.sim.add(name)

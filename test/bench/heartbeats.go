@@ -51,7 +51,7 @@ func (f *fleet) heartbeats(ctx context.Context, bw float64, record func(*Result)
 	// a fleet's agents would while the hub takes the clusters in.
 	if err := f.addClusters(ctx, heartbeatClusters, func(int) map[string]string {
 		return map[string]string{"fleet": "edge"}
-	}); err != nil {
+	}, false); err != nil {
 		return err
 	}
 	say("H1: created in %s; starting %d heartbeats", time.Since(start).Round(time.Second), heartbeatClusters)
