@@ -3,6 +3,7 @@
 package render
 
 import (
+	"strings"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -242,16 +243,36 @@ var notByLabels = []string{"placement.lodestar.dev", "multicluster.x-k8s.io", "w
 // SelectableByLabels tells whether a selector without kind (labels alone) may
 // select objects of kind gk: not the kinds that are never placed (HubOnlyKind),
 // not Endpoints (each cluster makes its own for its Services), not Lodestar's own
-// kinds, and not Secrets, which are placed only by a selector that names their
-// kind.
+// kinds, and not Secrets or PersistentVolumeClaims, which are placed only by a
+// selector that names their kind: a claim stands for data, and the hub's
+// StatefulSet controller makes claims with the workload's labels.
 func SelectableByLabels(gk schema.GroupKind) bool {
 	switch {
 	case HubOnlyKind(gk) != "", slices.Contains(notByLabels, gk.Group):
 		return false
-	case gk.Group == "" && (gk.Kind == "Secret" || gk.Kind == "Endpoints"):
+	case gk.Group == "" && (gk.Kind == "Secret" || gk.Kind == "Endpoints" || gk.Kind == "PersistentVolumeClaim"):
 		return false
 	}
 	return true
+}
+
+// StatefulSetClaim names the StatefulSet of sets whose volumeClaimTemplates
+// generate a claim called claim (<template>-<statefulset>-<ordinal>), or "":
+// such a claim is the hub's StatefulSet controller's, and each member's makes
+// its own.
+func StatefulSetClaim(claim string, sets []unstructured.Unstructured) string {
+	for i := range sets {
+		templates, _, _ := unstructured.NestedSlice(sets[i].Object, "spec", "volumeClaimTemplates")
+		for _, t := range templates {
+			tm, _ := t.(map[string]any)
+			name, _, _ := unstructured.NestedString(tm, "metadata", "name")
+			prefix := name + "-" + sets[i].GetName() + "-"
+			if ordinal, ok := strings.CutPrefix(claim, prefix); ok && name != "" && ordinal != "" && strings.Trim(ordinal, "0123456789") == "" {
+				return sets[i].GetName()
+			}
+		}
+	}
+	return ""
 }
 
 // HubOwned says why obj belongs to the hub and is never placed, or "" when it may

@@ -261,3 +261,19 @@ func TestRevisionManifestsCompressed(t *testing.T) {
 	_, err = RevisionManifests(spec)
 	g.Expect(err).To(MatchError(ContainSubstring("reading the compressed manifests")))
 }
+
+func TestStatefulSetClaim(t *testing.T) {
+	sts := unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": map[string]any{"name": "db", "namespace": "shop"},
+		"spec": map[string]any{"volumeClaimTemplates": []any{
+			map[string]any{"metadata": map[string]any{"name": "data"}}, map[string]any{"metadata": map[string]any{"name": "logs"}},
+		}},
+	}}
+	for claim, want := range map[string]string{
+		"data-db-0": "db", "logs-db-12": "db", "data-db-": "", "data-db-x": "", "data-dbx-0": "", "uploads": "", "data-web-0": "",
+	} {
+		if got := StatefulSetClaim(claim, []unstructured.Unstructured{sts}); got != want {
+			t.Errorf("StatefulSetClaim(%q) = %q, want %q", claim, got, want)
+		}
+	}
+}

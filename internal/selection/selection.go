@@ -103,7 +103,43 @@ func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, 
 	if err != nil {
 		return Selected{}, err
 	}
+	if err := s.dropStatefulSetClaims(ctx, src); err != nil {
+		return Selected{}, err
+	}
 	return Selected{Objects: s.out, Refused: s.refused}, nil
+}
+
+// statefulSets is the kind whose claims are never placed.
+var statefulSets = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
+
+// dropStatefulSetClaims leaves out the selected claims that a StatefulSet of
+// their namespace generates from its volumeClaimTemplates
+// (render.StatefulSetClaim): on a hub that runs controllers they are the hub's,
+// with the StatefulSet's labels and no owner.
+func (s *selection) dropStatefulSetClaims(ctx context.Context, src Source) error {
+	sets := map[string][]unstructured.Unstructured{}
+	kept := s.out[:0]
+	for _, obj := range s.out {
+		if obj.GroupVersionKind().GroupKind() != (schema.GroupKind{Kind: "PersistentVolumeClaim"}) {
+			kept = append(kept, obj)
+			continue
+		}
+		ns := obj.GetNamespace()
+		if _, ok := sets[ns]; !ok {
+			items, err := src.List(ctx, statefulSets, ns, labels.Everything())
+			if err != nil {
+				return fmt.Errorf("listing StatefulSets in %s: %w", ns, err)
+			}
+			sets[ns] = items
+		}
+		if sts := render.StatefulSetClaim(obj.GetName(), sets[ns]); sts != "" {
+			ctrl.LoggerFrom(ctx).V(4).Info("Not placing a claim of a StatefulSet", "claim", klog.KObj(obj), "statefulSet", sts)
+			continue
+		}
+		kept = append(kept, obj)
+	}
+	s.out = kept
+	return nil
 }
 
 // selection gathers selected objects, each once, and the refused selectors.

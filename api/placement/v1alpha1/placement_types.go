@@ -80,7 +80,8 @@ type PlacementSpec struct {
 // belongs to the hub (Events, Pods, Leases, Endpoints, EndpointSlices,
 // ControllerRevisions, objects another object controls, the kube-root-ca.crt
 // ConfigMap, the default ServiceAccount, ServiceAccount tokens, and Lodestar's own
-// objects) and Secrets, which are placed only by a selector that names kind Secret.
+// objects), and Secrets and PersistentVolumeClaims, which are placed only by a
+// selector that names their kind (never the claims a StatefulSet generates).
 // +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.labelSelector))",message="name and labelSelector are mutually exclusive"
 // +kubebuilder:validation:XValidation:rule="has(self.kind) == has(self.version)",message="kind and version go together"
 // +kubebuilder:validation:XValidation:rule="has(self.kind) || (has(self.labelSelector) && !has(self.group))",message="a selector without kind selects by labelSelector alone (no group, version or name)"

@@ -1,0 +1,70 @@
+package integration
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+// The hub's own claims are never shipped: on a hub that runs controllers the
+// StatefulSet controller makes data-<statefulset>-<n> with the workload's labels
+// and no owner (made here as it makes them). A selector by labels places the
+// StatefulSet and neither claim; a selector naming kind PersistentVolumeClaim
+// places the standalone claim, not the StatefulSet's.
+func TestHubClaimsAreNeverShipped(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	labels := map[string]string{"app": "db"}
+	claim := func(name string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns, Labels: labels},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels}, ServiceName: "db",
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "postgres:17"}}}},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: claim("").Spec}}}}
+	for _, obj := range []client.Object{sts, claim("data-db-0"), claim("data-db-1"), claim("uploads")} {
+		g.Expect(hubCP.Client.Create(ctx, obj)).To(Succeed())
+	}
+
+	byLabels := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "by-labels", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member2}},
+		}}
+	byKind := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "claims", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "PersistentVolumeClaim", LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member2}},
+		}}
+	for _, p := range []*placementv1alpha1.Placement{byLabels, byKind} {
+		g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	}
+	member := members[member2].Client
+	g.Eventually(func(g Gomega) {
+		g.Expect(member.Get(ctx, client.ObjectKeyFromObject(sts), &appsv1.StatefulSet{})).To(Succeed())
+		g.Expect(member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "uploads"}, &corev1.PersistentVolumeClaim{})).To(Succeed())
+		for _, p := range []*placementv1alpha1.Placement{byLabels, byKind} {
+			w := workOf(g, p, member2)
+			g.Expect(w).NotTo(BeNil())
+			g.Expect(w.Spec.Workload.Manifests).To(HaveLen(1), "%s places one object", p.Name)
+		}
+	}).Should(Succeed())
+	for _, name := range []string{"data-db-0", "data-db-1"} {
+		err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.PersistentVolumeClaim{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the hub's claim %s stays on the hub: %v", name, err)
+	}
+}
