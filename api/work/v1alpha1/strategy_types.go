@@ -34,6 +34,21 @@ const (
 	DeletionOrphan DeletionPolicy = "Orphan"
 )
 
+// ClaimPolicy says what happens to the data of PersistentVolumeClaims a Work
+// places.
+// +kubebuilder:validation:Enum=Retain;Delete
+type ClaimPolicy string
+
+const (
+	// ClaimsRetain leaves placed claims on the member, released, when the Work
+	// (or their manifest) goes, whatever the deletion policy, and keeps the claims
+	// of a placed StatefulSet when it is deleted or scaled down.
+	ClaimsRetain ClaimPolicy = "Retain"
+	// ClaimsDelete treats claims like the other objects (deletionPolicy), and a
+	// StatefulSet's claims as its persistentVolumeClaimRetentionPolicy says.
+	ClaimsDelete ClaimPolicy = "Delete"
+)
+
 // IgnoreField names fields of placed objects that member-side controllers own, for
 // example an HPA's spec.replicas of a Deployment. The manifest's value is used
 // when the object is created; after that the member's value is kept: never
@@ -134,6 +149,16 @@ type ApplyStrategy struct {
 	// +optional
 	// +kubebuilder:default=Delete
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// claims is what happens to the data of PersistentVolumeClaims: Retain (the
+	// default) leaves a placed claim on the member, released, when the Work or
+	// its manifest goes (a claim stands for data), and makes a placed
+	// StatefulSet's persistentVolumeClaimRetentionPolicy Retain on the member;
+	// Delete treats claims like the other objects and leaves StatefulSets'
+	// retention policy as the manifest says.
+	// +optional
+	// +kubebuilder:default=Retain
+	Claims ClaimPolicy `json:"claims,omitempty"`
 }
 
 // Defaulted returns s with its defaults filled in.
@@ -149,6 +174,9 @@ func (s ApplyStrategy) Defaulted() ApplyStrategy {
 	}
 	if s.DeletionPolicy == "" {
 		s.DeletionPolicy = DeletionDelete
+	}
+	if s.Claims == "" {
+		s.Claims = ClaimsRetain
 	}
 	return s
 }
@@ -172,6 +200,7 @@ func (s ApplyStrategy) Validate() error {
 	check("takeover policy", string(s.Takeover), string(TakeoverNever), string(TakeoverIfNoDiff), string(TakeoverAlways))
 	check("drift policy", string(s.WhenDrifted), string(DriftCorrect), string(DriftReport))
 	check("deletion policy", string(s.DeletionPolicy), string(DeletionDelete), string(DeletionDeleteTakenOver), string(DeletionOrphan))
+	check("claim policy", string(s.Claims), string(ClaimsRetain), string(ClaimsDelete))
 	for i, f := range s.IgnoreFields {
 		if f.Kind == "" || len(f.Paths) == 0 {
 			errs = append(errs, fmt.Errorf("ignoreFields[%d]: kind and paths are required", i))

@@ -52,6 +52,11 @@ const HubLabel = "work.lodestar.dev/hub"
 // honours it: the Work is gone when it acts, and an Orphan Work's objects stay.
 const RecordedDeletionPolicyAnnotation = "work.lodestar.dev/deletion-policy"
 
+// RecordedClaimsAnnotation on an AppliedWork is "Delete" when its Work's claim
+// policy was Delete when last applied (absent: Retain, the default). The agent
+// and the missing-Work sweeper retain placed claims unless it says Delete.
+const RecordedClaimsAnnotation = "work.lodestar.dev/claims"
+
 // MaxManifestBytes bounds the manifests of one Work (their JSON, one byte apart).
 // etcd refuses objects over 1.5 MiB, and the agent adds the Work's status (up to
 // 64 KiB of feedback and the conditions of every manifest): a Work stays well

@@ -73,7 +73,8 @@ func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1al
 // DeleteTakenOver.
 func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy, waiting *waitingWorks) (*held, error) {
 	orphan := policy == lodestarworkv1alpha1.DeletionOrphan
-	release := orphan || rec.TakenOver && policy != lodestarworkv1alpha1.DeletionDeleteTakenOver
+	retained := isClaim(rec) && recordedClaims(applied) == lodestarworkv1alpha1.ClaimsRetain
+	release := orphan || retained || rec.TakenOver && policy != lodestarworkv1alpha1.DeletionDeleteTakenOver
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", rec.Kind, "object", klog.KRef(rec.Namespace, rec.Name))
 	ctx = ctrl.LoggerInto(ctx, log)
 	r.forgetWritten(recordKey(rec))
@@ -90,6 +91,8 @@ func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.App
 		switch {
 		case orphan:
 			log.Info("Orphaned an object: it stays on the member, released by the Work")
+		case retained:
+			log.Info("Retained a claim: it stays on the member with its data, released by the Work (claims: Retain)")
 		case release:
 			log.Info("Released an object the Work took over: it was on the member before, and stays")
 		default:
@@ -98,6 +101,11 @@ func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.App
 		return nil, nil
 	}
 	return r.passOrDelete(ctx, rec, obj, applied, waiting)
+}
+
+// isClaim tells whether a record is of a PersistentVolumeClaim.
+func isClaim(rec lodestarworkv1alpha1.AppliedResource) bool {
+	return rec.Group == "" && rec.Kind == "PersistentVolumeClaim"
 }
 
 // readRecorded reads a recorded object from the member, in a version the

@@ -137,11 +137,20 @@ func (r *Reconciler) writeRecords(ctx context.Context, applied *lodestarworkv1al
 
 // recordDeletionPolicy keeps the Work's deletion policy on its AppliedWork (absent
 // for the default, Delete), for the sweeper to honour once the Work is gone.
-func (r *Reconciler) recordDeletionPolicy(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy) error {
-	if recordedDeletionPolicy(applied) == policy {
+func (r *Reconciler) recordDeletionPolicy(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy, claims lodestarworkv1alpha1.ClaimPolicy) error {
+	deleteClaims := claims == lodestarworkv1alpha1.ClaimsDelete
+	if recordedDeletionPolicy(applied) == policy && (recordedClaims(applied) == lodestarworkv1alpha1.ClaimsDelete) == deleteClaims {
 		return nil
 	}
 	base := applied.DeepCopy()
+	if deleteClaims {
+		if applied.Annotations == nil {
+			applied.Annotations = map[string]string{}
+		}
+		applied.Annotations[lodestarworkv1alpha1.RecordedClaimsAnnotation] = string(claims)
+	} else {
+		delete(applied.Annotations, lodestarworkv1alpha1.RecordedClaimsAnnotation)
+	}
 	if policy != lodestarworkv1alpha1.DeletionDelete {
 		if applied.Annotations == nil {
 			applied.Annotations = map[string]string{}

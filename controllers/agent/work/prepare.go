@@ -131,6 +131,9 @@ func (r *Reconciler) prepare(ctx context.Context, res *result, raw []byte, p pla
 	if !r.underPolicy(res, gvk, obj) {
 		return manifest{}, false
 	}
+	if p.strategy.Claims != lodestarworkv1alpha1.ClaimsDelete {
+		retainClaims(gvk, obj)
+	}
 	if r.Watch != nil {
 		if err := r.Watch(gvk); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Watching placed objects on the member", "kind", gvk)
@@ -169,6 +172,25 @@ func (r *Reconciler) underPolicy(res *result, gvk schema.GroupVersionKind, obj *
 		obj.SetLabels(labels)
 	}
 	return true
+}
+
+// retainClaims makes a StatefulSet keep its claims on the member when it is
+// deleted or scaled down (claims: Retain): its persistentVolumeClaimRetentionPolicy
+// is Retain whatever the manifest says.
+func retainClaims(gvk schema.GroupVersionKind, obj *unstructured.Unstructured) {
+	if gvk.Group != "apps" || gvk.Kind != "StatefulSet" {
+		return
+	}
+	policy, found, _ := unstructured.NestedStringMap(obj.Object, "spec", "persistentVolumeClaimRetentionPolicy")
+	if !found {
+		return // Retain is Kubernetes' default.
+	}
+	for _, when := range []string{"whenDeleted", "whenScaled"} {
+		if policy[when] == "Delete" {
+			policy[when] = "Retain"
+		}
+	}
+	_ = unstructured.SetNestedStringMap(obj.Object, policy, "spec", "persistentVolumeClaimRetentionPolicy")
 }
 
 // strip removes what must not be sent with an apply.

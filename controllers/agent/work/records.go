@@ -67,6 +67,15 @@ func recordedDeletionPolicy(applied *lodestarworkv1alpha1.AppliedWork) lodestarw
 	return lodestarworkv1alpha1.DeletionDelete
 }
 
+// recordedClaims is the claim policy an AppliedWork records (Retain when it
+// records none).
+func recordedClaims(applied *lodestarworkv1alpha1.AppliedWork) lodestarworkv1alpha1.ClaimPolicy {
+	if applied.Annotations[lodestarworkv1alpha1.RecordedClaimsAnnotation] == string(lodestarworkv1alpha1.ClaimsDelete) {
+		return lodestarworkv1alpha1.ClaimsDelete
+	}
+	return lodestarworkv1alpha1.ClaimsRetain
+}
+
 // workFor names the Work of an AppliedWork of the agent's hub namespace; false for
 // another namespace's.
 func (r *Reconciler) workFor(ctx context.Context, workNamespace, appliedName string) (string, bool) {

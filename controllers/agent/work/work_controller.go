@@ -141,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.recordDeletionPolicy(ctx, applied, p.deletionPolicy(work)); err != nil {
+	if err := r.recordDeletionPolicy(ctx, applied, p.deletionPolicy(work), p.strategy.Claims); err != nil {
 		return ctrl.Result{}, err
 	}
 
