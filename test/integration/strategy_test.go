@@ -34,7 +34,7 @@ func TestCreateOnlyFromPlacement(t *testing.T) {
 	eventuallyManifest(t, w, 0, metav1.ConditionTrue, "")
 	g.Expect(memberConfigMap(t, member1, ns, "web-config").Data).To(HaveKeyWithValue("greeting", "hello"))
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
-	g.Expect(w.Annotations).To(HaveKeyWithValue(lodestarworkv1alpha1.ApplyStrategyAnnotation, `{"type":"CreateOnly","takeover":"Never","whenDrifted":"Correct","deletionPolicy":"Delete"}`))
+	g.Expect(w.Annotations).To(HaveKeyWithValue(lodestarworkv1alpha1.ApplyStrategyAnnotation, `{"type":"CreateOnly","takeover":"Never","whenDrifted":"Correct","deletionPolicy":"Delete","claims":"Retain"}`))
 
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 	cm.Data["greeting"] = "changed on the hub"

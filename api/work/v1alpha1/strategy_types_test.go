@@ -11,12 +11,13 @@ func TestApplyStrategyValidate(t *testing.T) {
 		want string // a part of the error; empty for none
 	}{
 		"the defaults": {s: ApplyStrategy{}.Defaulted()},
-		"every policy": {s: ApplyStrategy{Type: ApplyReportOnly, Takeover: TakeoverIfNoDiff, WhenDrifted: DriftReport, DeletionPolicy: DeletionDeleteTakenOver,
+		"every policy": {s: ApplyStrategy{Type: ApplyReportOnly, Takeover: TakeoverIfNoDiff, WhenDrifted: DriftReport, DeletionPolicy: DeletionDeleteTakenOver, Claims: ClaimsDelete,
 			IgnoreFields: []IgnoreField{{Kind: "Deployment", Paths: []string{"/spec/replicas", "/metadata/annotations/example.com~1rev"}}}}},
 		"an unknown type":             {s: ApplyStrategy{Type: "Replace"}.Defaulted(), want: `unknown apply strategy type "Replace"`},
 		"an unknown takeover":         {s: ApplyStrategy{Takeover: "Sometimes"}.Defaulted(), want: `unknown takeover policy "Sometimes"`},
 		"an unknown drift policy":     {s: ApplyStrategy{WhenDrifted: "Ignore"}.Defaulted(), want: `unknown drift policy "Ignore"`},
 		"an unknown deletion policy":  {s: ApplyStrategy{DeletionPolicy: "Keep"}.Defaulted(), want: `unknown deletion policy "Keep"`},
+		"an unknown claim policy":     {s: ApplyStrategy{Claims: "Snapshot"}.Defaulted(), want: `unknown claim policy "Snapshot"`},
 		"not defaulted":               {s: ApplyStrategy{}, want: `unknown apply strategy type ""`},
 		"a path without a slash":      {s: ApplyStrategy{IgnoreFields: []IgnoreField{{Kind: "Deployment", Paths: []string{"spec.replicas"}}}}.Defaulted(), want: "must start with /"},
 		"an empty key":                {s: ApplyStrategy{IgnoreFields: []IgnoreField{{Kind: "Deployment", Paths: []string{"/spec//replicas"}}}}.Defaulted(), want: "empty key"},
