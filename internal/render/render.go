@@ -3,12 +3,12 @@
 package render
 
 import (
-	"strings"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
