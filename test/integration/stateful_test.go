@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,6 +144,13 @@ func TestClaimsAreRetainedByDefault(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred(), "the claim and its data stay on the member")
 			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
 			g.Expect(got.OwnerReferences).To(BeEmpty(), "released by the Work")
+			g.Eventually(func(g Gomega) {
+				events := &eventsv1.EventList{}
+				g.Expect(hubCP.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+				g.Expect(events.Items).To(ContainElement(And(
+					HaveField("Reason", placementv1alpha1.ReasonClaimsRetained), HaveField("Regarding.Name", p.Name),
+					HaveField("Note", ContainSubstring("cluster member-2 keeps the claims "+ns+"/uploads with their data")))))
+			}).Should(Succeed())
 		})
 	}
 }

@@ -178,6 +178,10 @@ const (
 	// ReasonRolloutComplete: every selected cluster is Available at the target
 	// revision and no cluster the Placement left still has its objects.
 	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonClaimsRetained (event): a cluster the Placement left, or all of them
+	// when it is deleted, keeps the placed PersistentVolumeClaims with their data
+	// (applyStrategy.claims: Retain); the event names them.
+	ReasonClaimsRetained = "ClaimsRetained"
 	// ReasonNothingSelected (Applied, Available): the Works of the selected
 	// clusters carry no object, because the resource selectors select none.
 	ReasonNothingSelected = "NothingSelected"

@@ -132,6 +132,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 		if err := r.deleteWork(ctx, &remaining[i]); err != nil {
 			return err
 		}
+		r.noteRetainedClaims(placement, &remaining[i])
 	}
 	if len(remaining) > 0 {
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonDeleting, "waiting for %d Works to be removed from their clusters", len(remaining))

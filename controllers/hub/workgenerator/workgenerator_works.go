@@ -214,6 +214,7 @@ func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
 			if err := r.deleteWork(ctx, w); err != nil {
 				return err
 			}
+			r.noteRetainedClaims(s.placement, w)
 		}
 		if forced {
 			r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonProgressDeadlineExceeded, "Remove",

@@ -2,15 +2,21 @@ package workgenerator
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/reflection"
 	"github.com/lodestar-dev/lodestar/internal/render"
@@ -57,4 +63,44 @@ func (r *Reconciler) releaseReflected(ctx context.Context, placement *placementv
 		}
 	}
 	return nil
+}
+
+// noteRetainedClaims records, when a Work of a cluster the Placement leaves (or
+// of a Placement being deleted) goes, which of its claims the cluster keeps with
+// their data (applyStrategy.claims: Retain, the default): a Normal event
+// ClaimsRetained on the Placement, once per Work deletion.
+func (r *Reconciler) noteRetainedClaims(placement *placementv1alpha1.Placement, w *workv1alpha1.Work) {
+	if !w.DeletionTimestamp.IsZero() {
+		return // noted when it was deleted
+	}
+	var strategy lodestarworkv1alpha1.ApplyStrategy
+	if a := w.Annotations[lodestarworkv1alpha1.ApplyStrategyAnnotation]; a != "" {
+		if err := json.Unmarshal([]byte(a), &strategy); err != nil {
+			return
+		}
+	}
+	if strategy.Claims == lodestarworkv1alpha1.ClaimsDelete {
+		return
+	}
+	var claims []string
+	for _, m := range w.Spec.Workload.Manifests {
+		var obj struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(m.Raw, &obj) == nil && obj.APIVersion == "v1" && obj.Kind == "PersistentVolumeClaim" {
+			claims = append(claims, obj.Metadata.Namespace+"/"+obj.Metadata.Name)
+		}
+	}
+	if len(claims) == 0 {
+		return
+	}
+	cluster, _ := names.ClusterFromNamespace(w.Namespace)
+	r.Recorder.Eventf(placement, nil, corev1.EventTypeNormal, placementv1alpha1.ReasonClaimsRetained, "Remove",
+		"cluster %s keeps the claims %s with their data (applyStrategy.claims: Retain); delete them there when they are no longer needed",
+		cluster, message.List(claims, 10, ", "))
 }
