@@ -8,8 +8,11 @@ package clusterworks
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,4 +137,43 @@ func allParts(parts []*workv1alpha1.Work, of func(*workv1alpha1.Work) metav1.Con
 		}
 	}
 	return out
+}
+
+// ManifestIDs are the identities of a Work's manifests, by ordinal; a manifest
+// that does not decode has an empty one, which no report matches.
+func ManifestIDs(w *workv1alpha1.Work) []workv1alpha1.ResourceIdentifier {
+	ids := make([]workv1alpha1.ResourceIdentifier, len(w.Spec.Workload.Manifests))
+	for i, m := range w.Spec.Workload.Manifests {
+		var obj struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(m.Raw, &obj) != nil || obj.Kind == "" {
+			continue
+		}
+		group, version, found := strings.Cut(obj.APIVersion, "/")
+		if !found {
+			group, version = "", obj.APIVersion
+		}
+		ids[i] = workv1alpha1.ResourceIdentifier{Ordinal: i, Group: group, Version: version, Kind: obj.Kind,
+			Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name}
+	}
+	return ids
+}
+
+// Strategy is the apply strategy a Work carries
+// (lodestarworkv1alpha1.ApplyStrategyAnnotation), its defaults filled in; the
+// defaults when it carries none.
+func Strategy(w *workv1alpha1.Work) (lodestarworkv1alpha1.ApplyStrategy, error) {
+	var s lodestarworkv1alpha1.ApplyStrategy
+	if a, ok := w.Annotations[lodestarworkv1alpha1.ApplyStrategyAnnotation]; ok {
+		if err := json.Unmarshal([]byte(a), &s); err != nil {
+			return s, fmt.Errorf("annotation %s is not an apply strategy: %w", lodestarworkv1alpha1.ApplyStrategyAnnotation, err)
+		}
+	}
+	return s.Defaulted(), nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/lodestar-dev/lodestar/config"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
 // AgentServiceAccount is the name of each agent's ServiceAccount in its cluster's
@@ -102,7 +103,7 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 		// A new cluster: undone if the join fails.
 		defer func() {
 			if err != nil {
-				err = errors.Join(err, undoJoin(context.WithoutCancel(ctx), c, opts, ns))
+				err = errors.Join(err, undoJoin(context.WithoutCancel(ctx), c, opts))
 			}
 		}()
 	case getErr != nil:
@@ -155,40 +156,47 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 }
 
 // undoJoin removes what a failed join of a new cluster made: its ClusterProfile
-// (with the cleanup finalizer, which no Work needs yet), the agent's Roles and
-// bindings, and the cluster's namespace when join made it.
-func undoJoin(ctx context.Context, c client.Client, opts JoinOptions, ns string) error {
+// (with the cleanup finalizer, which no Work needs yet) and its hub side
+// (RemoveHubSide).
+func undoJoin(ctx context.Context, c client.Client, opts JoinOptions) error {
 	var errs []error
 	profile := &cpv1alpha1.ClusterProfile{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: opts.ClusterSet, Name: opts.Name}, profile); err == nil {
-		errs = append(errs, patchRemoveFinalizer(ctx, c, profile), client.IgnoreNotFound(c.Delete(ctx, profile)))
+		errs = append(errs, patch.SetFinalizer(ctx, c, profile, placementv1alpha1.ClusterCleanupFinalizer, false), client.IgnoreNotFound(c.Delete(ctx, profile)))
 	} else if !apierrors.IsNotFound(err) {
 		errs = append(errs, err)
 	}
-	owned := []client.Object{
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ProfileRoleName(opts.Name), Namespace: opts.ClusterSet}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: ProfileRoleName(opts.Name), Namespace: opts.ClusterSet}},
-	}
-	namespace := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: ns}, namespace); err == nil && namespace.Labels[placementv1alpha1.ReservedNamespaceLabel] == placementv1alpha1.ReservedForCluster {
-		owned = append(owned, namespace)
-	}
-	for _, obj := range owned {
-		errs = append(errs, client.IgnoreNotFound(c.Delete(ctx, obj)))
-	}
-	if err := errors.Join(errs...); err != nil {
+	_, err := RemoveHubSide(ctx, c, opts.ClusterSet, opts.Name)
+	if err := errors.Join(append(errs, err)...); err != nil {
 		return fmt.Errorf("undoing the failed join of %s (remove it with kubectl lodestar unjoin %s): %w", opts.Name, opts.Name, err)
 	}
 	return nil
 }
 
-// patchRemoveFinalizer takes the cleanup finalizer off a profile.
-func patchRemoveFinalizer(ctx context.Context, c client.Client, profile *cpv1alpha1.ClusterProfile) error {
-	base := profile.DeepCopy()
-	if !controllerutil.RemoveFinalizer(profile, placementv1alpha1.ClusterCleanupFinalizer) {
-		return nil
+// RemoveHubSide deletes a cluster's hub side that join made: the agent's Role
+// and RoleBinding in the cluster set, and the cluster's namespace (with the
+// agent's identity, Lease and tokens) when it carries join's mark. A namespace
+// of that name without the mark is someone else's and stays: kept says so.
+func RemoveHubSide(ctx context.Context, c client.Client, clusterSet, cluster string) (kept bool, err error) {
+	owned := []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ProfileRoleName(cluster), Namespace: clusterSet}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: ProfileRoleName(cluster), Namespace: clusterSet}},
 	}
-	return client.IgnoreNotFound(c.Patch(ctx, profile, client.MergeFrom(base)))
+	namespace := &corev1.Namespace{}
+	switch err := c.Get(ctx, client.ObjectKey{Name: names.ClusterNamespace(cluster)}, namespace); {
+	case err == nil && namespace.Labels[placementv1alpha1.ReservedNamespaceLabel] == placementv1alpha1.ReservedForCluster:
+		owned = append(owned, namespace)
+	case err == nil:
+		kept = true
+	case !apierrors.IsNotFound(err):
+		return false, err
+	}
+	for _, obj := range owned {
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return kept, fmt.Errorf("deleting %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+		}
+	}
+	return kept, nil
 }
 
 // checkFree refuses a join whose name belongs to another cluster: a ClusterProfile

@@ -9,6 +9,7 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/diff"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 )
@@ -61,12 +62,10 @@ func (p plan) deletionPolicy(work *workv1alpha1.Work) lodestarworkv1alpha1.Delet
 // is an error: not knowing how to write, the agent writes nothing.
 func planFor(work *workv1alpha1.Work) (plan, error) {
 	p := plan{crds: map[schema.GroupKind]string{}}
-	if s, ok := work.Annotations[lodestarworkv1alpha1.ApplyStrategyAnnotation]; ok {
-		if err := json.Unmarshal([]byte(s), &p.strategy); err != nil {
-			return p, fmt.Errorf("annotation %s is not an apply strategy: %w", lodestarworkv1alpha1.ApplyStrategyAnnotation, err)
-		}
+	var err error
+	if p.strategy, err = clusterworks.Strategy(work); err != nil {
+		return p, err
 	}
-	p.strategy = p.strategy.Defaulted()
 	if err := p.strategy.Validate(); err != nil {
 		return p, err
 	}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -114,24 +112,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 
-	owned := []client.Object{
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: fleet.ProfileRoleName(profile.Name), Namespace: profile.Namespace}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: fleet.ProfileRoleName(profile.Name), Namespace: profile.Namespace}},
-	}
 	// The cluster's namespace goes only when Lodestar made it (join marks it).
-	namespace := &corev1.Namespace{}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace); {
-	case err == nil && namespace.Labels[placementv1alpha1.ReservedNamespaceLabel] == placementv1alpha1.ReservedForCluster:
-		owned = append(owned, namespace)
-	case err == nil:
-		log.Info("Left a namespace Lodestar did not make", "namespace", ns)
-	case !apierrors.IsNotFound(err):
+	kept, err := fleet.RemoveHubSide(ctx, r.Client, profile.Namespace, profile.Name)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	for _, obj := range owned {
-		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
-		}
+	if kept {
+		log.Info("Left a namespace Lodestar did not make", "namespace", ns)
 	}
 	log.Info("Removed a deleted cluster's hub side", "namespace", ns)
 	return ctrl.Result{}, patch.SetFinalizer(ctx, r.Client, profile, placementv1alpha1.ClusterCleanupFinalizer, false)

@@ -74,84 +74,111 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool, o
 	for cluster, parts := range clusterworks.ByCluster(works) {
 		byCluster[cluster] = clusterStatus(cluster, parts)
 	}
-	for _, c := range decided {
-		if why, ok := overrideFailed[c]; ok {
-			cs := byCluster[c]
-			cs.Name, cs.Applied = c, metav1.ConditionFalse
-			if cs.Work == "" {
-				cs.Available = metav1.ConditionFalse
-			}
-			cs.Reason = placementv1alpha1.ReasonOverrideFailed
-			cs.Message = message.Truncate("the overrides fail on this cluster, which keeps what its Work held: "+why, maxAgentMessage)
-			byCluster[c] = cs
+	markOverrideFailed(byCluster, decided, overrideFailed)
+	t := agg.tally(decided, byCluster)
+	agg.Clusters, agg.Unlisted = listed(byCluster)
+	agg.unavailable = t.unavailable
+	agg.Drifted = int32(len(t.drifted))
+	if reportsDrift {
+		c := condition(placementv1alpha1.DriftedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonNoDrift, "no cluster reports a placed object changed on the member")
+		if len(t.drifted) > 0 {
+			c = condition(placementv1alpha1.DriftedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonDriftDetected,
+				"%d of %d clusters report placed objects changed on the member and left so: %s", len(t.drifted), len(decided), sample(t.drifted))
 		}
+		agg.DriftCondition = &c
 	}
+	empty := nothingPlaced(works)
+	agg.Condition = agg.appliedCondition(len(decided), t, empty, len(overrideFailed) > 0, byCluster)
+	agg.AvailableCondition = agg.availableCondition(len(decided), t, empty)
+	return agg
+}
 
-	var failed, pending, unavailable, drifted []string
+// markOverrideFailed lists the decided clusters whose overrides fail as not
+// applied, with why, whether or not they have a Work.
+func markOverrideFailed(byCluster map[string]placementv1alpha1.ClusterStatus, decided []string, overrideFailed map[string]string) {
+	for _, c := range decided {
+		why, ok := overrideFailed[c]
+		if !ok {
+			continue
+		}
+		cs := byCluster[c]
+		cs.Name, cs.Applied = c, metav1.ConditionFalse
+		if cs.Work == "" {
+			cs.Available = metav1.ConditionFalse
+		}
+		cs.Reason = placementv1alpha1.ReasonOverrideFailed
+		cs.Message = message.Truncate("the overrides fail on this cluster, which keeps what its Work held: "+why, maxAgentMessage)
+		byCluster[c] = cs
+	}
+}
+
+// tally is how the decided clusters stand, each list sorted.
+type tally struct{ failed, pending, unavailable, drifted []string }
+
+// tally counts the decided clusters applied and available into agg and lists
+// the others.
+func (agg *Aggregation) tally(decided []string, byCluster map[string]placementv1alpha1.ClusterStatus) tally {
+	var t tally
 	for _, c := range decided {
 		cs, ok := byCluster[c]
 		if ok && cs.Drift != "" {
-			drifted = append(drifted, c)
+			t.drifted = append(t.drifted, c)
 		}
 		if ok && cs.Available == metav1.ConditionTrue {
 			agg.Available++
 		} else {
-			unavailable = append(unavailable, c)
+			t.unavailable = append(t.unavailable, c)
 		}
 		switch {
 		case !ok:
-			pending = append(pending, c)
+			t.pending = append(t.pending, c)
 		case cs.Applied == metav1.ConditionTrue:
 			agg.Applied++
 		case cs.Applied == metav1.ConditionFalse:
-			failed = append(failed, c)
+			t.failed = append(t.failed, c)
 		default:
-			pending = append(pending, c)
+			t.pending = append(t.pending, c)
 		}
 	}
-	agg.Clusters, agg.Unlisted = listed(byCluster)
-	failed = slices.Sorted(slices.Values(failed))
-	agg.unavailable = slices.Sorted(slices.Values(unavailable))
-	agg.Drifted = int32(len(drifted))
-	if reportsDrift {
-		c := condition(placementv1alpha1.DriftedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonNoDrift, "no cluster reports a placed object changed on the member")
-		if len(drifted) > 0 {
-			c = condition(placementv1alpha1.DriftedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonDriftDetected,
-				"%d of %d clusters report placed objects changed on the member and left so: %s", len(drifted), len(decided), sample(drifted))
-		}
-		agg.DriftCondition = &c
-	}
+	t.failed = slices.Sorted(slices.Values(t.failed))
+	t.unavailable = slices.Sorted(slices.Values(t.unavailable))
+	return t
+}
 
-	applied, available := placementv1alpha1.AppliedCondition, placementv1alpha1.AvailableCondition
+// appliedCondition is the Applied condition of a tally over decided clusters.
+func (agg *Aggregation) appliedCondition(decided int, t tally, empty, overridesFail bool, byCluster map[string]placementv1alpha1.ClusterStatus) metav1.Condition {
+	applied := placementv1alpha1.AppliedCondition
 	switch {
-	case len(decided) == 0:
-		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters, "no cluster is selected")
-	case len(failed) > 0 && len(overrideFailed) > 0:
-		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonOverrideFailed,
-			"%d of %d clusters cannot apply the revision: %s", len(failed), len(decided), failures(failed, byCluster))
-	case len(failed) > 0:
-		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonApplyFailed,
-			"%d of %d clusters failed to apply: %s", len(failed), len(decided), sample(failed))
-	case len(pending) > 0:
-		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonApplyPending,
-			"%d of %d clusters applied; waiting for %s", agg.Applied, len(decided), sample(pending))
-	case nothingPlaced(works):
-		agg.Condition = condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonNothingSelected, "%s", nothingSelected)
-	default:
-		agg.Condition = condition(applied, metav1.ConditionTrue, placementv1alpha1.ReasonApplied, "applied on all %d clusters", len(decided))
+	case decided == 0:
+		return condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters, "no cluster is selected")
+	case len(t.failed) > 0 && overridesFail:
+		return condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonOverrideFailed,
+			"%d of %d clusters cannot apply the revision: %s", len(t.failed), decided, failures(t.failed, byCluster))
+	case len(t.failed) > 0:
+		return condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonApplyFailed,
+			"%d of %d clusters failed to apply: %s", len(t.failed), decided, sample(t.failed))
+	case len(t.pending) > 0:
+		return condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonApplyPending,
+			"%d of %d clusters applied; waiting for %s", agg.Applied, decided, sample(t.pending))
+	case empty:
+		return condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonNothingSelected, "%s", nothingSelected)
 	}
+	return condition(applied, metav1.ConditionTrue, placementv1alpha1.ReasonApplied, "applied on all %d clusters", decided)
+}
+
+// availableCondition is the Available condition of a tally over decided clusters.
+func (agg *Aggregation) availableCondition(decided int, t tally, empty bool) metav1.Condition {
+	available := placementv1alpha1.AvailableCondition
 	switch {
-	case len(decided) == 0:
-		agg.AvailableCondition = condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters, "no cluster is selected")
-	case len(unavailable) > 0:
-		agg.AvailableCondition = condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNotAvailable,
-			"%d of %d clusters available; not yet: %s", agg.Available, len(decided), sample(unavailable))
-	case nothingPlaced(works):
-		agg.AvailableCondition = condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNothingSelected, "%s", nothingSelected)
-	default:
-		agg.AvailableCondition = condition(available, metav1.ConditionTrue, placementv1alpha1.ReasonAvailable, "available on all %d clusters", len(decided))
+	case decided == 0:
+		return condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters, "no cluster is selected")
+	case len(t.unavailable) > 0:
+		return condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNotAvailable,
+			"%d of %d clusters available; not yet: %s", agg.Available, decided, sample(t.unavailable))
+	case empty:
+		return condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNothingSelected, "%s", nothingSelected)
 	}
-	return agg
+	return condition(available, metav1.ConditionTrue, placementv1alpha1.ReasonAvailable, "available on all %d clusters", decided)
 }
 
 // nothingSelected is the Applied and Available message of a Placement that

@@ -67,32 +67,6 @@ var manifestPrefix = regexp.MustCompile(`^manifest \d+ \([^)]*\): `)
 // beyond it).
 const maxFeedbackRead = 64 << 10
 
-// manifestIDs are the identities of a Work's manifests, by ordinal; a manifest
-// that does not decode has an empty one, which no report matches.
-func manifestIDs(w *workv1alpha1.Work) []workv1alpha1.ResourceIdentifier {
-	ids := make([]workv1alpha1.ResourceIdentifier, len(w.Spec.Workload.Manifests))
-	for i, m := range w.Spec.Workload.Manifests {
-		var obj struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(m.Raw, &obj) != nil || obj.Kind == "" {
-			continue
-		}
-		group, version, found := strings.Cut(obj.APIVersion, "/")
-		if !found {
-			group, version = "", obj.APIVersion
-		}
-		ids[i] = workv1alpha1.ResourceIdentifier{Ordinal: i, Group: group, Version: version, Kind: obj.Kind,
-			Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name}
-	}
-	return ids
-}
-
 // reports is the report of the manifest at its ordinal: the agent's identifier
 // names the Work's manifest there (a cluster-scoped object's without the
 // namespace the manifest may carry).
@@ -108,7 +82,7 @@ func reports(id, manifest workv1alpha1.ResourceIdentifier) bool {
 func viewOf(w *workv1alpha1.Work, ids []workv1alpha1.ResourceIdentifier) *view {
 	cluster, _ := names.ClusterFromNamespace(w.Namespace)
 	if ids == nil {
-		ids = manifestIDs(w)
+		ids = clusterworks.ManifestIDs(w)
 	}
 	v := &view{rv: w.ResourceVersion, cluster: cluster, part: clusterworks.Part(w), generation: w.Generation, ids: ids,
 		objects: make([]objectView, 0, min(len(w.Status.ManifestConditions), len(ids)))}

@@ -2,7 +2,6 @@ package workgenerator
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +14,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
@@ -73,27 +73,13 @@ func (r *Reconciler) noteRetainedClaims(placement *placementv1alpha1.Placement, 
 	if !w.DeletionTimestamp.IsZero() {
 		return // noted when it was deleted
 	}
-	var strategy lodestarworkv1alpha1.ApplyStrategy
-	if a := w.Annotations[lodestarworkv1alpha1.ApplyStrategyAnnotation]; a != "" {
-		if err := json.Unmarshal([]byte(a), &strategy); err != nil {
-			return
-		}
-	}
-	if strategy.Claims == lodestarworkv1alpha1.ClaimsDelete {
+	if strategy, err := clusterworks.Strategy(w); err != nil || strategy.Claims == lodestarworkv1alpha1.ClaimsDelete {
 		return
 	}
 	var claims []string
-	for _, m := range w.Spec.Workload.Manifests {
-		var obj struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(m.Raw, &obj) == nil && obj.APIVersion == "v1" && obj.Kind == "PersistentVolumeClaim" {
-			claims = append(claims, obj.Metadata.Namespace+"/"+obj.Metadata.Name)
+	for _, id := range clusterworks.ManifestIDs(w) {
+		if id.Group == "" && id.Kind == "PersistentVolumeClaim" {
+			claims = append(claims, id.Namespace+"/"+id.Name)
 		}
 	}
 	if len(claims) == 0 {
