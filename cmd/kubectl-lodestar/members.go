@@ -112,8 +112,11 @@ var cordonVerbs = map[string]struct{ short, long, example, done string }{
 	"drain": {
 		short: "Move what runs on the cluster elsewhere, make-before-break (taint NoExecute)",
 		long: "Drain a cluster: it gets the NoExecute taint " + placementv1alpha1.DrainTaintKey + ". Each Placement that chose it\n" +
-			"chooses another cluster, and leaves this one once the replacement is Available.",
-		example: "  kubectl lodestar drain edge-12\n  kubectl lodestar get clusters   # TAINTS shows the drain",
+			"chooses another cluster, and leaves this one once the replacement is Available.\n\n" +
+			"A copy whose claims on the cluster are bound and ReadWriteOnce stays (spec.strategy.stateful: Hold):\n" +
+			"moving it would leave its data behind. The drain lists those Placements; with --include-stateful\n" +
+			"they move too, to new, empty claims, and the cluster keeps the old claims and their data.",
+		example: "  kubectl lodestar drain edge-12\n  kubectl lodestar drain edge-12 --include-stateful\n  kubectl lodestar get clusters   # TAINTS shows the drain",
 		done:    "cluster %s draining: Placements move to other clusters; each leaves %s once its replacement is available\n",
 	},
 	"uncordon": {
@@ -143,26 +146,50 @@ func (o *options) clusterVerb(use, short, long, example string, do func(cmd *cob
 // newCordonCommand is `kubectl lodestar cordon|drain|uncordon <cluster>`.
 func newCordonCommand(o *options, verb string) *cobra.Command {
 	text := cordonVerbs[verb]
-	return o.clusterVerb(verb, text.short, text.long, text.example, func(cmd *cobra.Command, c client.Client, name string) error {
+	var includeStateful bool
+	cmd := o.clusterVerb(verb, text.short, text.long, text.example, func(cmd *cobra.Command, c client.Client, name string) error {
 		var err error
 		switch verb {
 		case "cordon":
 			err = fleet.Cordon(cmd.Context(), c, o.clusterSet, name)
 		case "drain":
-			err = fleet.Drain(cmd.Context(), c, o.clusterSet, name, time.Now())
+			err = fleet.Drain(cmd.Context(), c, o.clusterSet, name, time.Now(), includeStateful)
 		default:
 			err = fleet.Uncordon(cmd.Context(), c, o.clusterSet, name)
 		}
 		if err != nil {
 			return err
 		}
-		if verb == "drain" {
-			fmt.Fprintf(o.Out, text.done, name, name)
-		} else {
+		if verb != "drain" {
 			fmt.Fprintf(o.Out, text.done, name)
+			return nil
 		}
-		return nil
+		fmt.Fprintf(o.Out, text.done, name, name)
+		return o.printHeld(cmd, c, name, includeStateful)
 	})
+	if verb == "drain" {
+		cmd.Flags().BoolVar(&includeStateful, "include-stateful", false,
+			"Move copies held by their claims (bound ReadWriteOnce) too, to new, empty claims; the cluster keeps the old claims and their data.")
+	}
+	return cmd
+}
+
+// printHeld lists the Placements whose copies on a drained cluster their claims
+// hold there.
+func (o *options) printHeld(cmd *cobra.Command, c client.Client, cluster string, included bool) error {
+	held, err := fleet.HeldOn(cmd.Context(), c, cluster)
+	if err != nil || len(held) == 0 {
+		return err
+	}
+	if included {
+		fmt.Fprintf(o.Out, "%d Placements move with their claims left behind on %s (--include-stateful); their new claims are empty:\n", len(held), cluster)
+	} else {
+		fmt.Fprintf(o.Out, "%d Placements stay on %s, held by their claims (spec.strategy.stateful: Hold); drain again with --include-stateful to move them to new, empty claims:\n", len(held), cluster)
+	}
+	for _, h := range held {
+		fmt.Fprintf(o.Out, "  %s/%s: %s\n", h.Namespace, h.Placement, h.Why)
+	}
+	return nil
 }
 
 // newTaintCommand is `kubectl lodestar taint <cluster> key[=value]:Effect|key[:Effect]- ...`.

@@ -117,6 +117,7 @@ func printStatus(out io.Writer, r statusReport) {
 			fmt.Fprintf(w, "%s\t(%d more objects)\t\t\n", cs.Name, n)
 		}
 	}
+	printClaims(w, r.Clusters)
 	if len(r.Summaries) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "SUMMARY\tVALUE\tCOUNT\tSTALE\tGROUPS\tMESSAGE")
@@ -129,4 +130,33 @@ func printStatus(out io.Writer, r statusReport) {
 		}
 	}
 	_ = w.Flush()
+}
+
+// printClaims prints the claims of the clusters, when there are any: phase,
+// class, modes, sizes, whether deleting loses the data, whether it holds a
+// move, and why it is not Bound.
+func printClaims(w io.Writer, clusters []placementv1alpha1.ClusterStatus) {
+	header := false
+	for _, cs := range clusters {
+		for _, c := range cs.Claims {
+			if !header {
+				fmt.Fprintln(w)
+				fmt.Fprintln(w, "CLUSTER\tCLAIM\tWORKLOAD\tPHASE\tCLASS\tMODES\tREQUESTED\tCAPACITY\tRECLAIM\tHOLDS\tWHY NOT BOUND")
+				header = true
+			}
+			reclaim := "Retain"
+			if c.ReclaimDelete {
+				reclaim = "Delete"
+			}
+			if c.Phase != "Bound" {
+				reclaim = "-"
+			}
+			holds := "-"
+			if c.Holds {
+				holds = "yes"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cs.Name, c.Name, c.Workload, c.Phase, orDefault(c.StorageClass, "(default)"),
+				strings.Join(c.AccessModes, ","), orDefault(c.Requested, "-"), orDefault(c.Capacity, "-"), reclaim, holds, orDefault(c.Reason, "-"))
+		}
+	}
 }

@@ -4,14 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/claims"
+	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
@@ -29,14 +36,70 @@ func Cordon(ctx context.Context, c client.Client, clusterSet, name string) error
 // Drain taints the cluster NoExecute: Placements that do not tolerate it move
 // away. The scheduler keeps the cluster chosen until the clusters chosen in its
 // place report the Placement's objects available (make-before-break); a Placement
-// that no other cluster can satisfy leaves it at once.
-func Drain(ctx context.Context, c client.Client, clusterSet, name string, now time.Time) error {
+// that no other cluster can satisfy leaves it at once. A copy held there by its
+// claims (spec.strategy.stateful: Hold) stays, unless includeStateful: then the
+// taint's value is DrainStatefulValue and such copies move too, to new, empty
+// claims. Draining a drained cluster only adds includeStateful.
+func Drain(ctx context.Context, c client.Client, clusterSet, name string, now time.Time, includeStateful bool) error {
 	return editTaints(ctx, c, clusterSet, name, func(taints []placementv1alpha1.Taint) []placementv1alpha1.Taint {
-		if slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == placementv1alpha1.DrainTaintKey }) {
-			return taints
+		drain := placementv1alpha1.Taint{Key: placementv1alpha1.DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute, TimeAdded: now.UTC().Format(time.RFC3339)}
+		if i := slices.IndexFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == placementv1alpha1.DrainTaintKey }); i >= 0 {
+			if !includeStateful {
+				return taints
+			}
+			drain.TimeAdded = taints[i].TimeAdded
+			taints = slices.Delete(taints, i, i+1)
 		}
-		return append(taints, placementv1alpha1.Taint{Key: placementv1alpha1.DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute, TimeAdded: now.UTC().Format(time.RFC3339)})
+		if includeStateful {
+			drain.Value = placementv1alpha1.DrainStatefulValue
+		}
+		return append(taints, drain)
 	})
+}
+
+// Held is a Placement whose copy on a cluster its claims hold there.
+type Held struct {
+	Namespace, Placement string
+	// Why names the workloads and claims.
+	Why string
+}
+
+// HeldOn lists the Placements whose copies on the cluster are held by their
+// claims (Bound, ReadWriteOnce) as their agent last reported them: what a drain
+// leaves in place unless it includes stateful copies. Placements that move
+// stateful copies anyway (spec.strategy.stateful: Move) are not listed.
+func HeldOn(ctx context.Context, c client.Client, cluster string) ([]Held, error) {
+	works := &workv1alpha1.WorkList{}
+	if err := c.List(ctx, works, client.InNamespace(names.ClusterNamespace(cluster))); err != nil {
+		return nil, fmt.Errorf("listing the Works of cluster %s: %w", cluster, err)
+	}
+	byPlacement := map[types.NamespacedName][]*workv1alpha1.Work{}
+	for i := range works.Items {
+		w := &works.Items[i]
+		key := types.NamespacedName{Namespace: w.Labels[placementv1alpha1.PlacementNamespaceLabel], Name: w.Labels[placementv1alpha1.PlacementNameLabel]}
+		if key.Name != "" {
+			byPlacement[key] = append(byPlacement[key], w)
+		}
+	}
+	var out []Held
+	for _, key := range slices.SortedFunc(maps.Keys(byPlacement), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
+		holding := claims.Holding(byPlacement[key])
+		if len(holding) == 0 {
+			continue
+		}
+		p := &placementv1alpha1.Placement{}
+		if err := c.Get(ctx, key, p); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("reading Placement %s: %w", key, err)
+		}
+		if p.Spec.Strategy.Stateful == placementv1alpha1.StatefulMove {
+			continue
+		}
+		out = append(out, Held{Namespace: key.Namespace, Placement: key.Name, Why: claims.DescribeAll(cluster, holding, 3)})
+	}
+	return out, nil
 }
 
 // Uncordon removes the taints Cordon and Drain add; other taints stay.

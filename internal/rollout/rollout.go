@@ -132,6 +132,10 @@ type State struct {
 	StageClusters []string
 	// Leaving is how many clusters the Placement left still hold its objects.
 	Leaving int
+	// Hold, when set, says why clusters without a Work are given none: a
+	// cluster the Placement left holds its copy by its claims, and a copy
+	// elsewhere would run on new, empty claims.
+	Hold string
 	// ApprovedStages and ApprovedClusters are what the target's approvals name.
 	ApprovedStages   map[string]bool
 	ApprovedClusters map[string]bool
@@ -304,6 +308,10 @@ func (p *planner) placeAdded() {
 		c := &p.clusters[i]
 		cp := p.byName[c.Name]
 		if c.Revision != "" || cp.OverrideFailed {
+			continue
+		}
+		if p.st.Hold != "" {
+			cp.Reason = "held: " + p.st.Hold
 			continue
 		}
 		if room <= 0 {
@@ -600,6 +608,10 @@ type Leaving struct {
 	// Deadline, when set, replaces the progress deadline for this cluster (the
 	// failover grace period of an unreachable cluster).
 	Deadline time.Duration
+	// Held, when set, says which claims keep the cluster's copy where it is
+	// (spec.strategy.stateful: Hold): it is kept whatever the deadline, and no
+	// cluster without a Work is given one meanwhile (State.Hold).
+	Held string
 }
 
 // Removal says what becomes of the clusters a Placement left.
@@ -607,8 +619,9 @@ type Removal struct {
 	// Remove are the clusters whose Work goes now; Forced those among them whose
 	// replacements were not Available by the deadline.
 	Remove, Forced []string
-	// Kept are the clusters kept until their replacements are Available.
-	Kept         []string
+	// Kept are the clusters kept until their replacements are Available, Held
+	// (among them) those kept by their claims.
+	Kept, Held   []string
 	RecheckAfter time.Duration
 }
 
@@ -618,8 +631,9 @@ type Removal struct {
 // Copies that are not Available serve nothing and go first; a Placement that
 // selects no cluster any more has nothing to wait for. The deadline forces
 // nothing while a selected cluster has not been given the objects yet (the
-// rollout is paused, stopped, or waits for approval): its replacement never had
-// its chance.
+// rollout is paused, stopped, waits for approval, or is held): its replacement
+// never had its chance. A copy held by its claims (Leaving.Held) is kept, and is
+// not counted as one that lets another go.
 func Remove(leaving []Leaving, selected []Cluster, deadline time.Duration, now time.Time) Removal {
 	var r Removal
 	available := 0
@@ -641,12 +655,15 @@ func Remove(leaving []Leaving, selected []Cluster, deadline time.Duration, now t
 		return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.Name, b.Name))
 	})
 	for _, l := range leaving {
-		if l.Available {
+		if l.Available && l.Held == "" {
 			available++
 		}
 	}
 	for _, l := range leaving {
 		switch {
+		case l.Held != "" && !l.Revoked:
+			r.Kept = append(r.Kept, l.Name)
+			r.Held = append(r.Held, l.Name)
 		case l.Revoked || !l.Available:
 			r.Remove = append(r.Remove, l.Name)
 		case available-1 >= len(selected):

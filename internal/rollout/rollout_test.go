@@ -407,6 +407,14 @@ func TestRemoveIsMakeBeforeBreak(t *testing.T) {
 			wantRemove: []string{"old1"}, wantForced: []string{"old1"}},
 		{name: "deadline passed, but the replacement was never given the objects (paused): kept", selected: []Cluster{{Name: "new1"}},
 			leaving: leaving[:1], now: t0.Add(time.Hour)},
+		{name: "held by its claims: kept whatever the deadline and the replacements", selected: []Cluster{at("new1", target, true)},
+			leaving: []Leaving{{Name: "old1", Since: t0, Available: true, Held: "claims"}}, now: t0.Add(time.Hour)},
+		{name: "held even when not Available (a crash-looping database still has its data)", selected: []Cluster{{Name: "new1"}},
+			leaving: []Leaving{{Name: "old1", Since: t0, Held: "claims"}}, now: t0},
+		{name: "a held copy does not let another go", selected: []Cluster{{Name: "new1"}},
+			leaving: []Leaving{{Name: "old1", Since: t0, Available: true, Held: "claims"}, {Name: "old2", Since: t0, Available: true}}, now: t0.Add(time.Hour)},
+		{name: "revoked: goes even when held", selected: []Cluster{{Name: "new1"}},
+			leaving: []Leaving{{Name: "old1", Since: t0, Available: true, Held: "claims", Revoked: true}}, now: t0, wantRemove: []string{"old1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -416,5 +424,19 @@ func TestRemoveIsMakeBeforeBreak(t *testing.T) {
 			g.Expect(r.Forced).To(Equal(tt.wantForced))
 			g.Expect(len(r.Remove)+len(r.Kept)).To(Equal(len(tt.leaving)), fmt.Sprint(r))
 		})
+	}
+}
+
+// While a cluster left holds its copy by its claims, no cluster without a Work
+// is given one (whatever the strategy); clusters with Works still update.
+func TestHoldGivesNoClusterACopy(t *testing.T) {
+	for _, s := range []Strategy{{Type: placementv1alpha1.RolloutAllAtOnce, Deadline: time.Minute}, rolling(intstr.FromInt32(1), intstr.FromInt32(1))} {
+		g := NewWithT(t)
+		p := Compute([]Cluster{{Name: "new1"}, at("kept", old, true)}, s, State{Target: target, Hold: "db on old1 has 3 bound claims", Leaving: 1}, t0)
+		g.Expect(p.Start).To(ConsistOf("kept"), string(s.Type))
+		g.Expect(p.PlaceStable).To(BeEmpty())
+		g.Expect(p.Clusters).To(ContainElement(And(HaveField("Name", "new1"), HaveField("State", placementv1alpha1.ClusterPending),
+			HaveField("Reason", "held: db on old1 has 3 bound claims"))))
+		g.Expect(p.Done).To(BeFalse())
 	}
 }

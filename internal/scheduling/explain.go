@@ -23,6 +23,7 @@ const (
 	FilterExpression = "clusterExpression"
 	FilterCPU        = "cpu"
 	FilterMemory     = "memory"
+	FilterStorage    = "storageClasses"
 )
 
 // Verdict is one filter's judgement of one cluster.
@@ -160,7 +161,38 @@ func Explain(c Cluster, current bool, p Policy, now time.Time) Explanation {
 		}
 		add(v)
 	}
+	if len(p.StorageClasses) > 0 {
+		add(storageVerdict(c, current, p.StorageClasses))
+	}
 	return e
+}
+
+// storageVerdict judges the cluster's storage classes against those required.
+func storageVerdict(c Cluster, current bool, want []string) Verdict {
+	missing, ok := missingStorageClasses(c, want)
+	have, reported := c.Properties[placementv1alpha1.PropertyStorageClasses]
+	v := Verdict{Filter: FilterStorage, Passed: ok, Detail: fmt.Sprintf("storage classes %s required, the cluster has %s", strings.Join(want, ", "), orNone(have))}
+	switch {
+	case !reported:
+		v.Detail = fmt.Sprintf("storage classes %s required; the cluster does not report its classes (property %s)", strings.Join(want, ", "), placementv1alpha1.PropertyStorageClasses)
+	case !ok:
+		v.Detail = fmt.Sprintf("the cluster lacks storage class %s (it has %s)", strings.Join(missing, ", "), orNone(have))
+	}
+	if current && !ok {
+		v.Passed = true
+		v.Detail += "; not checked for a cluster chosen before"
+	}
+	if !v.Passed {
+		v.Reason = placementv1alpha1.ExclusionMissingStorageClass
+	}
+	return v
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // FirstFailure is the first verdict that keeps the cluster out, if any.

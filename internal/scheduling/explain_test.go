@@ -122,3 +122,31 @@ func TestExplainExcluded(t *testing.T) {
 	named := mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterNames: []string{"c-00"}}})
 	g.Expect(ExplainExcluded(clusters, nil, named, Schedule(clusters, nil, named, now), now, 5)).To(BeEmpty())
 }
+
+// requiredStorageClasses keeps out, with the classes named, a cluster that
+// lacks one or does not report its classes; a cluster chosen before stays.
+func TestExplainStorageClasses(t *testing.T) {
+	g := NewWithT(t)
+	fast := cluster("fast", nil, map[string]string{placementv1alpha1.PropertyStorageClasses: "fast,standard"})
+	slow := cluster("slow", nil, map[string]string{placementv1alpha1.PropertyStorageClasses: "standard"})
+	silent := cluster("silent", nil, nil)
+	p := mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{
+		ClusterSelector: &metav1.LabelSelector{}, RequiredStorageClasses: []string{"fast"}}})
+	verdict := func(c Cluster, current bool) Verdict {
+		e := Explain(c, current, p, now)
+		_, reason, _ := filter(c, current, p, now)
+		g.Expect(e.Reason).To(Equal(reason), c.Name)
+		for _, v := range e.Verdicts {
+			if v.Filter == FilterStorage {
+				return v
+			}
+		}
+		t.Fatalf("no storage verdict for %s", c.Name)
+		return Verdict{}
+	}
+	g.Expect(verdict(fast, false)).To(And(HaveField("Passed", true), HaveField("Detail", "storage classes fast required, the cluster has fast,standard")))
+	g.Expect(verdict(slow, false)).To(And(HaveField("Passed", false), HaveField("Reason", placementv1alpha1.ExclusionMissingStorageClass),
+		HaveField("Detail", "the cluster lacks storage class fast (it has standard)")))
+	g.Expect(verdict(silent, false)).To(And(HaveField("Passed", false), HaveField("Detail", ContainSubstring("does not report its classes"))))
+	g.Expect(verdict(slow, true)).To(And(HaveField("Passed", true), HaveField("Detail", ContainSubstring("not checked for a cluster chosen before"))))
+}

@@ -65,6 +65,7 @@ func PolicyFor(spec placementv1alpha1.Scheduling, seed string) (Policy, error) {
 			return p, err
 		}
 	}
+	p.StorageClasses = spec.RequiredStorageClasses
 	if spec.NumberOfClusters != nil {
 		n := int(*spec.NumberOfClusters)
 		p.N = &n

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -84,6 +86,8 @@ type Policy struct {
 	Expression *Expression
 	// CPU and Memory, when set, are the free capacity required.
 	CPU, Memory *resource.Quantity
+	// StorageClasses are the storage classes a cluster must offer.
+	StorageClasses []string
 	// Tolerations are the Placement's tolerations.
 	Tolerations []placementv1alpha1.Toleration
 	// N, when set, is the number of clusters to pick.
@@ -222,6 +226,9 @@ func filter(c Cluster, current bool, p Policy, now time.Time) (candidate, string
 	if !current && (!hasCapacity(c, placementv1alpha1.PropertyCPUFree, p.CPU) || !hasCapacity(c, placementv1alpha1.PropertyMemoryFree, p.Memory)) {
 		return cand, placementv1alpha1.ExclusionInsufficientCapacity, recheck
 	}
+	if _, ok := missingStorageClasses(c, p.StorageClasses); !ok && !current {
+		return cand, placementv1alpha1.ExclusionMissingStorageClass, recheck
+	}
 	return cand, "", recheck
 }
 
@@ -304,6 +311,22 @@ func hasCapacity(c Cluster, property string, want *resource.Quantity) bool {
 	}
 	q, ok := quantity(c, property)
 	return ok && q.Cmp(*want) >= 0
+}
+
+// missingStorageClasses are the classes of want the cluster does not report,
+// and whether it has them all; a cluster that reports no classes has none.
+func missingStorageClasses(c Cluster, want []string) ([]string, bool) {
+	if len(want) == 0 {
+		return nil, true
+	}
+	have := strings.Split(c.Properties[placementv1alpha1.PropertyStorageClasses], ",")
+	var missing []string
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			missing = append(missing, w)
+		}
+	}
+	return missing, len(missing) == 0
 }
 
 func quantity(c Cluster, property string) (resource.Quantity, bool) {

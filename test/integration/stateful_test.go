@@ -1,21 +1,28 @@
 package integration
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
 )
 
 // The hub's own claims are never shipped: on a hub that runs controllers the
@@ -153,4 +160,339 @@ func TestClaimsAreRetainedByDefault(t *testing.T) {
 			}).Should(Succeed())
 		})
 	}
+}
+
+// statefulDB is StatefulSet db: replicas, one claim template "data" of mode
+// and class, labelled app=db.
+func statefulDB(ns string, replicas int32, mode corev1.PersistentVolumeAccessMode, class string) *appsv1.StatefulSet {
+	labels := map[string]string{"app": "db"}
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns, Labels: labels},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels}, ServiceName: "db",
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "postgres:17"}}}},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}, StorageClassName: ptr.To(class),
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}
+}
+
+// statefulPlacement places StatefulSet db on clusters.
+func statefulPlacement(ns string, clusters ...string) *placementv1alpha1.Placement {
+	return &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "StatefulSet", Name: "db"}},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: clusters},
+		}}
+}
+
+// bindClaims stands in, on a member without a controller manager, for the
+// StatefulSet controller and the volume binder: once the StatefulSet is
+// there, it makes its claims data-db-<i> and binds them.
+func bindClaims(t *testing.T, cluster, ns string, replicas int, mode corev1.PersistentVolumeAccessMode) {
+	t.Helper()
+	g := NewWithT(t)
+	c := members[cluster].Client
+	g.Eventually(func() error {
+		return c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "db"}, &appsv1.StatefulSet{})
+	}).Should(Succeed())
+	for i := range replicas {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-db-%d", i), Namespace: ns, Labels: map[string]string{"app": "db"}},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}, StorageClassName: ptr.To("lodestar-static"),
+				VolumeName: fmt.Sprintf("%s-data-db-%d", ns, i),
+				Resources:  corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		g.Expect(c.Create(t.Context(), pvc)).To(Succeed())
+		pvc.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: pvc.Spec.AccessModes,
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}
+		g.Expect(c.Status().Update(t.Context(), pvc)).To(Succeed())
+	}
+}
+
+// staticVolumes makes, on a member that binds claims, one volume for each
+// claim data-db-<i> of ns (reclaim policy Delete), removed when the test ends.
+func staticVolumes(t *testing.T, cluster, ns string, replicas int) {
+	t.Helper()
+	c := members[cluster].Client
+	for i := range replicas {
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-data-db-%d", ns, i)},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: "lodestar-static",
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/lodestar-test/" + ns}},
+				ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: fmt.Sprintf("data-db-%d", i)},
+			}}
+		NewWithT(t).Expect(c.Create(t.Context(), pv)).To(Succeed())
+		t.Cleanup(func() { _ = c.Delete(context.Background(), pv) })
+	}
+}
+
+// expectClaims waits until the Placement's status shows the cluster's claims,
+// n of them, Bound.
+func expectClaims(t *testing.T, key client.ObjectKey, cluster string, n int) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		p := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(t.Context(), key, p)).To(Succeed())
+		i := slices.IndexFunc(p.Status.Clusters, func(cs placementv1alpha1.ClusterStatus) bool { return cs.Name == cluster })
+		g.Expect(i).To(BeNumerically(">=", 0), "cluster %s is listed", cluster)
+		g.Expect(p.Status.Clusters[i].Claims).To(HaveLen(n))
+		for _, c := range p.Status.Clusters[i].Claims {
+			g.Expect(c.Phase).To(Equal("Bound"), c.Name)
+		}
+	}).Should(Succeed())
+}
+
+// A selector change does not move a StatefulSet away from its bound
+// ReadWriteOnce claims: nothing is created on the new cluster, nothing deleted
+// on the old, and the reason names the claims. With spec.strategy.stateful:
+// Move it moves make-before-break, the status warns that the new claims are
+// empty, and the old cluster keeps its claims, recorded in the status.
+func TestStatefulMoveIsHeldUnlessAsked(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	// member-1 runs a controller manager: its StatefulSet controller makes the
+	// claims and its binder binds them to these volumes; kwok runs the pods.
+	staticVolumes(t, fullMember, ns, 3)
+	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 3, corev1.ReadWriteOnce, "lodestar-static"))).To(Succeed())
+	p := statefulPlacement(ns, member1)
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	g.Eventually(func(g Gomega) {
+		w := workOf(g, p, member1)
+		g.Expect(w).NotTo(BeNil())
+		g.Expect(workAvailable(w)).To(BeTrue())
+	}).Should(Succeed())
+	expectClaims(t, key, member1, 3)
+	got := &placementv1alpha1.Placement{}
+	g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
+	g.Expect(got.Status.Clusters[0].Claims[0]).To(And(HaveField("Name", "data-db-0"), HaveField("Workload", "StatefulSet "+ns+"/db"),
+		HaveField("StorageClass", "lodestar-static"), HaveField("AccessModes", []string{"ReadWriteOnce"}), HaveField("Requested", "1Gi"),
+		HaveField("Capacity", "1Gi"), HaveField("ReclaimDelete", true), HaveField("Holds", true)))
+
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member2} })).To(Succeed())
+	want := "StatefulSet " + ns + "/db on member-1 has 3 bound ReadWriteOnce claims (data-db-0..2)"
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.ProgressingCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonStatefulMoveBlocked))
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring(want))
+		g.Expect(c.Message).To(ContainSubstring("set spec.strategy.stateful: Move"))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(workOf(g, p, member2)).To(BeNil(), "nothing is created on the new cluster")
+		old := workOf(g, p, member1)
+		g.Expect(old).NotTo(BeNil())
+		g.Expect(old.DeletionTimestamp.IsZero()).To(BeTrue(), "nothing is deleted on the old cluster")
+		err := members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, &appsv1.StatefulSet{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+	events := &eventsv1.EventList{}
+	g.Expect(hubCP.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", placementv1alpha1.ReasonStatefulMoveBlocked), HaveField("Note", ContainSubstring(want)))))
+
+	// Opted in: make-before-break to new, empty claims.
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Strategy.Stateful = placementv1alpha1.StatefulMove })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(workOf(g, p, member2)).NotTo(BeNil())
+		c := placementCondition(g, t, key, placementv1alpha1.ProgressingCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRolloutInProgress))
+		g.Expect(c.Message).To(ContainSubstring("moving anyway"))
+		g.Expect(c.Message).To(ContainSubstring("the claims of the clusters added are new and empty"))
+	}).Should(Succeed())
+	// member-2 has no controller manager: until the test makes its copy
+	// Available, member-1 keeps its own.
+	g.Consistently(func(g Gomega) {
+		old := workOf(g, p, member1)
+		g.Expect(old).NotTo(BeNil())
+		g.Expect(old.DeletionTimestamp.IsZero()).To(BeTrue(), "make-before-break")
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+	readyStatefulSet(t, member2, ns, "db")
+	g.Eventually(func(g Gomega) {
+		g.Expect(workOf(g, p, member1)).To(BeNil())
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.Status.Rollout).NotTo(BeNil())
+		g.Expect(got.Status.Rollout.RetainedClaims).To(ConsistOf(And(HaveField("Cluster", member1),
+			HaveField("Claims", []string{ns + "/data-db-0", ns + "/data-db-1", ns + "/data-db-2"}))))
+	}).Should(Succeed())
+	for i := range 3 {
+		claim := &corev1.PersistentVolumeClaim{}
+		g.Expect(members[member1].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("data-db-%d", i)}, claim)).To(Succeed())
+		g.Expect(claim.DeletionTimestamp.IsZero()).To(BeTrue(), "member-1 keeps the data")
+	}
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(hubCP.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElements(
+			HaveField("Reason", placementv1alpha1.ReasonStatefulMove),
+			And(HaveField("Reason", placementv1alpha1.ReasonClaimsRetained), HaveField("Note", ContainSubstring(ns+"/data-db-0")))))
+	}).Should(Succeed())
+}
+
+// readyStatefulSet stands in for a member's StatefulSet controller: the
+// StatefulSet reads every replica ready.
+func readyStatefulSet(t *testing.T, cluster, ns, name string) {
+	t.Helper()
+	c := members[cluster].Client
+	NewWithT(t).Eventually(func() error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			sts := &appsv1.StatefulSet{}
+			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sts); err != nil {
+				return err
+			}
+			want := ptr.Deref(sts.Spec.Replicas, 1)
+			sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: want, ReadyReplicas: want, UpdatedReplicas: want,
+				AvailableReplicas: want, CurrentReplicas: want, CurrentRevision: "r1", UpdateRevision: "r1"}
+			return c.Status().Update(context.Background(), sts)
+		})
+	}).Should(Succeed())
+}
+
+// Claims that are all ReadWriteMany (shared storage) hold nothing: the
+// StatefulSet moves as any workload does.
+func TestSharedStorageMoves(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 1, corev1.ReadWriteMany, "lodestar-static"))).To(Succeed())
+	p := statefulPlacement(ns, member2)
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	bindClaims(t, member2, ns, 1, corev1.ReadWriteMany)
+	key := client.ObjectKeyFromObject(p)
+	expectClaims(t, key, member2, 1)
+
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member1} })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(workOf(g, p, member1)).NotTo(BeNil())
+		g.Expect(workOf(g, p, member2)).To(BeNil(), "member-2's copy was never Available: it goes at once")
+		c := placementCondition(g, t, key, placementv1alpha1.ProgressingCondition)
+		g.Expect(c.Reason).NotTo(Equal(placementv1alpha1.ReasonStatefulMoveBlocked))
+	}).Should(Succeed())
+}
+
+// A drain leaves a held copy where it is and lists its Placement; a drain
+// with --include-stateful moves it.
+func TestDrainHoldsStatefulCopies(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 2, corev1.ReadWriteOnce, "lodestar-static"))).To(Succeed())
+	p := statefulPlacement(ns, member2)
+	p.Spec.Scheduling.NumberOfClusters = ptr.To[int32](1)
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	bindClaims(t, member2, ns, 2, corev1.ReadWriteOnce)
+	key := client.ObjectKeyFromObject(p)
+	expectClaims(t, key, member2, 2)
+	// member-1 may replace it now; member-2, chosen, stays chosen.
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member2, member1} })).To(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(workOf(g, p, member1)).To(BeNil()) }).WithTimeout(2 * time.Second).Should(Succeed())
+
+	g.Expect(fleet.Drain(ctx, hubCP.Client, "", member2, time.Now(), false)).To(Succeed())
+	t.Cleanup(func() { _ = fleet.Uncordon(context.Background(), hubCP.Client, "", member2) })
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.ProgressingCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonStatefulMoveBlocked))
+		g.Expect(c.Message).To(ContainSubstring("StatefulSet " + ns + "/db on member-2 has 2 bound ReadWriteOnce claims (data-db-0..1)"))
+		held, err := fleet.HeldOn(ctx, hubCP.Client, member2)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(held).To(ContainElement(And(HaveField("Namespace", ns), HaveField("Placement", "db"), HaveField("Why", ContainSubstring("data-db-0..1")))))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(workOf(g, p, member1)).To(BeNil(), "no replacement while held")
+		g.Expect(workOf(g, p, member2)).NotTo(BeNil())
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+
+	g.Expect(fleet.Drain(ctx, hubCP.Client, "", member2, time.Now(), true)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(workOf(g, p, member1)).NotTo(BeNil(), "--include-stateful moves it")
+		g.Expect(workOf(g, p, member2)).To(BeNil(), "member-2's copy was never Available: it goes at once")
+	}).Should(Succeed())
+	claim := &corev1.PersistentVolumeClaim{}
+	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-0"}, claim)).To(Succeed())
+	g.Expect(claim.DeletionTimestamp.IsZero()).To(BeTrue(), "member-2 keeps the data")
+}
+
+// A failover does not move a held copy: the replacement gets nothing, the
+// unreachable cluster keeps its Work, and Progressing says FailoverBlocked
+// with the claims named.
+func TestFailoverHoldsStatefulCopies(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTenant(t, placementv1alpha1.DefaultClusterSet, auxSet)
+	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 1, corev1.ReadWriteOncePod, "lodestar-static"))).To(Succeed())
+	p := statefulPlacement(ns, member4)
+	p.Spec.Scheduling.NumberOfClusters = ptr.To[int32](1)
+	p.Spec.Scheduling.Failover = &placementv1alpha1.Failover{TolerationSeconds: ptr.To[int32](2), GracePeriodSeconds: ptr.To[int32](600)}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	bindClaims(t, member4, ns, 1, corev1.ReadWriteOncePod)
+	key := client.ObjectKeyFromObject(p)
+	expectClaims(t, key, member4, 1)
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member4, member2} })).To(Succeed())
+
+	stopExtraAgent(member4)
+	t.Cleanup(func() {
+		if err := startExtraAgent(member4); err != nil {
+			t.Errorf("restarting the agent of %s: %v", member4, err)
+		}
+	})
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.ProgressingCondition)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonFailoverBlocked), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("StatefulSet " + ns + "/db on member-4 has 1 bound ReadWriteOncePod claim (data-db-0)"))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(workOf(g, p, member2)).To(BeNil(), "no replacement while held")
+		old := workOf(g, p, member4)
+		g.Expect(old).NotTo(BeNil())
+		g.Expect(old.DeletionTimestamp.IsZero()).To(BeTrue())
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+}
+
+// Storage from the hub: a claim naming a class the member lacks is named with
+// the member's reason; requiredStorageClasses keeps such clusters out, with
+// the reason in status.scheduling.
+func TestStorageClassesFromTheHub(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	class := "fast-" + ns
+	uploads := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "uploads", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(class),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}}}
+	g.Expect(hubCP.Client.Create(ctx, uploads)).To(Succeed())
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "uploads", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "PersistentVolumeClaim", Name: "uploads"}},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member2}},
+		}}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		g.Expect(got.Status.Clusters).To(ContainElement(And(HaveField("Name", member2),
+			HaveField("Reasons", ContainElement(fmt.Sprintf(`PersistentVolumeClaim %s/uploads: storageclass.storage.k8s.io %q not found`, ns, class))),
+			HaveField("Claims", ConsistOf(And(HaveField("Name", "uploads"), HaveField("Phase", "Pending"), HaveField("StorageClass", class),
+				HaveField("Requested", "10Gi"), HaveField("Holds", false)))))))
+	}).Should(Succeed())
+
+	// member-1 gets the class; member-2 has not.
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "example.com/none"}
+	g.Expect(members[member1].Client.Create(ctx, sc)).To(Succeed())
+	t.Cleanup(func() { _ = members[member1].Client.Delete(context.Background(), sc) })
+	required := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "required", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "PersistentVolumeClaim", Name: "uploads"}},
+			Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1, member2}, RequiredStorageClasses: []string{class}},
+		}}
+	g.Expect(hubCP.Client.Create(ctx, required)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(workOf(g, required, member1)).NotTo(BeNil())
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(required), got)).To(Succeed())
+		g.Expect(got.Status.Scheduling).NotTo(BeNil())
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(And(
+			HaveField("Reason", placementv1alpha1.ExclusionMissingStorageClass), HaveField("Clusters", ContainElement(member2)))))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(workOf(g, required, member2)).To(BeNil()) }).WithTimeout(2 * time.Second).Should(Succeed())
 }

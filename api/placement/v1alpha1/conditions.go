@@ -72,7 +72,8 @@ const (
 	// ReasonFailoverBlocked: a chosen cluster's agent has been unreachable longer
 	// than spec.scheduling.failover.tolerationSeconds, and it is kept: no other cluster can
 	// replace it, more than half the chosen clusters are unreachable at once (a
-	// partition), or failovers are being rate-limited.
+	// partition), or failovers are being rate-limited. As a reason of Progressing:
+	// the replaced cluster's copy is held by its claims (spec.strategy.stateful).
 	ReasonFailoverBlocked = "FailoverBlocked"
 	// ReasonFailedOver (an event) names a chosen cluster replaced because its
 	// agent was unreachable.
@@ -205,4 +206,14 @@ const (
 	// ReasonRolloutBlocked: maxUnavailable is 0 and every cluster left to update is
 	// Available, so none may be taken down for the update.
 	ReasonRolloutBlocked = "RolloutBlocked"
+	// ReasonStatefulMoveBlocked: a cluster the Placement left keeps its copy
+	// because claims there are bound and ReadWriteOnce (spec.strategy.stateful:
+	// Hold), and no cluster added is given a copy in its place; the message names
+	// the workloads, clusters and claims. A failover held so has reason
+	// FailoverBlocked.
+	ReasonStatefulMoveBlocked = "StatefulMoveBlocked"
+	// ReasonStatefulMove (event): a copy with bound ReadWriteOnce claims moves
+	// (spec.strategy.stateful: Move, or a drain with --include-stateful); the new
+	// cluster's claims are new and empty.
+	ReasonStatefulMove = "StatefulMove"
 )

@@ -251,6 +251,68 @@ type ClusterStatus struct {
 	// feedback are not in objects, by its cap or the status's size budget.
 	// +optional
 	UnlistedObjects *int32 `json:"unlistedObjects,omitempty"`
+
+	// claims are the PersistentVolumeClaims on the cluster: those placed, and
+	// those placed StatefulSets made there, as its agent last reported them, at
+	// most 32.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Claims []ClaimStatus `json:"claims,omitempty"`
+}
+
+// ClaimStatus is the state of one PersistentVolumeClaim on a cluster.
+type ClaimStatus struct {
+	// name is the claim's name; its namespace is that of workload.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// workload is the placed object the claim belongs to, "StatefulSet shop/db",
+	// or the placed claim itself, "PersistentVolumeClaim shop/uploads".
+	// +required
+	// +kubebuilder:validation:MaxLength=400
+	Workload string `json:"workload"`
+
+	// phase is Pending, Bound or Lost.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	Phase string `json:"phase"`
+
+	// storageClass is the class the claim names; empty for the default.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClass string `json:"storageClass,omitempty"`
+
+	// accessModes are the claim's access modes.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:MaxLength=32
+	AccessModes []string `json:"accessModes,omitempty"`
+
+	// requested is the storage the claim asks for; capacity what its volume has.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Requested string `json:"requested,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Capacity string `json:"capacity,omitempty"`
+
+	// reclaimDelete is true when the bound volume's reclaim policy is Delete:
+	// deleting the claim deletes its data.
+	// +optional
+	ReclaimDelete bool `json:"reclaimDelete,omitempty"`
+
+	// holds is true when the claim keeps its workload on the cluster: Bound and
+	// ReadWriteOnce or ReadWriteOncePod (spec.strategy.stateful).
+	// +optional
+	Holds bool `json:"holds,omitempty"`
+
+	// reason says why the claim is not Bound.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Reason string `json:"reason,omitempty"`
 }
 
 // Placement places objects of its namespace on the member clusters it selects.

@@ -21,6 +21,22 @@ const (
 	RolloutExternal RolloutStrategyType = "External"
 )
 
+// StatefulMoves says whether workloads with data on a cluster move with the
+// Placement.
+// +kubebuilder:validation:Enum=Hold;Move
+type StatefulMoves string
+
+const (
+	// StatefulHold keeps a cluster's copy while its claims hold it (Bound and
+	// ReadWriteOnce or ReadWriteOncePod), and gives no other cluster a copy in
+	// its place: the data stays with the workload. The default.
+	StatefulHold StatefulMoves = "Hold"
+	// StatefulMove moves such workloads too, make-before-break: the new
+	// cluster's claims are new and empty, and the old cluster keeps its claims
+	// and their data (applyStrategy.claims: Retain).
+	StatefulMove StatefulMoves = "Move"
+)
+
 // ApprovalPolicy says whether a stage waits for a RolloutApproval.
 // +kubebuilder:validation:Enum=None;Required
 type ApprovalPolicy string
@@ -79,6 +95,18 @@ type RolloutStrategy struct {
 	// deadline while it is set. Default false.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// stateful says what a change of the selected clusters (a selector or label
+	// change, a drain, a failover, a rebalance) does to a cluster whose copy has
+	// bound ReadWriteOnce or ReadWriteOncePod claims: Hold (the default) keeps the
+	// copy there and places no copy elsewhere in its place, reporting
+	// Progressing=False with reason StatefulMoveBlocked (FailoverBlocked for a
+	// failover) and the claims named; Move moves it make-before-break, to new,
+	// empty claims. ReadWriteMany claims never hold a move. A drain with
+	// --include-stateful moves held copies off the drained cluster.
+	// +optional
+	// +kubebuilder:default=Hold
+	Stateful StatefulMoves `json:"stateful,omitempty"`
 }
 
 // RollingStrategy bounds a Rolling update.
@@ -222,6 +250,35 @@ type RolloutStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=100
 	Clusters []ClusterRollout `json:"clusters,omitempty"`
+
+	// retainedClaims are the clusters the Placement left that kept placed
+	// claims with their data (applyStrategy.claims: Retain), the latest 20; an
+	// entry goes when the Placement chooses its cluster again. Delete the claims
+	// on the cluster when the data is no longer needed.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=20
+	RetainedClaims []RetainedClaims `json:"retainedClaims,omitempty"`
+}
+
+// RetainedClaims are the claims a cluster the Placement left kept.
+type RetainedClaims struct {
+	// cluster is the cluster's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+
+	// claims are the claims it kept, as namespace/name, the first 20.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=317
+	Claims []string `json:"claims"`
+
+	// time is when the Placement left the cluster.
+	// +required
+	Time metav1.Time `json:"time"`
 }
 
 // ClusterRollout is one cluster's place in a rollout.

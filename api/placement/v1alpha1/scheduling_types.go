@@ -14,6 +14,11 @@ const (
 	PropertyMemoryFree        = "memory.free.lodestar.dev"
 )
 
+// PropertyStorageClasses is the property in which the agent reports the names
+// of the member's StorageClasses, sorted and comma-separated; the scheduler's
+// requiredStorageClasses reads it.
+const PropertyStorageClasses = "storageclasses.lodestar.dev"
+
 // Scheduling says which clusters a Placement's objects go to.
 // +kubebuilder:validation:XValidation:rule="!has(self.preferences) || has(self.numberOfClusters)",message="preferences need numberOfClusters"
 // +kubebuilder:validation:XValidation:rule="!has(self.topologySpread) || has(self.numberOfClusters)",message="topologySpread needs numberOfClusters"
@@ -55,6 +60,17 @@ type Scheduling struct {
 	// requiredCapacity is the free capacity a cluster must have.
 	// +optional
 	RequiredCapacity *Capacity `json:"requiredCapacity,omitempty"`
+
+	// requiredStorageClasses are StorageClasses a cluster must offer, for
+	// example the class a StatefulSet's claim templates name: a cluster whose
+	// agent reports (property storageclasses.lodestar.dev) that it lacks one,
+	// or reports no storage classes at all, is not chosen anew. A cluster
+	// already chosen stays.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	RequiredStorageClasses []string `json:"requiredStorageClasses,omitempty"`
 
 	// tolerations let the Placement use tainted clusters.
 	// +optional
@@ -333,6 +349,9 @@ const (
 	ExclusionExpressionError = "ExpressionError"
 	// ExclusionInsufficientCapacity: it has less free capacity than requiredCapacity.
 	ExclusionInsufficientCapacity = "InsufficientCapacity"
+	// ExclusionMissingStorageClass: the cluster lacks a class of
+	// requiredStorageClasses, or does not report its classes.
+	ExclusionMissingStorageClass = "MissingStorageClass"
 	// ExclusionMissingTopologyKey: it has no value of topologySpread's key.
 	ExclusionMissingTopologyKey = "MissingTopologyKey"
 	// ExclusionTopologySkew: picking it would exceed topologySpread's maxSkew.

@@ -131,6 +131,10 @@ const (
 	CordonTaintKey = "lodestar.dev/cordoned"
 	// DrainTaintKey is the key of the NoExecute taint `kubectl lodestar drain` adds.
 	DrainTaintKey = "lodestar.dev/drain"
+	// DrainStatefulValue is the value of the drain taint of `kubectl lodestar
+	// drain --include-stateful`: copies held by their claims (spec.strategy.
+	// stateful: Hold) move off the cluster too.
+	DrainStatefulValue = "include-stateful"
 	// InvalidTaintsKey is the NoSchedule taint the scheduler assumes for a cluster
 	// whose TaintsAnnotation cannot be read.
 	InvalidTaintsKey = "placement.lodestar.dev/invalid-taints"

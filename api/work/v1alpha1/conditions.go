@@ -32,6 +32,11 @@ const (
 	// places (or all of them, when it is deleted) are held on the member, by a
 	// finalizer for example, or cannot be looked up.
 	ConditionCleanupBlocked = "CleanupBlocked"
+	// ConditionClaims, on a manifest of a PersistentVolumeClaim or a
+	// StatefulSet, carries the state of the claim (of the StatefulSet's claims
+	// on the member) in its message: see the claims encoding in internal/claims.
+	// It is True when every claim is Bound.
+	ConditionClaims = "Claims"
 )
 
 // Reasons of a manifest's Applied condition.
@@ -163,6 +168,14 @@ const (
 	ReasonFeedbackReported = "Reported"
 	// ReasonFeedbackTrimmed: the message was cut to fit its size budget.
 	ReasonFeedbackTrimmed = "Trimmed"
+)
+
+// Reasons of the Claims condition of a manifest.
+const (
+	// ReasonClaimsBound: every claim is Bound.
+	ReasonClaimsBound = "ClaimsBound"
+	// ReasonClaimsPending: a claim is not Bound (Pending, Lost, or not made yet).
+	ReasonClaimsPending = "ClaimsNotBound"
 )
 
 // Reasons of the events the agent writes on a Work.

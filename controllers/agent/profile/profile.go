@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,18 +92,22 @@ func (r *Reporter) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("profile")
 	poke := make(chan struct{}, 1)
 	if r.MemberCache != nil {
-		inf, err := r.MemberCache.GetInformer(ctx, &aboutv1alpha1.ClusterProperty{})
-		if err != nil {
-			return fmt.Errorf("watching ClusterProperties: %w", err)
-		}
 		notify := func(any) {
 			select {
 			case poke <- struct{}{}:
 			default:
 			}
 		}
-		if _, err := inf.AddEventHandler(eventHandler(notify)); err != nil {
-			return err
+		// ClusterProperties and StorageClasses (property storageclasses.lodestar.dev)
+		// are reported soon after they change.
+		for _, obj := range []client.Object{&aboutv1alpha1.ClusterProperty{}, &storagev1.StorageClass{}} {
+			inf, err := r.MemberCache.GetInformer(ctx, obj)
+			if err != nil {
+				return fmt.Errorf("watching %T: %w", obj, err)
+			}
+			if _, err := inf.AddEventHandler(eventHandler(notify)); err != nil {
+				return err
+			}
 		}
 	}
 	for {
@@ -193,6 +199,15 @@ func (r *Reporter) observe(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	maps.Copy(out, capacity)
+	classes, err := r.storageClasses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(classes) <= maxValueLength {
+		out[placementv1alpha1.PropertyStorageClasses] = classes
+	} else {
+		ctrl.LoggerFrom(ctx).Info("Not reporting the storage classes: their names are longer than a ClusterProfile property may be", "length", len(classes), "max", maxValueLength)
+	}
 	return out, nil
 }
 
@@ -253,6 +268,21 @@ func (r *Reporter) clusterID(ctx context.Context, props map[string]string) (stri
 		return "", fmt.Errorf("reading the kube-system namespace for the cluster ID: %w", err)
 	}
 	return string(ks.UID), nil
+}
+
+// storageClasses are the names of the member's StorageClasses, sorted and
+// comma-separated.
+func (r *Reporter) storageClasses(ctx context.Context) (string, error) {
+	list := &storagev1.StorageClassList{}
+	if err := r.Member.List(ctx, list); err != nil {
+		return "", fmt.Errorf("listing storage classes: %w", err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, sc := range list.Items {
+		names = append(names, sc.Name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ","), nil
 }
 
 // capacity returns the node count and the allocatable and free CPU and memory of

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
+	"github.com/lodestar-dev/lodestar/internal/claims"
+
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/diff"
 )
@@ -47,6 +49,9 @@ type result struct {
 	ranOnce bool
 	// blocker names what holds back the pods of an object that is not available.
 	blocker string
+	// claims are the state of the object's claims: a placed claim's, or those a
+	// placed StatefulSet made on the member.
+	claims *claims.Report
 	// passedFrom names the AppliedWork that placed the object before and let it
 	// go to this Work, undeleted.
 	passedFrom string

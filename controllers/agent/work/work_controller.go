@@ -154,6 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	records := mergeRecords(applied.Status.AppliedResources, results)
 	kept, blocked, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, p.deletionPolicy(work))
 	r.namePodBlockers(ctx, results)
+	r.readClaims(ctx, results)
 	status = ptr.To(newWorkStatus(work, results, p, r.Readiness, blocked))
 	if err := r.writeRecords(ctx, applied, kept); err != nil {
 		return ctrl.Result{}, errors.Join(cleanupErr, err)

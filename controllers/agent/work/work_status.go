@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/claims"
 	"github.com/lodestar-dev/lodestar/internal/conditions"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/message"
@@ -57,10 +59,13 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *r
 		if c, ok := feedbackCondition(res, p, &feedbackLeft); ok {
 			conds = append(conds, c)
 		}
+		if res.claims != nil {
+			conds = append(conds, claims.Condition(*res.claims, maxClaimsBytes))
+		}
 		merged := make([]metav1.Condition, 0, len(conds))
 		for _, c := range conds {
 			c.ObservedGeneration = work.Generation
-			if c.Type != lodestarworkv1alpha1.ConditionStatusFeedback {
+			if !encoded(c.Type) {
 				c.Message = message.Truncate(c.Message, maxMessage)
 			}
 			merged = append(merged, conditions.Merge(previous[res.id.Ordinal], c))
@@ -244,7 +249,7 @@ func trimStatus(st *workv1alpha1.WorkStatus, budget int) (bool, string) {
 			return false
 		}},
 		{"messages shortened", func(c *metav1.Condition) bool {
-			if c.Type != lodestarworkv1alpha1.ConditionStatusFeedback {
+			if !encoded(c.Type) {
 				c.Message = message.Truncate(c.Message, 64)
 			}
 			return false
@@ -258,7 +263,8 @@ func trimStatus(st *workv1alpha1.WorkStatus, budget int) (bool, string) {
 			mc := &st.ManifestConditions[i]
 			if step.cut == nil {
 				if healthy(mc.Conditions) {
-					mc.Conditions = []metav1.Condition{}
+					// A claims report stays: it is what holds a move.
+					mc.Conditions = slices.DeleteFunc(mc.Conditions, func(c metav1.Condition) bool { return c.Type != lodestarworkv1alpha1.ConditionClaims })
 				}
 				continue
 			}
@@ -286,6 +292,12 @@ func trimStatus(st *workv1alpha1.WorkStatus, budget int) (bool, string) {
 		st.ManifestConditions = st.ManifestConditions[:len(st.ManifestConditions)/2]
 	}
 	return true, joinSteps(append(done, "manifest details beyond the budget dropped"))
+}
+
+// encoded tells whether a manifest condition's message is an encoding that
+// readers decode (feedback, claims), never cut to a length.
+func encoded(conditionType string) bool {
+	return conditionType == lodestarworkv1alpha1.ConditionStatusFeedback || conditionType == lodestarworkv1alpha1.ConditionClaims
 }
 
 func healthy(conds []metav1.Condition) bool {

@@ -266,8 +266,12 @@ func partState(w *workv1alpha1.Work) (metav1.ConditionStatus, string, string) {
 	return cond.Status, cond.Reason, message.Truncate(cond.Message, maxAgentMessage)
 }
 
-// maxReasons is how many reasons each listed cluster carries.
-const maxReasons = 3
+// maxReasons is how many reasons each listed cluster carries, and
+// maxClaimsPerCluster how many claims.
+const (
+	maxReasons          = 3
+	maxClaimsPerCluster = 32
+)
 
 // describe adds to each listed cluster the reasons its objects are not applied or
 // available and the objects' detail, from the views of its Work, and names the
@@ -284,6 +288,7 @@ func (agg *Aggregation) describe(vs map[string]*view) {
 		var unlisted int32
 		cs.Objects, unlisted = v.objectStatuses(b)
 		cs.UnlistedObjects = ptr.To(unlisted)
+		cs.Claims = v.claimStatuses(maxClaimsPerCluster, b)
 	}
 	if agg.AvailableCondition.Status != metav1.ConditionFalse {
 		return

@@ -19,6 +19,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/claims"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/message"
@@ -56,6 +57,8 @@ type objectView struct {
 	feedback []byte
 	// values are the feedback values decoded (numbers as json.Number).
 	values map[string]any
+	// claims are the object's claims, as last reported.
+	claims *claims.Report
 }
 
 // manifestPrefix is the "manifest N (Kind ns/name): " an agent's Applied message
@@ -113,6 +116,12 @@ func viewOf(w *workv1alpha1.Work, ids []workv1alpha1.ResourceIdentifier) *view {
 		default:
 			o.message = "no availability reported"
 		}
+		if c := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionClaims); c != nil {
+			if r, err := claims.Decode(c.Message); err == nil {
+				o.claims = &r
+				o.message = withClaimReason(o, r)
+			}
+		}
 		o.message = message.Truncate(o.message, maxObjectMessage)
 		if fb := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionStatusFeedback); fb != nil && fb.ObservedGeneration == w.Generation &&
 			feedbackRead+len(fb.Message) <= maxFeedbackRead {
@@ -125,6 +134,48 @@ func viewOf(w *workv1alpha1.Work, ids []workv1alpha1.ResourceIdentifier) *view {
 		v.objects = append(v.objects, o)
 	}
 	return v
+}
+
+// withClaimReason is an object's message with why its first unbound claim
+// waits: for a placed claim, the reason itself ("storageclass.storage.k8s.io
+// "fast" not found"); for a StatefulSet, naming the claim.
+func withClaimReason(o objectView, r claims.Report) string {
+	if o.state == placementv1alpha1.ObjectAvailable || !o.current {
+		return o.message
+	}
+	i := slices.IndexFunc(r.Claims, func(c claims.Claim) bool { return c.Phase != claims.PhaseBound && c.Reason != "" })
+	switch {
+	case i < 0:
+		return o.message
+	case o.id.Group == "" && o.id.Kind == "PersistentVolumeClaim":
+		return r.Claims[i].Reason
+	default:
+		return fmt.Sprintf("%s; claim %s is %s: %s", o.message, r.Claims[i].Name, r.Claims[i].Phase, r.Claims[i].Reason)
+	}
+}
+
+// claimStatuses are the claims of a cluster's objects, at most max, within
+// the budget.
+func (v *view) claimStatuses(max int, b *detailBudget) []placementv1alpha1.ClaimStatus {
+	var out []placementv1alpha1.ClaimStatus
+	for _, o := range v.objects {
+		if o.claims == nil {
+			continue
+		}
+		for _, c := range o.claims.Claims {
+			size := len(c.Name) + len(o.id.Kind) + len(o.id.Namespace) + len(o.id.Name) + len(c.StorageClass) + len(c.Reason) + 128
+			if len(out) == max || b.claims+size > claimsBudget {
+				return out
+			}
+			b.claims += size
+			out = append(out, placementv1alpha1.ClaimStatus{
+				Name: c.Name, Workload: describeID(o.id), Phase: c.Phase, StorageClass: c.StorageClass,
+				AccessModes: c.AccessModes, Requested: c.Requested, Capacity: c.Capacity, ReclaimDelete: c.ReclaimDelete,
+				Holds: c.Holds(), Reason: message.Truncate(c.Reason, 512),
+			})
+		}
+	}
+	return out
 }
 
 // usersFeedback is the JSON of the feedback values the Placement's own rules
@@ -169,12 +220,13 @@ func (v *view) reasons(n int) []string {
 
 // detailBudget bounds what the objects of the listed clusters add to the
 // Placement's status: past it, feedback is left out, then whole objects.
-type detailBudget struct{ objects, feedback int }
+type detailBudget struct{ objects, feedback, claims int }
 
 const (
 	maxObjectsPerCluster = 32
 	objectsBudget        = 96 << 10
 	feedbackBudget       = 128 << 10
+	claimsBudget         = 64 << 10
 )
 
 // objectStatuses lists the objects of a cluster that are not available or report

@@ -61,8 +61,9 @@ type Reconciler struct {
 	statusPace handlers.StatusPace
 	// compiled are the compiled overrides of each Placement's revisions.
 	compiled compiledSets
-	// failing are the clusters each Placement's overrides fail on.
-	failing failingIndex
+	// failing are the clusters each Placement's overrides fail on, held those
+	// where the stateful gate holds its copy.
+	failing, held clusterIndex
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch;update;patch
@@ -191,6 +192,7 @@ func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 	r.statusPace.Forget(key)
 	r.compiled.forget(key)
 	r.failing.set(key, nil)
+	r.held.set(key, nil)
 	prefix := expectationKey(placement, "")
 	r.expected.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), prefix) {
@@ -225,6 +227,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A cluster's labels or properties may change what overrides make of it.
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsOverriding(workPlacement)), builder.WithPredicates(handlers.Updates(viewChanged))).
+		// A drain with --include-stateful lets held copies go.
+		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsHeld), builder.WithPredicates(handlers.Updates(taintsChanged))).
 		Complete(r)
 }
 

@@ -24,6 +24,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/claims"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
@@ -31,6 +32,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/reflection"
 	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
 // scope is what one reconcile of a Placement knows and decides, phase by phase.
@@ -48,6 +50,10 @@ type scope struct {
 	works map[string][]*workv1alpha1.Work
 	// leaving are the clusters the Placement left whose Works are still there.
 	leaving []rollout.Leaving
+	// held describe the copies the stateful gate keeps (failoverHeld: one of
+	// them by a failover); moving those with claims that move anyway.
+	held, moving []string
+	failoverHeld bool
 	// annotations carry the apply strategy and feedback rules to every Work.
 	annotations map[string]string
 	// labels are the selected clusters' labels (Staged).
@@ -61,8 +67,10 @@ type scope struct {
 	targetOf map[string]content
 	failed   map[string]string
 	plan     rollout.Plan
-	// removal is what becomes of the clusters the Placement left.
-	removal rollout.Removal
+	// removal is what becomes of the clusters the Placement left, retained the
+	// claims those removed now keep, by cluster.
+	removal  rollout.Removal
+	retained map[string][]string
 }
 
 // observe reads what the Placement's rollout starts from: its strategy, the
@@ -155,19 +163,40 @@ func (r *Reconciler) observeLeaving(ctx context.Context, s *scope) error {
 		if err := r.markLeaving(ctx, s.works[cluster], s.now); err != nil {
 			return err
 		}
-		revoked, reachable, err := r.profileState(ctx, cluster, s.decided.Sets)
+		ps, err := r.profileState(ctx, cluster, s.decided.Sets)
 		if err != nil {
 			return err
 		}
-		l := rollout.LeavingOf(cluster, s.works[cluster], revoked, s.now)
-		if f := s.placement.Spec.Scheduling.Failover; f != nil && !reachable {
+		l := rollout.LeavingOf(cluster, s.works[cluster], ps.revoked, s.now)
+		failover := s.placement.Spec.Scheduling.Failover
+		if failover != nil && !ps.reachable {
 			// A failed-over cluster's copy waits for its replacement at most the
 			// failover grace period.
-			l.Deadline = time.Duration(ptr.Deref(f.GracePeriodSeconds, 600)) * time.Second
+			l.Deadline = time.Duration(ptr.Deref(failover.GracePeriodSeconds, 600)) * time.Second
 		}
+		s.holdByClaims(&l, ps, failover != nil && !ps.reachable)
 		s.leaving = append(s.leaving, l)
 	}
 	return nil
+}
+
+// holdByClaims applies the stateful gate to a cluster the Placement left: a
+// copy whose claims there are bound and ReadWriteOnce is held (Hold, the
+// default), unless the cluster is revoked or drained with --include-stateful;
+// otherwise it moves, and the move is noted.
+func (s *scope) holdByClaims(l *rollout.Leaving, ps profileState, failedOver bool) {
+	holding := claims.Holding(s.works[l.Name])
+	if len(holding) == 0 || ps.revoked {
+		return
+	}
+	what := claims.DescribeAll(l.Name, holding, 3)
+	if s.placement.Spec.Strategy.Stateful == placementv1alpha1.StatefulMove || ps.drainStateful {
+		s.moving = append(s.moving, what)
+		return
+	}
+	l.Held = what
+	s.held = append(s.held, what)
+	s.failoverHeld = s.failoverHeld || failedOver
 }
 
 // observeClusters reads what the gate and the renderer need of the selected
@@ -197,6 +226,9 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 		return fmt.Errorf("the Placement's feedback rules: %w", err)
 	}
 	s.state = rollout.State{Target: s.target.Spec.Hash, Paused: p.Spec.Strategy.Paused, Leaving: len(s.leaving)}
+	if len(s.held) > 0 {
+		s.state.Hold = heldMessage(s.held)
+	}
 	if s.stable != nil {
 		s.state.Stable = s.stable.Spec.Hash
 	}
@@ -228,21 +260,32 @@ func (r *Reconciler) markLeaving(ctx context.Context, parts []*workv1alpha1.Work
 	return nil
 }
 
-// profileState tells whether the Placement may no longer use a cluster at all (no
-// ClusterProfile of its name that Lodestar manages lies in the sets: revoked),
-// and whether its agent is reachable.
-func (r *Reconciler) profileState(ctx context.Context, cluster string, sets []string) (revoked, reachable bool, err error) {
+// profileState is what the work generator knows of a cluster the Placement
+// left: whether the Placement may no longer use it at all (no ClusterProfile of
+// its name that Lodestar manages lies in the sets: revoked), whether its agent
+// is reachable, and whether it is drained with --include-stateful.
+type profileState struct {
+	revoked, reachable, drainStateful bool
+}
+
+func (r *Reconciler) profileState(ctx context.Context, cluster string, sets []string) (profileState, error) {
 	profiles, err := lookup.ClusterProfilesNamed(ctx, r.Client, cluster)
 	if err != nil {
-		return false, false, err
+		return profileState{}, err
 	}
 	for i := range profiles {
 		if p := &profiles[i]; lookup.Managed(p) && slices.Contains(sets, p.Namespace) && p.DeletionTimestamp.IsZero() {
-			return false, !meta.IsStatusConditionFalse(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) &&
-				!meta.IsStatusConditionPresentAndEqual(p.Status.Conditions, placementv1alpha1.AgentReachableCondition, metav1.ConditionUnknown), nil
+			taints, _ := scheduling.ParseTaints(p.Annotations[placementv1alpha1.TaintsAnnotation])
+			return profileState{
+				reachable: !meta.IsStatusConditionFalse(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) &&
+					!meta.IsStatusConditionPresentAndEqual(p.Status.Conditions, placementv1alpha1.AgentReachableCondition, metav1.ConditionUnknown),
+				drainStateful: slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool {
+					return t.Key == placementv1alpha1.DrainTaintKey && t.Value == placementv1alpha1.DrainStatefulValue
+				}),
+			}, nil
 		}
 	}
-	return true, false, nil
+	return profileState{revoked: true}, nil
 }
 
 // approvals returns what the RolloutApprovals of the Placement's target revision

@@ -271,17 +271,18 @@ func clusterProfiles(ctx context.Context, c client.Reader, clusters []string, se
 	return out, nil
 }
 
-// failingIndex remembers, per cluster, the Placements whose overrides fail on it,
-// so that a change of the cluster that may fix them reconciles them even where
-// the cluster has no Work of theirs.
-type failingIndex struct {
+// clusterIndex remembers, per cluster, Placements that a change of the cluster
+// concerns: those whose overrides fail on it (a change may fix them, even where
+// the cluster has no Work of theirs), and those whose copy there is held by its
+// claims (a drain with --include-stateful lets it go).
+type clusterIndex struct {
 	mu          sync.Mutex
 	byCluster   map[string]map[client.ObjectKey]bool
 	byPlacement map[client.ObjectKey][]string
 }
 
-// set records the clusters the Placement's overrides fail on now.
-func (f *failingIndex) set(key client.ObjectKey, clusters []string) {
+// set records the clusters the index holds for the Placement now.
+func (f *clusterIndex) set(key client.ObjectKey, clusters []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.byCluster == nil {
@@ -306,7 +307,7 @@ func (f *failingIndex) set(key client.ObjectKey, clusters []string) {
 	}
 }
 
-func (f *failingIndex) placements(cluster string) []client.ObjectKey {
+func (f *clusterIndex) placements(cluster string) []client.ObjectKey {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Collect(maps.Keys(f.byCluster[cluster]))
@@ -339,6 +340,22 @@ func (r *Reconciler) placementsOverriding(workPlacement handler.MapFunc) handler
 		}
 		return reqs
 	}
+}
+
+// placementsHeld maps a change of a ClusterProfile's taints (a drain with
+// --include-stateful) to the Placements whose copy there is held by its claims.
+func (r *Reconciler) placementsHeld(_ context.Context, obj client.Object) []reconcile.Request {
+	keys := r.held.placements(obj.GetName())
+	reqs := make([]reconcile.Request, 0, len(keys))
+	for _, k := range keys {
+		reqs = append(reqs, reconcile.Request{NamespacedName: k})
+	}
+	return reqs
+}
+
+// taintsChanged tells whether a ClusterProfile's taints changed.
+func taintsChanged(old, now *cpv1alpha1.ClusterProfile) bool {
+	return old.Annotations[placementv1alpha1.TaintsAnnotation] != now.Annotations[placementv1alpha1.TaintsAnnotation]
 }
 
 // viewChanged tells whether a ClusterProfile changed in what overrides can see:

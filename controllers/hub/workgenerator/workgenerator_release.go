@@ -2,7 +2,9 @@ package workgenerator
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +16,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/claims"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -67,26 +70,58 @@ func (r *Reconciler) releaseReflected(ctx context.Context, placement *placementv
 
 // noteRetainedClaims records, when a Work of a cluster the Placement leaves (or
 // of a Placement being deleted) goes, which of its claims the cluster keeps with
-// their data (applyStrategy.claims: Retain, the default): a Normal event
-// ClaimsRetained on the Placement, once per Work deletion.
-func (r *Reconciler) noteRetainedClaims(placement *placementv1alpha1.Placement, w *workv1alpha1.Work) {
+// their data (applyStrategy.claims: Retain, the default): the placed claims and
+// those placed StatefulSets made there, in a Normal event ClaimsRetained on the
+// Placement, once per Work deletion. It returns them, as namespace/name.
+func (r *Reconciler) noteRetainedClaims(placement *placementv1alpha1.Placement, w *workv1alpha1.Work) []string {
 	if !w.DeletionTimestamp.IsZero() {
-		return // noted when it was deleted
+		return nil // noted when it was deleted
 	}
 	if strategy, err := clusterworks.Strategy(w); err != nil || strategy.Claims == lodestarworkv1alpha1.ClaimsDelete {
-		return
+		return nil
 	}
-	var claims []string
+	var kept []string
 	for _, id := range clusterworks.ManifestIDs(w) {
 		if id.Group == "" && id.Kind == "PersistentVolumeClaim" {
-			claims = append(claims, id.Namespace+"/"+id.Name)
+			kept = append(kept, id.Namespace+"/"+id.Name)
 		}
 	}
-	if len(claims) == 0 {
-		return
+	for _, wl := range claims.OfWorks([]*workv1alpha1.Work{w}) {
+		if wl.Kind == "PersistentVolumeClaim" {
+			continue // listed above, reported or not
+		}
+		for _, c := range wl.Claims {
+			kept = append(kept, wl.Namespace+"/"+c.Name)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
 	}
 	cluster, _ := names.ClusterFromNamespace(w.Namespace)
 	r.Recorder.Eventf(placement, nil, corev1.EventTypeNormal, placementv1alpha1.ReasonClaimsRetained, "Remove",
 		"cluster %s keeps the claims %s with their data (applyStrategy.claims: Retain); delete them there when they are no longer needed",
-		cluster, message.List(claims, 10, ", "))
+		cluster, message.List(kept, 10, ", "))
+	return kept
+}
+
+// maxRetained bounds status.rollout.retainedClaims, and the claims of an entry.
+const maxRetained = 20
+
+// retainedClaims is status.rollout.retainedClaims: what the clusters removed
+// now kept, then what was recorded before, without the clusters the Placement
+// chooses again, the latest maxRetained.
+func retainedClaims(previous []placementv1alpha1.RetainedClaims, now map[string][]string, chosen []string, at time.Time) []placementv1alpha1.RetainedClaims {
+	var out []placementv1alpha1.RetainedClaims
+	for _, cluster := range slices.Sorted(maps.Keys(now)) {
+		kept := slices.Clone(now[cluster])
+		slices.Sort(kept)
+		out = append(out, placementv1alpha1.RetainedClaims{Cluster: cluster, Claims: kept[:min(len(kept), maxRetained)], Time: metav1.NewTime(at.Truncate(time.Second))})
+	}
+	for _, rc := range previous {
+		if _, ok := now[rc.Cluster]; ok || slices.Contains(chosen, rc.Cluster) {
+			continue
+		}
+		out = append(out, rc)
+	}
+	return out[:min(len(out), maxRetained)]
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,8 +71,11 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		ro = placement.Status.Rollout
 	} else if old := placement.Status.Rollout; !equality.Semantic.DeepEqual(ro, old) {
 		changed = true
+		// Retained claims are written at once: the Works they come from are gone
+		// by the next reconcile.
 		material = material || old == nil || old.TargetRevision != ro.TargetRevision || old.StableRevision != ro.StableRevision ||
-			old.CurrentStage != ro.CurrentStage || !ptr.Equal(old.FailedClusters, ro.FailedClusters)
+			old.CurrentStage != ro.CurrentStage || !ptr.Equal(old.FailedClusters, ro.FailedClusters) ||
+			!equality.Semantic.DeepEqual(old.RetainedClaims, ro.RetainedClaims)
 	}
 	if !changed {
 		return nil
@@ -100,6 +104,7 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	}
 	st.rollout = rolloutStatus(s, stable)
 	cond, reason, msg := progressing(s.target, s.plan, s.removal, s.placement.Spec.Strategy.Paused, len(s.decided.Clusters))
+	cond, reason, msg = r.statefulGate(s, cond, reason, msg)
 	st.progressing.Set(placementv1alpha1.ProgressingCondition, cond, reason, "%s", msg)
 	if reason == placementv1alpha1.ReasonFailureBudgetExceeded {
 		r.warnOnce(s.placement, reason, msg)
@@ -124,6 +129,13 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 		return result
 	}
 	r.failing.set(key, slices.Collect(maps.Keys(s.failed)))
+	var held []string
+	for _, l := range s.leaving {
+		if l.Held != "" {
+			held = append(held, l.Name)
+		}
+	}
+	r.held.set(key, held)
 	if len(s.failed) > 0 {
 		msg := overrideFailures(s.failed, len(s.decided.Clusters))
 		if c := meta.FindStatusCondition(s.placement.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition); c == nil || c.Message != msg {
@@ -135,6 +147,38 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
 		"revision %d (%s); the Works of %d clusters hold what the rollout gives them", s.target.Spec.Revision, s.target.Spec.Hash, len(s.decided.Clusters))
 	return result
+}
+
+// statefulGate is the Progressing condition when the stateful gate holds a
+// copy (StatefulMoveBlocked, or FailoverBlocked for a failover), with a
+// Warning event when it starts holding; and a copy with bound ReadWriteOnce
+// claims that moves anyway is said in the message, with an event when it
+// starts moving.
+func (r *Reconciler) statefulGate(s *scope, cond metav1.ConditionStatus, reason, msg string) (metav1.ConditionStatus, string, string) {
+	if len(s.held) > 0 {
+		reason = placementv1alpha1.ReasonStatefulMoveBlocked
+		if s.failoverHeld {
+			reason = placementv1alpha1.ReasonFailoverBlocked
+		}
+		msg = s.state.Hold
+		r.warnOnce(s.placement, reason, msg)
+		return metav1.ConditionFalse, reason, msg
+	}
+	if len(s.moving) == 0 || len(s.removal.Kept) == 0 {
+		return cond, reason, msg
+	}
+	moving := "moving anyway (spec.strategy.stateful: Move, or a drain with --include-stateful): " + message.List(s.moving, 3, "; ") +
+		"; the claims of the clusters added are new and empty, and the data stays on the cluster left"
+	if c := meta.FindStatusCondition(s.placement.Status.Conditions, placementv1alpha1.ProgressingCondition); c == nil || !strings.Contains(c.Message, moving) {
+		r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonStatefulMove, "Rollout", "%s", moving)
+	}
+	return cond, reason, msg + "; " + moving
+}
+
+// heldMessage says what the stateful gate holds, and how to let it go.
+func heldMessage(held []string) string {
+	return message.List(held, 3, "; ") + "; moving would leave their data behind, so no other cluster is given a copy in its place; " +
+		"set spec.strategy.stateful: Move to move anyway (to new, empty claims), or drain the cluster with --include-stateful"
 }
 
 // warnOnce records a Warning event when the Progressing condition changes to the
@@ -158,6 +202,11 @@ func rolloutStatus(s *scope, stable string) *placementv1alpha1.RolloutStatus {
 		CurrentStage: plan.Stage, StageClusters: plan.StageClusters,
 		FailedClusters: ptr.To(int32(len(plan.Failed))),
 	}
+	var previous []placementv1alpha1.RetainedClaims
+	if ro := s.placement.Status.Rollout; ro != nil {
+		previous = ro.RetainedClaims
+	}
+	st.RetainedClaims = retainedClaims(previous, s.retained, s.decided.Clusters, s.now)
 	updated := int32(0)
 	defer func() { st.UpdatedClusters = ptr.To(updated) }()
 	if !plan.StageStarted.IsZero() {
@@ -178,9 +227,15 @@ func rolloutStatus(s *scope, stable string) *placementv1alpha1.RolloutStatus {
 		}
 		listed = append(listed, placementv1alpha1.ClusterRollout{Name: cp.Name, Stage: cp.Stage, State: cp.State, Reason: message.Truncate(cp.Reason, 1024)})
 	}
-	for _, name := range removal.Kept {
-		listed = append(listed, placementv1alpha1.ClusterRollout{Name: name, State: placementv1alpha1.ClusterSkipped,
-			Reason: "left the Placement: kept until the clusters added are Available"})
+	for _, l := range s.leaving {
+		switch {
+		case l.Held != "":
+			listed = append(listed, placementv1alpha1.ClusterRollout{Name: l.Name, State: placementv1alpha1.ClusterSkipped,
+				Reason: "left the Placement: held by its claims (spec.strategy.stateful: Hold): " + l.Held})
+		case slices.Contains(removal.Kept, l.Name):
+			listed = append(listed, placementv1alpha1.ClusterRollout{Name: l.Name, State: placementv1alpha1.ClusterSkipped,
+				Reason: "left the Placement: kept until the clusters added are Available"})
+		}
 	}
 	hashes := map[string]string{}
 	for _, c := range s.clusters {

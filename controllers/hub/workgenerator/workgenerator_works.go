@@ -214,7 +214,12 @@ func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
 			if err := r.deleteWork(ctx, w); err != nil {
 				return err
 			}
-			r.noteRetainedClaims(s.placement, w)
+			if kept := r.noteRetainedClaims(s.placement, w); len(kept) > 0 {
+				if s.retained == nil {
+					s.retained = map[string][]string{}
+				}
+				s.retained[cluster] = append(s.retained[cluster], kept...)
+			}
 		}
 		if forced {
 			r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonProgressDeadlineExceeded, "Remove",

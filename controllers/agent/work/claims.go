@@ -1,0 +1,193 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lodestar-dev/lodestar/internal/claims"
+)
+
+// Claim reports' bounds.
+const (
+	// maxClaimsBytes bounds the Claims condition of one manifest.
+	maxClaimsBytes = 4 << 10
+	// maxClaimsRead bounds the claims read for one StatefulSet: one page.
+	maxClaimsRead = 500
+)
+
+var (
+	claimKind       = schema.GroupKind{Kind: "PersistentVolumeClaim"}
+	statefulSetKind = schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+)
+
+// defaultClassAnnotation marks the member's default StorageClass.
+const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
+
+// readClaims sets the claims report of every result whose object is a placed
+// claim, or a placed StatefulSet with claim templates (the claims its
+// controller made on the member). Claims are read from the member's API server
+// directly, and only for such objects; a claim that cannot be read leaves the
+// result without a report.
+func (r *Reconciler) readClaims(ctx context.Context, results []result) {
+	for i := range results {
+		res := &results[i]
+		if res.live == nil || res.record == nil {
+			continue
+		}
+		var found []corev1.PersistentVolumeClaim
+		var err error
+		switch res.live.GroupVersionKind().GroupKind() {
+		case claimKind:
+			pvc := corev1.PersistentVolumeClaim{}
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(res.live.Object, &pvc)
+			found = []corev1.PersistentVolumeClaim{pvc}
+		case statefulSetKind:
+			found, err = r.statefulSetClaims(ctx, res)
+		default:
+			continue
+		}
+		if err == nil && len(found) > 0 {
+			var report claims.Report
+			report, err = r.claimsReport(ctx, found)
+			res.claims = &report
+		}
+		if err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("Cannot read the claims of a placed object", "object", describeObject(res.live), "error", err.Error())
+			res.claims = nil
+		}
+	}
+}
+
+// statefulSetClaims are the claims a StatefulSet's controller made on the
+// member: <template>-<statefulset>-<ordinal>, labelled with its selector's
+// matchLabels, whatever its replicas now (a claim left by a scale-down still
+// holds data).
+func (r *Reconciler) statefulSetClaims(ctx context.Context, res *result) ([]corev1.PersistentVolumeClaim, error) {
+	sts := appsv1.StatefulSet{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(res.live.Object, &sts); err != nil {
+		return nil, err
+	}
+	if len(sts.Spec.VolumeClaimTemplates) == 0 {
+		return nil, nil
+	}
+	var names []string
+	for _, t := range sts.Spec.VolumeClaimTemplates {
+		names = append(names, regexp.QuoteMeta(t.Name+"-"+sts.Name+"-"))
+	}
+	generated := regexp.MustCompile(`^(` + strings.Join(names, "|") + `)(0|[1-9][0-9]*)$`)
+	opts := []client.ListOption{client.InNamespace(sts.Namespace), client.Limit(maxClaimsRead)}
+	if sts.Spec.Selector != nil && len(sts.Spec.Selector.MatchLabels) > 0 {
+		opts = append(opts, client.MatchingLabels(sts.Spec.Selector.MatchLabels))
+	}
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.Member.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	out := slices.DeleteFunc(list.Items, func(c corev1.PersistentVolumeClaim) bool { return !generated.MatchString(c.Name) })
+	slices.SortFunc(out, func(a, b corev1.PersistentVolumeClaim) int { return claimOrder(a.Name, b.Name) })
+	return out, nil
+}
+
+// claimOrder sorts names by length then text, so that data-db-2 comes before
+// data-db-10.
+func claimOrder(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
+}
+
+// claimsReport is the state of claims as the hub shows it: phase, class, modes,
+// sizes, whether deleting the claim deletes the data, and why one is not Bound.
+func (r *Reconciler) claimsReport(ctx context.Context, pvcs []corev1.PersistentVolumeClaim) (claims.Report, error) {
+	out := make([]claims.Claim, 0, len(pvcs))
+	for i := range pvcs {
+		pvc := &pvcs[i]
+		c := claims.Claim{Name: pvc.Name, Phase: string(pvc.Status.Phase), StorageClass: ptrString(pvc.Spec.StorageClassName)}
+		if c.Phase == "" {
+			c.Phase = string(corev1.ClaimPending)
+		}
+		for _, m := range pvc.Spec.AccessModes {
+			c.AccessModes = append(c.AccessModes, string(m))
+		}
+		if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+			c.Requested = q.String()
+		}
+		if q, ok := pvc.Status.Capacity[corev1.ResourceStorage]; ok {
+			c.Capacity = q.String()
+		}
+		switch {
+		case pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName != "":
+			pv := &corev1.PersistentVolume{}
+			if err := r.Member.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil && !apierrors.IsNotFound(err) {
+				return claims.Report{}, err
+			} else if err == nil {
+				c.ReclaimDelete = pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete
+			}
+		case pvc.Status.Phase == corev1.ClaimLost:
+			c.Reason = "the claim lost its volume"
+		default:
+			why, err := r.pendingReason(ctx, pvc)
+			if err != nil {
+				return claims.Report{}, err
+			}
+			c.Reason = why
+		}
+		out = append(out, c)
+	}
+	return claims.NewReport(out), nil
+}
+
+// pendingReason says why a claim waits, from what the member has: its storage
+// class missing, no default class to fall back on, or a class that binds when a
+// pod is scheduled.
+func (r *Reconciler) pendingReason(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
+	if pvc.Spec.VolumeName != "" {
+		return fmt.Sprintf("waiting to bind volume %s", pvc.Spec.VolumeName), nil
+	}
+	name := ptrString(pvc.Spec.StorageClassName)
+	if pvc.Spec.StorageClassName == nil {
+		classes := &storagev1.StorageClassList{}
+		if err := r.Member.List(ctx, classes); err != nil {
+			return "", err
+		}
+		i := slices.IndexFunc(classes.Items, func(sc storagev1.StorageClass) bool { return sc.Annotations[defaultClassAnnotation] == "true" })
+		if i < 0 {
+			return "the claim names no storage class and the member has no default StorageClass", nil
+		}
+		name = classes.Items[i].Name
+	}
+	if name == "" {
+		return "waiting for a pre-provisioned volume without a storage class", nil
+	}
+	sc := &storagev1.StorageClass{}
+	switch err := r.Member.Get(ctx, client.ObjectKey{Name: name}, sc); {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("storageclass.storage.k8s.io %q not found", name), nil
+	case err != nil:
+		return "", err
+	}
+	if sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
+		return fmt.Sprintf("WaitForFirstConsumer: storage class %s binds it when a pod using it is scheduled", name), nil
+	}
+	return fmt.Sprintf("waiting for storage class %s (provisioner %s) to provide a volume", name, sc.Provisioner), nil
+}
+
+func ptrString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
