@@ -26,7 +26,9 @@ func TestHolds(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	g := NewWithT(t)
-	bound := func(name string) Claim { return Claim{Name: name, Phase: "Bound", AccessModes: []string{ReadWriteOnce}} }
+	bound := func(name string) Claim {
+		return Claim{Name: name, Phase: "Bound", AccessModes: []string{ReadWriteOnce}}
+	}
 	r := NewReport([]Claim{bound("data-db-0"), bound("data-db-1"), bound("data-db-2")})
 	w := Workload{Kind: "StatefulSet", Namespace: "shop", Name: "db", Report: r}
 	g.Expect(Describe("member-1", w)).To(Equal("StatefulSet shop/db on member-1 has 3 bound ReadWriteOnce claims (data-db-0..2)"))
