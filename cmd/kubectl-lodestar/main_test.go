@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/clientcmd"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/claims"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
@@ -206,6 +208,22 @@ func TestDrainAndUnjoin(t *testing.T) {
 	taints, err := scheduling.ParseTaints(profile.Annotations[placementv1alpha1.TaintsAnnotation])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(taints).To(ConsistOf(And(HaveField("Key", placementv1alpha1.DrainTaintKey), HaveField("Effect", placementv1alpha1.TaintNoExecute), HaveField("TimeAdded", Not(BeEmpty())))))
+
+	// A copy whose claims hold it there (as its agent reports them on its Work)
+	// is listed, and stays unless the drain includes stateful copies.
+	held := heldWork(t, "edge-4")
+	stdout, _, err = kubectlLodestar(t, "drain", "edge-4")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stdout).To(ContainSubstring("1 Placements stay on edge-4, held by their claims"))
+	g.Expect(stdout).To(ContainSubstring(held + "/db: StatefulSet " + held + "/db on edge-4 has 2 bound ReadWriteOnce claims (data-db-0..1)"))
+	stdout, _, err = kubectlLodestar(t, "drain", "edge-4", "--include-stateful")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stdout).To(ContainSubstring("1 Placements move with their claims left behind on edge-4"))
+	g.Expect(hubCP.Client.Get(ctx, key, profile)).To(Succeed())
+	taints, err = scheduling.ParseTaints(profile.Annotations[placementv1alpha1.TaintsAnnotation])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(taints).To(ConsistOf(And(HaveField("Key", placementv1alpha1.DrainTaintKey), HaveField("Value", placementv1alpha1.DrainStatefulValue))))
+
 	_, _, err = kubectlLodestar(t, "uncordon", "edge-4")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hubCP.Client.Get(ctx, key, profile)).To(Succeed())
@@ -287,4 +305,33 @@ func TestKubectlPluginCompletion(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	g.Expect(lines).To(ContainElements(HavePrefix("approve"), HavePrefix("status"), HavePrefix("undo")))
 	g.Expect(lines[len(lines)-1]).To(HavePrefix(":"), "cobra's directive, which kubectl reads")
+}
+
+// heldWork makes a Placement db (in a namespace of its own, returned) whose
+// Work on cluster reports, as an agent does, a StatefulSet with two bound
+// ReadWriteOnce claims.
+func heldWork(t *testing.T, cluster string) string {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "held-" + rand.String(5)
+	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, Spec: placementv1alpha1.PlacementSpec{
+		ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "StatefulSet", Name: "db"}}}}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(ns, "db"), Namespace: names.ClusterNamespace(cluster),
+		Labels: map[string]string{placementv1alpha1.PlacementNameLabel: "db", placementv1alpha1.PlacementNamespaceLabel: ns}}}
+	g.Expect(hubCP.Client.Create(ctx, w)).To(Succeed())
+	bound := func(name string) claims.Claim {
+		return claims.Claim{Name: name, Phase: claims.PhaseBound, AccessModes: []string{claims.ReadWriteOnce}}
+	}
+	c := claims.Condition(claims.NewReport([]claims.Claim{bound("data-db-0"), bound("data-db-1")}), 4096)
+	c.LastTransitionTime = metav1.Now()
+	w.Status.Conditions = []metav1.Condition{}
+	w.Status.ManifestConditions = []workv1alpha1.ManifestCondition{{
+		Identifier: workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "StatefulSet", Resource: "statefulsets", Namespace: ns, Name: "db"},
+		Conditions: []metav1.Condition{c},
+	}}
+	g.Expect(hubCP.Client.Status().Update(ctx, w)).To(Succeed())
+	return ns
 }

@@ -68,7 +68,9 @@ func TestStatusReadsOnlyThePlacement(t *testing.T) {
 				{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "api", State: placementv1alpha1.ObjectAvailable, Feedback: &apiextensionsv1.JSON{Raw: []byte(`{"ready":3}`)}}}},
 			{Name: "edge-2", Applied: metav1.ConditionTrue, Available: metav1.ConditionFalse,
 				Reasons: []string{"PersistentVolumeClaim " + ns + "/uploads: the claim is Pending"},
-				Objects: []placementv1alpha1.ObjectStatus{{Kind: "PersistentVolumeClaim", Namespace: ns, Name: "uploads", State: placementv1alpha1.ObjectProgressing, Message: "the claim is Pending"}}},
+				Objects: []placementv1alpha1.ObjectStatus{{Kind: "PersistentVolumeClaim", Namespace: ns, Name: "uploads", State: placementv1alpha1.ObjectProgressing, Message: "the claim is Pending"}},
+				Claims: []placementv1alpha1.ClaimStatus{{Name: "uploads", Workload: "PersistentVolumeClaim " + ns + "/uploads", Phase: "Pending", StorageClass: "fast",
+					AccessModes: []string{"ReadWriteOnce"}, Requested: "10Gi", Reason: `storageclass.storage.k8s.io "fast" not found`}}},
 		},
 		Summaries: []placementv1alpha1.SummaryStatus{{Name: "ready", Value: "3", Count: ptr.To[int32](1), Stale: ptr.To[int32](1)}},
 	}
@@ -82,6 +84,7 @@ func TestStatusReadsOnlyThePlacement(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`edge-2\s+True\s+False\s+PersistentVolumeClaim ` + ns + `/uploads: the claim is Pending`))
 	g.Expect(out).To(MatchRegexp(`edge-1\s+Deployment ` + ns + `/api\s+Available\s+\{"ready":3\}`))
 	g.Expect(out).To(MatchRegexp(`ready\s+3\s+1\s+1`))
+	g.Expect(out).To(MatchRegexp(`edge-2\s+uploads\s+PersistentVolumeClaim ` + ns + `/uploads\s+Pending\s+fast\s+ReadWriteOnce\s+10Gi\s+-\s+-\s+-\s+storageclass.storage.k8s.io "fast" not found`))
 
 	stdout.Reset()
 	g.Expect(run(ctx, []string{"status", "shop", "-n", ns, "-o", "json", "--cluster", "edge-2", "--kubeconfig", tenant}, &stdout, &stderr)).To(Succeed(), stderr.String())

@@ -3,7 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,10 +18,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
@@ -189,15 +194,21 @@ func statefulPlacement(ns string, clusters ...string) *placementv1alpha1.Placeme
 // there, it makes its claims data-db-<i> and binds them.
 func bindClaims(t *testing.T, cluster, ns string, replicas int, mode corev1.PersistentVolumeAccessMode) {
 	t.Helper()
+	bindClaimsOf(t, cluster, ns, "db", replicas, mode)
+}
+
+// bindClaimsOf is bindClaims for StatefulSet sts (labelled app=<sts>).
+func bindClaimsOf(t *testing.T, cluster, ns, sts string, replicas int, mode corev1.PersistentVolumeAccessMode) {
+	t.Helper()
 	g := NewWithT(t)
 	c := members[cluster].Client
 	g.Eventually(func() error {
-		return c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "db"}, &appsv1.StatefulSet{})
+		return c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: sts}, &appsv1.StatefulSet{})
 	}).Should(Succeed())
 	for i := range replicas {
-		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-db-%d", i), Namespace: ns, Labels: map[string]string{"app": "db"}},
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-%s-%d", sts, i), Namespace: ns, Labels: map[string]string{"app": sts}},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}, StorageClassName: ptr.To("lodestar-static"),
-				VolumeName: fmt.Sprintf("%s-data-db-%d", ns, i),
+				VolumeName: fmt.Sprintf("%s-data-%s-%d", ns, sts, i),
 				Resources:  corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 		g.Expect(c.Create(t.Context(), pvc)).To(Succeed())
 		pvc.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: pvc.Spec.AccessModes,
@@ -495,4 +506,85 @@ func TestStorageClassesFromTheHub(t *testing.T) {
 			HaveField("Reason", placementv1alpha1.ExclusionMissingStorageClass), HaveField("Clusters", ContainElement(member2)))))
 	}).Should(Succeed())
 	g.Consistently(func(g Gomega) { g.Expect(workOf(g, required, member2)).To(BeNil()) }).WithTimeout(2 * time.Second).Should(Succeed())
+}
+
+// Every example of docs/stateful.md, applied to the hub, does what the doc says.
+func TestStatefulExamples(t *testing.T) {
+	g := NewWithT(t)
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "examples", "stateful", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(HaveLen(3))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "stateful.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	expect := map[string]func(t *testing.T, ns string, decision *unstructured.Unstructured){
+		"01-hold.yaml": func(t *testing.T, ns string, _ *unstructured.Unstructured) {
+			// member-1 offers the class (with no provisioner behind it), member-2 does not.
+			sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: "example.com/none"}
+			NewWithT(t).Expect(members[member1].Client.Create(t.Context(), sc)).To(Succeed())
+			t.Cleanup(func() { _ = members[member1].Client.Delete(context.Background(), sc) })
+			NewWithT(t).Eventually(func(g Gomega) {
+				p := &placementv1alpha1.Placement{}
+				g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "db"}, p)).To(Succeed())
+				g.Expect(workOf(g, p, member1)).NotTo(BeNil())
+				g.Expect(p.Status.Scheduling).NotTo(BeNil())
+				g.Expect(p.Status.Scheduling.Excluded).To(ContainElement(HaveField("Reason", placementv1alpha1.ExclusionMissingStorageClass)))
+				g.Expect(p.Status.Clusters).To(ContainElement(HaveField("Claims", ContainElement(And(HaveField("Name", "data-db-0"), HaveField("Phase", "Pending"),
+					HaveField("Reason", "waiting for storage class standard (provisioner example.com/none) to provide a volume"))))))
+			}).Should(Succeed())
+		},
+		"02-move.yaml": func(t *testing.T, ns string, _ *unstructured.Unstructured) {
+			p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}}
+			bindClaimsOf(t, member2, ns, "cache", 1, corev1.ReadWriteOnce)
+			expectClaims(t, client.ObjectKeyFromObject(p), member2, 1)
+			NewWithT(t).Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member1} })).To(Succeed())
+			NewWithT(t).Eventually(func(g Gomega) {
+				g.Expect(workOf(g, p, member1)).NotTo(BeNil(), "stateful: Move moves it")
+				g.Expect(workOf(g, p, member2)).To(BeNil())
+			}).Should(Succeed())
+		},
+		"03-dr-handoff.yaml": func(t *testing.T, ns string, decision *unstructured.Unstructured) {
+			g := NewWithT(t)
+			p := &placementv1alpha1.Placement{}
+			g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "orders"}, p)).To(Succeed())
+			// The orchestrator names the Placement as the decision's owner.
+			refs := decision.GetOwnerReferences()
+			refs[0].UID = p.UID
+			decision.SetOwnerReferences(refs)
+			g.Expect(hubCP.Client.Create(t.Context(), decision)).To(Succeed())
+			bindClaimsOf(t, member2, ns, "orders", 1, corev1.ReadWriteOnce)
+			expectClaims(t, client.ObjectKeyFromObject(p), member2, 1)
+			// Failover by the orchestrator, once it promoted member-1's replica.
+			g.Expect(updateWith(hubCP.Client, decision, func(d *unstructured.Unstructured) {
+				_ = unstructured.SetNestedSlice(d.Object, []any{map[string]any{
+					"clusterProfileRef": map[string]any{"name": member1, "namespace": placementv1alpha1.DefaultClusterSet}, "reason": "primary"}}, "decisions")
+			})).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				g.Expect(workOf(g, p, member1)).NotTo(BeNil())
+				g.Expect(workOf(g, p, member2)).To(BeNil())
+			}).Should(Succeed())
+		},
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			g := NewWithT(t)
+			b, err := os.ReadFile(file)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(doc)).To(ContainSubstring(string(b)), "docs/stateful.md shows the example as it is")
+			check, ok := expect[filepath.Base(file)]
+			g.Expect(ok).To(BeTrue())
+			ns := newNamespace(t)
+			var decision *unstructured.Unstructured
+			for _, part := range strings.Split(string(b), "\n---\n") {
+				obj := &unstructured.Unstructured{}
+				g.Expect(yaml.Unmarshal([]byte(part), &obj.Object)).To(Succeed())
+				obj.SetNamespace(ns)
+				if obj.GetKind() == "PlacementDecision" {
+					decision = obj
+					continue
+				}
+				g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+			}
+			check(t, ns, decision)
+		})
+	}
 }
