@@ -168,15 +168,15 @@ func TestClaimsAreRetainedByDefault(t *testing.T) {
 }
 
 // statefulDB is StatefulSet db: replicas, one claim template "data" of mode
-// and class, labelled app=db.
-func statefulDB(ns string, replicas int32, mode corev1.PersistentVolumeAccessMode, class string) *appsv1.StatefulSet {
+// and class lodestar-static, labelled app=db.
+func statefulDB(ns string, replicas int32, mode corev1.PersistentVolumeAccessMode) *appsv1.StatefulSet {
 	labels := map[string]string{"app": "db"}
 	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns, Labels: labels},
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels}, ServiceName: "db",
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "postgres:17"}}}},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
-				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}, StorageClassName: ptr.To(class),
+				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}, StorageClassName: ptr.To("lodestar-static"),
 					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}
 }
 
@@ -264,7 +264,7 @@ func TestStatefulMoveIsHeldUnlessAsked(t *testing.T) {
 	// member-1 runs a controller manager: its StatefulSet controller makes the
 	// claims and its binder binds them to these volumes; kwok runs the pods.
 	staticVolumes(t, fullMember, ns, 3)
-	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 3, corev1.ReadWriteOnce, "lodestar-static"))).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 3, corev1.ReadWriteOnce))).To(Succeed())
 	p := statefulPlacement(ns, member1)
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 	key := client.ObjectKeyFromObject(p)
@@ -365,7 +365,7 @@ func TestSharedStorageMoves(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 1, corev1.ReadWriteMany, "lodestar-static"))).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 1, corev1.ReadWriteMany))).To(Succeed())
 	p := statefulPlacement(ns, member2)
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
 	bindClaims(t, member2, ns, 1, corev1.ReadWriteMany)
@@ -387,7 +387,7 @@ func TestDrainHoldsStatefulCopies(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 2, corev1.ReadWriteOnce, "lodestar-static"))).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 2, corev1.ReadWriteOnce))).To(Succeed())
 	p := statefulPlacement(ns, member2)
 	p.Spec.Scheduling.NumberOfClusters = ptr.To[int32](1)
 	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
@@ -431,7 +431,7 @@ func TestFailoverHoldsStatefulCopies(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newTenant(t, placementv1alpha1.DefaultClusterSet, auxSet)
-	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 1, corev1.ReadWriteOncePod, "lodestar-static"))).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 1, corev1.ReadWriteOncePod))).To(Succeed())
 	p := statefulPlacement(ns, member4)
 	p.Spec.Scheduling.NumberOfClusters = ptr.To[int32](1)
 	p.Spec.Scheduling.Failover = &placementv1alpha1.Failover{TolerationSeconds: ptr.To[int32](2), GracePeriodSeconds: ptr.To[int32](600)}
