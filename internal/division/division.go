@@ -17,6 +17,8 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Cluster is one cluster's claim on the replicas.
@@ -172,4 +174,26 @@ func (s *seats) Pop() any {
 	last := s.items[len(s.items)-1]
 	s.items = s.items[:len(s.items)-1]
 	return last
+}
+
+// Room is how many pods of the given requests fit in a cluster's free capacity:
+// the least over the resources the pod requests (a resource it does not request
+// does not bound it). A resource the cluster does not report counts as no room.
+// With no requests at all the room is unbounded (ok false).
+func Room(free, request map[string]resource.Quantity) (pods int64, ok bool) {
+	pods = MaxValue
+	for name, want := range request {
+		if want.Sign() <= 0 {
+			continue
+		}
+		ok = true
+		have, reported := free[name]
+		if !reported || have.Sign() <= 0 {
+			return 0, true
+		}
+		// Milli-units keep CPU exact; memory and the like fit in them too.
+		n := have.MilliValue() / want.MilliValue()
+		pods = min(pods, n)
+	}
+	return pods, ok
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func weighted(kv ...any) []Cluster {
@@ -130,4 +131,20 @@ func TestSteady(t *testing.T) {
 	got, err = Steady(12, map[string]int64{"a": 4, "b": 5}, []Cluster{{Name: "a", Weight: 3, Max: 3}, {Name: "b", Weight: 10, Max: 10}}, "uid")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal(map[string]int64{"a": 5, "b": 7}))
+}
+
+func TestRoom(t *testing.T) {
+	g := NewWithT(t)
+	q := resource.MustParse
+	free := map[string]resource.Quantity{"cpu": q("3500m"), "memory": q("8Gi")}
+	pods, ok := Room(free, map[string]resource.Quantity{"cpu": q("500m"), "memory": q("1Gi")})
+	g.Expect(ok).To(BeTrue())
+	g.Expect(pods).To(BeEquivalentTo(7), "cpu bounds it: 3500m / 500m")
+	pods, _ = Room(free, map[string]resource.Quantity{"memory": q("3Gi")})
+	g.Expect(pods).To(BeEquivalentTo(2))
+	pods, ok = Room(free, map[string]resource.Quantity{"nvidia.com/gpu": q("1")})
+	g.Expect(ok).To(BeTrue())
+	g.Expect(pods).To(BeZero(), "an unreported resource is no room")
+	_, ok = Room(free, nil)
+	g.Expect(ok).To(BeFalse(), "a pod without requests is not bounded by capacity")
 }
