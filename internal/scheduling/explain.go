@@ -174,7 +174,7 @@ func storageVerdict(c Cluster, current bool, want []string) Verdict {
 	v := Verdict{Filter: FilterStorage, Passed: ok, Detail: fmt.Sprintf("storage classes %s required, the cluster has %s", strings.Join(want, ", "), orNone(have))}
 	switch {
 	case !reported:
-		v.Detail = fmt.Sprintf("storage classes %s required; the cluster does not report its classes (property %s)", strings.Join(want, ", "), placementv1alpha1.PropertyStorageClasses)
+		v.Detail = fmt.Sprintf("storage classes %s required; the cluster reports none (property %s)", strings.Join(want, ", "), placementv1alpha1.PropertyStorageClasses)
 	case !ok:
 		v.Detail = fmt.Sprintf("the cluster lacks storage class %s (it has %s)", strings.Join(missing, ", "), orNone(have))
 	}

@@ -51,7 +51,8 @@ func TestWhyAClusterIsNotReady(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		cs := clusterStatusOf(g, key, member2)
 		g.Expect(cs).NotTo(BeNil())
-		g.Expect(cs.Reasons).To(ContainElement("PersistentVolumeClaim " + ns + "/uploads: the claim is Pending"))
+		// The agent says why the claim waits (the member has no default class).
+		g.Expect(cs.Reasons).To(ContainElement("PersistentVolumeClaim " + ns + "/uploads: the claim names no storage class and the member has no default StorageClass"))
 		g.Expect(cs.Objects).To(ContainElement(And(HaveField("Kind", "PersistentVolumeClaim"), HaveField("State", placementv1alpha1.ObjectProgressing))))
 	}).Should(Succeed())
 	avail := placementCondition(g, t, key, placementv1alpha1.AvailableCondition)

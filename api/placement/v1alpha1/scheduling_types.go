@@ -15,7 +15,8 @@ const (
 )
 
 // PropertyStorageClasses is the property in which the agent reports the names
-// of the member's StorageClasses, sorted and comma-separated; the scheduler's
+// of the member's StorageClasses, sorted and comma-separated (absent when it
+// has none: a property's value is never empty); the scheduler's
 // requiredStorageClasses reads it.
 const PropertyStorageClasses = "storageclasses.lodestar.dev"
 
@@ -64,7 +65,8 @@ type Scheduling struct {
 	// requiredStorageClasses are StorageClasses a cluster must offer, for
 	// example the class a StatefulSet's claim templates name: a cluster whose
 	// agent reports (property storageclasses.lodestar.dev) that it lacks one,
-	// or reports no storage classes at all, is not chosen anew. A cluster
+	// or that reports no storage classes (the property is absent when the
+	// member has none), is not chosen anew. A cluster
 	// already chosen stays.
 	// +optional
 	// +listType=set

@@ -203,9 +203,13 @@ func (r *Reporter) observe(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(classes) <= maxValueLength {
+	switch {
+	case classes == "":
+		// A property's value may not be empty: a member without classes
+		// reports none.
+	case len(classes) <= maxValueLength:
 		out[placementv1alpha1.PropertyStorageClasses] = classes
-	} else {
+	default:
 		ctrl.LoggerFrom(ctx).Info("Not reporting the storage classes: their names are longer than a ClusterProfile property may be", "length", len(classes), "max", maxValueLength)
 	}
 	return out, nil
