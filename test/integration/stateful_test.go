@@ -190,15 +190,10 @@ func statefulPlacement(ns string, clusters ...string) *placementv1alpha1.Placeme
 }
 
 // bindClaims stands in, on a member without a controller manager, for the
-// StatefulSet controller and the volume binder: once the StatefulSet is
-// there, it makes its claims data-db-<i> and binds them.
-func bindClaims(t *testing.T, cluster, ns string, replicas int, mode corev1.PersistentVolumeAccessMode) {
-	t.Helper()
-	bindClaimsOf(t, cluster, ns, "db", replicas, mode)
-}
-
-// bindClaimsOf is bindClaims for StatefulSet sts (labelled app=<sts>).
-func bindClaimsOf(t *testing.T, cluster, ns, sts string, replicas int, mode corev1.PersistentVolumeAccessMode) {
+// StatefulSet controller and the volume binder: once StatefulSet sts
+// (labelled app=<sts>) is there, it makes its claims data-<sts>-<i> and binds
+// them.
+func bindClaims(t *testing.T, cluster, ns, sts string, replicas int, mode corev1.PersistentVolumeAccessMode) {
 	t.Helper()
 	g := NewWithT(t)
 	c := members[cluster].Client
@@ -234,6 +229,23 @@ func staticVolumes(t *testing.T, cluster, ns string, replicas int) {
 		NewWithT(t).Expect(c.Create(t.Context(), pv)).To(Succeed())
 		t.Cleanup(func() { _ = c.Delete(context.Background(), pv) })
 	}
+}
+
+// placeStateful places StatefulSet db (replicas, claims of mode) on cluster
+// with the Placement edit makes, binds its claims there as the member's
+// controllers would, and waits until the Placement shows them Bound.
+func placeStateful(t *testing.T, ns, cluster string, replicas int, mode corev1.PersistentVolumeAccessMode, edit func(*placementv1alpha1.Placement)) *placementv1alpha1.Placement {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(hubCP.Client.Create(t.Context(), statefulDB(ns, int32(replicas), mode))).To(Succeed())
+	p := statefulPlacement(ns, cluster)
+	if edit != nil {
+		edit(p)
+	}
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	bindClaims(t, cluster, ns, "db", replicas, mode)
+	expectClaims(t, client.ObjectKeyFromObject(p), cluster, replicas)
+	return p
 }
 
 // expectClaims waits until the Placement's status shows the cluster's claims,
@@ -363,14 +375,9 @@ func readyStatefulSet(t *testing.T, cluster, ns, name string) {
 // StatefulSet moves as any workload does.
 func TestSharedStorageMoves(t *testing.T) {
 	g := NewWithT(t)
-	ctx := t.Context()
 	ns := newNamespace(t)
-	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 1, corev1.ReadWriteMany))).To(Succeed())
-	p := statefulPlacement(ns, member2)
-	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
-	bindClaims(t, member2, ns, 1, corev1.ReadWriteMany)
+	p := placeStateful(t, ns, member2, 1, corev1.ReadWriteMany, nil)
 	key := client.ObjectKeyFromObject(p)
-	expectClaims(t, key, member2, 1)
 
 	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member1} })).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -387,13 +394,10 @@ func TestDrainHoldsStatefulCopies(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 2, corev1.ReadWriteOnce))).To(Succeed())
-	p := statefulPlacement(ns, member2)
-	p.Spec.Scheduling.NumberOfClusters = ptr.To[int32](1)
-	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
-	bindClaims(t, member2, ns, 2, corev1.ReadWriteOnce)
+	p := placeStateful(t, ns, member2, 2, corev1.ReadWriteOnce, func(p *placementv1alpha1.Placement) {
+		p.Spec.Scheduling.NumberOfClusters = ptr.To[int32](1)
+	})
 	key := client.ObjectKeyFromObject(p)
-	expectClaims(t, key, member2, 2)
 	// member-1 may replace it now; member-2, chosen, stays chosen.
 	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member2, member1} })).To(Succeed())
 	g.Consistently(func(g Gomega) { g.Expect(workOf(g, p, member1)).To(BeNil()) }).WithTimeout(2 * time.Second).Should(Succeed())
@@ -429,16 +433,12 @@ func TestDrainHoldsStatefulCopies(t *testing.T) {
 func TestFailoverHoldsStatefulCopies(t *testing.T) {
 	extraMembers(t)
 	g := NewWithT(t)
-	ctx := t.Context()
 	ns := newTenant(t, placementv1alpha1.DefaultClusterSet, auxSet)
-	g.Expect(hubCP.Client.Create(ctx, statefulDB(ns, 1, corev1.ReadWriteOncePod))).To(Succeed())
-	p := statefulPlacement(ns, member4)
-	p.Spec.Scheduling.NumberOfClusters = ptr.To[int32](1)
-	p.Spec.Scheduling.Failover = &placementv1alpha1.Failover{TolerationSeconds: ptr.To[int32](2), GracePeriodSeconds: ptr.To[int32](600)}
-	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
-	bindClaims(t, member4, ns, 1, corev1.ReadWriteOncePod)
+	p := placeStateful(t, ns, member4, 1, corev1.ReadWriteOncePod, func(p *placementv1alpha1.Placement) {
+		p.Spec.Scheduling.NumberOfClusters = ptr.To[int32](1)
+		p.Spec.Scheduling.Failover = &placementv1alpha1.Failover{TolerationSeconds: ptr.To[int32](2), GracePeriodSeconds: ptr.To[int32](600)}
+	})
 	key := client.ObjectKeyFromObject(p)
-	expectClaims(t, key, member4, 1)
 	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member4, member2} })).To(Succeed())
 
 	stopExtraAgent(member4)
@@ -534,7 +534,7 @@ func TestStatefulExamples(t *testing.T) {
 		},
 		"02-move.yaml": func(t *testing.T, ns string, _ *unstructured.Unstructured) {
 			p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}}
-			bindClaimsOf(t, member2, ns, "cache", 1, corev1.ReadWriteOnce)
+			bindClaims(t, member2, ns, "cache", 1, corev1.ReadWriteOnce)
 			expectClaims(t, client.ObjectKeyFromObject(p), member2, 1)
 			NewWithT(t).Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member1} })).To(Succeed())
 			NewWithT(t).Eventually(func(g Gomega) {
@@ -551,7 +551,7 @@ func TestStatefulExamples(t *testing.T) {
 			refs[0].UID = p.UID
 			decision.SetOwnerReferences(refs)
 			g.Expect(hubCP.Client.Create(t.Context(), decision)).To(Succeed())
-			bindClaimsOf(t, member2, ns, "orders", 1, corev1.ReadWriteOnce)
+			bindClaims(t, member2, ns, "orders", 1, corev1.ReadWriteOnce)
 			expectClaims(t, client.ObjectKeyFromObject(p), member2, 1)
 			// Failover by the orchestrator, once it promoted member-1's replica.
 			g.Expect(updateWith(hubCP.Client, decision, func(d *unstructured.Unstructured) {

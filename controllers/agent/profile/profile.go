@@ -170,7 +170,8 @@ func (r *Reporter) Report(ctx context.Context) error {
 }
 
 // observe returns the properties to report: the member's ClusterProperties (after
-// setting the cluster ID and cluster set properties when absent) and the capacity properties.
+// setting the cluster ID and cluster set properties when absent), the capacity
+// properties and the storage classes, those a ClusterProfile can hold.
 func (r *Reporter) observe(ctx context.Context) (map[string]string, error) {
 	props, err := r.properties(ctx)
 	if err != nil {
@@ -186,31 +187,27 @@ func (r *Reporter) observe(ctx context.Context) (map[string]string, error) {
 			return nil, err
 		}
 	}
-	out := map[string]string{}
-	for name, value := range props {
-		if len(value) > maxValueLength {
-			ctrl.LoggerFrom(ctx).Info("Not reporting a ClusterProperty longer than a ClusterProfile property may be", "property", name, "length", len(value), "max", maxValueLength)
-			continue
-		}
-		out[name] = value
-	}
 	capacity, err := r.capacity(ctx)
 	if err != nil {
 		return nil, err
 	}
-	maps.Copy(out, capacity)
+	maps.Copy(props, capacity)
 	classes, err := r.storageClasses(ctx)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case classes == "":
-		// A property's value may not be empty: a member without classes
-		// reports none.
-	case len(classes) <= maxValueLength:
-		out[placementv1alpha1.PropertyStorageClasses] = classes
-	default:
-		ctrl.LoggerFrom(ctx).Info("Not reporting the storage classes: their names are longer than a ClusterProfile property may be", "length", len(classes), "max", maxValueLength)
+	props[placementv1alpha1.PropertyStorageClasses] = classes
+	// What a ClusterProfile property may hold: a value of 1 to maxValueLength
+	// characters. A member without storage classes reports none.
+	out := map[string]string{}
+	for name, value := range props {
+		switch {
+		case value == "":
+		case len(value) > maxValueLength:
+			ctrl.LoggerFrom(ctx).Info("Not reporting a property longer than a ClusterProfile property may be", "property", name, "length", len(value), "max", maxValueLength)
+		default:
+			out[name] = value
+		}
 	}
 	return out, nil
 }

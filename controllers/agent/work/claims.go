@@ -41,6 +41,7 @@ const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 // directly, and only for such objects; a claim that cannot be read leaves the
 // result without a report.
 func (r *Reconciler) readClaims(ctx context.Context, results []result) {
+	classes := &storageClasses{member: r.Member}
 	for i := range results {
 		res := &results[i]
 		if res.live == nil || res.record == nil {
@@ -60,7 +61,7 @@ func (r *Reconciler) readClaims(ctx context.Context, results []result) {
 		}
 		if err == nil && len(found) > 0 {
 			var report claims.Report
-			report, err = r.claimsReport(ctx, found)
+			report, err = r.claimsReport(ctx, found, classes)
 			res.claims = &report
 		}
 		if err != nil {
@@ -111,7 +112,7 @@ func claimOrder(a, b string) int {
 
 // claimsReport is the state of claims as the hub shows it: phase, class, modes,
 // sizes, whether deleting the claim deletes the data, and why one is not Bound.
-func (r *Reconciler) claimsReport(ctx context.Context, pvcs []corev1.PersistentVolumeClaim) (claims.Report, error) {
+func (r *Reconciler) claimsReport(ctx context.Context, pvcs []corev1.PersistentVolumeClaim, classes *storageClasses) (claims.Report, error) {
 	out := make([]claims.Claim, 0, len(pvcs))
 	for i := range pvcs {
 		pvc := &pvcs[i]
@@ -139,7 +140,7 @@ func (r *Reconciler) claimsReport(ctx context.Context, pvcs []corev1.PersistentV
 		case pvc.Status.Phase == corev1.ClaimLost:
 			c.Reason = "the claim lost its volume"
 		default:
-			why, err := r.pendingReason(ctx, pvc)
+			why, err := classes.pendingReason(ctx, pvc)
 			if err != nil {
 				return claims.Report{}, err
 			}
@@ -150,39 +151,82 @@ func (r *Reconciler) claimsReport(ctx context.Context, pvcs []corev1.PersistentV
 	return claims.NewReport(out), nil
 }
 
+// storageClasses reads the member's storage classes for one reconcile, each
+// at most once however many claims wait on it.
+type storageClasses struct {
+	member client.Reader
+	// byName are the classes read, nil for one the member does not have.
+	byName map[string]*storagev1.StorageClass
+	// defaultName is the default class ("" for none), once read.
+	defaultName *string
+}
+
+// get is the class of that name, nil when the member does not have it.
+func (sc *storageClasses) get(ctx context.Context, name string) (*storagev1.StorageClass, error) {
+	if c, ok := sc.byName[name]; ok {
+		return c, nil
+	}
+	c := &storagev1.StorageClass{}
+	switch err := sc.member.Get(ctx, client.ObjectKey{Name: name}, c); {
+	case apierrors.IsNotFound(err):
+		c = nil
+	case err != nil:
+		return nil, err
+	}
+	if sc.byName == nil {
+		sc.byName = map[string]*storagev1.StorageClass{}
+	}
+	sc.byName[name] = c
+	return c, nil
+}
+
+// defaultClass is the name of the member's default class, "" when it has none.
+func (sc *storageClasses) defaultClass(ctx context.Context) (string, error) {
+	if sc.defaultName == nil {
+		list := &storagev1.StorageClassList{}
+		if err := sc.member.List(ctx, list); err != nil {
+			return "", err
+		}
+		name := ""
+		if i := slices.IndexFunc(list.Items, func(c storagev1.StorageClass) bool { return c.Annotations[defaultClassAnnotation] == "true" }); i >= 0 {
+			name = list.Items[i].Name
+		}
+		sc.defaultName = &name
+	}
+	return *sc.defaultName, nil
+}
+
 // pendingReason says why a claim waits, from what the member has: its storage
 // class missing, no default class to fall back on, or a class that binds when a
 // pod is scheduled.
-func (r *Reconciler) pendingReason(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
+func (sc *storageClasses) pendingReason(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
 	if pvc.Spec.VolumeName != "" {
 		return fmt.Sprintf("waiting to bind volume %s", pvc.Spec.VolumeName), nil
 	}
 	name := ptrString(pvc.Spec.StorageClassName)
 	if pvc.Spec.StorageClassName == nil {
-		classes := &storagev1.StorageClassList{}
-		if err := r.Member.List(ctx, classes); err != nil {
+		def, err := sc.defaultClass(ctx)
+		if err != nil {
 			return "", err
 		}
-		i := slices.IndexFunc(classes.Items, func(sc storagev1.StorageClass) bool { return sc.Annotations[defaultClassAnnotation] == "true" })
-		if i < 0 {
+		if def == "" {
 			return "the claim names no storage class and the member has no default StorageClass", nil
 		}
-		name = classes.Items[i].Name
+		name = def
 	}
 	if name == "" {
 		return "waiting for a pre-provisioned volume without a storage class", nil
 	}
-	sc := &storagev1.StorageClass{}
-	switch err := r.Member.Get(ctx, client.ObjectKey{Name: name}, sc); {
-	case apierrors.IsNotFound(err):
-		return fmt.Sprintf("storageclass.storage.k8s.io %q not found", name), nil
+	class, err := sc.get(ctx, name)
+	switch {
 	case err != nil:
 		return "", err
-	}
-	if sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
+	case class == nil:
+		return fmt.Sprintf("storageclass.storage.k8s.io %q not found", name), nil
+	case class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer:
 		return fmt.Sprintf("WaitForFirstConsumer: storage class %s binds it when a pod using it is scheduled", name), nil
 	}
-	return fmt.Sprintf("waiting for storage class %s (provisioner %s) to provide a volume", name, sc.Provisioner), nil
+	return fmt.Sprintf("waiting for storage class %s (provisioner %s) to provide a volume", name, class.Provisioner), nil
 }
 
 func ptrString(s *string) string {
