@@ -54,6 +54,9 @@ type Reconciler struct {
 	// expected are Work writes the cache may not show yet (expectationKey →
 	// rollout.Expectation), so that the gate never counts a cluster twice.
 	expected sync.Map
+	// retainedWritten are the status.rollout.retainedClaims written that the
+	// cache may not show yet (client.ObjectKey → retainedWrite).
+	retainedWritten sync.Map
 	// active tells, per Placement (client.ObjectKey → activity), how Work status
 	// reports concern the generator.
 	active sync.Map
@@ -193,6 +196,7 @@ func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 	r.compiled.forget(key)
 	r.failing.set(key, nil)
 	r.held.set(key, nil)
+	r.retainedWritten.Delete(key)
 	prefix := expectationKey(placement, "")
 	r.expected.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), prefix) {

@@ -71,6 +71,8 @@ type scope struct {
 	// claims those removed now keep, by cluster.
 	removal  rollout.Removal
 	retained map[string][]string
+	// retainedBefore is status.rollout.retainedClaims as last written.
+	retainedBefore []placementv1alpha1.RetainedClaims
 }
 
 // observe reads what the Placement's rollout starts from: its strategy, the

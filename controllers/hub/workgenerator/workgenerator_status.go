@@ -102,7 +102,11 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	if s.plan.Complete {
 		stable = s.target.Name
 	}
+	s.retainedBefore = r.retainedBefore(s.placement)
 	st.rollout = rolloutStatus(s, stable)
+	if len(s.retained) > 0 {
+		r.retainedWritten.Store(key, retainedWrite{claims: st.rollout.RetainedClaims, at: s.now})
+	}
 	cond, reason, msg := progressing(s.target, s.plan, s.removal, s.placement.Spec.Strategy.Paused, len(s.decided.Clusters))
 	cond, reason, msg = r.statefulGate(s, cond, reason, msg)
 	st.progressing.Set(placementv1alpha1.ProgressingCondition, cond, reason, "%s", msg)
@@ -147,6 +151,35 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
 		"revision %d (%s); the Works of %d clusters hold what the rollout gives them", s.target.Spec.Revision, s.target.Spec.Hash, len(s.decided.Clusters))
 	return result
+}
+
+// retainedWrite is a status.rollout.retainedClaims this generator wrote, and
+// when.
+type retainedWrite struct {
+	claims []placementv1alpha1.RetainedClaims
+	at     time.Time
+}
+
+// retainedBefore is status.rollout.retainedClaims as the generator last wrote
+// it: the cache's, unless a write the cache does not show yet is newer. The
+// Works those claims come from are gone by the next reconcile, so a stale cache
+// must not write them away.
+func (r *Reconciler) retainedBefore(p *placementv1alpha1.Placement) []placementv1alpha1.RetainedClaims {
+	var cached []placementv1alpha1.RetainedClaims
+	if ro := p.Status.Rollout; ro != nil {
+		cached = ro.RetainedClaims
+	}
+	key := client.ObjectKeyFromObject(p)
+	v, ok := r.retainedWritten.Load(key)
+	if !ok {
+		return cached
+	}
+	w := v.(retainedWrite)
+	if equality.Semantic.DeepEqual(w.claims, cached) || time.Since(w.at) >= expectationTTL {
+		r.retainedWritten.Delete(key)
+		return cached
+	}
+	return w.claims
 }
 
 // statefulGate is the Progressing condition when the stateful gate holds a
@@ -202,11 +235,7 @@ func rolloutStatus(s *scope, stable string) *placementv1alpha1.RolloutStatus {
 		CurrentStage: plan.Stage, StageClusters: plan.StageClusters,
 		FailedClusters: ptr.To(int32(len(plan.Failed))),
 	}
-	var previous []placementv1alpha1.RetainedClaims
-	if ro := s.placement.Status.Rollout; ro != nil {
-		previous = ro.RetainedClaims
-	}
-	st.RetainedClaims = retainedClaims(previous, s.retained, s.decided.Clusters, s.now)
+	st.RetainedClaims = retainedClaims(s.retainedBefore, s.retained, s.decided.Clusters, s.now)
 	updated := int32(0)
 	defer func() { st.UpdatedClusters = ptr.To(updated) }()
 	if !plan.StageStarted.IsZero() {
