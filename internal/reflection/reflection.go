@@ -50,6 +50,11 @@ var fromWorst = map[schema.GroupKind][]string{
 	{Group: "apps", Kind: "StatefulSet"}: {"currentRevision", "updateRevision"},
 }
 
+// noObservedGeneration are summed kinds whose status has no
+// observedGeneration (the API server refuses a field its schema does not
+// declare).
+var noObservedGeneration = map[schema.GroupKind]bool{{Group: "batch", Kind: "Job"}: true}
+
 // Summed tells whether the kind's status is the sum over its clusters.
 func Summed(gk schema.GroupKind) bool { _, ok := summed[gk]; return ok }
 
@@ -167,7 +172,7 @@ func Status(gk schema.GroupKind, copies []Copy, selected int, hubGeneration, pre
 	// API server refuses a field its schema does not declare).
 	_, hasGeneration := out["observedGeneration"]
 	delete(out, "observedGeneration")
-	if !isSummed && !hasGeneration {
+	if !isSummed && !hasGeneration || noObservedGeneration[gk] {
 		return out, true
 	}
 	current := len(copies) == selected

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
@@ -24,11 +25,24 @@ func Override(bound *overrides.Bound, manifests []runtime.RawExtension) (overrid
 
 // Preview is what the Work of the Placement on a cluster holds for the objects
 // objs, by the work generator's own steps: the manifests rendered from the
-// objects (returned too, as base) and the overrides applied for the cluster.
-func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Placement, cluster scheduling.Cluster) ([]runtime.RawExtension, overrides.Result, error) {
+// objects (returned too, as base), the cluster's shares of the divided
+// workloads written in (spec.scheduling.replicas; shares from Divide), and the
+// overrides applied for the cluster.
+func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Placement, cluster scheduling.Cluster,
+	divide func(base []runtime.RawExtension) (*division.Shares, error)) ([]runtime.RawExtension, overrides.Result, error) {
 	base, _, err := Manifests(objs, placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate)
 	if err != nil {
 		return nil, overrides.Result{}, err
+	}
+	manifests := base
+	if placement.Spec.Scheduling.Replicas != nil && divide != nil {
+		shares, err := divide(base)
+		if err != nil {
+			return nil, overrides.Result{}, err
+		}
+		if manifests, err = division.Apply(base, *shares, nil, ""); err != nil {
+			return nil, overrides.Result{}, err
+		}
 	}
 	set, err := overrides.Compile(placement.Spec.Overrides)
 	if err != nil {
@@ -38,7 +52,7 @@ func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Pla
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	res, err := Override(bound, base)
+	res, err := Override(bound, manifests)
 	return base, res, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,8 +20,11 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
+	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
@@ -66,7 +70,9 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	base, res, err := render.Preview(sel.Objects, placement, view)
+	base, res, err := render.Preview(sel.Objects, placement, view, func(base []runtime.RawExtension) (*division.Shares, error) {
+		return Shares(ctx, c, placement, base, o.Cluster)
+	})
 	if err != nil {
 		return nil, overrides.Result{}, fmt.Errorf("placement %s on cluster %s: %w", o.Placement.Name, o.Cluster, err)
 	}
@@ -198,4 +204,71 @@ func hubAndLocal(c client.Client, local []*unstructured.Unstructured) selection.
 		}
 		return out, nil
 	}
+}
+
+// Shares are a cluster's shares of a Placement's divided workloads
+// (spec.scheduling.replicas) among manifests: the division's target over the
+// clusters its decisions name (the cluster alone when it has none yet), with
+// the shares their Works carry for a steady division by capacity.
+func Shares(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement, manifests []runtime.RawExtension, cluster string) (*division.Shares, error) {
+	var decided []string
+	if placement.UID != "" {
+		list, err := lookup.PlacementDecisions(ctx, c, placement)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			for _, d := range list.Items[i].Decisions {
+				decided = append(decided, d.ClusterProfileRef.Name)
+			}
+		}
+	}
+	if !slices.Contains(decided, cluster) {
+		decided = append(decided, cluster)
+	}
+	views, err := clusterViews(ctx, c, placement.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	carried := map[string]map[string]int64{}
+	var byCluster map[string][]*workv1alpha1.Work
+	if placement.UID != "" {
+		works := &workv1alpha1.WorkList{}
+		if err := c.List(ctx, works, client.MatchingLabels(lookup.WorkLabels(placement))); err != nil {
+			return nil, fmt.Errorf("listing the Works of placement %s: %w", placement.Name, err)
+		}
+		byCluster = clusterworks.ByCluster(works.Items)
+	}
+	candidates := make([]division.Candidate, 0, len(decided))
+	for _, name := range decided {
+		v := views[name]
+		cand := division.Candidate{Name: name, Labels: v.Labels, Free: division.FreeCapacity(v.Properties)}
+		cand.Prev, carried[name] = division.Carried(byCluster[name])
+		candidates = append(candidates, cand)
+	}
+	a := division.Assign(placement.Spec.Scheduling.Replicas, division.Workloads(manifests), candidates, string(placement.UID))
+	a.Surge(carried, true)
+	shares := a.Of(cluster)
+	return &shares, nil
+}
+
+// clusterViews are the clusters of the cluster sets namespace may use, by name.
+func clusterViews(ctx context.Context, c client.Client, namespace string) (map[string]scheduling.Cluster, error) {
+	sets, err := lookup.ClusterSets(ctx, c, namespace, []string{placementv1alpha1.DefaultClusterSet})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]scheduling.Cluster{}
+	for _, set := range sets {
+		list := &cpv1alpha1.ClusterProfileList{}
+		if err := c.List(ctx, list, client.InNamespace(set)); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			if lookup.Managed(&list.Items[i]) {
+				out[list.Items[i].Name] = scheduling.ClusterOf(&list.Items[i])
+			}
+		}
+	}
+	return out, nil
 }

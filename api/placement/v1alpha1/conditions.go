@@ -130,6 +130,21 @@ const (
 	// written for another scheduler, or naming a cluster outside the cluster sets
 	// the Placement's namespace may use.
 	ReasonDecisionRejected = "DecisionRejected"
+	// ReasonInvalidDivision (Rendered): spec.scheduling.replicas cannot be used
+	// (a cluster selector that does not parse).
+	ReasonInvalidDivision = "InvalidDivision"
+	// ReasonNotEnoughCapacity (Progressing): the divided replicas of a workload
+	// do not fit in the chosen clusters' room (their free capacity, or their
+	// maxima); the shares already placed stay as they are.
+	ReasonNotEnoughCapacity = "NotEnoughCapacity"
+	// ReasonNotDivisible (Progressing): a workload's replicas cannot be divided
+	// (a Job without completions, minimums above the total); it keeps the
+	// shares already placed, and goes nowhere new.
+	ReasonNotDivisible = "NotDivisible"
+	// ReasonSharesOverridden (an event): an override sets the replicas of a
+	// divided workload on some cluster, so that the clusters' sum differs
+	// from the workload's total.
+	ReasonSharesOverridden = "SharesOverridden"
 	// ReasonDeleting: the Placement is being deleted and its Works are being removed.
 	ReasonDeleting = "Deleting"
 

@@ -259,6 +259,38 @@ type ClusterStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	Claims []ClaimStatus `json:"claims,omitempty"`
+
+	// shares are the cluster's shares of the workloads whose replicas the
+	// Placement divides (spec.scheduling.replicas), at most 16.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Shares []ShareStatus `json:"shares,omitempty"`
+}
+
+// ShareStatus is one cluster's share of a divided workload.
+type ShareStatus struct {
+	// object is the workload, as Kind/name in the Placement's namespace:
+	// "Deployment/web".
+	// +required
+	// +kubebuilder:validation:MaxLength=400
+	Object string `json:"object"`
+
+	// replicas is what the cluster's Work carries (for a Job, its completions).
+	// +required
+	Replicas int64 `json:"replicas"`
+
+	// target is the cluster's share by the division: above replicas while an
+	// increase waits its turn, below it while a decrease waits for the
+	// increases elsewhere to be Available (surge first).
+	// +required
+	Target int64 `json:"target"`
+
+	// reason says why the share is what it is: the weight, the room, a
+	// minimum or maximum, a hold.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Reason string `json:"reason,omitempty"`
 }
 
 // ClaimStatus is the state of one PersistentVolumeClaim on a cluster.

@@ -51,6 +51,11 @@ type PlacementRevisionSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	Overrides []Override `json:"overrides,omitempty"`
+
+	// division is the Placement's spec.scheduling.replicas of this revision,
+	// which divides the workloads' replicas over the clusters.
+	// +optional
+	Division *ReplicaDivision `json:"division,omitempty"`
 }
 
 // RevisionManifest is one rendered object, as a Work's manifest carries it.

@@ -105,6 +105,99 @@ type Scheduling struct {
 	// takes every matching one, never loses a copy to a disconnect.
 	// +optional
 	Failover *Failover `json:"failover,omitempty"`
+
+	// replicas, when set, divides the replicas of the placed workloads
+	// (Deployments, StatefulSets, ReplicaSets, and Jobs' completions and
+	// parallelism) over the chosen clusters instead of giving each cluster all
+	// of them: evenly, by weights, or by free capacity, with per-cluster
+	// minimum and maximum. The other objects still go to every chosen cluster;
+	// a workload whose share on a cluster is 0 is not placed there. Part of
+	// each PlacementRevision: a change rolls out like the objects.
+	// +optional
+	Replicas *ReplicaDivision `json:"replicas,omitempty"`
+}
+
+// DivisionMethod says what a Placement divides its workloads' replicas by.
+// +kubebuilder:validation:Enum=Even;Weighted;Capacity
+type DivisionMethod string
+
+const (
+	// DivisionEven gives every chosen cluster the same weight.
+	DivisionEven DivisionMethod = "Even"
+	// DivisionWeighted weighs each cluster by the highest weight of the rules
+	// it matches; a cluster no rule matches gets none (every cluster weighs 1
+	// when no chosen cluster has a weight).
+	DivisionWeighted DivisionMethod = "Weighted"
+	// DivisionCapacity weighs each cluster by how many of the workload's pods
+	// its free capacity holds (cpu.free and memory.free over the pod's
+	// requests), and keeps replicas where they are when only the total changes
+	// (steady) until spec.scheduling.replicas.rebalance changes.
+	DivisionCapacity DivisionMethod = "Capacity"
+)
+
+// ReplicaDivision says how a Placement divides its workloads' replicas over
+// its chosen clusters (Webster's divisor method, ties by a hash of the
+// Placement's UID and the cluster's name).
+// +kubebuilder:validation:XValidation:rule="self.method != 'Weighted' || has(self.weights) && self.weights.exists(w, w.weight > 0)",message="method Weighted needs weights, one of them above 0"
+// +kubebuilder:validation:XValidation:rule="self.method == 'Capacity' || !has(self.rebalance)",message="rebalance applies to method Capacity"
+type ReplicaDivision struct {
+	// method is Even (the default), Weighted or Capacity.
+	// +optional
+	// +kubebuilder:default=Even
+	Method DivisionMethod `json:"method,omitempty"`
+
+	// weights are rules for the chosen clusters: a weight (method Weighted),
+	// and a minimum and maximum share (every method). A cluster matching
+	// several rules takes the one with the highest weight.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Weights []ReplicaWeight `json:"weights,omitempty"`
+
+	// rebalance, with method Capacity, is a token: changing it (to a time, say)
+	// divides anew by the clusters' free capacity, moving replicas, once; until
+	// then a change of the total keeps existing replicas where they are.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Rebalance string `json:"rebalance,omitempty"`
+}
+
+// ReplicaWeight is one rule of a division: the clusters it is for, by name or
+// by their ClusterProfile's labels (neither: every cluster), and their weight,
+// minimum and maximum share.
+// +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || self.min <= self.max",message="min cannot exceed max"
+type ReplicaWeight struct {
+	// clusterNames are the clusters the rule is for.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
+	ClusterNames []string `json:"clusterNames,omitempty"`
+
+	// clusterSelector selects the clusters the rule is for by the labels of
+	// their ClusterProfile; with clusterNames, a cluster must match both.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// weight is the clusters' relative weight, with method Weighted (0 gives
+	// them nothing beyond min).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	Weight int32 `json:"weight,omitempty"`
+
+	// min is the share each of the clusters gets first.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	Min *int32 `json:"min,omitempty"`
+
+	// max caps each of the clusters' share.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	Max *int32 `json:"max,omitempty"`
 }
 
 // TaintEffect is what a taint does to Placements that do not tolerate it.

@@ -70,6 +70,13 @@ const (
 	// it its current revision: a rollout counts the progress deadline and the soak
 	// time of a cluster from it, never from an earlier revision's transitions.
 	RevisionSinceAnnotation = "placement.lodestar.dev/revision-since"
+	// SharesAnnotation on a Work (part 0) of a Placement that divides replicas
+	// (spec.scheduling.replicas) holds the cluster's shares of the divided
+	// workloads as JSON, by "Kind/name": what the Work carries, the division's
+	// target and why (internal/division.Shares). The work generator reads it
+	// back to divide steadily and to lower a share only after the increases
+	// elsewhere are Available; the status aggregator shows it.
+	SharesAnnotation = "placement.lodestar.dev/shares"
 	// LeavingSinceAnnotation on a Work is when (RFC 3339) its cluster left the
 	// Placement's decisions; the Work is kept until the clusters added in its
 	// place are Available, or the progress deadline passes.

@@ -23,6 +23,8 @@ import (
 type applyPass struct {
 	seen    map[string]int
 	records map[string]*lodestarworkv1alpha1.AppliedResource
+	// autoscaled are the workloads member autoscalers target, by namespace.
+	autoscaled map[string]map[string]bool
 }
 
 // claim marks res's object as named by its manifest; a second manifest naming the
@@ -140,9 +142,13 @@ func (r *Reconciler) prepare(ctx context.Context, res *result, raw []byte, p pla
 		}
 	}
 	strip(obj)
+	ignored := p.ignored(gvk.GroupKind(), obj.GetName())
+	if r.autoscaled(ctx, pass, gvk.GroupKind(), obj.GetNamespace(), obj.GetName()) {
+		ignored = append(ignored, replicasPointer)
+	}
 	return manifest{
 		obj: obj, gvk: gvk, hash: manifestHash(obj), prev: pass.records[res.key],
-		ignored: p.ignored(gvk.GroupKind(), obj.GetName()), isSecret: gvk.GroupKind() == secretKind, strategy: p.strategy,
+		ignored: ignored, isSecret: gvk.GroupKind() == secretKind, strategy: p.strategy,
 	}, true
 }
 

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
@@ -136,7 +137,8 @@ type rendering struct {
 	refused   []error
 	manifests []runtime.RawExtension
 	overrides []placementv1alpha1.Override
-	// hash is the hash of the manifests and the overrides.
+	division  *placementv1alpha1.ReplicaDivision
+	// hash is the hash of the manifests, the overrides and the division.
 	hash string
 }
 
@@ -177,7 +179,12 @@ func (r *Reconciler) render(ctx context.Context, placement *placementv1alpha1.Pl
 	if hash, err = overrides.Hash(hash, placement.Spec.Overrides); err != nil {
 		return rendering{}, err
 	}
-	return rendering{refused: sel.Refused, manifests: manifests, overrides: placement.Spec.Overrides, hash: hash}, nil
+	d := placement.Spec.Scheduling.Replicas
+	if err := division.Validate(d); err != nil {
+		return rendering{}, &invalidError{placementv1alpha1.ReasonInvalidDivision, fmt.Errorf("spec.scheduling.replicas: %w", err)}
+	}
+	hash = division.Hash(hash, d)
+	return rendering{refused: sel.Refused, manifests: manifests, overrides: placement.Spec.Overrides, division: d, hash: hash}, nil
 }
 
 // SetupWithManager registers the revision maker. Watches of the kinds that

@@ -68,7 +68,7 @@ func (r *Reconciler) revision(ctx context.Context, placement *placementv1alpha1.
 		},
 		Spec: placementv1alpha1.PlacementRevisionSpec{
 			Placement: placement.Name, Revision: number + 1, Hash: rd.hash,
-			ChangeCause: changeCause(placement, previous, rd), Overrides: rd.overrides,
+			ChangeCause: changeCause(placement, previous, rd), Overrides: rd.overrides, Division: rd.division,
 		},
 	}
 	if err := render.SetRevisionManifests(&rev.Spec, rd.manifests); err != nil {
@@ -140,6 +140,9 @@ func changeCause(placement *placementv1alpha1.Placement, previous *placementv1al
 	var parts []string
 	if !equality.Semantic.DeepEqual(previous.Spec.Overrides, rd.overrides) {
 		parts = append(parts, "changed overrides")
+	}
+	if !equality.Semantic.DeepEqual(previous.Spec.Division, rd.division) {
+		parts = append(parts, "changed the division of replicas")
 	}
 	for _, p := range []struct {
 		verb string

@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/reflection"
@@ -89,7 +91,7 @@ func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.P
 	for _, k := range keys {
 		ro := objects[k]
 		what := fmt.Sprintf("%s %s/%s", ro.gvk.Kind, placement.Namespace, ro.name)
-		err := r.reflectOne(ctx, placement.Namespace, ro, len(decided))
+		err := r.reflectOne(ctx, placement.Namespace, ro, carriers(placement, ro, decided, vs))
 		var other *otherWriterError
 		switch {
 		case err == nil:
@@ -115,6 +117,23 @@ func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.P
 	}
 	c.Message = message.Truncate(c.Message, 4096)
 	return &c
+}
+
+// carriers is how many of the decided clusters an object's status is summed
+// over: every one, except for a workload whose replicas the Placement divides,
+// which only the clusters whose Works carry it (a share above 0) run.
+func carriers(placement *placementv1alpha1.Placement, ro *reflected, decided []string, vs map[string]*view) int {
+	if placement.Spec.Scheduling.Replicas == nil || !division.Divisible(ro.gvk.GroupKind()) {
+		return len(decided)
+	}
+	id := workv1alpha1.ResourceIdentifier{Group: ro.gvk.Group, Kind: ro.gvk.Kind, Namespace: placement.Namespace, Name: ro.name}
+	n := 0
+	for _, c := range decided {
+		if v := vs[c]; v != nil && v.carries(id) {
+			n++
+		}
+	}
+	return n
 }
 
 var errNothingToReflect = errors.New("nothing to reflect")

@@ -271,6 +271,7 @@ func partState(w *workv1alpha1.Work) (metav1.ConditionStatus, string, string) {
 const (
 	maxReasons          = 3
 	maxClaimsPerCluster = 32
+	maxSharesPerCluster = 16
 )
 
 // describe adds to each listed cluster the reasons its objects are not applied or
@@ -289,6 +290,7 @@ func (agg *Aggregation) describe(vs map[string]*view) {
 		cs.Objects, unlisted = v.objectStatuses(b)
 		cs.UnlistedObjects = ptr.To(unlisted)
 		cs.Claims = v.claimStatuses(maxClaimsPerCluster, b)
+		cs.Shares = v.shareStatuses(maxSharesPerCluster)
 	}
 	if agg.AvailableCondition.Status != metav1.ConditionFalse {
 		return

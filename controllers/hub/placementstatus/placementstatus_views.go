@@ -14,12 +14,14 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"k8s.io/apimachinery/pkg/types"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/claims"
+	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/message"
@@ -44,6 +46,9 @@ type view struct {
 	// manifests, by ordinal: what an agent's report must name to count.
 	generation int64
 	ids        []workv1alpha1.ResourceIdentifier
+	// shares are the cluster's shares of divided workloads (part 0's
+	// placementv1alpha1.SharesAnnotation).
+	shares string
 }
 
 // objectView is one manifest's report.
@@ -89,6 +94,9 @@ func viewOf(w *workv1alpha1.Work, ids []workv1alpha1.ResourceIdentifier) *view {
 	}
 	v := &view{rv: w.ResourceVersion, cluster: cluster, part: clusterworks.Part(w), generation: w.Generation, ids: ids,
 		objects: make([]objectView, 0, min(len(w.Status.ManifestConditions), len(ids)))}
+	if v.part == 0 {
+		v.shares = w.Annotations[placementv1alpha1.SharesAnnotation]
+	}
 	reported := make([]bool, len(ids))
 	feedbackRead := 0
 	for _, mc := range w.Status.ManifestConditions {
@@ -313,11 +321,38 @@ func byCluster(vs map[string]*view) map[string]*view {
 			out[v.cluster] = v
 			continue
 		}
-		out[v.cluster] = &view{cluster: v.cluster, objects: append(slices.Clone(prev.objects), v.objects...)}
+		out[v.cluster] = &view{cluster: v.cluster, objects: append(slices.Clone(prev.objects), v.objects...),
+			ids: append(slices.Clone(prev.ids), v.ids...), shares: prev.shares}
 	}
 	return out
 }
 
 func jsonOf(b []byte) *apiextensionsv1.JSON {
 	return &apiextensionsv1.JSON{Raw: bytes.Clone(b)}
+}
+
+// shareStatuses are the cluster's shares of the divided workloads, by key.
+func (v *view) shareStatuses(max int) []placementv1alpha1.ShareStatus {
+	shares, ok := division.ParseShares(v.shares)
+	if !ok {
+		return nil
+	}
+	out := make([]placementv1alpha1.ShareStatus, 0, min(len(shares.Workloads), max))
+	for _, key := range slices.Sorted(maps.Keys(shares.Workloads)) {
+		if len(out) == max {
+			break
+		}
+		s := shares.Workloads[key]
+		out = append(out, placementv1alpha1.ShareStatus{Object: key, Replicas: ptr.Deref(s.Overridden, s.Replicas), Target: s.Target,
+			Reason: message.Truncate(s.Reason, 256)})
+	}
+	return out
+}
+
+// carries tells whether the cluster's Works carry a manifest of id's kind and
+// name (a divided workload whose share there is 0 is not carried).
+func (v *view) carries(id workv1alpha1.ResourceIdentifier) bool {
+	return slices.ContainsFunc(v.ids, func(m workv1alpha1.ResourceIdentifier) bool {
+		return m.Group == id.Group && m.Kind == id.Kind && m.Name == id.Name && m.Namespace == id.Namespace
+	})
 }

@@ -22,6 +22,13 @@ func (r *Reconciler) gate(s *scope) error {
 	if err != nil {
 		return err
 	}
+	if target.division != nil || s.divides() {
+		s.renderer.divider = newDivider(s, s.renderer.views)
+		s.renderer.divider.settle(s, target)
+		if target.division != nil {
+			s.division = s.renderer.divider.assign(target, true)
+		}
+	}
 	s.targetOf = map[string]content{}
 	s.clusters = make([]rollout.Cluster, 0, len(s.decided.Clusters))
 	for _, name := range s.decided.Clusters {
@@ -87,6 +94,9 @@ func (s *scope) revisionOf(hash string) *placementv1alpha1.PlacementRevision {
 func worksContent(parts []*workv1alpha1.Work) content {
 	hash, _ := clusterworks.Revision(parts)
 	c := content{hash: hash}
+	if len(parts) > 0 {
+		c.shares = parts[0].Annotations[placementv1alpha1.SharesAnnotation]
+	}
 	for _, w := range clusterworks.Current(parts) {
 		for _, m := range w.Spec.Workload.Manifests {
 			c.manifests = append(c.manifests, m.RawExtension)
@@ -113,4 +123,15 @@ func (r *Reconciler) expectation(placement *placementv1alpha1.Placement, cluster
 
 func expectationKey(placement *placementv1alpha1.Placement, cluster string) string {
 	return placement.Namespace + "/" + placement.Name + "/" + cluster
+}
+
+// divides tells whether a cluster's Works carry shares of a division (the
+// target revision may not divide any more, while the others still do).
+func (s *scope) divides() bool {
+	for _, parts := range s.works {
+		if len(parts) > 0 && parts[0].Annotations[placementv1alpha1.SharesAnnotation] != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -26,6 +26,7 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/claims"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
+	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
@@ -71,6 +72,9 @@ type scope struct {
 	// claims those removed now keep, by cluster.
 	removal  rollout.Removal
 	retained map[string][]string
+	// division is the target revision's division over the selected
+	// clusters, surge first; nil when it divides nothing.
+	division *division.Assignment
 	// retainedBefore is status.rollout.retainedClaims as last written.
 	retainedBefore []placementv1alpha1.RetainedClaims
 }

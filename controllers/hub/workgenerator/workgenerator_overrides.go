@@ -18,6 +18,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/celbound"
+	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
@@ -34,6 +35,10 @@ type content struct {
 	hash      string
 	// overrides render the manifests per cluster; none once rendered.
 	overrides []placementv1alpha1.Override
+	// division divides the workloads' replicas per cluster; shares are a
+	// cluster's, once divided (placementv1alpha1.SharesAnnotation).
+	division *placementv1alpha1.ReplicaDivision
+	shares   string
 }
 
 // renderer renders revisions for the clusters of one reconcile: each revision
@@ -46,18 +51,28 @@ type renderer struct {
 	// revisions are the revisions' contents read so far, by hash.
 	revisions map[string]content
 	memo      map[string]rendered
+	// divider divides the revisions' replicas (set by the gate); divided keeps
+	// the divided manifests written.
+	divider *divider
+	divided map[string]runtime.RawExtension
+	// overridden are the replicas overrides set of divided workloads, by
+	// cluster and workload.
+	overridden map[string]map[string]int64
 }
 
 type rendered struct {
 	c   content
 	err error
+	// overridden are the divided workloads the overrides set the replicas of.
+	overridden map[string]int64
 }
 
 // newRenderer renders the Placement's revisions for the clusters of profiles (by
 // name).
 func (r *Reconciler) newRenderer(placement *placementv1alpha1.Placement, profiles map[string]*cpv1alpha1.ClusterProfile) *renderer {
 	rd := &renderer{key: client.ObjectKeyFromObject(placement), compiled: &r.compiled,
-		views: map[string]scheduling.Cluster{}, revisions: map[string]content{}, memo: map[string]rendered{}}
+		views: map[string]scheduling.Cluster{}, revisions: map[string]content{}, memo: map[string]rendered{},
+		divided: map[string]runtime.RawExtension{}, overridden: map[string]map[string]int64{}}
 	for name, p := range profiles {
 		rd.views[name] = scheduling.ClusterOf(p)
 	}
@@ -73,16 +88,23 @@ func (rd *renderer) revision(rev *placementv1alpha1.PlacementRevision) (content,
 	if err != nil {
 		return content{}, err
 	}
-	c := content{manifests: manifests, hash: rev.Spec.Hash, overrides: rev.Spec.Overrides}
+	c := content{manifests: manifests, hash: rev.Spec.Hash, overrides: rev.Spec.Overrides, division: rev.Spec.Division}
 	rd.revisions[rev.Spec.Hash] = c
 	return c, nil
 }
 
-// content is what a cluster's Works hold at revision c: c itself without
-// overrides. An override that fails on the cluster is an *overrides.Error.
+// content is what a cluster's Works hold at revision c: its share of the
+// divided workloads, then its overrides (c itself with neither). An override
+// that fails on the cluster is an *overrides.Error.
 func (rd *renderer) content(c content, cluster string) (content, error) {
+	if c.division != nil && rd.divider != nil {
+		var err error
+		if c, err = divide(c, rd.divider.assign(c, true).Of(cluster), rd.divided); err != nil {
+			return content{}, err
+		}
+	}
 	if len(c.overrides) == 0 {
-		return c, nil
+		return content{manifests: c.manifests, hash: c.hash, shares: c.shares}, nil
 	}
 	view, ok := rd.views[cluster]
 	if !ok {
@@ -93,18 +115,28 @@ func (rd *renderer) content(c content, cluster string) (content, error) {
 		return content{}, err
 	}
 	if bound.Key() == "" {
-		return content{manifests: c.manifests, hash: c.hash}, nil
+		return content{manifests: c.manifests, hash: c.hash, shares: c.shares}, nil
 	}
-	key := c.hash + "/" + bound.Key()
+	key := c.hash + "/" + bound.Key() + "/" + c.shares
 	if m, ok := rd.memo[key]; ok {
+		if len(m.overridden) > 0 {
+			rd.overridden[cluster] = m.overridden
+		}
 		return m.c, m.err
 	}
 	if err := rd.compiled.failed(rd.key, c, bound.Key()); err != nil {
 		return content{}, err
 	}
 	res, err := render.Override(bound, c.manifests)
-	out := content{manifests: res.Manifests, hash: c.hash}
-	rd.memo[key] = rendered{c: out, err: err}
+	out := content{manifests: res.Manifests, hash: c.hash, shares: c.shares}
+	var changed map[string]int64
+	if shares, ok := division.ParseShares(c.shares); ok && err == nil {
+		if changed = overridden(res.Manifests, &shares); len(changed) > 0 {
+			out.shares = shares.Encode()
+			rd.overridden[cluster] = changed
+		}
+	}
+	rd.memo[key] = rendered{c: out, err: err, overridden: changed}
 	rd.compiled.fail(rd.key, c, bound.Key(), err)
 	return out, err
 }

@@ -109,6 +109,7 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	}
 	cond, reason, msg := progressing(s.target, s.plan, s.removal, s.placement.Spec.Strategy.Paused, len(s.decided.Clusters))
 	cond, reason, msg = r.statefulGate(s, cond, reason, msg)
+	cond, reason, msg = r.divisionGate(s, cond, reason, msg)
 	st.progressing.Set(placementv1alpha1.ProgressingCondition, cond, reason, "%s", msg)
 	if reason == placementv1alpha1.ReasonFailureBudgetExceeded {
 		r.warnOnce(s.placement, reason, msg)
@@ -117,6 +118,8 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	// is under way: promptly when they open a gate, at a slower pace when they
 	// only move the status (AllAtOnce, nothing to remove).
 	switch {
+	case s.renderer.divider != nil && !s.renderer.divider.settled:
+		r.active.Store(key, gating) // surge first waits for the increases
 	case s.plan.Complete && len(s.leaving) == len(s.removal.Remove):
 		r.active.Store(key, idle)
 	case s.strategy.Type == placementv1alpha1.RolloutAllAtOnce && len(s.leaving) == 0:

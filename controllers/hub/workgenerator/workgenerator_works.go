@@ -33,7 +33,7 @@ const workWriters = 16
 // removes when a Work should not carry them.
 var managedAnnotations = []string{
 	lodestarworkv1alpha1.ApplyStrategyAnnotation, lodestarworkv1alpha1.StatusFeedbackAnnotation,
-	placementv1alpha1.WorkPartsAnnotation, placementv1alpha1.LeavingSinceAnnotation,
+	placementv1alpha1.WorkPartsAnnotation, placementv1alpha1.LeavingSinceAnnotation, placementv1alpha1.SharesAnnotation,
 }
 
 // writeWorks gives each selected cluster's Works what the gate says they carry.
@@ -92,6 +92,9 @@ func desiredWorks(placement *placementv1alpha1.Placement, cluster string, c cont
 		}
 		for k, v := range annotations {
 			w.Annotations[k] = v
+		}
+		if i == 0 && c.shares != "" {
+			w.Annotations[placementv1alpha1.SharesAnnotation] = c.shares
 		}
 		w.Spec.Workload.Manifests = make([]workv1alpha1.Manifest, 0, len(manifests))
 		for _, m := range manifests {
@@ -206,7 +209,7 @@ func (r *Reconciler) writeCluster(ctx context.Context, placement *placementv1alp
 // lets go: those whose replacements are Available, and those past their
 // deadline.
 func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
-	s.removal = rollout.Remove(s.leaving, s.clusters, s.strategy.Deadline, s.now)
+	s.removal = rollout.Remove(s.leaving, s.surging(), s.strategy.Deadline, s.now)
 	for _, cluster := range s.removal.Remove {
 		forced := slices.Contains(s.removal.Forced, cluster)
 		ctrl.LoggerFrom(ctx).Info("Removing the Works of a cluster the Placement left", "cluster", cluster, "forced", forced, "sets", s.decided.Sets)
@@ -240,4 +243,19 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted Work", "work", klog.KObj(w))
 	return nil
+}
+
+// surging is the selected clusters as the removal of the clusters left sees
+// them: while a division is not settled (a share raised is not Available yet),
+// none counts as Available, so that a cluster left keeps its replicas until
+// the others carry theirs (or the progress deadline passes).
+func (s *scope) surging() []rollout.Cluster {
+	if s.renderer.divider == nil || s.renderer.divider.settled {
+		return s.clusters
+	}
+	out := slices.Clone(s.clusters)
+	for i := range out {
+		out[i].Available = metav1.ConditionUnknown
+	}
+	return out
 }

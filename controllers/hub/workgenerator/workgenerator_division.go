@@ -1,0 +1,196 @@
+package workgenerator
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
+	"github.com/lodestar-dev/lodestar/internal/division"
+	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+)
+
+// divider divides the replicas of a Placement's revisions over its chosen
+// clusters (spec.scheduling.replicas, as each revision has it), once per
+// revision in a reconcile, surge first: a cluster's share is lowered only once
+// every chosen cluster carries at least its share of the target revision and
+// reports its objects Available.
+type divider struct {
+	seed       string
+	candidates []division.Candidate
+	// carried is what each cluster's Works carry now, by workload key.
+	carried map[string]map[string]int64
+	settled bool
+	byHash  map[string]*division.Assignment
+}
+
+// newDivider reads what the chosen clusters carry and whether the target
+// revision's division is settled on them.
+func newDivider(s *scope, views map[string]scheduling.Cluster) *divider {
+	d := &divider{seed: string(s.placement.UID), carried: map[string]map[string]int64{}, byHash: map[string]*division.Assignment{}}
+	for _, name := range s.decided.Clusters {
+		view := views[name]
+		c := division.Candidate{Name: name, Labels: view.Labels, Free: division.FreeCapacity(view.Properties)}
+		c.Prev, d.carried[name] = division.Carried(s.works[name])
+		d.candidates = append(d.candidates, c)
+	}
+	return d
+}
+
+// settle decides, from the target revision's division, whether shares may be
+// lowered now.
+func (d *divider) settle(s *scope, target content) {
+	if target.division == nil {
+		d.settled = true
+		return
+	}
+	a := d.assign(target, false)
+	d.settled = true
+	for _, name := range s.decided.Clusters {
+		parts := s.works[name]
+		if !a.Reached(name, d.carried[name]) || len(parts) > 0 && clusterworks.Availability(parts) != metav1.ConditionTrue ||
+			len(parts) == 0 && !a.Reached(name, nil) {
+			d.settled = false
+			return
+		}
+	}
+}
+
+// assign is the division of revision c, surge first once settle has run.
+func (d *divider) assign(c content, surge bool) *division.Assignment {
+	if a, ok := d.byHash[c.hash]; ok && surge {
+		return a
+	}
+	a := division.Assign(c.division, division.Workloads(c.manifests), d.candidates, d.seed)
+	if surge {
+		a.Surge(d.carried, d.settled)
+		d.byHash[c.hash] = a
+	}
+	return a
+}
+
+// divide writes a cluster's shares into the manifests of c (division.Apply).
+func divide(c content, shares division.Shares, memo map[string]runtime.RawExtension) (content, error) {
+	manifests, err := division.Apply(c.manifests, shares, memo, c.hash)
+	return content{manifests: manifests, hash: c.hash, overrides: c.overrides, division: c.division, shares: shares.Encode()}, err
+}
+
+// overridden notes on shares the divided workloads whose replicas an override
+// changed on the cluster, and returns them with the replicas it set.
+func overridden(manifests []runtime.RawExtension, shares *division.Shares) map[string]int64 {
+	var out map[string]int64
+	for _, m := range manifests {
+		w, ok := division.WorkloadOf(m.Raw)
+		if !ok {
+			continue
+		}
+		s, ok := shares.Workloads[w.Key]
+		if !ok || s.Replicas == w.Total {
+			continue
+		}
+		s.Reason = fmt.Sprintf("an override sets %d (the division's share is %d)", w.Total, s.Replicas)
+		s.Overridden = ptr.To(w.Total)
+		shares.Workloads[w.Key] = s
+		if out == nil {
+			out = map[string]int64{}
+		}
+		out[w.Key] = w.Total
+	}
+	return out
+}
+
+// divisionProblems is the Progressing reason and message of the workloads
+// the target revision's division could not divide anew, if any.
+func divisionProblems(a *division.Assignment) (string, string) {
+	if a == nil || len(a.Problems) == 0 {
+		return "", ""
+	}
+	reason := a.Problems[0].Reason
+	msgs := make([]string, 0, len(a.Problems))
+	for _, p := range a.Problems {
+		msgs = append(msgs, p.Message)
+	}
+	return reason, message.List(msgs, 3, "; ") + "; the shares already placed stay as they are"
+}
+
+// surgeMessage says which clusters keep a share above their target until the
+// increases elsewhere are Available.
+func surgeMessage(a *division.Assignment) string {
+	if a == nil {
+		return ""
+	}
+	var keeping []string
+	for _, name := range slices.Sorted(maps.Keys(a.Shares)) {
+		for _, key := range a.Keys() {
+			if s := a.Shares[name][key]; s.Replicas > s.Target {
+				keeping = append(keeping, fmt.Sprintf("%s keeps %d of %s (target %d)", name, s.Replicas, key, s.Target))
+			}
+		}
+	}
+	if len(keeping) == 0 {
+		return ""
+	}
+	return "surge first: " + message.List(keeping, 3, ", ") + " until the increases elsewhere are Available"
+}
+
+// divisionGate is the Progressing condition of a Placement that divides
+// replicas: False (NotEnoughCapacity, NotDivisible) when the target's division
+// failed for a workload, with a Warning event when it starts; else the message
+// says which shares wait for the increases (surge first), and which sums an
+// override changed (with a Warning event when that changes).
+func (r *Reconciler) divisionGate(s *scope, cond metav1.ConditionStatus, reason, msg string) (metav1.ConditionStatus, string, string) {
+	a := s.division
+	if a == nil {
+		return cond, reason, msg
+	}
+	if why, m := divisionProblems(a); why != "" {
+		r.warnOnce(s.placement, why, m)
+		return metav1.ConditionFalse, why, m
+	}
+	if m := surgeMessage(a); m != "" {
+		msg += "; " + m
+	}
+	if m := overriddenMessage(a, s.renderer.overridden); m != "" {
+		if c := meta.FindStatusCondition(s.placement.Status.Conditions, placementv1alpha1.ProgressingCondition); c == nil || !strings.Contains(c.Message, m) {
+			r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonSharesOverridden, "Divide", "%s", m)
+		}
+		msg += "; " + m
+	}
+	return cond, reason, msg
+}
+
+// overriddenMessage says which divided workloads' replicas overrides set, and
+// what the clusters' sum is then against the division's total.
+func overriddenMessage(a *division.Assignment, byCluster map[string]map[string]int64) string {
+	var parts []string
+	for _, key := range a.Keys() {
+		var sum, total int64
+		var on []string
+		for name, shares := range a.Shares {
+			s := shares[key]
+			total += s.Target
+			if v, ok := byCluster[name][key]; ok {
+				sum += v
+				on = append(on, fmt.Sprintf("%s on %s", fmt.Sprint(v), name))
+				continue
+			}
+			sum += s.Replicas
+		}
+		if len(on) == 0 {
+			continue
+		}
+		slices.Sort(on)
+		parts = append(parts, fmt.Sprintf("overrides set the replicas of %s (%s): the clusters' sum %d differs from the divided total %d", key, strings.Join(on, ", "), sum, total))
+	}
+	return message.List(parts, 3, "; ")
+}

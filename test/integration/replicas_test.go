@@ -1,0 +1,387 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/renderctl"
+)
+
+// dividedPlacement places the web ConfigMap and Deployment on clusters,
+// dividing the Deployment's replicas by weights (cluster, weight, ...), with
+// the hub's Deployment reflecting the sum.
+func dividedPlacement(ns string, weights ...any) *placementv1alpha1.Placement {
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{
+				{Version: "v1", Kind: "ConfigMap", Name: "web-config"}, {Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}},
+			Scheduling: placementv1alpha1.Scheduling{Replicas: &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionWeighted}},
+			Reporting:  placementv1alpha1.Reporting{Reflection: placementv1alpha1.ReflectionAggregate},
+		}}
+	for i := 0; i+1 < len(weights); i += 2 {
+		name := weights[i].(string)
+		p.Spec.Scheduling.ClusterNames = append(p.Spec.Scheduling.ClusterNames, name)
+		p.Spec.Scheduling.Replicas.Weights = append(p.Spec.Scheduling.Replicas.Weights,
+			placementv1alpha1.ReplicaWeight{ClusterNames: []string{name}, Weight: int32(weights[i+1].(int))})
+	}
+	return p
+}
+
+// webDeploymentOf is the web Deployment on cluster, nil when it has none.
+func webDeploymentOf(cluster, ns string) *appsv1.Deployment {
+	d := &appsv1.Deployment{}
+	if err := members[cluster].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
+		return nil
+	}
+	return d
+}
+
+// expectRunning waits until each cluster's web Deployment asks for and runs
+// its share (pods on kwok where the member has a node).
+func expectRunning(g Gomega, ns string, shares map[string]int32) {
+	g.Eventually(func(g Gomega) {
+		for cluster, want := range shares {
+			d := webDeploymentOf(cluster, ns)
+			g.Expect(d).NotTo(BeNil(), "web on %s", cluster)
+			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(want)), "the share of %s", cluster)
+			g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+			g.Expect(d.Status.AvailableReplicas).To(Equal(want), "available on %s", cluster)
+		}
+	}).Should(Succeed())
+}
+
+// A 9-replica Deployment over member-1 and member-3 (both run pods) with
+// weights 1:2 runs 3 and 6 pods, and the hub reads 9/9; raising it to 12 adds
+// without lowering anyone (4/8); adding member-2 with weight 1 (3/6/3) raises
+// member-2 first: the others keep 4 and 8 until member-2 reports its 3
+// Available (its status is written here: it has no controllers), and the sum
+// of available replicas, sampled every 100 ms, never drops below 12.
+func TestReplicasDividedSurgeFirst(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.Replicas = ptr.To[int32](9)
+	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	p := dividedPlacement(ns, member1, 1, member3, 2)
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+
+	expectRunning(g, ns, map[string]int32{member1: 3, member3: 6})
+	for cluster, want := range map[string]int64{member1: 3, member3: 6} {
+		pods := &corev1.PodList{}
+		g.Expect(members[cluster].Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(int(want)), "pods on %s", cluster)
+	}
+	g.Eventually(func(g Gomega) {
+		hub := &appsv1.Deployment{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(deploy), hub)).To(Succeed())
+		g.Expect(hub.Status.Replicas).To(BeEquivalentTo(9), "the hub reads 9/9, not 27/9")
+		g.Expect(hub.Status.AvailableReplicas).To(BeEquivalentTo(9))
+		g.Expect(hub.Status.ObservedGeneration).To(Equal(hub.Generation))
+
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.Status.Clusters).To(ContainElements(
+			And(HaveField("Name", member1), HaveField("Shares", ConsistOf(placementv1alpha1.ShareStatus{Object: "Deployment/web", Replicas: 3, Target: 3, Reason: "weight 1 of 3"}))),
+			And(HaveField("Name", member3), HaveField("Shares", ConsistOf(HaveField("Replicas", BeEquivalentTo(6)))))))
+	}).Should(Succeed())
+	// `kubectl lodestar render --cluster` shows the share.
+	base, res, err := renderctl.Render(ctx, hubCP.Client, renderctl.Options{Placement: key, Cluster: member1})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(base).To(HaveLen(2))
+	g.Expect(string(res.Manifests[1].Raw)).To(ContainSubstring(`"replicas":3`))
+
+	// Shares never drop below what they were while the total grows, nor while
+	// a member joins; the sum of available replicas never drops below 12 once
+	// reached.
+	var mu sync.Mutex
+	var violations []string
+	floor := map[string]int32{member1: 3, member3: 6}
+	reached := false
+	stop := sample(100*time.Millisecond, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		var sum int32
+		for _, cluster := range []string{member1, member2, member3} {
+			d := webDeploymentOf(cluster, ns)
+			if d == nil {
+				continue
+			}
+			sum += d.Status.AvailableReplicas
+			if f, ok := floor[cluster]; ok && ptr.Deref(d.Spec.Replicas, 1) < f {
+				violations = append(violations, fmt.Sprintf("%s asked for %d, below %d", cluster, ptr.Deref(d.Spec.Replicas, 1), f))
+			}
+		}
+		reached = reached || sum >= 12
+		if reached && sum < 12 {
+			violations = append(violations, fmt.Sprintf("%d replicas available in all", sum))
+		}
+	})
+	g.Expect(updateOnHub(deploy, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](12) })).To(Succeed())
+	expectRunning(g, ns, map[string]int32{member1: 4, member3: 8})
+	mu.Lock()
+	floor = map[string]int32{member1: 4, member3: 8}
+	mu.Unlock()
+
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Spec.Scheduling.ClusterNames = append(p.Spec.Scheduling.ClusterNames, member2)
+		p.Spec.Scheduling.Replicas.Weights = append(p.Spec.Scheduling.Replicas.Weights, placementv1alpha1.ReplicaWeight{ClusterNames: []string{member2}, Weight: 1})
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := webDeploymentOf(member2, ns)
+		g.Expect(d).NotTo(BeNil())
+		g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
+		_, c := progressing(g, key)
+		g.Expect(c.Message).To(ContainSubstring("surge first: "))
+	}).Should(Succeed())
+	// member-2 has not reported its replicas Available: the others keep theirs.
+	g.Consistently(func(g Gomega) {
+		g.Expect(webDeploymentOf(member1, ns).Spec.Replicas).To(HaveValue(BeEquivalentTo(4)))
+		g.Expect(webDeploymentOf(member3, ns).Spec.Replicas).To(HaveValue(BeEquivalentTo(8)))
+	}, 5*time.Second, 200*time.Millisecond).Should(Succeed())
+	setDeploymentStatusOn(t, member2, ns, "web", 3)
+	mu.Lock()
+	floor = map[string]int32{member2: 3}
+	mu.Unlock()
+	expectRunning(g, ns, map[string]int32{member1: 3, member2: 3, member3: 6})
+	stop()
+	mu.Lock()
+	g.Expect(violations).To(BeEmpty())
+	g.Expect(reached).To(BeTrue())
+	mu.Unlock()
+	g.Eventually(func(g Gomega) {
+		hub := &appsv1.Deployment{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(deploy), hub)).To(Succeed())
+		g.Expect(hub.Status.Replicas).To(BeEquivalentTo(12))
+		g.Expect(hub.Status.AvailableReplicas).To(BeEquivalentTo(12))
+		_, c := progressing(g, key)
+		g.Expect(c.Message).NotTo(ContainSubstring("surge first"))
+	}).Should(Succeed())
+}
+
+// setDeploymentStatusOn writes, on a member without controllers, the status
+// its Deployment controller would: every replica updated, ready of them ready
+// and available.
+func setDeploymentStatusOn(t *testing.T, cluster, ns, name string, ready int32) {
+	t.Helper()
+	c := members[cluster].Client
+	NewWithT(t).Eventually(func() error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d := &appsv1.Deployment{}
+			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+				return err
+			}
+			want := ptr.Deref(d.Spec.Replicas, 1)
+			d.Status = appsv1.DeploymentStatus{
+				ObservedGeneration: d.Generation, Replicas: want, UpdatedReplicas: want, ReadyReplicas: ready, AvailableReplicas: ready,
+				UnavailableReplicas: want - ready,
+			}
+			return c.Status().Update(context.Background(), d)
+		})
+	}).Should(Succeed())
+}
+
+// A member autoscaler moves its cluster's share, and Lodestar neither sets it
+// back nor divides anew: member-1's HPA (minReplicas 5, so the member's own
+// controller scales to 5 without metrics) takes member-1 from its share 2 to
+// 5; a new revision of the Placement applied meanwhile leaves 5; the hub reads
+// the sum, 7.
+func TestMemberAutoscalerKeepsItsReplicas(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.Replicas = ptr.To[int32](4)
+	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	p := dividedPlacement(ns, member1, 1, member3, 1)
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	expectRunning(g, ns, map[string]int32{member1: 2, member3: 2})
+
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    ptr.To[int32](5), MaxReplicas: 10,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](80)}}}},
+		}}
+	g.Expect(members[member1].Client.Create(ctx, hpa)).To(Succeed())
+	expectRunning(g, ns, map[string]int32{member1: 5, member3: 2})
+	generation := webDeploymentOf(member1, ns).Generation
+
+	// A new revision: every Work is applied again.
+	g.Expect(updateOnHub(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, func(cm *corev1.ConfigMap) {
+		cm.Data["greeting"] = "v2"
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(members[member1].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "v2"))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		d := webDeploymentOf(member1, ns)
+		g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(5)))
+		g.Expect(d.Generation).To(Equal(generation), "nothing wrote member-1's Deployment spec")
+		g.Expect(webDeploymentOf(member3, ns).Spec.Replicas).To(HaveValue(BeEquivalentTo(2)), "no division anew")
+	}, 20*time.Second, time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		hub := &appsv1.Deployment{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(deploy), hub)).To(Succeed())
+		g.Expect(hub.Status.Replicas).To(BeEquivalentTo(7), "the hub shows the members' sum")
+		g.Expect(hub.Spec.Replicas).To(HaveValue(BeEquivalentTo(4)))
+	}).Should(Succeed())
+}
+
+// A Job's completions and parallelism are divided by the same weights
+// (member-3:member-1 = 6:4, completions 10, parallelism 4 → 6/2 and 4/2),
+// both members run theirs (kwok completes the pods), and the hub Job is
+// Complete with 10 succeeded.
+func TestJobDivided(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "crunch", Namespace: ns},
+		Spec: batchv1.JobSpec{Completions: ptr.To[int32](10), Parallelism: ptr.To[int32](4),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "crunch", Image: "busybox:1.36"}}}}}}
+	g.Expect(hubCP.Client.Create(ctx, job)).To(Succeed())
+	p := dividedPlacement(ns, member3, 6, member1, 4)
+	p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{{Group: "batch", Version: "v1", Kind: "Job", Name: "crunch"}}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+
+	for cluster, want := range map[string][2]int32{member3: {6, 2}, member1: {4, 2}} {
+		g.Eventually(func(g Gomega) {
+			got := &batchv1.Job{}
+			g.Expect(members[cluster].Client.Get(ctx, client.ObjectKeyFromObject(job), got)).To(Succeed())
+			g.Expect(got.Spec.Completions).To(HaveValue(Equal(want[0])), "completions on %s", cluster)
+			g.Expect(got.Spec.Parallelism).To(HaveValue(Equal(want[1])), "parallelism on %s", cluster)
+		}).Should(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		hub := &batchv1.Job{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(job), hub)).To(Succeed())
+		g.Expect(hub.Status.Succeeded).To(BeEquivalentTo(10))
+		g.Expect(hub.Status.Conditions).To(ContainElement(And(HaveField("Type", batchv1.JobComplete), HaveField("Status", corev1.ConditionTrue))))
+	}).Should(Succeed())
+}
+
+// One replica over four clusters puts the Deployment on exactly one and the
+// ConfigMap on all four; an override that sets a cluster's replicas wins,
+// with a warning that the sum differs; a Job without completions is not
+// divisible; a total the maxima cannot hold is NotEnoughCapacity, and the
+// shares placed stay.
+func TestDivisionEdges(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.Replicas = ptr.To[int32](1)
+	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	all := []string{member1, member2, member3, member4}
+	p := dividedPlacement(ns)
+	p.Spec.Scheduling.ClusterNames = all
+	p.Spec.Scheduling.Replicas.Method = placementv1alpha1.DivisionEven
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	g.Eventually(func(g Gomega) {
+		carrying := 0
+		for _, cluster := range all {
+			g.Expect(members[cluster].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{})).To(Succeed(), "the ConfigMap on %s", cluster)
+			if d := webDeploymentOf(cluster, ns); d != nil {
+				carrying++
+				g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
+			}
+		}
+		g.Expect(carrying).To(Equal(1), "one replica, one cluster")
+	}).Should(Succeed())
+
+	// 5 over four: 2/1/1/1; an override gives member-2 ten.
+	g.Expect(updateOnHub(deploy, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) })).To(Succeed())
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Spec.Overrides = []placementv1alpha1.Override{{Name: "member-2-big", ClusterNames: []string{member2},
+			Targets: []placementv1alpha1.OverrideTarget{{Group: "apps", Kind: "Deployment"}},
+			JSONPatch: []placementv1alpha1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas", ValueExpression: "10"}}}}
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		var sum int32
+		for _, cluster := range all {
+			d := webDeploymentOf(cluster, ns)
+			g.Expect(d).NotTo(BeNil(), "a share on %s", cluster)
+			sum += ptr.Deref(d.Spec.Replicas, 1)
+		}
+		g.Expect(webDeploymentOf(member2, ns).Spec.Replicas).To(HaveValue(BeEquivalentTo(10)))
+		g.Expect(sum).To(BeNumerically(">", 10))
+		_, c := progressing(g, key)
+		g.Expect(c.Message).To(ContainSubstring("overrides set the replicas of Deployment/web (10 on member-2)"))
+		events := &eventsv1.EventList{}
+		g.Expect(hubCP.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", placementv1alpha1.ReasonSharesOverridden), HaveField("Note", ContainSubstring("differs from the divided total 5")))))
+	}).Should(Succeed())
+
+	// At most one per cluster: 5 do not fit, and every share stays.
+	before := map[string]int32{}
+	for _, cluster := range all {
+		before[cluster] = ptr.Deref(webDeploymentOf(cluster, ns).Spec.Replicas, 1)
+	}
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Spec.Overrides = nil
+		p.Spec.Scheduling.Replicas.Weights = []placementv1alpha1.ReplicaWeight{{Max: ptr.To[int32](1)}}
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, c := progressing(g, key)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNotEnoughCapacity))
+		g.Expect(c.Message).To(ContainSubstring("member-1 1, member-2 1, member-3 1, member-4 1"))
+	}).Should(Succeed())
+	shares := func(g Gomega) {
+		for _, cluster := range all {
+			want := before[cluster]
+			if cluster == member2 {
+				want = 1 // the override is gone: its division's share
+			}
+			g.Expect(webDeploymentOf(cluster, ns).Spec.Replicas).To(HaveValue(Equal(want)), "the share of %s stays", cluster)
+		}
+	}
+	g.Eventually(shares).Should(Succeed())
+	g.Consistently(shares, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+
+	// A work-queue Job (no completions) is not divisible: it goes nowhere.
+	queue := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "queue", Namespace: ns},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](3),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "work", Image: "busybox:1.36"}}}}}}
+	g.Expect(hubCP.Client.Create(ctx, queue)).To(Succeed())
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Spec.Scheduling.Replicas.Weights = nil
+		p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, placementv1alpha1.ResourceSelector{Group: "batch", Version: "v1", Kind: "Job", Name: "queue"})
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, c := progressing(g, key)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNotDivisible))
+		g.Expect(c.Message).To(ContainSubstring("a Job without spec.completions"))
+		for _, cluster := range all {
+			err := members[cluster].Client.Get(ctx, client.ObjectKeyFromObject(queue), &batchv1.Job{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Job on %s: %v", cluster, err)
+		}
+	}).Should(Succeed())
+}
