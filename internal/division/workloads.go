@@ -25,7 +25,7 @@ func Divisible(gk schema.GroupKind) bool { return divisible[gk] }
 // Workload is a divisible object of a revision.
 type Workload struct {
 	// Key names it among the Placement's objects: "Deployment/web".
-	Key string
+	Key  string
 	Kind schema.GroupKind
 	// Total is its replicas (a Job's completions); Parallelism a Job's.
 	Total, Parallelism int64

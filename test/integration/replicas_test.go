@@ -319,7 +319,7 @@ func TestDivisionEdges(t *testing.T) {
 	g.Expect(updateOnHub(deploy, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) })).To(Succeed())
 	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
 		p.Spec.Overrides = []placementv1alpha1.Override{{Name: "member-2-big", ClusterNames: []string{member2},
-			Targets: []placementv1alpha1.OverrideTarget{{Group: "apps", Kind: "Deployment"}},
+			Targets:   []placementv1alpha1.OverrideTarget{{Group: "apps", Kind: "Deployment"}},
 			JSONPatch: []placementv1alpha1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas", ValueExpression: "10"}}}}
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
