@@ -269,6 +269,9 @@ func roomReason(pods int64) string {
 	if pods >= MaxValue/2 {
 		return "room unbounded (the pods request nothing)"
 	}
+	if pods == 1 {
+		return "room for 1 more pod"
+	}
 	return fmt.Sprintf("room for %d more pods", pods)
 }
 

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -384,4 +387,91 @@ func TestDivisionEdges(t *testing.T) {
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Job on %s: %v", cluster, err)
 		}
 	}).Should(Succeed())
+}
+
+// freeCPU is the free CPU a cluster's agent reports, in millicores, once it
+// reports it.
+func freeCPU(g Gomega, set, cluster string) int64 {
+	var free int64
+	g.Eventually(func(g Gomega) {
+		props := getProfile(g, set, cluster).Status.Properties
+		i := slices.IndexFunc(props, func(p cpv1alpha1.Property) bool { return p.Name == placementv1alpha1.PropertyCPUFree })
+		g.Expect(i).NotTo(BeNumerically("<", 0), "%s reports its free CPU", cluster)
+		q, err := resource.ParseQuantity(props[i].Value)
+		g.Expect(err).NotTo(HaveOccurred())
+		free = q.MilliValue()
+	}).Should(Succeed())
+	return free
+}
+
+// Division by capacity reads the free CPU the agents report and the pod's
+// requests: with each pod asking for half the smaller free CPU of member-1
+// and member-3, each has room for at least 2; 2 replicas go 1/1; 5 are more
+// than the room (NotEnoughCapacity, naming each cluster's room), and the
+// shares placed stay.
+func TestReplicasByCapacity(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	f1, f3 := freeCPU(g, placementv1alpha1.DefaultClusterSet, member1), freeCPU(g, auxSet, member3)
+	request := min(f1, f3) / 2
+	g.Expect(request).To(BeNumerically(">", 0))
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.Replicas = ptr.To[int32](2)
+	deploy.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(request, resource.DecimalSI)}
+	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	p := dividedPlacement(ns)
+	p.Spec.Scheduling.ClusterNames = []string{member1, member3}
+	p.Spec.Scheduling.Replicas.Method = placementv1alpha1.DivisionCapacity
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	expectRunning(g, ns, map[string]int32{member1: 1, member3: 1})
+	g.Eventually(func(g Gomega) {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.Status.Clusters).To(ContainElement(And(HaveField("Name", member1),
+			HaveField("Shares", ConsistOf(HaveField("Reason", MatchRegexp(`^room for \d+ more pods?`)))))))
+	}).Should(Succeed())
+
+	// Room is counted steadily: the placed pods' requests are spent now.
+	r1, r3 := freeCPU(g, placementv1alpha1.DefaultClusterSet, member1)/request, freeCPU(g, auxSet, member3)/request
+	g.Expect(updateOnHub(deploy, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To(int32(2 + r1 + r3 + 1)) })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, c := progressing(g, key)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNotEnoughCapacity))
+		g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf("(member-1 %d, member-3 %d)", r1, r3)))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(webDeploymentOf(member1, ns).Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
+		g.Expect(webDeploymentOf(member3, ns).Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
+	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+}
+
+// A StatefulSet divided over clusters numbers its pods across the fleet
+// (spec.ordinals.start): web-0..2 on member-2, web-3..5 on member-4.
+func TestStatefulSetOrdinalsAcrossClusters(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	sts := statefulDB(ns, 6, corev1.ReadWriteOnce)
+	g.Expect(hubCP.Client.Create(ctx, sts)).To(Succeed())
+	p := dividedPlacement(ns)
+	p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "StatefulSet", Name: "db"}}
+	p.Spec.Scheduling.ClusterNames = []string{member4, member2}
+	p.Spec.Scheduling.Replicas.Method = placementv1alpha1.DivisionEven
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	for cluster, start := range map[string]int32{member2: 0, member4: 3} {
+		g.Eventually(func(g Gomega) {
+			got := &appsv1.StatefulSet{}
+			g.Expect(members[cluster].Client.Get(ctx, client.ObjectKeyFromObject(sts), got)).To(Succeed())
+			g.Expect(got.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
+			if start == 0 {
+				g.Expect(got.Spec.Ordinals).To(BeNil())
+			} else {
+				g.Expect(got.Spec.Ordinals).To(HaveValue(HaveField("Start", start)))
+			}
+		}).Should(Succeed())
+	}
 }

@@ -346,7 +346,8 @@ func (f *clusterIndex) placements(cluster string) []client.ObjectKey {
 }
 
 // placementsOverriding maps a change of a ClusterProfile to the Placements with
-// overrides that have a Work on the cluster, or whose overrides fail on it.
+// overrides, or that divide replicas (by labels or free capacity), that have a
+// Work on the cluster, or whose overrides fail on it.
 func (r *Reconciler) placementsOverriding(workPlacement handler.MapFunc) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		keys := map[client.ObjectKey]bool{}
@@ -361,7 +362,7 @@ func (r *Reconciler) placementsOverriding(workPlacement handler.MapFunc) handler
 		for i := range works.Items {
 			for _, req := range workPlacement(ctx, &works.Items[i]) {
 				p := &placementv1alpha1.Placement{}
-				if err := r.Client.Get(ctx, req.NamespacedName, p); err == nil && len(p.Spec.Overrides) > 0 {
+				if err := r.Client.Get(ctx, req.NamespacedName, p); err == nil && (len(p.Spec.Overrides) > 0 || p.Spec.Scheduling.Replicas != nil) {
 					keys[req.NamespacedName] = true
 				}
 			}
