@@ -301,6 +301,19 @@ type whyReport struct {
 	// FromStatus is set when the report is the Placement's status.scheduling
 	// (the caller may not read the ClusterProfiles), not a new judgement.
 	FromStatus bool `json:"fromStatus,omitempty"`
+	// Shares are the cluster's shares of the workloads the Placement divides
+	// (spec.scheduling.replicas), as its status reports them, and why.
+	Shares []placementv1alpha1.ShareStatus `json:"shares,omitempty"`
+}
+
+// sharesOf are the cluster's shares in the Placement's status.
+func sharesOf(placement *placementv1alpha1.Placement, cluster string) []placementv1alpha1.ShareStatus {
+	for _, cs := range placement.Status.Clusters {
+		if cs.Name == cluster {
+			return cs.Shares
+		}
+	}
+	return nil
 }
 
 // newWhyCommand is `kubectl lodestar why <placement> --cluster <name>`.
@@ -358,6 +371,7 @@ func explain(cmd *cobra.Command, c client.Client, key client.ObjectKey, cluster 
 	if err := c.Get(ctx, key, placement); err != nil {
 		return r, err
 	}
+	r.Shares = sharesOf(placement, cluster)
 	policy, err := scheduling.PolicyFor(placement.Spec.Scheduling, placement.Namespace+"/"+placement.Name)
 	if err != nil {
 		return r, fmt.Errorf("placement %s cannot be scheduled: %w", key, err)
@@ -535,4 +549,13 @@ func printWhy(out io.Writer, r whyReport) {
 		decided = "name"
 	}
 	fmt.Fprintf(out, "\nThe Placement's current decisions %s %s.\n", decided, r.Cluster)
+	if len(r.Shares) > 0 {
+		fmt.Fprintf(out, "\nIts shares of the divided workloads:\n")
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "WORKLOAD\tREPLICAS\tTARGET\tWHY")
+		for _, s := range r.Shares {
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", s.Object, s.Replicas, s.Target, orDefault(s.Reason, "-"))
+		}
+		_ = w.Flush()
+	}
 }

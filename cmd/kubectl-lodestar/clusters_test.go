@@ -255,10 +255,19 @@ func TestWhy(t *testing.T) {
 		return out
 	}
 
+	// Its share of a divided workload, as the status aggregator wrote it.
+	web.Status.Clusters = []placementv1alpha1.ClusterStatus{{Name: set + "-big", Applied: metav1.ConditionTrue,
+		Shares: []placementv1alpha1.ShareStatus{{Object: "Deployment/api", Replicas: 6, Target: 6, Reason: "room for 12 more pods, steady"}}}}
+	g.Expect(hubCP.Client.Status().Update(ctx, web)).To(Succeed())
+
 	r := why(set + "-big")
 	g.Expect(r.Chosen).To(BeTrue())
 	g.Expect(r.Decided).To(BeTrue())
 	g.Expect(r.ClusterSet).To(Equal(set))
+	g.Expect(r.Shares).To(ConsistOf(HaveField("Reason", "room for 12 more pods, steady")))
+	out, _, err := kubectlLodestar(t, "why", "web", "-n", ns, "--cluster", set+"-big")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`Deployment/api\s+6\s+6\s+room for 12 more pods, steady`))
 
 	r = why(set + "-small")
 	g.Expect(r.Chosen).To(BeFalse())
@@ -290,7 +299,7 @@ func TestWhy(t *testing.T) {
 	g.Expect(verdict(r, "taint")).To(ConsistOf("gpu=true:NoSchedule tolerated"))
 
 	// The text form.
-	out, _, err := kubectlLodestar(t, "why", "web", "-n", ns, "--cluster", set+"-small")
+	out, _, err = kubectlLodestar(t, "why", "web", "-n", ns, "--cluster", set+"-small")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("Cluster " + set + "-small for placement " + ns + "/web: not chosen (InsufficientCapacity)"))
 	g.Expect(out).To(MatchRegexp(`cpu\s+FAIL InsufficientCapacity\s+cpu free 500m < 2 asked`))

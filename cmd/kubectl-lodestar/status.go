@@ -118,6 +118,7 @@ func printStatus(out io.Writer, r statusReport) {
 		}
 	}
 	printClaims(w, r.Clusters)
+	printShares(w, r.Clusters)
 	if len(r.Summaries) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "SUMMARY\tVALUE\tCOUNT\tSTALE\tGROUPS\tMESSAGE")
@@ -157,6 +158,23 @@ func printClaims(w io.Writer, clusters []placementv1alpha1.ClusterStatus) {
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cs.Name, c.Name, c.Workload, c.Phase, orDefault(c.StorageClass, "(default)"),
 				strings.Join(c.AccessModes, ","), orDefault(c.Requested, "-"), orDefault(c.Capacity, "-"), reclaim, holds, orDefault(c.Reason, "-"))
+		}
+	}
+}
+
+// printShares prints the clusters' shares of the divided workloads, when
+// there are any: what each cluster's Work carries, the division's target, and
+// why.
+func printShares(w io.Writer, clusters []placementv1alpha1.ClusterStatus) {
+	header := false
+	for _, cs := range clusters {
+		for _, s := range cs.Shares {
+			if !header {
+				fmt.Fprintln(w)
+				fmt.Fprintln(w, "CLUSTER\tWORKLOAD\tREPLICAS\tTARGET\tWHY")
+				header = true
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", cs.Name, s.Object, s.Replicas, s.Target, orDefault(s.Reason, "-"))
 		}
 	}
 }

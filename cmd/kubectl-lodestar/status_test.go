@@ -65,7 +65,9 @@ func TestStatusReadsOnlyThePlacement(t *testing.T) {
 			Message: "1 of 2 clusters available; not yet: edge-2", LastTransitionTime: metav1.Now()}},
 		Clusters: []placementv1alpha1.ClusterStatus{
 			{Name: "edge-1", Applied: metav1.ConditionTrue, Available: metav1.ConditionTrue, Objects: []placementv1alpha1.ObjectStatus{
-				{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "api", State: placementv1alpha1.ObjectAvailable, Feedback: &apiextensionsv1.JSON{Raw: []byte(`{"ready":3}`)}}}},
+				{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "api", State: placementv1alpha1.ObjectAvailable, Feedback: &apiextensionsv1.JSON{Raw: []byte(`{"ready":3}`)}}},
+				Shares: []placementv1alpha1.ShareStatus{{Object: "Deployment/api", Replicas: 4, Target: 3,
+					Reason: "weight 1 of 3; keeps 4 until the increases elsewhere are Available"}}},
 			{Name: "edge-2", Applied: metav1.ConditionTrue, Available: metav1.ConditionFalse,
 				Reasons: []string{"PersistentVolumeClaim " + ns + "/uploads: the claim is Pending"},
 				Objects: []placementv1alpha1.ObjectStatus{{Kind: "PersistentVolumeClaim", Namespace: ns, Name: "uploads", State: placementv1alpha1.ObjectProgressing, Message: "the claim is Pending"}},
@@ -84,6 +86,7 @@ func TestStatusReadsOnlyThePlacement(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`edge-2\s+True\s+False\s+PersistentVolumeClaim ` + ns + `/uploads: the claim is Pending`))
 	g.Expect(out).To(MatchRegexp(`edge-1\s+Deployment ` + ns + `/api\s+Available\s+\{"ready":3\}`))
 	g.Expect(out).To(MatchRegexp(`ready\s+3\s+1\s+1`))
+	g.Expect(out).To(MatchRegexp(`edge-1\s+Deployment/api\s+4\s+3\s+weight 1 of 3; keeps 4 until the increases elsewhere are Available`))
 	g.Expect(out).To(MatchRegexp(`edge-2\s+uploads\s+PersistentVolumeClaim ` + ns + `/uploads\s+Pending\s+fast\s+ReadWriteOnce\s+10Gi\s+-\s+-\s+-\s+storageclass.storage.k8s.io "fast" not found`))
 
 	stdout.Reset()
