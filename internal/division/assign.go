@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -121,10 +122,11 @@ func rulesFor(spec *placementv1alpha1.ReplicaDivision, candidates []Candidate) m
 			if len(w.ClusterNames) > 0 && !slices.Contains(w.ClusterNames, c.Name) || !selectors[i].Matches(labels.Set(c.Labels)) {
 				continue
 			}
-			if best.matched && int64(w.Weight) <= best.weight {
+			weight := int64(ptr.Deref(w.Weight, 1))
+			if best.matched && weight <= best.weight {
 				continue
 			}
-			best = rule{weight: int64(w.Weight), matched: true}
+			best = rule{weight: weight, matched: true}
 			if w.Min != nil {
 				best.min = int64(*w.Min)
 			}

@@ -38,9 +38,9 @@ func placed(kv ...any) *Shares {
 func TestAssignWeights(t *testing.T) {
 	g := NewWithT(t)
 	spec := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionWeighted, Weights: []placementv1alpha1.ReplicaWeight{
-		{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "big"}}, Weight: 2},
-		{ClusterNames: []string{"a"}, Weight: 1},
-		{ClusterNames: []string{"b"}, Weight: 1, Max: ptr.To[int32](3)}, // b is big too: the higher weight rule wins
+		{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "big"}}, Weight: ptr.To[int32](2)},
+		{ClusterNames: []string{"a"}, Weight: ptr.To[int32](1)},
+		{ClusterNames: []string{"b"}, Weight: ptr.To[int32](1), Max: ptr.To[int32](3)}, // b is big too: the higher weight rule wins
 	}}
 	w := Workload{Key: "Deployment/web", Kind: deployment, Total: 9}
 	cands := []Candidate{{Name: "a"}, {Name: "b", Labels: map[string]string{"tier": "big"}}, {Name: "c"}}
@@ -113,7 +113,7 @@ func TestAssignSteady(t *testing.T) {
 func TestAssignJobs(t *testing.T) {
 	g := NewWithT(t)
 	spec := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionWeighted, Weights: []placementv1alpha1.ReplicaWeight{
-		{ClusterNames: []string{"west"}, Weight: 6}, {ClusterNames: []string{"east"}, Weight: 4},
+		{ClusterNames: []string{"west"}, Weight: ptr.To[int32](6)}, {ClusterNames: []string{"east"}, Weight: ptr.To[int32](4)},
 	}}
 	job, ok := WorkloadOf([]byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"crunch"},"spec":{"completions":10,"parallelism":4}}`))
 	g.Expect(ok).To(BeTrue())
@@ -132,7 +132,7 @@ func TestAssignJobs(t *testing.T) {
 	g.Expect(string(raw)).To(ContainSubstring(`"parallelism":2`))
 
 	// Placed, a Job keeps its shares whatever the weights say now.
-	spec.Weights[0].Weight = 1
+	spec.Weights[0].Weight = ptr.To[int32](1)
 	cands = []Candidate{{Name: "west", Prev: placed("Job/crunch", 6)}, {Name: "east", Prev: placed("Job/crunch", 4)}}
 	a = Assign(spec, []Workload{job}, cands, "uid")
 	g.Expect(targets(a, "Job/crunch")).To(Equal(map[string]int64{"west": 6, "east": 4}))
@@ -171,4 +171,20 @@ func TestSurge(t *testing.T) {
 	back, ok := ParseShares(enc)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(back.Workloads[sts.Key].Replicas).To(Equal(int64(2)))
+}
+
+func TestValidateAndHash(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(Validate(nil)).To(Succeed())
+	bad := &placementv1alpha1.ReplicaDivision{Weights: []placementv1alpha1.ReplicaWeight{{ClusterSelector: &metav1.LabelSelector{
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}}}}
+	g.Expect(Validate(bad)).To(MatchError(ContainSubstring("weights[0].clusterSelector")))
+
+	g.Expect(Hash("base", nil)).To(Equal("base"), "a Placement that does not divide keeps its revisions' hashes")
+	even := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionEven}
+	capacity := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionCapacity, Rebalance: "1"}
+	g.Expect(Hash("base", even)).NotTo(Equal(Hash("base", capacity)))
+	again := capacity.DeepCopy()
+	again.Rebalance = "2"
+	g.Expect(Hash("base", capacity)).NotTo(Equal(Hash("base", again)), "a rebalance is a new revision")
 }

@@ -147,6 +147,17 @@ var cases = []ruleCase{
 	{"numberOfClusters cannot exceed the number of clusterNames", placementWith(func(s *placementv1alpha1.PlacementSpec) {
 		s.Scheduling.ClusterNames, s.Scheduling.NumberOfClusters = []string{"a"}, ptr.To[int32](2)
 	})},
+	{"method Weighted needs weights, one of them above 0", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Scheduling.Replicas = &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionWeighted,
+			Weights: []placementv1alpha1.ReplicaWeight{{ClusterNames: []string{"a"}, Weight: ptr.To[int32](0)}}}
+	})},
+	{"rebalance applies to method Capacity", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Scheduling.Replicas = &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionEven, Rebalance: "now"}
+	})},
+	{"min cannot exceed max", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Scheduling.Replicas = &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionEven,
+			Weights: []placementv1alpha1.ReplicaWeight{{Min: ptr.To[int32](3), Max: ptr.To[int32](2)}}}
+	})},
 	{"exactly one of jsonPath and cel must be set", feedback(lodestarworkv1alpha1.FeedbackRule{Kind: "ConfigMap",
 		Fields: []lodestarworkv1alpha1.FeedbackField{{Name: "n", JSONPath: ".data.a", CEL: "self.data.a"}}})},
 	{"exactly one of fields and wholeStatus must be set", feedback(lodestarworkv1alpha1.FeedbackRule{Kind: "ConfigMap"})},

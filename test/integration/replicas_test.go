@@ -3,7 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,10 +20,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/renderctl"
@@ -41,7 +46,7 @@ func dividedPlacement(ns string, weights ...any) *placementv1alpha1.Placement {
 		name := weights[i].(string)
 		p.Spec.Scheduling.ClusterNames = append(p.Spec.Scheduling.ClusterNames, name)
 		p.Spec.Scheduling.Replicas.Weights = append(p.Spec.Scheduling.Replicas.Weights,
-			placementv1alpha1.ReplicaWeight{ClusterNames: []string{name}, Weight: int32(weights[i+1].(int))})
+			placementv1alpha1.ReplicaWeight{ClusterNames: []string{name}, Weight: ptr.To(int32(weights[i+1].(int)))})
 	}
 	return p
 }
@@ -146,7 +151,7 @@ func TestReplicasDividedSurgeFirst(t *testing.T) {
 
 	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
 		p.Spec.Scheduling.ClusterNames = append(p.Spec.Scheduling.ClusterNames, member2)
-		p.Spec.Scheduling.Replicas.Weights = append(p.Spec.Scheduling.Replicas.Weights, placementv1alpha1.ReplicaWeight{ClusterNames: []string{member2}, Weight: 1})
+		p.Spec.Scheduling.Replicas.Weights = append(p.Spec.Scheduling.Replicas.Weights, placementv1alpha1.ReplicaWeight{ClusterNames: []string{member2}, Weight: ptr.To[int32](1)})
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		d := webDeploymentOf(member2, ns)
@@ -473,5 +478,90 @@ func TestStatefulSetOrdinalsAcrossClusters(t *testing.T) {
 				g.Expect(got.Spec.Ordinals).To(HaveValue(HaveField("Start", start)))
 			}
 		}).Should(Succeed())
+	}
+}
+
+// The examples of docs/replicas.md, applied as they are into a namespace of
+// their own: each divides as the document says.
+func TestReplicasExamples(t *testing.T) {
+	g := NewWithT(t)
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "examples", "replicas", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(HaveLen(4))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "replicas.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	replicasOf := func(g Gomega, cluster, ns string, obj client.Object) int32 {
+		g.Expect(members[cluster].Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed(), "on %s", cluster)
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			return ptr.Deref(o.Spec.Replicas, 1)
+		case *batchv1.Job:
+			return ptr.Deref(o.Spec.Completions, 0)*100 + ptr.Deref(o.Spec.Parallelism, 0)
+		}
+		return -1
+	}
+	expect := map[string]func(t *testing.T, ns string){
+		"01-weighted.yaml": func(t *testing.T, ns string) {
+			g := NewWithT(t)
+			d := func() client.Object { return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}} }
+			g.Eventually(func(g Gomega) {
+				g.Expect(replicasOf(g, member1, ns, d())).To(BeEquivalentTo(3))
+				g.Expect(replicasOf(g, member2, ns, d())).To(BeEquivalentTo(6))
+				for _, cluster := range []string{member1, member2} {
+					g.Expect(members[cluster].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{})).To(Succeed())
+				}
+			}).Should(Succeed())
+		},
+		"02-capacity.yaml": func(t *testing.T, ns string) {
+			g := NewWithT(t)
+			g.Eventually(func(g Gomega) {
+				g.Expect(replicasOf(g, member1, ns, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}})).To(BeEquivalentTo(4))
+				p := &placementv1alpha1.Placement{}
+				g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, p)).To(Succeed())
+				g.Expect(p.Status.Clusters).To(ConsistOf(HaveField("Shares", ConsistOf(HaveField("Reason", MatchRegexp(`^room for \d+ more pods?`))))))
+			}).Should(Succeed())
+		},
+		"03-job.yaml": func(t *testing.T, ns string) {
+			g := NewWithT(t)
+			j := func() client.Object { return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crunch"}} }
+			g.Eventually(func(g Gomega) {
+				g.Expect(replicasOf(g, member1, ns, j())).To(BeEquivalentTo(502), "completions 5, parallelism 2")
+				g.Expect(replicasOf(g, member2, ns, j())).To(BeEquivalentTo(502))
+				got := &batchv1.Job{}
+				g.Expect(members[member1].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "crunch"}, got)).To(Succeed())
+				g.Expect(got.Status.Succeeded).To(BeEquivalentTo(5), "member-1 runs its share")
+			}).Should(Succeed())
+		},
+		"04-autoscaled.yaml": func(t *testing.T, ns string) {
+			g := NewWithT(t)
+			d := func() client.Object { return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}} }
+			// member-1's autoscaler (its controller manager) raises its share
+			// of 2 to its minimum of 3; member-2 runs no controllers.
+			g.Eventually(func(g Gomega) {
+				g.Expect(replicasOf(g, member1, ns, d())).To(BeEquivalentTo(3))
+				g.Expect(replicasOf(g, member2, ns, d())).To(BeEquivalentTo(2))
+			}).Should(Succeed())
+			g.Consistently(func(g Gomega) {
+				g.Expect(replicasOf(g, member1, ns, d())).To(BeEquivalentTo(3), "not set back")
+			}, 5*time.Second, 500*time.Millisecond).Should(Succeed())
+		},
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			g := NewWithT(t)
+			b, err := os.ReadFile(file)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(doc)).To(ContainSubstring(string(b)), "docs/replicas.md shows the example as it is")
+			check, ok := expect[filepath.Base(file)]
+			g.Expect(ok).To(BeTrue())
+			ns := newNamespace(t)
+			for _, part := range strings.Split(string(b), "\n---\n") {
+				obj := &unstructured.Unstructured{}
+				g.Expect(yaml.Unmarshal([]byte(part), &obj.Object)).To(Succeed())
+				obj.SetNamespace(ns)
+				g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+			}
+			check(t, ns)
+		})
 	}
 }

@@ -180,12 +180,12 @@ type ReplicaWeight struct {
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
 
 	// weight is the clusters' relative weight, with method Weighted (0 gives
-	// them nothing beyond min).
+	// them nothing beyond min). Default 1.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000000
-	Weight int32 `json:"weight,omitempty"`
+	Weight *int32 `json:"weight,omitempty"`
 
 	// min is the share each of the clusters gets first.
 	// +optional

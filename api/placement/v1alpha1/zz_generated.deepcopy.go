@@ -966,6 +966,11 @@ func (in *ReplicaWeight) DeepCopyInto(out *ReplicaWeight) {
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Weight != nil {
+		in, out := &in.Weight, &out.Weight
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Min != nil {
 		in, out := &in.Min, &out.Min
 		*out = new(int32)
