@@ -5,6 +5,7 @@
 package division
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,6 +93,9 @@ type Assignment struct {
 	Problems  []Problem
 	// order are the workload keys in the revision's order.
 	order []string
+	// prevStarts are the StatefulSets' ordinals the clusters run (first and
+	// how many), by cluster and workload key.
+	prevStarts map[string]map[string]Share
 }
 
 // rule is the rule a cluster takes.
@@ -158,9 +162,20 @@ func rulesFor(spec *placementv1alpha1.ReplicaDivision, candidates []Candidate) m
 // Job keeps the shares it was placed with: its completions cannot change once
 // it runs.
 func Assign(spec *placementv1alpha1.ReplicaDivision, workloads []Workload, candidates []Candidate, seed string) *Assignment {
-	a := &Assignment{Shares: map[string]map[string]Share{}, Rebalance: spec.Rebalance}
+	a := &Assignment{Shares: map[string]map[string]Share{}, Rebalance: spec.Rebalance, prevStarts: map[string]map[string]Share{}}
 	for _, c := range candidates {
 		a.Shares[c.Name] = map[string]Share{}
+		if c.Prev == nil {
+			continue
+		}
+		for key, s := range c.Prev.Workloads {
+			if isStatefulSet(key) && s.Replicas > 0 {
+				if a.prevStarts[c.Name] == nil {
+					a.prevStarts[c.Name] = map[string]Share{}
+				}
+				a.prevStarts[c.Name][key] = s
+			}
+		}
 	}
 	rules := rulesFor(spec, candidates)
 	for _, w := range workloads {
@@ -342,30 +357,87 @@ func (a *Assignment) Of(cluster string) Shares {
 // is below what it carries (prev, by cluster; a cluster without Works carries
 // nothing) keeps carrying that until settled, which the caller says when every
 // chosen cluster carries at least its target and reports its objects
-// Available. It then numbers each StatefulSet's pods across the clusters in
-// name order (spec.ordinals.start), from what each carries.
-func (a *Assignment) Surge(prev map[string]map[string]int64, settled bool) {
+// Available; and a share held (held says why, for a StatefulSet whose bound
+// ReadWriteOnce claims hold it on the cluster) is never lowered. It then
+// numbers each StatefulSet's pods across the clusters (spec.ordinals.start).
+func (a *Assignment) Surge(prev map[string]map[string]int64, settled bool, held func(cluster, key string) string) {
 	names := slices.Sorted(maps.Keys(a.Shares))
 	for _, key := range a.order {
-		var start int64
 		for _, name := range names {
 			s, ok := a.Shares[name][key]
 			if !ok {
 				continue
 			}
-			if have := prev[name][key]; s.Target < have && !settled {
+			have := prev[name][key]
+			why := ""
+			if held != nil && s.Target < have {
+				why = held(name, key)
+			}
+			switch {
+			case why != "":
+				s.Replicas = have
+				s.Reason = fmt.Sprintf("%s; keeps %d: %s (spec.strategy.stateful: Hold)", s.Reason, have, why)
+			case s.Target < have && !settled:
 				s.Replicas = have
 				s.Reason = fmt.Sprintf("%s; keeps %d until the increases elsewhere are Available", s.Reason, have)
-				if s.Parallelism == 0 && have > 0 {
-					s.Parallelism = 1
-				}
 			}
-			if isStatefulSet(key) {
-				s.Start = start
-				start += s.Replicas
+			if s.Replicas > 0 && s.Parallelism == 0 && strings.HasPrefix(key, "Job/") {
+				s.Parallelism = 1
 			}
 			a.Shares[name][key] = s
 		}
+		if isStatefulSet(key) {
+			a.number(key, names)
+		}
+	}
+}
+
+// number gives each cluster's StatefulSet pods a range of ordinals of its own:
+// the start it had (prevStarts), while its range overlaps no other's, so that
+// a share that changes keeps its pods' names and claims; clusters new to it,
+// or whose range now runs into another's, start after the highest range, in
+// name order (the first division numbers 0..2 on A, 3..5 on B). The clusters
+// that keep the most pods keep their start first.
+func (a *Assignment) number(key string, names []string) {
+	type span struct{ from, to int64 }
+	kept := func(name string) int64 {
+		prev, ok := a.prevStarts[name][key]
+		if !ok {
+			return 0
+		}
+		return min(prev.Replicas, a.Shares[name][key].Replicas)
+	}
+	byKept := slices.Clone(names)
+	slices.SortStableFunc(byKept, func(x, y string) int { return cmp.Compare(kept(y), kept(x)) })
+	var taken []span
+	var next int64
+	renumber := map[string]bool{}
+	for _, name := range byKept {
+		s := a.Shares[name][key]
+		if s.Replicas == 0 {
+			s.Start = 0
+			a.Shares[name][key] = s
+			continue
+		}
+		prev, ok := a.prevStarts[name][key]
+		from, to := prev.Start, prev.Start+s.Replicas
+		if ok && !slices.ContainsFunc(taken, func(t span) bool { return from < t.to && t.from < to }) {
+			taken = append(taken, span{from, to})
+			next = max(next, to)
+			s.Start = from
+			a.Shares[name][key] = s
+			continue
+		}
+		renumber[name] = true
+	}
+	for _, name := range names {
+		if !renumber[name] {
+			continue
+		}
+		s := a.Shares[name][key]
+		s.Start = next
+		next += s.Replicas
+		a.Shares[name][key] = s
 	}
 }
 
@@ -420,6 +492,15 @@ func Hash(base string, spec *placementv1alpha1.ReplicaDivision) string {
 	return names.Hash(base + "\ndivision\n" + string(b))[:16]
 }
 
+// Carries is what the shares carry, by workload key.
+func (s Shares) Carries() map[string]int64 {
+	out := make(map[string]int64, len(s.Workloads))
+	for key, w := range s.Workloads {
+		out[key] = w.Replicas
+	}
+	return out
+}
+
 // Carried reads the shares a cluster's Works (its parts, in part order)
 // carry: from part 0's placementv1alpha1.SharesAnnotation, or, for Works
 // written before the Placement divided, the replicas of their divisible
@@ -431,10 +512,7 @@ func Carried(parts []*workv1alpha1.Work) (*Shares, map[string]int64) {
 		return nil, carried
 	}
 	if shares, ok := ParseShares(parts[0].Annotations[placementv1alpha1.SharesAnnotation]); ok {
-		for key, s := range shares.Workloads {
-			carried[key] = s.Replicas
-		}
-		return &shares, carried
+		return &shares, shares.Carries()
 	}
 	for _, w := range clusterworks.Current(parts) {
 		for _, m := range w.Spec.Workload.Manifests {

@@ -150,14 +150,14 @@ func TestSurge(t *testing.T) {
 
 	a := Assign(spec, []Workload{sts}, cands, "uid")
 	g.Expect(a.Reached("c", carried["c"])).To(BeFalse())
-	a.Surge(carried, false)
+	a.Surge(carried, false, nil)
 	g.Expect(a.Shares["a"][sts.Key]).To(And(HaveField("Replicas", int64(3)), HaveField("Target", int64(2)), HaveField("Start", int64(0))))
 	g.Expect(a.Shares["b"][sts.Key]).To(And(HaveField("Replicas", int64(3)), HaveField("Start", int64(3))))
 	g.Expect(a.Shares["c"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(6))))
 	g.Expect(a.Shares["a"][sts.Key].Reason).To(ContainSubstring("keeps 3 until the increases elsewhere are Available"))
 
 	a = Assign(spec, []Workload{sts}, cands, "uid")
-	a.Surge(carried, true)
+	a.Surge(carried, true, nil)
 	g.Expect(a.Shares["a"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(0))))
 	g.Expect(a.Shares["b"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(2))))
 	g.Expect(a.Shares["c"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(4))))
@@ -187,4 +187,50 @@ func TestValidateAndHash(t *testing.T) {
 	again := capacity.DeepCopy()
 	again.Rebalance = "2"
 	g.Expect(Hash("base", capacity)).NotTo(Equal(Hash("base", again)), "a rebalance is a new revision")
+}
+
+// A StatefulSet's clusters keep the ordinals they run while their ranges do
+// not run into each other's; a cluster new to it starts after the highest;
+// a share held by its claims is never lowered.
+func TestOrdinalsStayAndClaimsHold(t *testing.T) {
+	g := NewWithT(t)
+	sts := Workload{Key: "StatefulSet/db", Kind: schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, Total: 6}
+	prev := func(replicas, start int64) *Shares {
+		return &Shares{Workloads: map[string]Share{sts.Key: {Replicas: replicas, Target: replicas, Start: start}}}
+	}
+	weights := func(a, b, c int32) *placementv1alpha1.ReplicaDivision {
+		return &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionWeighted, Weights: []placementv1alpha1.ReplicaWeight{
+			{ClusterNames: []string{"a"}, Weight: ptr.To(a)}, {ClusterNames: []string{"b"}, Weight: ptr.To(b)}, {ClusterNames: []string{"c"}, Weight: ptr.To(c)}}}
+	}
+	// 3/3 on a (0..2) and b (3..5) become 2/4: a keeps 0, b keeps 3 (3..6).
+	cands := []Candidate{{Name: "a", Prev: prev(3, 0)}, {Name: "b", Prev: prev(3, 3)}, {Name: "c"}}
+	carried := map[string]map[string]int64{"a": {sts.Key: 3}, "b": {sts.Key: 3}}
+	a := Assign(weights(1, 2, 0), []Workload{sts}, cands, "uid")
+	a.Surge(carried, true, nil)
+	g.Expect(a.Shares["a"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(0))))
+	g.Expect(a.Shares["b"][sts.Key]).To(And(HaveField("Replicas", int64(4)), HaveField("Start", int64(3))))
+
+	// c joins: it starts after the highest range. Then a grows into b's
+	// range: the cluster that keeps fewer pods starts anew.
+	a = Assign(weights(2, 1, 1), []Workload{sts}, cands, "uid")
+	a.Surge(carried, true, nil)
+	g.Expect(a.Shares["a"][sts.Key]).To(And(HaveField("Replicas", int64(3)), HaveField("Start", int64(0))))
+	g.Expect(a.Shares["b"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(3))))
+	g.Expect(a.Shares["c"][sts.Key]).To(And(HaveField("Replicas", int64(1)), HaveField("Start", int64(5))))
+	a = Assign(weights(5, 1, 0), []Workload{sts}, cands, "uid")
+	a.Surge(carried, true, nil)
+	// a keeps its 3 pods' names (0..4); b, keeping 1, starts after it.
+	g.Expect(a.Shares["a"][sts.Key]).To(And(HaveField("Replicas", int64(5)), HaveField("Start", int64(0))))
+	g.Expect(a.Shares["b"][sts.Key]).To(And(HaveField("Replicas", int64(1)), HaveField("Start", int64(5))))
+
+	// Held by its claims, b's share is not lowered, settled or not.
+	a = Assign(weights(5, 1, 0), []Workload{sts}, cands, "uid")
+	a.Surge(carried, true, func(cluster, key string) string {
+		if cluster == "b" {
+			return "StatefulSet shop/db on b has 3 bound ReadWriteOnce claims"
+		}
+		return ""
+	})
+	g.Expect(a.Shares["b"][sts.Key]).To(And(HaveField("Replicas", int64(3)), HaveField("Target", int64(1))))
+	g.Expect(a.Shares["b"][sts.Key].Reason).To(ContainSubstring("keeps 3: StatefulSet shop/db on b has 3 bound ReadWriteOnce claims (spec.strategy.stateful: Hold)"))
 }

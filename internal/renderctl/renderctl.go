@@ -247,7 +247,7 @@ func Shares(ctx context.Context, c client.Client, placement *placementv1alpha1.P
 		candidates = append(candidates, cand)
 	}
 	a := division.Assign(placement.Spec.Scheduling.Replicas, division.Workloads(manifests), candidates, string(placement.UID))
-	a.Surge(carried, true)
+	a.Surge(carried, true, nil)
 	shares := a.Of(cluster)
 	return &shares, nil
 }

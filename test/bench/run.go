@@ -131,7 +131,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 			return err
 		}
 	}
-	if !f.want("p1-busy", "p2", "r1", "p3") {
+	if !f.want("p1-busy", "p2", "r1", "d1", "p3") {
 		return nil
 	}
 
@@ -165,7 +165,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		}
 	}
 
-	if !f.want("p2", "r1", "p3") {
+	if !f.want("p2", "r1", "d1", "p3") {
 		return nil
 	}
 	// P2: fan-out to 1000, then 5000 clusters, each recorded as soon as measured.
@@ -202,6 +202,11 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	}
 	if f.want("r1") {
 		if err := f.rolling(ctx, bw, record); err != nil {
+			return err
+		}
+	}
+	if f.want("d1") {
+		if err := f.divided(ctx, bw, record); err != nil {
 			return err
 		}
 	}

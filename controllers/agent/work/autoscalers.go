@@ -31,9 +31,10 @@ var replicasPointer = func() diff.Pointer {
 }()
 
 // autoscaled tells whether an autoscaler on the member targets the object,
-// reading each namespace's autoscalers once per apply pass (from the member
-// cache when there is one). An agent that may not read them (an older chart)
-// leaves replicas as the manifest has them.
+// reading each namespace's autoscalers once per apply pass, from the member's
+// API server (not through a cache: an informer the agent may not list would
+// wait for ever). An agent that may not read them (an older chart) leaves
+// replicas as the manifest has them.
 func (r *Reconciler) autoscaled(ctx context.Context, pass *applyPass, gk schema.GroupKind, namespace, name string) bool {
 	if !scalable[gk] || namespace == "" {
 		return false
@@ -41,12 +42,8 @@ func (r *Reconciler) autoscaled(ctx context.Context, pass *applyPass, gk schema.
 	targets, ok := pass.autoscaled[namespace]
 	if !ok {
 		targets = map[string]bool{}
-		var reader client.Reader = r.Member
-		if r.MemberCache != nil {
-			reader = r.MemberCache
-		}
 		list := &autoscalingv2.HorizontalPodAutoscalerList{}
-		if err := reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		if err := r.Member.List(ctx, list, client.InNamespace(namespace)); err != nil {
 			ctrl.LoggerFrom(ctx).V(1).Info("Cannot read the member's HorizontalPodAutoscalers; replicas are applied as placed", "namespace", namespace, "error", err.Error())
 		}
 		for _, hpa := range list.Items {

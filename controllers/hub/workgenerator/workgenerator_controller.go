@@ -57,6 +57,10 @@ type Reconciler struct {
 	// retainedWritten are the status.rollout.retainedClaims written that the
 	// cache may not show yet (client.ObjectKey → retainedWrite).
 	retainedWritten sync.Map
+	// sharesWritten are the shares annotations written that the cache may not
+	// show yet (expectationKey → sharesWrite): a division reads what a
+	// cluster carries from them, never from a stale cache.
+	sharesWritten sync.Map
 	// active tells, per Placement (client.ObjectKey → activity), how Work status
 	// reports concern the generator.
 	active sync.Map
@@ -198,12 +202,14 @@ func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 	r.held.set(key, nil)
 	r.retainedWritten.Delete(key)
 	prefix := expectationKey(placement, "")
-	r.expected.Range(func(k, _ any) bool {
-		if strings.HasPrefix(k.(string), prefix) {
-			r.expected.Delete(k)
-		}
-		return true
-	})
+	for _, m := range []*sync.Map{&r.expected, &r.sharesWritten} {
+		m.Range(func(k, _ any) bool {
+			if strings.HasPrefix(k.(string), prefix) {
+				m.Delete(k)
+			}
+			return true
+		})
+	}
 }
 
 // SetupWithManager registers the work generator.

@@ -5,15 +5,17 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/claims"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/message"
@@ -30,19 +32,69 @@ type divider struct {
 	candidates []division.Candidate
 	// carried is what each cluster's Works carry now, by workload key.
 	carried map[string]map[string]int64
+	// holding says, by cluster and workload key, which StatefulSets' bound
+	// ReadWriteOnce claims hold their share there (spec.strategy.stateful:
+	// Hold): their share is not lowered.
+	holding map[string]map[string]string
+	// unseen are the clusters whose last shares written the cache does not
+	// show yet: not settled.
+	unseen  []string
 	settled bool
 	byHash  map[string]*division.Assignment
 }
 
-// newDivider reads what the chosen clusters carry and whether the target
-// revision's division is settled on them.
-func newDivider(s *scope, views map[string]scheduling.Cluster) *divider {
-	d := &divider{seed: string(s.placement.UID), carried: map[string]map[string]int64{}, byHash: map[string]*division.Assignment{}}
+// sharesWrite is a shares annotation written, and when.
+type sharesWrite struct {
+	shares string
+	at     time.Time
+}
+
+// written is the shares annotation last written to a cluster's Works while
+// the cache does not show it yet (false when it does, or the write is older
+// than expectationTTL).
+func (r *Reconciler) written(placement *placementv1alpha1.Placement, cluster string, parts []*workv1alpha1.Work) (string, bool) {
+	key := expectationKey(placement, cluster)
+	v, ok := r.sharesWritten.Load(key)
+	if !ok {
+		return "", false
+	}
+	w := v.(sharesWrite)
+	if len(parts) > 0 && parts[0].Annotations[placementv1alpha1.SharesAnnotation] == w.shares || time.Since(w.at) >= expectationTTL {
+		r.sharesWritten.Delete(key)
+		return "", false
+	}
+	return w.shares, true
+}
+
+// newDivider reads what the chosen clusters carry (what was written to them,
+// where the cache does not show it yet) and whether the target revision's
+// division is settled on them.
+func (r *Reconciler) newDivider(s *scope, views map[string]scheduling.Cluster) *divider {
+	d := &divider{seed: string(s.placement.UID), carried: map[string]map[string]int64{}, holding: map[string]map[string]string{},
+		byHash: map[string]*division.Assignment{}}
+	hold := s.placement.Spec.Strategy.Stateful != placementv1alpha1.StatefulMove
 	for _, name := range s.decided.Clusters {
 		view := views[name]
 		c := division.Candidate{Name: name, Labels: view.Labels, Free: division.FreeCapacity(view.Properties)}
 		c.Prev, d.carried[name] = division.Carried(s.works[name])
+		if shares, ok := r.written(s.placement, name, s.works[name]); ok {
+			d.unseen = append(d.unseen, name)
+			if prev, ok := division.ParseShares(shares); ok {
+				c.Prev, d.carried[name] = &prev, prev.Carries()
+			}
+		}
 		d.candidates = append(d.candidates, c)
+		if !hold {
+			continue
+		}
+		for _, w := range claims.Holding(s.works[name]) {
+			if w.Kind == "StatefulSet" {
+				if d.holding[name] == nil {
+					d.holding[name] = map[string]string{}
+				}
+				d.holding[name][division.Key(w.Kind, w.Name)] = claims.Describe(name, w)
+			}
+		}
 	}
 	return d
 }
@@ -55,11 +107,12 @@ func (d *divider) settle(s *scope, target content) {
 		return
 	}
 	a := d.assign(target, false)
-	d.settled = true
+	d.settled = len(d.unseen) == 0
 	for _, name := range s.decided.Clusters {
+		// A cluster without Works carries nothing: settled only when its
+		// target is nothing too.
 		parts := s.works[name]
-		if !a.Reached(name, d.carried[name]) || len(parts) > 0 && clusterworks.Availability(parts) != metav1.ConditionTrue ||
-			len(parts) == 0 && !a.Reached(name, nil) {
+		if !a.Reached(name, d.carried[name]) || len(parts) > 0 && clusterworks.Availability(parts) != metav1.ConditionTrue {
 			d.settled = false
 			return
 		}
@@ -73,7 +126,7 @@ func (d *divider) assign(c content, surge bool) *division.Assignment {
 	}
 	a := division.Assign(c.division, division.Workloads(c.manifests), d.candidates, d.seed)
 	if surge {
-		a.Surge(d.carried, d.settled)
+		a.Surge(d.carried, d.settled, func(cluster, key string) string { return d.holding[cluster][key] })
 		d.byHash[c.hash] = a
 	}
 	return a

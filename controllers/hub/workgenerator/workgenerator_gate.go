@@ -23,7 +23,7 @@ func (r *Reconciler) gate(s *scope) error {
 		return err
 	}
 	if target.division != nil || s.divides() {
-		s.renderer.divider = newDivider(s, s.renderer.views)
+		s.renderer.divider = r.newDivider(s, s.renderer.views)
 		s.renderer.divider.settle(s, target)
 		if target.division != nil {
 			s.division = s.renderer.divider.assign(target, true)

@@ -63,6 +63,9 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
 			if wrote && rev != c.hash {
 				r.expected.Store(expectationKey(s.placement, cluster), rollout.Expectation{Revision: c.hash, Since: rollout.ParseTime(since, s.now)})
 			}
+			if wrote && c.shares != "" && (len(parts) == 0 || parts[0].Annotations[placementv1alpha1.SharesAnnotation] != c.shares) {
+				r.sharesWritten.Store(expectationKey(s.placement, cluster), sharesWrite{shares: c.shares, at: s.now})
+			}
 			return nil
 		})
 	}
