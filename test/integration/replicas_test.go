@@ -454,7 +454,10 @@ func TestReplicasByCapacity(t *testing.T) {
 }
 
 // A StatefulSet divided over clusters numbers its pods across the fleet
-// (spec.ordinals.start): web-0..2 on member-2, web-3..5 on member-4.
+// (spec.ordinals.start): db-0..2 on member-2, db-3..5 on member-4. Divided
+// anew (1:5), member-2's share is not lowered while its bound ReadWriteOnce
+// claims hold it there (spec.strategy.stateful: Hold), and member-4 keeps
+// its start (3) as it grows.
 func TestStatefulSetOrdinalsAcrossClusters(t *testing.T) {
 	extraMembers(t)
 	g := NewWithT(t)
@@ -479,6 +482,29 @@ func TestStatefulSetOrdinalsAcrossClusters(t *testing.T) {
 			}
 		}).Should(Succeed())
 	}
+
+	bindClaims(t, member2, ns, "db", 3, corev1.ReadWriteOnce)
+	expectClaims(t, client.ObjectKeyFromObject(p), member2, 3)
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Spec.Scheduling.Replicas = &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionWeighted, Weights: []placementv1alpha1.ReplicaWeight{
+			{ClusterNames: []string{member2}, Weight: ptr.To[int32](1)}, {ClusterNames: []string{member4}, Weight: ptr.To[int32](5)}}}
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &appsv1.StatefulSet{}
+		g.Expect(members[member4].Client.Get(ctx, client.ObjectKeyFromObject(sts), got)).To(Succeed())
+		g.Expect(got.Spec.Replicas).To(HaveValue(BeEquivalentTo(5)), "1:5 over 6 is 1/5")
+		g.Expect(got.Spec.Ordinals).To(HaveValue(HaveField("Start", BeEquivalentTo(3))), "member-4 keeps its start")
+		placed := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), placed)).To(Succeed())
+		g.Expect(placed.Status.Clusters).To(ContainElement(And(HaveField("Name", member2), HaveField("Shares", ConsistOf(And(
+			HaveField("Replicas", BeEquivalentTo(3)), HaveField("Target", BeEquivalentTo(1)),
+			HaveField("Reason", ContainSubstring("has 3 bound ReadWriteOnce claims (data-db-0..2) (spec.strategy.stateful: Hold)"))))))))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		got := &appsv1.StatefulSet{}
+		g.Expect(members[member2].Client.Get(ctx, client.ObjectKeyFromObject(sts), got)).To(Succeed())
+		g.Expect(got.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)), "held by its claims")
+	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
 }
 
 // The examples of docs/replicas.md, applied as they are into a namespace of
