@@ -766,19 +766,34 @@ func deletePlacement(t *testing.T, p *placementv1alpha1.Placement) {
 // observed at its generation.
 func setDeploymentStatus(t *testing.T, ns, name string, ready int32) {
 	t.Helper()
-	c := members[member2].Client
+	setDeploymentStatusOn(t, member2, ns, name, ready)
+}
+
+// setDeploymentStatusOn is setDeploymentStatus on another member without
+// controllers.
+func setDeploymentStatusOn(t *testing.T, cluster, ns, name string, ready int32) {
+	t.Helper()
+	standIn(t, cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(d *appsv1.Deployment) {
+		want := ptr.Deref(d.Spec.Replicas, 1)
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: want, UpdatedReplicas: want, ReadyReplicas: ready, AvailableReplicas: ready,
+			UnavailableReplicas: want - ready,
+		}
+	})
+}
+
+// standIn writes an object's status on a member as its controller would
+// (set), once the object is there, again on a conflict.
+func standIn[T client.Object](t *testing.T, cluster string, obj T, set func(T)) {
+	t.Helper()
+	c := members[cluster].Client
 	NewWithT(t).Eventually(func() error {
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			d := &appsv1.Deployment{}
-			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 				return err
 			}
-			want := ptr.Deref(d.Spec.Replicas, 1)
-			d.Status = appsv1.DeploymentStatus{
-				ObservedGeneration: d.Generation, Replicas: want, UpdatedReplicas: want, ReadyReplicas: ready, AvailableReplicas: ready,
-				UnavailableReplicas: want - ready,
-			}
-			return c.Status().Update(context.Background(), d)
+			set(obj)
+			return c.Status().Update(context.Background(), obj)
 		})
 	}).Should(Succeed())
 }

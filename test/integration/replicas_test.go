@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,8 +77,10 @@ func expectRunning(g Gomega, ns string, shares map[string]int32) {
 // weights 1:2 runs 3 and 6 pods, and the hub reads 9/9; raising it to 12 adds
 // without lowering anyone (4/8); adding member-2 with weight 1 (3/6/3) raises
 // member-2 first: the others keep 4 and 8 until member-2 reports its 3
-// Available (its status is written here: it has no controllers), and the sum
-// of available replicas, sampled every 100 ms, never drops below 12.
+// Available (its status is written here: it has no controllers); removing
+// member-2 again raises the others first, and member-2 keeps its replicas
+// until they are Available. The sum of available replicas, sampled every
+// 100 ms, never drops below 12.
 func TestReplicasDividedSurgeFirst(t *testing.T) {
 	extraMembers(t)
 	g := NewWithT(t)
@@ -170,6 +171,21 @@ func TestReplicasDividedSurgeFirst(t *testing.T) {
 	floor = map[string]int32{member2: 3}
 	mu.Unlock()
 	expectRunning(g, ns, map[string]int32{member1: 3, member2: 3, member3: 6})
+
+	// member-2 leaves: member-1 and member-3 go back to 4 and 8, and member-2
+	// keeps its 3 until they are Available (the sum never drops below 12).
+	mu.Lock()
+	floor = map[string]int32{member1: 3, member3: 6}
+	mu.Unlock()
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
+		p.Spec.Scheduling.ClusterNames = []string{member1, member3}
+		p.Spec.Scheduling.Replicas.Weights = p.Spec.Scheduling.Replicas.Weights[:2]
+	})).To(Succeed())
+	expectRunning(g, ns, map[string]int32{member1: 4, member3: 8})
+	g.Eventually(func(g Gomega) {
+		g.Expect(workOf(g, p, member2)).To(BeNil())
+		g.Expect(webDeploymentOf(member2, ns)).To(BeNil())
+	}).Should(Succeed())
 	stop()
 	mu.Lock()
 	g.Expect(violations).To(BeEmpty())
@@ -182,28 +198,6 @@ func TestReplicasDividedSurgeFirst(t *testing.T) {
 		g.Expect(hub.Status.AvailableReplicas).To(BeEquivalentTo(12))
 		_, c := progressing(g, key)
 		g.Expect(c.Message).NotTo(ContainSubstring("surge first"))
-	}).Should(Succeed())
-}
-
-// setDeploymentStatusOn writes, on a member without controllers, the status
-// its Deployment controller would: every replica updated, ready of them ready
-// and available.
-func setDeploymentStatusOn(t *testing.T, cluster, ns, name string, ready int32) {
-	t.Helper()
-	c := members[cluster].Client
-	NewWithT(t).Eventually(func() error {
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			d := &appsv1.Deployment{}
-			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-				return err
-			}
-			want := ptr.Deref(d.Spec.Replicas, 1)
-			d.Status = appsv1.DeploymentStatus{
-				ObservedGeneration: d.Generation, Replicas: want, UpdatedReplicas: want, ReadyReplicas: ready, AvailableReplicas: ready,
-				UnavailableReplicas: want - ready,
-			}
-			return c.Status().Update(context.Background(), d)
-		})
 	}).Should(Succeed())
 }
 

@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -356,19 +355,11 @@ func TestStatefulMoveIsHeldUnlessAsked(t *testing.T) {
 // StatefulSet reads every replica ready.
 func readyStatefulSet(t *testing.T, cluster, ns, name string) {
 	t.Helper()
-	c := members[cluster].Client
-	NewWithT(t).Eventually(func() error {
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			sts := &appsv1.StatefulSet{}
-			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sts); err != nil {
-				return err
-			}
-			want := ptr.Deref(sts.Spec.Replicas, 1)
-			sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: want, ReadyReplicas: want, UpdatedReplicas: want,
-				AvailableReplicas: want, CurrentReplicas: want, CurrentRevision: "r1", UpdateRevision: "r1"}
-			return c.Status().Update(context.Background(), sts)
-		})
-	}).Should(Succeed())
+	standIn(t, cluster, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(sts *appsv1.StatefulSet) {
+		want := ptr.Deref(sts.Spec.Replicas, 1)
+		sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: want, ReadyReplicas: want, UpdatedReplicas: want,
+			AvailableReplicas: want, CurrentReplicas: want, CurrentRevision: "r1", UpdateRevision: "r1"}
+	})
 }
 
 // Claims that are all ReadWriteMany (shared storage) hold nothing: the

@@ -234,7 +234,7 @@ func overriddenMessage(a *division.Assignment, byCluster map[string]map[string]i
 			total += s.Target
 			if v, ok := byCluster[name][key]; ok {
 				sum += v
-				on = append(on, fmt.Sprintf("%s on %s", fmt.Sprint(v), name))
+				on = append(on, fmt.Sprintf("%d on %s", v, name))
 				continue
 			}
 			sum += s.Replicas
