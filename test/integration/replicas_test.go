@@ -510,7 +510,7 @@ func TestReplicasExamples(t *testing.T) {
 	g.Expect(files).To(HaveLen(4))
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "replicas.md"))
 	g.Expect(err).NotTo(HaveOccurred())
-	replicasOf := func(g Gomega, cluster, ns string, obj client.Object) int32 {
+	replicasOf := func(g Gomega, cluster string, obj client.Object) int32 {
 		g.Expect(members[cluster].Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed(), "on %s", cluster)
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
@@ -523,10 +523,12 @@ func TestReplicasExamples(t *testing.T) {
 	expect := map[string]func(t *testing.T, ns string){
 		"01-weighted.yaml": func(t *testing.T, ns string) {
 			g := NewWithT(t)
-			d := func() client.Object { return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}} }
+			d := func() client.Object {
+				return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+			}
 			g.Eventually(func(g Gomega) {
-				g.Expect(replicasOf(g, member1, ns, d())).To(BeEquivalentTo(3))
-				g.Expect(replicasOf(g, member2, ns, d())).To(BeEquivalentTo(6))
+				g.Expect(replicasOf(g, member1, d())).To(BeEquivalentTo(3))
+				g.Expect(replicasOf(g, member2, d())).To(BeEquivalentTo(6))
 				for _, cluster := range []string{member1, member2} {
 					g.Expect(members[cluster].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{})).To(Succeed())
 				}
@@ -535,7 +537,7 @@ func TestReplicasExamples(t *testing.T) {
 		"02-capacity.yaml": func(t *testing.T, ns string) {
 			g := NewWithT(t)
 			g.Eventually(func(g Gomega) {
-				g.Expect(replicasOf(g, member1, ns, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}})).To(BeEquivalentTo(4))
+				g.Expect(replicasOf(g, member1, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}})).To(BeEquivalentTo(4))
 				p := &placementv1alpha1.Placement{}
 				g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, p)).To(Succeed())
 				g.Expect(p.Status.Clusters).To(ConsistOf(HaveField("Shares", ConsistOf(HaveField("Reason", MatchRegexp(`^room for \d+ more pods?`))))))
@@ -543,10 +545,12 @@ func TestReplicasExamples(t *testing.T) {
 		},
 		"03-job.yaml": func(t *testing.T, ns string) {
 			g := NewWithT(t)
-			j := func() client.Object { return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crunch"}} }
+			j := func() client.Object {
+				return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crunch"}}
+			}
 			g.Eventually(func(g Gomega) {
-				g.Expect(replicasOf(g, member1, ns, j())).To(BeEquivalentTo(502), "completions 5, parallelism 2")
-				g.Expect(replicasOf(g, member2, ns, j())).To(BeEquivalentTo(502))
+				g.Expect(replicasOf(g, member1, j())).To(BeEquivalentTo(502), "completions 5, parallelism 2")
+				g.Expect(replicasOf(g, member2, j())).To(BeEquivalentTo(502))
 				got := &batchv1.Job{}
 				g.Expect(members[member1].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "crunch"}, got)).To(Succeed())
 				g.Expect(got.Status.Succeeded).To(BeEquivalentTo(5), "member-1 runs its share")
@@ -554,15 +558,17 @@ func TestReplicasExamples(t *testing.T) {
 		},
 		"04-autoscaled.yaml": func(t *testing.T, ns string) {
 			g := NewWithT(t)
-			d := func() client.Object { return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}} }
+			d := func() client.Object {
+				return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}}
+			}
 			// member-1's autoscaler (its controller manager) raises its share
 			// of 2 to its minimum of 3; member-2 runs no controllers.
 			g.Eventually(func(g Gomega) {
-				g.Expect(replicasOf(g, member1, ns, d())).To(BeEquivalentTo(3))
-				g.Expect(replicasOf(g, member2, ns, d())).To(BeEquivalentTo(2))
+				g.Expect(replicasOf(g, member1, d())).To(BeEquivalentTo(3))
+				g.Expect(replicasOf(g, member2, d())).To(BeEquivalentTo(2))
 			}).Should(Succeed())
 			g.Consistently(func(g Gomega) {
-				g.Expect(replicasOf(g, member1, ns, d())).To(BeEquivalentTo(3), "not set back")
+				g.Expect(replicasOf(g, member1, d())).To(BeEquivalentTo(3), "not set back")
 			}, 5*time.Second, 500*time.Millisecond).Should(Succeed())
 		},
 	}

@@ -211,7 +211,9 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 	p := s.placement
 	staged := s.strategy.Type == placementv1alpha1.RolloutStaged
 	var profiles map[string]*cpv1alpha1.ClusterProfile
-	if staged || slices.ContainsFunc(s.revs, func(rv placementv1alpha1.PlacementRevision) bool { return len(rv.Spec.Overrides) > 0 || rv.Spec.Division != nil }) {
+	if staged || slices.ContainsFunc(s.revs, func(rv placementv1alpha1.PlacementRevision) bool {
+		return len(rv.Spec.Overrides) > 0 || rv.Spec.Division != nil
+	}) {
 		var err error
 		if profiles, err = clusterProfiles(ctx, r.Client, s.decided.Clusters, s.decided.Sets); err != nil {
 			return err
