@@ -86,3 +86,39 @@ func later(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// ObjectKey names a placed object for Remove: group/kind/namespace/name.
+func ObjectKey(id workv1alpha1.ResourceIdentifier) string {
+	return id.Group + "/" + id.Kind + "/" + id.Namespace + "/" + id.Name
+}
+
+// ObjectsOf reads which objects a cluster's Works (its parts) carry, and which
+// of them its agent reports Available at the Work's current generation.
+func ObjectsOf(parts []*workv1alpha1.Work) (carried, available map[string]bool) {
+	carried, available = map[string]bool{}, map[string]bool{}
+	for _, w := range clusterworks.Current(parts) {
+		ids := clusterworks.ManifestIDs(w)
+		for _, id := range ids {
+			if id.Kind != "" {
+				carried[ObjectKey(id)] = true
+			}
+		}
+		if !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		for _, mc := range w.Status.ManifestConditions {
+			i := mc.Identifier.Ordinal
+			if i < 0 || i >= len(ids) || ids[i].Kind != mc.Identifier.Kind || ids[i].Name != mc.Identifier.Name {
+				continue // not a report of this Work's manifest
+			}
+			applied := meta.FindStatusCondition(mc.Conditions, lodestarworkv1alpha1.ConditionApplied)
+			if applied == nil || applied.ObservedGeneration != w.Generation {
+				continue
+			}
+			if meta.IsStatusConditionTrue(mc.Conditions, lodestarworkv1alpha1.ConditionAvailable) {
+				available[ObjectKey(ids[i])] = true
+			}
+		}
+	}
+	return carried, available
+}

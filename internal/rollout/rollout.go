@@ -50,6 +50,11 @@ type Cluster struct {
 	// Failed at the target, and does not count against maxFailures: nothing on it
 	// broke, and the other clusters proceed.
 	OverrideFailed string
+	// Objects are the objects its Works carry, AvailableObjects those its agent
+	// reports Available, by ObjectKey; set (by ObjectsOf) only when clusters
+	// are leaving, for Remove to judge object by object. Nil Objects with a
+	// Revision mean they were not read: the cluster counts as a whole.
+	Objects, AvailableObjects map[string]bool
 }
 
 // Stage is one stage of a Staged strategy.
@@ -612,6 +617,10 @@ type Leaving struct {
 	// (spec.strategy.stateful: Hold): it is kept whatever the deadline, and no
 	// cluster without a Work is given one meanwhile (State.Hold).
 	Held string
+	// AvailableObjects, when set, are the objects its copy has Available (by
+	// ObjectKey): the copy serves while any of them is, and goes once each is
+	// Available on enough selected clusters.
+	AvailableObjects map[string]bool
 }
 
 // Removal says what becomes of the clusters a Placement left.
@@ -625,54 +634,53 @@ type Removal struct {
 	RecheckAfter time.Duration
 }
 
-// Remove makes a change of the cluster set make-before-break: the clusters the
-// Placement left keep their objects while fewer copies would be Available than
-// clusters are selected, and at most until the deadline from when they left.
-// Copies that are not Available serve nothing and go first; a Placement that
-// selects no cluster any more has nothing to wait for. The deadline forces
-// nothing while a selected cluster has not been given the objects yet (the
-// rollout is paused, stopped, waits for approval, or is held): its replacement
-// never had its chance. A copy held by its claims (Leaving.Held) is kept, and is
-// not counted as one that lets another go.
+// Remove makes a change of the cluster set make-before-break, object by
+// object: a cluster the Placement left keeps its copy while an object
+// Available there would be Available on fewer clusters than the selected ones
+// that carry it (a selected cluster without Works yet carries everything), and
+// at most until the deadline from when it left. A copy with no object
+// Available serves nothing and goes first; a Placement that selects no
+// cluster any more has nothing to wait for. Clusters known only as a whole
+// (no AvailableObjects) count as one object, their Available. The deadline
+// forces nothing while a selected cluster has not been given the objects yet
+// (the rollout is paused, stopped, waits for approval, or is held): its
+// replacement never had its chance. A copy held by its claims (Leaving.Held)
+// is kept, and is not counted as one that lets another go.
 func Remove(leaving []Leaving, selected []Cluster, deadline time.Duration, now time.Time) Removal {
 	var r Removal
-	available := 0
+	copies := newTally(selected)
 	held := false
 	for _, c := range selected {
-		if c.Revision != "" && c.Available == metav1.ConditionTrue {
-			available++
-		}
 		held = held || c.Revision == ""
 	}
 	leaving = slices.Clone(leaving)
 	slices.SortFunc(leaving, func(a, b Leaving) int {
-		if a.Available != b.Available {
-			if a.Available {
-				return 1
-			}
-			return -1
+		if sa, sb := len(a.serves()), len(b.serves()); sa != sb {
+			return cmp.Compare(sa, sb)
 		}
 		return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.Name, b.Name))
 	})
 	for _, l := range leaving {
-		if l.Available && l.Held == "" {
-			available++
+		if l.Held == "" {
+			copies.add(l.serves(), 1)
 		}
 	}
 	for _, l := range leaving {
+		serves := l.serves()
 		switch {
 		case l.Held != "" && !l.Revoked:
 			r.Kept = append(r.Kept, l.Name)
 			r.Held = append(r.Held, l.Name)
-		case l.Revoked || !l.Available:
+		case l.Revoked || len(serves) == 0:
 			r.Remove = append(r.Remove, l.Name)
-		case available-1 >= len(selected):
+			copies.add(serves, -1)
+		case copies.spare(serves):
 			r.Remove = append(r.Remove, l.Name)
-			available--
+			copies.add(serves, -1)
 		case !held && !now.Before(l.Since.Add(cmp.Or(l.Deadline, deadline))):
 			r.Remove = append(r.Remove, l.Name)
 			r.Forced = append(r.Forced, l.Name)
-			available--
+			copies.add(serves, -1)
 		default:
 			r.Kept = append(r.Kept, l.Name)
 			if !held {
@@ -681,4 +689,69 @@ func Remove(leaving []Leaving, selected []Cluster, deadline time.Duration, now t
 		}
 	}
 	return r
+}
+
+// wholeCopy stands for every object of a cluster known only as a whole.
+const wholeCopy = ""
+
+// serves are the objects the copy has Available: its AvailableObjects, or
+// the whole copy when it is Available and known only as a whole.
+func (l Leaving) serves() map[string]bool {
+	if l.AvailableObjects != nil {
+		return l.AvailableObjects
+	}
+	if l.Available {
+		return map[string]bool{wholeCopy: true}
+	}
+	return nil
+}
+
+// tally counts, per object, the selected clusters that need it (carry it, or
+// will: no Works yet) and the copies that have it Available.
+type tally struct {
+	need, have map[string]int
+	// needAll counts the selected clusters that need every object (no Works
+	// yet, or known only as a whole); haveAll those Available as a whole.
+	needAll, haveAll int
+}
+
+func newTally(selected []Cluster) *tally {
+	t := &tally{need: map[string]int{}, have: map[string]int{}}
+	for _, c := range selected {
+		if c.Revision == "" || c.Objects == nil {
+			t.needAll++
+			if c.Revision != "" && c.Available == metav1.ConditionTrue {
+				t.haveAll++
+			}
+			continue
+		}
+		for o := range c.Objects {
+			t.need[o]++
+		}
+		for o := range c.AvailableObjects {
+			t.have[o]++
+		}
+	}
+	return t
+}
+
+func (t *tally) add(objects map[string]bool, n int) {
+	for o := range objects {
+		t.have[o] += n
+	}
+}
+
+// spare tells whether every one of objects would still be Available on at
+// least as many clusters as need it, one copy fewer.
+func (t *tally) spare(objects map[string]bool) bool {
+	for o := range objects {
+		have, need := t.have[o]+t.haveAll, t.need[o]+t.needAll
+		if o != wholeCopy {
+			have += t.have[wholeCopy]
+		}
+		if have-1 < need {
+			return false
+		}
+	}
+	return true
 }

@@ -440,3 +440,51 @@ func TestHoldGivesNoClusterACopy(t *testing.T) {
 		g.Expect(p.Done).To(BeFalse())
 	}
 }
+
+// Make-before-break object by object (a claim Pending everywhere makes no
+// copy Available as a whole, but the Deployment serves on the cluster left
+// until it is Available on its replacement).
+func TestRemoveByObject(t *testing.T) {
+	objs := func(keys ...string) map[string]bool {
+		out := map[string]bool{}
+		for _, k := range keys {
+			out[k] = true
+		}
+		return out
+	}
+	selected := func(available ...string) Cluster {
+		c := at("new", target, false)
+		c.Objects, c.AvailableObjects = objs("deploy", "claim"), objs(available...)
+		return c
+	}
+	old := Leaving{Name: "old", Since: t0, AvailableObjects: objs("deploy")}
+	tests := []struct {
+		name     string
+		selected []Cluster
+		leaving  []Leaving
+		remove   []string
+	}{
+		{"the Deployment is not Available on the replacement yet: kept", []Cluster{selected()}, []Leaving{old}, nil},
+		{"the Deployment is Available there, the claim still Pending: goes", []Cluster{selected("deploy")}, []Leaving{old}, []string{"old"}},
+		{"nothing Available on the copy left: goes at once", []Cluster{selected()}, []Leaving{{Name: "old", Since: t0, AvailableObjects: objs()}}, []string{"old"}},
+		{"a replacement without Works needs everything", []Cluster{{Name: "new"}}, []Leaving{old}, nil},
+		{"two copies left, two replacements, one with the Deployment Available: one goes", []Cluster{selected("deploy"), func() Cluster {
+			c := selected()
+			c.Name = "new2"
+			return c
+		}()}, []Leaving{old, {Name: "old2", Since: t0.Add(time.Second), AvailableObjects: objs("deploy")}}, []string{"old"}},
+		{"a divided workload the replacement does not carry: it does not hold the copy left", []Cluster{func() Cluster {
+			c := selected()
+			c.Objects = objs("claim")
+			return c
+		}()}, []Leaving{old}, []string{"old"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := Remove(tt.leaving, tt.selected, 10*time.Minute, t0)
+			g.Expect(r.Remove).To(Equal(tt.remove))
+			g.Expect(r.Forced).To(BeEmpty())
+		})
+	}
+}

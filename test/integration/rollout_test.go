@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -345,4 +346,57 @@ func TestFailoverWithAnAgentStopped(t *testing.T) {
 	events := &corev1.EventList{}
 	g.Expect(hubCP.Client.List(t.Context(), events, client.InNamespace(ns))).To(Succeed())
 	g.Expect(events.Items).To(ContainElement(HaveField("Reason", placementv1alpha1.ReasonFailedOver)))
+}
+
+// Make-before-break is judged object by object: a Placement of a serving
+// Deployment and a claim that is Pending everywhere (its class exists nowhere)
+// is never Available as a whole, yet a move from member-1 to member-3 keeps
+// the Deployment on member-1 until it is Available on member-3: some member
+// runs it available at every 100 ms sample.
+func TestMoveKeepsServingObjects(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.Replicas = ptr.To[int32](1)
+	deploy.Spec.MinReadySeconds = 3
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "uploads", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To("nowhere"),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	for _, obj := range []client.Object{deploy, claim} {
+		g.Expect(hubCP.Client.Create(ctx, obj)).To(Succeed())
+	}
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{
+				{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}, {Version: "v1", Kind: "PersistentVolumeClaim", Name: "uploads"}},
+			Scheduling: placementv1alpha1.Scheduling{ClusterNames: []string{member1}},
+		}}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	serving := func(cluster string) bool {
+		d := &appsv1.Deployment{}
+		err := members[cluster].Client.Get(context.Background(), client.ObjectKeyFromObject(deploy), d)
+		return err == nil && d.DeletionTimestamp.IsZero() && d.Status.AvailableReplicas >= 1
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(serving(member1)).To(BeTrue())
+		w := workOf(g, p, member1)
+		g.Expect(w).NotTo(BeNil())
+		g.Expect(workAvailable(w)).To(BeFalse(), "the claim is Pending: the copy is not Available as a whole")
+	}).Should(Succeed())
+
+	var gaps atomic.Int32
+	stop := sample(100*time.Millisecond, func() {
+		if !serving(member1) && !serving(member3) {
+			gaps.Add(1)
+		}
+	})
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member3} })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(workOf(g, p, member1)).To(BeNil(), "member-1's copy goes once the Deployment serves on member-3")
+		g.Expect(serving(member3)).To(BeTrue())
+	}).Should(Succeed())
+	stop()
+	g.Expect(gaps.Load()).To(BeZero(), "samples with the Deployment available nowhere")
 }

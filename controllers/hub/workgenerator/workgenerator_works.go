@@ -212,7 +212,7 @@ func (r *Reconciler) writeCluster(ctx context.Context, placement *placementv1alp
 // lets go: those whose replacements are Available, and those past their
 // deadline.
 func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
-	s.removal = rollout.Remove(s.leaving, s.surging(), s.strategy.Deadline, s.now)
+	s.removal = rollout.Remove(s.leavingByObject(), s.selectedByObject(s.surging()), s.strategy.Deadline, s.now)
 	for _, cluster := range s.removal.Remove {
 		forced := slices.Contains(s.removal.Forced, cluster)
 		ctrl.LoggerFrom(ctx).Info("Removing the Works of a cluster the Placement left", "cluster", cluster, "forced", forced, "sets", s.decided.Sets)
@@ -246,6 +246,42 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted Work", "work", klog.KObj(w))
 	return nil
+}
+
+// selectedByObject adds to the selected clusters what their Works carry and
+// have Available, object by object, so that a copy the Placement left that
+// serves a Deployment goes only once the Deployment is Available elsewhere,
+// whatever the other objects do (read only when clusters are leaving). A
+// cluster without Works, or whose Works the cache shows at another revision
+// than was written, counts as a whole; one that surge first does not count
+// Available has nothing Available yet.
+func (s *scope) selectedByObject(clusters []rollout.Cluster) []rollout.Cluster {
+	if len(s.leaving) == 0 {
+		return clusters
+	}
+	out := slices.Clone(clusters)
+	for i := range out {
+		c := &out[i]
+		parts := s.works[c.Name]
+		if rev, _ := clusterworks.Revision(parts); c.Revision == "" || rev != c.Revision {
+			continue
+		}
+		c.Objects, c.AvailableObjects = rollout.ObjectsOf(parts)
+		if c.Available == metav1.ConditionUnknown && clusterworks.Availability(parts) == metav1.ConditionTrue {
+			c.AvailableObjects = map[string]bool{}
+		}
+	}
+	return out
+}
+
+// leavingByObject adds to the clusters the Placement left what their copies
+// have Available, object by object.
+func (s *scope) leavingByObject() []rollout.Leaving {
+	out := slices.Clone(s.leaving)
+	for i := range out {
+		_, out[i].AvailableObjects = rollout.ObjectsOf(s.works[out[i].Name])
+	}
+	return out
 }
 
 // surging is the selected clusters as the removal of the clusters left sees
