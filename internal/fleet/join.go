@@ -157,12 +157,20 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 
 // undoJoin removes what a failed join of a new cluster made: its ClusterProfile
 // (with the cleanup finalizer, which no Work needs yet) and its hub side
-// (RemoveHubSide).
+// (RemoveHubSide). The profile is deleted before its finalizer is removed: the
+// hub's cleanup controller adds the finalizer to a profile that lacks it, but
+// nothing can add one to a profile being deleted.
 func undoJoin(ctx context.Context, c client.Client, opts JoinOptions) error {
 	var errs []error
+	key := client.ObjectKey{Namespace: opts.ClusterSet, Name: opts.Name}
 	profile := &cpv1alpha1.ClusterProfile{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: opts.ClusterSet, Name: opts.Name}, profile); err == nil {
-		errs = append(errs, patch.SetFinalizer(ctx, c, profile, placementv1alpha1.ClusterCleanupFinalizer, false), client.IgnoreNotFound(c.Delete(ctx, profile)))
+	if err := c.Get(ctx, key, profile); err == nil {
+		errs = append(errs, client.IgnoreNotFound(c.Delete(ctx, profile)))
+		if err := c.Get(ctx, key, profile); err == nil {
+			errs = append(errs, patch.SetFinalizer(ctx, c, profile, placementv1alpha1.ClusterCleanupFinalizer, false))
+		} else if !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
 	} else if !apierrors.IsNotFound(err) {
 		errs = append(errs, err)
 	}

@@ -84,8 +84,12 @@ func TestFailedJoinLeavesNothing(t *testing.T) {
 	unreachable.Host = "https://127.0.0.1:1"
 	_, err := fleet.Join(ctx, unreachable, hubCP.Client, fleet.JoinOptions{Name: name, ClusterSet: auxSet})
 	g.Expect(err).To(MatchError(ContainSubstring("requesting a token")))
-	err = hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: name}, &cpv1alpha1.ClusterProfile{})
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no ClusterProfile is left: %v", err)
+	// The ClusterProfile goes once the hub's cleanup has released it (its
+	// finalizer may be on it already).
+	g.Eventually(func() bool {
+		err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: name}, &cpv1alpha1.ClusterProfile{})
+		return apierrors.IsNotFound(err)
+	}).Should(BeTrue(), "no ClusterProfile is left")
 	err = hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: fleet.ProfileRoleName(name)}, &rbacv1.Role{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Role is left: %v", err)
 	ns := &corev1.Namespace{}
