@@ -890,3 +890,22 @@ func externalDecision(p *placementv1alpha1.Placement, name string, refs ...cpv1a
 	}
 	return pd
 }
+
+// exampleObjects reads an example file of docs/examples (its documents
+// separated by "---"), checks that doc shows it as it is, and returns its
+// objects in namespace ns.
+func exampleObjects(t *testing.T, file string, doc []byte, ns string) []*unstructured.Unstructured {
+	t.Helper()
+	g := NewWithT(t)
+	b, err := os.ReadFile(file)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(doc)).To(ContainSubstring(string(b)), "the page shows %s as it is", filepath.Base(file))
+	var out []*unstructured.Unstructured
+	for _, part := range strings.Split(string(b), "\n---\n") {
+		obj := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal([]byte(part), &obj.Object)).To(Succeed())
+		obj.SetNamespace(ns)
+		out = append(out, obj)
+	}
+	return out
+}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,11 +19,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/renderctl"
@@ -575,16 +572,10 @@ func TestReplicasExamples(t *testing.T) {
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			g := NewWithT(t)
-			b, err := os.ReadFile(file)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(string(doc)).To(ContainSubstring(string(b)), "docs/replicas.md shows the example as it is")
 			check, ok := expect[filepath.Base(file)]
 			g.Expect(ok).To(BeTrue())
 			ns := newNamespace(t)
-			for _, part := range strings.Split(string(b), "\n---\n") {
-				obj := &unstructured.Unstructured{}
-				g.Expect(yaml.Unmarshal([]byte(part), &obj.Object)).To(Succeed())
-				obj.SetNamespace(ns)
+			for _, obj := range exampleObjects(t, file, doc, ns) {
 				g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
 			}
 			check(t, ns)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
@@ -558,17 +556,11 @@ func TestStatefulExamples(t *testing.T) {
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			g := NewWithT(t)
-			b, err := os.ReadFile(file)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(string(doc)).To(ContainSubstring(string(b)), "docs/stateful.md shows the example as it is")
 			check, ok := expect[filepath.Base(file)]
 			g.Expect(ok).To(BeTrue())
 			ns := newNamespace(t)
 			var decision *unstructured.Unstructured
-			for _, part := range strings.Split(string(b), "\n---\n") {
-				obj := &unstructured.Unstructured{}
-				g.Expect(yaml.Unmarshal([]byte(part), &obj.Object)).To(Succeed())
-				obj.SetNamespace(ns)
+			for _, obj := range exampleObjects(t, file, doc, ns) {
 				if obj.GetKind() == "PlacementDecision" {
 					decision = obj
 					continue
