@@ -453,15 +453,6 @@ func (a *Assignment) Reached(cluster string, carried map[string]int64) bool {
 
 func isStatefulSet(key string) bool { return strings.HasPrefix(key, "StatefulSet/") }
 
-// Sum is the total the clusters' shares of key add up to.
-func (a *Assignment) Sum(key string) int64 {
-	var sum int64
-	for _, shares := range a.Shares {
-		sum += shares[key].Replicas
-	}
-	return sum
-}
-
 // Keys are the workload keys, in the revision's order.
 func (a *Assignment) Keys() []string { return slices.Clone(a.order) }
 

@@ -27,6 +27,8 @@ type Workload struct {
 	// Key names it among the Placement's objects: "Deployment/web".
 	Key  string
 	Kind schema.GroupKind
+	// Index is its manifest's place in the revision's manifests.
+	Index int
 	// Total is its replicas (a Job's completions); Parallelism a Job's.
 	Total, Parallelism int64
 	// Requests are what one of its pods requests (the sum of its containers').
@@ -72,11 +74,12 @@ func WorkloadOf(raw []byte) (Workload, bool) {
 	return w, true
 }
 
-// Workloads are the divisible objects among manifests.
+// Workloads are the divisible objects among manifests, each with its index.
 func Workloads(manifests []runtime.RawExtension) []Workload {
 	var out []Workload
-	for _, m := range manifests {
+	for i, m := range manifests {
 		if w, ok := WorkloadOf(m.Raw); ok {
+			w.Index = i
 			out = append(out, w)
 		}
 	}
@@ -139,20 +142,19 @@ func Write(raw []byte, s Share) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
-// Replicas reads the replicas (a Job's completions) a manifest carries; false
-// when it is not a divisible kind or carries none.
-func Replicas(raw []byte) (int64, bool) {
-	w, ok := WorkloadOf(raw)
-	return w.Total, ok
-}
-
-// Apply writes a cluster's shares into manifests: each divisible manifest gets
-// its share, and one whose share is 0 is left out. memo, when not nil, keeps
-// the manifests written by prefix (a revision), workload and share.
-func Apply(manifests []runtime.RawExtension, shares Shares, memo map[string]runtime.RawExtension, prefix string) ([]runtime.RawExtension, error) {
+// Apply writes a cluster's shares into manifests, whose divisible ones are
+// workloads (Workloads of the same manifests: nothing is decoded again per
+// cluster): each gets its share, and one whose share is 0 is left out. memo,
+// when not nil, keeps the manifests written by prefix (a revision), workload
+// and share.
+func Apply(manifests []runtime.RawExtension, workloads []Workload, shares Shares, memo map[string]runtime.RawExtension, prefix string) ([]runtime.RawExtension, error) {
+	byIndex := make(map[int]Workload, len(workloads))
+	for _, w := range workloads {
+		byIndex[w.Index] = w
+	}
 	out := make([]runtime.RawExtension, 0, len(manifests))
-	for _, m := range manifests {
-		w, ok := WorkloadOf(m.Raw)
+	for i, m := range manifests {
+		w, ok := byIndex[i]
 		if !ok {
 			out = append(out, m)
 			continue

@@ -40,7 +40,7 @@ func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Pla
 		if err != nil {
 			return nil, overrides.Result{}, err
 		}
-		if manifests, err = division.Apply(base, *shares, nil, ""); err != nil {
+		if manifests, err = division.Apply(base, division.Workloads(base), *shares, nil, ""); err != nil {
 			return nil, overrides.Result{}, err
 		}
 	}

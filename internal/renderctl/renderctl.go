@@ -58,7 +58,11 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	if err := chosen(ctx, c, placement, o.Cluster); err != nil {
+	d, err := decidedClusters(ctx, c, placement)
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	if err := chosen(placement, d, o.Cluster); err != nil {
 		return nil, overrides.Result{}, err
 	}
 	sel, err := selection.SelectObjects(ctx, placement, selection.Source{Mapper: c.RESTMapper(), List: hubAndLocal(c, o.Local), Kinds: o.Kinds})
@@ -71,7 +75,7 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 		return nil, overrides.Result{}, err
 	}
 	base, res, err := render.Preview(sel.Objects, placement, view, func(base []runtime.RawExtension) (*division.Shares, error) {
-		return Shares(ctx, c, placement, base, o.Cluster)
+		return shares(ctx, c, placement, d.clusters, base, o.Cluster)
 	})
 	if err != nil {
 		return nil, overrides.Result{}, fmt.Errorf("placement %s on cluster %s: %w", o.Placement.Name, o.Cluster, err)
@@ -129,30 +133,40 @@ func placementFor(ctx context.Context, c client.Client, key client.ObjectKey, lo
 	return p, nil
 }
 
-// chosen says, as an error, that the Placement's decisions do not name the
-// cluster: its Work would not exist, so there is nothing to preview. A Placement
-// without decisions (not scheduled yet, or a file not applied) may be
-// previewed for any cluster.
-func chosen(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement, cluster string) error {
+// decided are the clusters a Placement's PlacementDecisions name, and
+// whether it has any (a Placement from a file has none: where it goes is not
+// decided yet).
+type decided struct {
+	clusters []string
+	found    bool
+}
+
+func decidedClusters(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement) (decided, error) {
 	if placement.UID == "" {
-		return nil // From a file: where it goes is not decided yet.
+		return decided{}, nil
 	}
 	list, err := lookup.PlacementDecisions(ctx, c, placement)
 	if err != nil {
-		return err
+		return decided{}, err
 	}
-	var named []string
+	out := decided{found: len(list.Items) > 0}
 	for i := range list.Items {
 		for _, d := range list.Items[i].Decisions {
-			if d.ClusterProfileRef.Name == cluster {
-				return nil
-			}
-			named = append(named, d.ClusterProfileRef.Name)
+			out.clusters = append(out.clusters, d.ClusterProfileRef.Name)
 		}
 	}
-	if len(list.Items) == 0 {
+	return out, nil
+}
+
+// chosen says, as an error, that the Placement's decisions do not name the
+// cluster: its Work would not exist, so there is nothing to preview. A
+// Placement without decisions (not scheduled yet, or a file not applied) may
+// be previewed for any cluster.
+func chosen(placement *placementv1alpha1.Placement, d decided, cluster string) error {
+	if !d.found || slices.Contains(d.clusters, cluster) {
 		return nil
 	}
+	named := d.clusters
 	return fmt.Errorf("placement %s does not choose cluster %s (it chooses %d: %s); `kubectl lodestar why %s --cluster %s` says why",
 		client.ObjectKeyFromObject(placement), cluster, len(named), message.List(named, 5, ", "), placement.Name, cluster)
 }
@@ -206,25 +220,14 @@ func hubAndLocal(c client.Client, local []*unstructured.Unstructured) selection.
 	}
 }
 
-// Shares are a cluster's shares of a Placement's divided workloads
+// shares are a cluster's shares of a Placement's divided workloads
 // (spec.scheduling.replicas) among manifests: the division's target over the
-// clusters its decisions name (the cluster alone when it has none yet), with
-// the shares their Works carry for a steady division by capacity.
-func Shares(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement, manifests []runtime.RawExtension, cluster string) (*division.Shares, error) {
-	var decided []string
-	if placement.UID != "" {
-		list, err := lookup.PlacementDecisions(ctx, c, placement)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			for _, d := range list.Items[i].Decisions {
-				decided = append(decided, d.ClusterProfileRef.Name)
-			}
-		}
-	}
+// clusters its decisions name (decided; the cluster alone when there are
+// none yet), with the shares their Works carry for a steady division by
+// capacity.
+func shares(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement, decided []string, manifests []runtime.RawExtension, cluster string) (*division.Shares, error) {
 	if !slices.Contains(decided, cluster) {
-		decided = append(decided, cluster)
+		decided = append(slices.Clone(decided), cluster)
 	}
 	views, err := clusterViews(ctx, c, placement.Namespace)
 	if err != nil {

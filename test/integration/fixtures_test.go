@@ -891,6 +891,19 @@ func externalDecision(p *placementv1alpha1.Placement, name string, refs ...cpv1a
 	return pd
 }
 
+// examples are the n example files of docs/examples/<feature>/ and the text
+// of docs/<feature>.md, which shows them.
+func examples(t *testing.T, feature string, n int) ([]string, []byte) {
+	t.Helper()
+	g := NewWithT(t)
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "examples", feature, "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(HaveLen(n))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", feature+".md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	return files, doc
+}
+
 // exampleObjects reads an example file of docs/examples (its documents
 // separated by "---"), checks that doc shows it as it is, and returns its
 // objects in namespace ns.

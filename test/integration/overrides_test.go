@@ -153,11 +153,7 @@ func TestOverridesPerCluster(t *testing.T) {
 // Every example of docs/overrides.md, applied to the two members, gives each the
 // copy the doc says.
 func TestOverrideExamples(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "examples", "overrides", "*.yaml"))
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	NewWithT(t).Expect(files).To(HaveLen(4))
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "overrides.md"))
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	files, doc := examples(t, "overrides", 4)
 	configMapOn := func(g Gomega, cluster, ns string) *corev1.ConfigMap {
 		cm := &corev1.ConfigMap{}
 		err := members[cluster].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web-config"}, cm)

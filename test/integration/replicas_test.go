@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -501,12 +500,7 @@ func TestStatefulSetOrdinalsAcrossClusters(t *testing.T) {
 // The examples of docs/replicas.md, applied as they are into a namespace of
 // their own: each divides as the document says.
 func TestReplicasExamples(t *testing.T) {
-	g := NewWithT(t)
-	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "examples", "replicas", "*.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(HaveLen(4))
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "replicas.md"))
-	g.Expect(err).NotTo(HaveOccurred())
+	files, doc := examples(t, "replicas", 4)
 	replicasOf := func(g Gomega, cluster string, obj client.Object) int32 {
 		g.Expect(members[cluster].Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed(), "on %s", cluster)
 		switch o := obj.(type) {

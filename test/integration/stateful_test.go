@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -499,12 +498,7 @@ func TestStorageClassesFromTheHub(t *testing.T) {
 
 // Every example of docs/stateful.md, applied to the hub, does what the doc says.
 func TestStatefulExamples(t *testing.T) {
-	g := NewWithT(t)
-	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "examples", "stateful", "*.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(HaveLen(3))
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "stateful.md"))
-	g.Expect(err).NotTo(HaveOccurred())
+	files, doc := examples(t, "stateful", 3)
 	expect := map[string]func(t *testing.T, ns string, decision *unstructured.Unstructured){
 		"01-hold.yaml": func(t *testing.T, ns string, _ *unstructured.Unstructured) {
 			// member-1 offers the class (with no provisioner behind it), member-2 does not.

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +35,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
+	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
 
 // Name is the work generator's field owner and event source.
@@ -51,16 +51,16 @@ type Reconciler struct {
 	// of them its ClusterSetBindings name.
 	ClusterSets []string
 
-	// expected are Work writes the cache may not show yet (expectationKey →
-	// rollout.Expectation), so that the gate never counts a cluster twice.
-	expected sync.Map
+	// expected are Work writes the cache may not show yet (by
+	// expectationKey), so that the gate never counts a cluster twice.
+	expected unseen[rollout.Expectation]
 	// retainedWritten are the status.rollout.retainedClaims written that the
-	// cache may not show yet (client.ObjectKey → retainedWrite).
-	retainedWritten sync.Map
+	// cache may not show yet (by the Placement's key and "/").
+	retainedWritten unseen[[]placementv1alpha1.RetainedClaims]
 	// sharesWritten are the shares annotations written that the cache may not
-	// show yet (expectationKey → sharesWrite): a division reads what a
-	// cluster carries from them, never from a stale cache.
-	sharesWritten sync.Map
+	// show yet (by expectationKey): a division reads what a cluster carries
+	// from them, never from a stale cache.
+	sharesWritten unseen[string]
 	// active tells, per Placement (client.ObjectKey → activity), how Work status
 	// reports concern the generator.
 	active sync.Map
@@ -200,16 +200,10 @@ func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 	r.compiled.forget(key)
 	r.failing.set(key, nil)
 	r.held.set(key, nil)
-	r.retainedWritten.Delete(key)
 	prefix := expectationKey(placement, "")
-	for _, m := range []*sync.Map{&r.expected, &r.sharesWritten} {
-		m.Range(func(k, _ any) bool {
-			if strings.HasPrefix(k.(string), prefix) {
-				m.Delete(k)
-			}
-			return true
-		})
-	}
+	r.retainedWritten.forget(prefix)
+	r.expected.forget(prefix)
+	r.sharesWritten.forget(prefix)
 }
 
 // SetupWithManager registers the work generator.

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,32 +37,25 @@ type divider struct {
 	holding map[string]map[string]string
 	// unseen are the clusters whose last shares written the cache does not
 	// show yet: not settled.
-	unseen  []string
-	settled bool
-	byHash  map[string]*division.Assignment
+	unseen []string
+	// settled is known once settle has run; the assignments made before it
+	// (the target's) are surged then, the others as they are made.
+	settled, known bool
+	byHash         map[string]assigned
 }
 
-// sharesWrite is a shares annotation written, and when.
-type sharesWrite struct {
-	shares string
-	at     time.Time
+// assigned is a revision's divisible workloads and their division.
+type assigned struct {
+	workloads  []division.Workload
+	assignment *division.Assignment
 }
 
 // written is the shares annotation last written to a cluster's Works while
-// the cache does not show it yet (false when it does, or the write is older
-// than expectationTTL).
+// the cache does not show it yet.
 func (r *Reconciler) written(placement *placementv1alpha1.Placement, cluster string, parts []*workv1alpha1.Work) (string, bool) {
-	key := expectationKey(placement, cluster)
-	v, ok := r.sharesWritten.Load(key)
-	if !ok {
-		return "", false
-	}
-	w := v.(sharesWrite)
-	if len(parts) > 0 && parts[0].Annotations[placementv1alpha1.SharesAnnotation] == w.shares || time.Since(w.at) >= expectationTTL {
-		r.sharesWritten.Delete(key)
-		return "", false
-	}
-	return w.shares, true
+	return r.sharesWritten.lookup(expectationKey(placement, cluster), func(shares string) bool {
+		return len(parts) > 0 && parts[0].Annotations[placementv1alpha1.SharesAnnotation] == shares
+	})
 }
 
 // newDivider reads what the chosen clusters carry (what was written to them,
@@ -71,7 +63,7 @@ func (r *Reconciler) written(placement *placementv1alpha1.Placement, cluster str
 // division is settled on them.
 func (r *Reconciler) newDivider(s *scope, views map[string]scheduling.Cluster) *divider {
 	d := &divider{seed: string(s.placement.UID), carried: map[string]map[string]int64{}, holding: map[string]map[string]string{},
-		byHash: map[string]*division.Assignment{}}
+		byHash: map[string]assigned{}}
 	hold := s.placement.Spec.Strategy.Stateful != placementv1alpha1.StatefulMove
 	for _, name := range s.decided.Clusters {
 		view := views[name]
@@ -100,41 +92,53 @@ func (r *Reconciler) newDivider(s *scope, views map[string]scheduling.Cluster) *
 }
 
 // settle decides, from the target revision's division, whether shares may be
-// lowered now.
+// lowered now, and lowers them (surge first) in the divisions made so far.
 func (d *divider) settle(s *scope, target content) {
-	if target.division == nil {
-		d.settled = true
-		return
-	}
-	a := d.assign(target, false)
-	d.settled = len(d.unseen) == 0
-	for _, name := range s.decided.Clusters {
-		// A cluster without Works carries nothing: settled only when its
-		// target is nothing too.
-		parts := s.works[name]
-		if !a.Reached(name, d.carried[name]) || len(parts) > 0 && clusterworks.Availability(parts) != metav1.ConditionTrue {
-			d.settled = false
-			return
+	// A target that divides nothing lowers nothing by surge first.
+	d.settled = target.division == nil || len(d.unseen) == 0
+	if target.division != nil {
+		a := d.assign(target).assignment
+		for _, name := range s.decided.Clusters {
+			// A cluster without Works carries nothing: settled only when its
+			// target is nothing too.
+			parts := s.works[name]
+			if !a.Reached(name, d.carried[name]) || len(parts) > 0 && clusterworks.Availability(parts) != metav1.ConditionTrue {
+				d.settled = false
+				break
+			}
 		}
+	}
+	d.known = true
+	for _, a := range d.byHash {
+		d.surge(a.assignment)
 	}
 }
 
-// assign is the division of revision c, surge first once settle has run.
-func (d *divider) assign(c content, surge bool) *division.Assignment {
-	if a, ok := d.byHash[c.hash]; ok && surge {
+// assign is the division of revision c, made once per reconcile; surge first
+// once settle has run.
+func (d *divider) assign(c content) assigned {
+	if a, ok := d.byHash[c.hash]; ok {
 		return a
 	}
-	a := division.Assign(c.division, division.Workloads(c.manifests), d.candidates, d.seed)
-	if surge {
-		a.Surge(d.carried, d.settled, func(cluster, key string) string { return d.holding[cluster][key] })
-		d.byHash[c.hash] = a
+	workloads := division.Workloads(c.manifests)
+	a := assigned{workloads: workloads, assignment: division.Assign(c.division, workloads, d.candidates, d.seed)}
+	if d.known {
+		d.surge(a.assignment)
 	}
+	d.byHash[c.hash] = a
 	return a
 }
 
-// divide writes a cluster's shares into the manifests of c (division.Apply).
-func divide(c content, shares division.Shares, memo map[string]runtime.RawExtension) (content, error) {
-	manifests, err := division.Apply(c.manifests, shares, memo, c.hash)
+func (d *divider) surge(a *division.Assignment) {
+	a.Surge(d.carried, d.settled, func(cluster, key string) string { return d.holding[cluster][key] })
+}
+
+// divide writes a cluster's shares of revision c into its manifests
+// (division.Apply).
+func (d *divider) divide(c content, cluster string, memo map[string]runtime.RawExtension) (content, error) {
+	a := d.assign(c)
+	shares := a.assignment.Of(cluster)
+	manifests, err := division.Apply(c.manifests, a.workloads, shares, memo, c.hash)
 	return content{manifests: manifests, hash: c.hash, overrides: c.overrides, division: c.division, shares: shares.Encode()}, err
 }
 

@@ -26,7 +26,7 @@ func (r *Reconciler) gate(s *scope) error {
 		s.renderer.divider = r.newDivider(s, s.renderer.views)
 		s.renderer.divider.settle(s, target)
 		if target.division != nil {
-			s.division = s.renderer.divider.assign(target, true)
+			s.division = s.renderer.divider.assign(target).assignment
 		}
 	}
 	s.targetOf = map[string]content{}
@@ -108,14 +108,9 @@ func worksContent(parts []*workv1alpha1.Work) content {
 // expectation is the write of a cluster's Works that the cache does not show
 // yet, if any; one the cache shows, or older than expectationTTL, is forgotten.
 func (r *Reconciler) expectation(placement *placementv1alpha1.Placement, cluster string, parts []*workv1alpha1.Work) *rollout.Expectation {
-	key := expectationKey(placement, cluster)
-	v, ok := r.expected.Load(key)
+	rev, _ := clusterworks.Revision(parts)
+	e, ok := r.expected.lookup(expectationKey(placement, cluster), func(e rollout.Expectation) bool { return rev == e.Revision })
 	if !ok {
-		return nil
-	}
-	e := v.(rollout.Expectation)
-	if rev, _ := clusterworks.Revision(parts); rev == e.Revision || time.Since(e.Since) >= expectationTTL {
-		r.expected.Delete(key)
 		return nil
 	}
 	return &e

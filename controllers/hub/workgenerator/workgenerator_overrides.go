@@ -99,7 +99,7 @@ func (rd *renderer) revision(rev *placementv1alpha1.PlacementRevision) (content,
 func (rd *renderer) content(c content, cluster string) (content, error) {
 	if c.division != nil && rd.divider != nil {
 		var err error
-		if c, err = divide(c, rd.divider.assign(c, true).Of(cluster), rd.divided); err != nil {
+		if c, err = rd.divider.divide(c, cluster, rd.divided); err != nil {
 			return content{}, err
 		}
 	}

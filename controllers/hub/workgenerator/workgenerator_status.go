@@ -105,7 +105,7 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	s.retainedBefore = r.retainedBefore(s.placement)
 	st.rollout = rolloutStatus(s, stable)
 	if len(s.retained) > 0 {
-		r.retainedWritten.Store(key, retainedWrite{claims: st.rollout.RetainedClaims, at: s.now})
+		r.retainedWritten.store(expectationKey(s.placement, ""), st.rollout.RetainedClaims, s.now)
 	}
 	cond, reason, msg := progressing(s.target, s.plan, s.removal, s.placement.Spec.Strategy.Paused, len(s.decided.Clusters))
 	cond, reason, msg = r.statefulGate(s, cond, reason, msg)
@@ -156,13 +156,6 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	return result
 }
 
-// retainedWrite is a status.rollout.retainedClaims this generator wrote, and
-// when.
-type retainedWrite struct {
-	claims []placementv1alpha1.RetainedClaims
-	at     time.Time
-}
-
 // retainedBefore is status.rollout.retainedClaims as the generator last wrote
 // it: the cache's, unless a write the cache does not show yet is newer. The
 // Works those claims come from are gone by the next reconcile, so a stale cache
@@ -172,17 +165,13 @@ func (r *Reconciler) retainedBefore(p *placementv1alpha1.Placement) []placementv
 	if ro := p.Status.Rollout; ro != nil {
 		cached = ro.RetainedClaims
 	}
-	key := client.ObjectKeyFromObject(p)
-	v, ok := r.retainedWritten.Load(key)
+	written, ok := r.retainedWritten.lookup(expectationKey(p, ""), func(w []placementv1alpha1.RetainedClaims) bool {
+		return equality.Semantic.DeepEqual(w, cached)
+	})
 	if !ok {
 		return cached
 	}
-	w := v.(retainedWrite)
-	if equality.Semantic.DeepEqual(w.claims, cached) || time.Since(w.at) >= expectationTTL {
-		r.retainedWritten.Delete(key)
-		return cached
-	}
-	return w.claims
+	return written
 }
 
 // statefulGate is the Progressing condition when the stateful gate holds a

@@ -61,10 +61,11 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
 				return fmt.Errorf("writing the Works of cluster %s: %w", cluster, err)
 			}
 			if wrote && rev != c.hash {
-				r.expected.Store(expectationKey(s.placement, cluster), rollout.Expectation{Revision: c.hash, Since: rollout.ParseTime(since, s.now)})
+				e := rollout.Expectation{Revision: c.hash, Since: rollout.ParseTime(since, s.now)}
+				r.expected.store(expectationKey(s.placement, cluster), e, e.Since)
 			}
 			if wrote && c.shares != "" && (len(parts) == 0 || parts[0].Annotations[placementv1alpha1.SharesAnnotation] != c.shares) {
-				r.sharesWritten.Store(expectationKey(s.placement, cluster), sharesWrite{shares: c.shares, at: s.now})
+				r.sharesWritten.store(expectationKey(s.placement, cluster), c.shares, s.now)
 			}
 			return nil
 		})
@@ -212,7 +213,7 @@ func (r *Reconciler) writeCluster(ctx context.Context, placement *placementv1alp
 // lets go: those whose replacements are Available, and those past their
 // deadline.
 func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
-	s.removal = rollout.Remove(s.leavingByObject(), s.selectedByObject(s.surging()), s.strategy.Deadline, s.now)
+	s.removal = rollout.Remove(s.leavingByObject(), s.selectedByObject(), s.strategy.Deadline, s.now)
 	for _, cluster := range s.removal.Remove {
 		forced := slices.Contains(s.removal.Forced, cluster)
 		ctrl.LoggerFrom(ctx).Info("Removing the Works of a cluster the Placement left", "cluster", cluster, "forced", forced, "sets", s.decided.Sets)
@@ -248,26 +249,32 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error
 	return nil
 }
 
-// selectedByObject adds to the selected clusters what their Works carry and
-// have Available, object by object, so that a copy the Placement left that
-// serves a Deployment goes only once the Deployment is Available elsewhere,
-// whatever the other objects do (read only when clusters are leaving). A
-// cluster without Works, or whose Works the cache shows at another revision
-// than was written, counts as a whole; one that surge first does not count
-// Available has nothing Available yet.
-func (s *scope) selectedByObject(clusters []rollout.Cluster) []rollout.Cluster {
+// selectedByObject is the selected clusters as the removal of the clusters
+// left sees them (read only when clusters are leaving): with what their Works
+// carry and have Available, object by object, so that a copy the Placement
+// left that serves a Deployment goes only once the Deployment is Available
+// elsewhere, whatever the other objects do. A cluster without Works, or whose
+// Works the cache shows at another revision than was written, counts as a
+// whole. While a division is not settled (a share raised is not Available
+// yet) nothing counts as Available, so that a cluster left keeps its replicas
+// until the others carry theirs (or the progress deadline passes).
+func (s *scope) selectedByObject() []rollout.Cluster {
 	if len(s.leaving) == 0 {
-		return clusters
+		return s.clusters
 	}
-	out := slices.Clone(clusters)
+	surging := s.renderer.divider != nil && !s.renderer.divider.settled
+	out := slices.Clone(s.clusters)
 	for i := range out {
 		c := &out[i]
+		if surging {
+			c.Available = metav1.ConditionUnknown
+		}
 		parts := s.works[c.Name]
 		if rev, _ := clusterworks.Revision(parts); c.Revision == "" || rev != c.Revision {
 			continue
 		}
 		c.Objects, c.AvailableObjects = rollout.ObjectsOf(parts)
-		if c.Available == metav1.ConditionUnknown && clusterworks.Availability(parts) == metav1.ConditionTrue {
+		if surging {
 			c.AvailableObjects = map[string]bool{}
 		}
 	}
@@ -280,21 +287,6 @@ func (s *scope) leavingByObject() []rollout.Leaving {
 	out := slices.Clone(s.leaving)
 	for i := range out {
 		_, out[i].AvailableObjects = rollout.ObjectsOf(s.works[out[i].Name])
-	}
-	return out
-}
-
-// surging is the selected clusters as the removal of the clusters left sees
-// them: while a division is not settled (a share raised is not Available yet),
-// none counts as Available, so that a cluster left keeps its replicas until
-// the others carry theirs (or the progress deadline passes).
-func (s *scope) surging() []rollout.Cluster {
-	if s.renderer.divider == nil || s.renderer.divider.settled {
-		return s.clusters
-	}
-	out := slices.Clone(s.clusters)
-	for i := range out {
-		out[i].Available = metav1.ConditionUnknown
 	}
 	return out
 }
