@@ -337,10 +337,16 @@ func TestDivisionEdges(t *testing.T) {
 	}).Should(Succeed())
 
 	// At most one per cluster: 5 do not fit, and every share stays.
-	before := map[string]int32{}
+	// member-2's own share is what the others leave of the 5 (which cluster
+	// took the remainder goes by a hash of the Placement's UID).
+	before := map[string]int32{member2: 5}
 	for _, cluster := range all {
-		before[cluster] = ptr.Deref(webDeploymentOf(cluster, ns).Spec.Replicas, 1)
+		if cluster != member2 {
+			before[cluster] = ptr.Deref(webDeploymentOf(cluster, ns).Spec.Replicas, 1)
+			before[member2] -= before[cluster]
+		}
 	}
+	g.Expect(before[member2]).To(BeElementOf(int32(1), int32(2)), "5 over four is 2/1/1/1: %v", before)
 	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) {
 		p.Spec.Overrides = nil
 		p.Spec.Scheduling.Replicas.Weights = []placementv1alpha1.ReplicaWeight{{Max: ptr.To[int32](1)}}
@@ -353,11 +359,8 @@ func TestDivisionEdges(t *testing.T) {
 	}).Should(Succeed())
 	shares := func(g Gomega) {
 		for _, cluster := range all {
-			want := before[cluster]
-			if cluster == member2 {
-				want = 1 // the override is gone: its division's share
-			}
-			g.Expect(webDeploymentOf(cluster, ns).Spec.Replicas).To(HaveValue(Equal(want)), "the share of %s stays", cluster)
+			// The override is gone: member-2 is back to its division's share.
+			g.Expect(webDeploymentOf(cluster, ns).Spec.Replicas).To(HaveValue(Equal(before[cluster])), "the share of %s stays", cluster)
 		}
 	}
 	g.Eventually(shares).Should(Succeed())
