@@ -32,6 +32,9 @@ SIGMC_API_PACKAGES := sigs.k8s.io/work-api/pkg/apis/v1alpha1 \
                       sigs.k8s.io/cluster-inventory-api/apis/v1alpha1 \
                       sigs.k8s.io/about-api/pkg/apis/v1alpha1
 
+# The MCS API module ships its CRDs (both versions, v1beta1 stored) as it releases them.
+MCS_API_CRDS = $(shell go list -m -f '{{.Dir}}' sigs.k8s.io/mcs-api)/config/crd
+
 # The about-api module ships no API-review annotation for its protected group; we say so.
 ABOUT_API_APPROVAL := unapproved, KEP-2149 ClusterProperty as published in sigs.k8s.io/about-api
 
@@ -56,14 +59,15 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the SIG-Multicluster one
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd $(addprefix paths=,$(SIGMC_API_PACKAGES)) output:crd:artifacts:config=config/crd/bases
 	@# about.k8s.io is a protected group: the API server requires an API-review annotation.
+	install -m 0644 $(MCS_API_CRDS)/multicluster.x-k8s.io_*.yaml config/crd/bases/
 	sed -i '/controller-gen.kubebuilder.io\/version/a\    api-approved.kubernetes.io: "$(ABOUT_API_APPROVAL)"' config/crd/bases/about.k8s.io_clusterproperties.yaml
 	$(CONTROLLER_GEN) rbac:roleName=lodestar-hub-manager paths="./controllers/hub/..." output:rbac:artifacts:config=config/rbac/hub
-	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent paths="{./controllers/agent/work/...,./controllers/agent/registration/...}" output:rbac:artifacts:config=config/rbac/agent
+	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent paths="{./controllers/agent/work/...,./controllers/agent/registration/...,./controllers/agent/services/...}" output:rbac:artifacts:config=config/rbac/agent
 	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent-clusterprofile paths="./controllers/agent/profile/..." output:rbac:artifacts:config=config/rbac/agent-clusterprofile
 	@# The charts ship exactly these (config/config_test.go checks that they do).
 	rm -f charts/lodestar-hub/crds/*.yaml charts/lodestar-agent/crds/*.yaml
-	cp config/crd/bases/placement.lodestar.dev_*.yaml config/crd/bases/multicluster.x-k8s.io_*.yaml charts/lodestar-hub/crds/
-	cp config/crd/bases/work.lodestar.dev_*.yaml config/crd/bases/about.k8s.io_*.yaml charts/lodestar-agent/crds/
+	cp config/crd/bases/placement.lodestar.dev_*.yaml config/crd/bases/multicluster.x-k8s.io_*.yaml config/crd/bases/services.lodestar.dev_*.yaml charts/lodestar-hub/crds/
+	cp config/crd/bases/work.lodestar.dev_*.yaml config/crd/bases/about.k8s.io_*.yaml config/crd/bases/multicluster.x-k8s.io_service*.yaml charts/lodestar-agent/crds/
 	cp config/rbac/hub/role.yaml charts/lodestar-hub/files/role.yaml
 	cp config/admission/*.yaml charts/lodestar-hub/files/
 	cp config/rbac/tenancy/roles.yaml charts/lodestar-hub/files/tenancy-roles.yaml

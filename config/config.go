@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -46,13 +47,21 @@ func CRDs(groups ...string) ([]*apiextensionsv1.CustomResourceDefinition, error)
 
 // HubCRDs are the CRDs a hub serves.
 func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	return CRDs("placement.lodestar.dev", "multicluster.x-k8s.io")
+	return CRDs("placement.lodestar.dev", "multicluster.x-k8s.io", "services.lodestar.dev")
 }
 
 // MemberCRDs are the CRDs a member cluster serves.
 func MemberCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	return CRDs("work.lodestar.dev", "about.k8s.io")
+	crds, err := CRDs("work.lodestar.dev", "about.k8s.io", "multicluster.x-k8s.io")
+	// Of the SIG-Multicluster group, members serve the Multicluster Services
+	// API only (Works and ClusterProfiles are the hub's).
+	return slices.DeleteFunc(crds, func(c *apiextensionsv1.CustomResourceDefinition) bool {
+		return c.Spec.Group == "multicluster.x-k8s.io" && !slices.Contains(mcsKinds, c.Spec.Names.Kind)
+	}), err
 }
+
+// mcsKinds are the kinds of the Multicluster Services API.
+var mcsKinds = []string{"ServiceExport", "ServiceImport"}
 
 // AgentHubRules are the rules the agent needs in its cluster's namespace on the hub,
 // as generated from the agent's RBAC markers.

@@ -20,7 +20,8 @@ func TestCRDs(t *testing.T) {
 	}
 	g.Expect(hubNames).To(ConsistOf(
 		"placements.placement.lodestar.dev", "placementrevisions.placement.lodestar.dev", "rolloutapprovals.placement.lodestar.dev", "clustersetbindings.placement.lodestar.dev", "clusterplacements.placement.lodestar.dev",
-		"memberaccessgrants.placement.lodestar.dev", "works.multicluster.x-k8s.io", "clusterprofiles.multicluster.x-k8s.io", "placementdecisions.multicluster.x-k8s.io"))
+		"memberaccessgrants.placement.lodestar.dev", "works.multicluster.x-k8s.io", "clusterprofiles.multicluster.x-k8s.io", "placementdecisions.multicluster.x-k8s.io",
+		"serviceexports.multicluster.x-k8s.io", "serviceimports.multicluster.x-k8s.io", "exportedservices.services.lodestar.dev", "importedservices.services.lodestar.dev"))
 
 	member, err := MemberCRDs()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -28,7 +29,8 @@ func TestCRDs(t *testing.T) {
 	for _, c := range member {
 		memberNames = append(memberNames, c.Name)
 	}
-	g.Expect(memberNames).To(ConsistOf("appliedworks.work.lodestar.dev", "clusterproperties.about.k8s.io"))
+	g.Expect(memberNames).To(ConsistOf("appliedworks.work.lodestar.dev", "clusterproperties.about.k8s.io",
+		"serviceexports.multicluster.x-k8s.io", "serviceimports.multicluster.x-k8s.io"))
 }
 
 func TestRules(t *testing.T) {
@@ -65,13 +67,13 @@ func TestChartsShipTheGeneratedFiles(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), "run make manifests")
 		g.Expect(string(got)).To(Equal(string(want)), "charts/%s differs from config/%s: run make manifests", chartFile, configFile)
 	}
-	crds := func(chart string, groups ...string) {
+	crds := func(chart string, prefixes ...string) {
 		t.Helper()
 		want := 0
 		entries, err := os.ReadDir("crd/bases")
 		g.Expect(err).NotTo(HaveOccurred())
 		for _, e := range entries {
-			if slices.ContainsFunc(groups, func(gr string) bool { return strings.HasPrefix(e.Name(), gr+"_") }) {
+			if slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(e.Name(), p) }) {
 				same(filepath.Join(chart, "crds", e.Name()), filepath.Join("crd/bases", e.Name()))
 				want++
 			}
@@ -80,8 +82,8 @@ func TestChartsShipTheGeneratedFiles(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(shipped).To(HaveLen(want), "charts/%s/crds has CRDs that config/crd/bases does not", chart)
 	}
-	crds("lodestar-hub", "placement.lodestar.dev", "multicluster.x-k8s.io")
-	crds("lodestar-agent", "work.lodestar.dev", "about.k8s.io")
+	crds("lodestar-hub", "placement.lodestar.dev_", "multicluster.x-k8s.io_", "services.lodestar.dev_")
+	crds("lodestar-agent", "work.lodestar.dev_", "about.k8s.io_", "multicluster.x-k8s.io_service")
 	same("lodestar-hub/files/role.yaml", "rbac/hub/role.yaml")
 	same("lodestar-hub/files/agent-works.yaml", "admission/agent-works.yaml")
 	same("lodestar-hub/files/agent-tokens.yaml", "admission/agent-tokens.yaml")

@@ -28,6 +28,7 @@ func main() {
 		burst, workers                                 int
 		leaseGrace, cleanupGrace, maxHeartbeat         time.Duration
 		heartbeatBudget                                float64
+		exportableNamespaces                           string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
@@ -42,6 +43,7 @@ func main() {
 	flag.DurationVar(&cleanupGrace, "cluster-cleanup-grace-period", clustercleanup.DefaultGracePeriod, "How long a deleted cluster's unreachable agent has to remove what it placed before the hub removes the cluster's hub side without it (the member keeps its objects).")
 	flag.Float64Var(&heartbeatBudget, "agent-heartbeat-write-budget", clusterhealth.DefaultHeartbeatWriteBudget, "Lease renewals per second the agents' heartbeats may cost the hub; their interval is set for the fleet's size to fit it (negative: the agents' own pace).")
 	flag.DurationVar(&maxHeartbeat, "agent-heartbeat-max-interval", clusterhealth.DefaultMaxHeartbeatInterval, "The longest heartbeat interval asked of an agent, which bounds how long an agent that stopped goes unnoticed (this, its 30 s margin and the grace period).")
+	flag.StringVar(&exportableNamespaces, "exportable-namespaces", "", "Comma-separated namespaces among default and kube-* from which members may export Services (ServiceExport); exports from the others are Valid=False.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -63,7 +65,7 @@ func main() {
 		os.Exit(1)
 	}
 	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ","), Workers: workers, LeaseGracePeriod: leaseGrace, CleanupGracePeriod: cleanupGrace,
-		HeartbeatWriteBudget: heartbeatBudget, MaxHeartbeatInterval: maxHeartbeat}); err != nil {
+		HeartbeatWriteBudget: heartbeatBudget, MaxHeartbeatInterval: maxHeartbeat, ExportableNamespaces: splitList(exportableNamespaces)}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}
@@ -72,4 +74,12 @@ func main() {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
 	}
+}
+
+// splitList splits a comma-separated flag, "" being none.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }

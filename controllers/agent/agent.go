@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +33,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
+	"github.com/lodestar-dev/lodestar/controllers/agent/services"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -180,6 +183,9 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := addServices(mgr, opts, m); err != nil {
+		return nil, err
+	}
 	// When the hub is back after an outage, every Work is reconciled, so that
 	// what could not be reported meanwhile is reported at once.
 	if err := mgr.Add(&registration.Heartbeat{
@@ -297,6 +303,45 @@ func addWorks(mgr ctrl.Manager, opts Options, m *member) (*work.Reconciler, erro
 	return works, mgr.Add(&work.Sweeper{
 		Reconciler: works, HubCache: mgr.GetCache(), HubReader: mgr.GetAPIReader(), Namespace: ns, GracePeriod: opts.MissingWorkGracePeriod,
 	})
+}
+
+// addServices adds the Multicluster Services controllers when the member
+// serves the MCS API (the agent chart installs its CRDs; a member without them
+// neither exports nor imports, and an agent started before them must restart).
+func addServices(mgr ctrl.Manager, opts Options, m *member) error {
+	resources, err := m.discovery.ServerResourcesForGroupVersion(mcsv1beta1.GroupVersion.String())
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading whether the member serves %s: %w", mcsv1beta1.GroupVersion, err)
+	}
+	served := 0
+	for _, r := range resourceList(resources) {
+		if r.Name == mcsv1beta1.ServiceExportPluralName || r.Name == mcsv1beta1.ServiceImportPluralName {
+			served++
+		}
+	}
+	if served < 2 {
+		ctrl.Log.WithName("lodestar-agent").Info("The member does not serve the Multicluster Services API: no exports or imports", "groupVersion", mcsv1beta1.GroupVersion)
+		return nil
+	}
+	ns := names.ClusterNamespace(opts.ClusterName)
+	lease := &services.ExportsLease{Hub: mgr.GetClient(), Namespace: ns, Cluster: opts.ClusterName}
+	if err := mgr.Add(lease); err != nil {
+		return err
+	}
+	if err := (&services.Exporter{Hub: mgr.GetClient(), Member: m.client, MemberCache: m.cache, Namespace: ns, Lease: lease}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the service exporter: %w", err)
+	}
+	if err := (&services.Importer{Hub: mgr.GetClient(), Member: m.client, MemberCache: m.cache, Namespace: ns}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the service importer: %w", err)
+	}
+	return nil
+}
+
+func resourceList(l *metav1.APIResourceList) []metav1.APIResource {
+	if l == nil {
+		return nil
+	}
+	return l.APIResources
 }
 
 // addMemberAccess adds the member-access token renewal, and has the reporter

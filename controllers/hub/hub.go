@@ -23,6 +23,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementrevision"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/controllers/hub/serviceimport"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
@@ -53,6 +54,9 @@ type Options struct {
 	// MaxHeartbeatInterval is the longest heartbeat interval asked of an agent
 	// (default clusterhealth.DefaultMaxHeartbeatInterval).
 	MaxHeartbeatInterval time.Duration
+	// ExportableNamespaces are the namespaces among default and kube-* from
+	// which members may export Services.
+	ExportableNamespaces []string
 }
 
 // ManagerOptions returns the manager options the hub controllers need, starting
@@ -140,6 +144,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&memberaccess.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterSets: opts.ClusterSetNamespaces}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the member access controller: %w", err)
+	}
+	if err := (&serviceimport.Reconciler{Client: mgr.GetClient(), ClusterSets: opts.ClusterSetNamespaces, ExportableNamespaces: opts.ExportableNamespaces,
+		Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the service import controller: %w", err)
 	}
 	return nil
 }

@@ -50,6 +50,24 @@ type Policy struct {
 	NamespacePodSecurity string `json:"namespacePodSecurity,omitempty"`
 }
 
+// MCSOwned says why obj may not come through a Work, whatever the member's
+// policy: ServiceImports, and EndpointSlices labelled for the Multicluster
+// Services API, are the MCS controller's alone (KEP-1645: only it may create or
+// modify them).
+func MCSOwned(gk schema.GroupKind, obj *unstructured.Unstructured) string {
+	switch {
+	case gk == schema.GroupKind{Group: "multicluster.x-k8s.io", Kind: "ServiceImport"}:
+		return "ServiceImports are made by Lodestar's Multicluster Services controller from ServiceExports, never placed"
+	case gk == schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"} && obj != nil:
+		for _, l := range []string{"multicluster.kubernetes.io/service-name", "multicluster.kubernetes.io/source-cluster"} {
+			if _, ok := obj.GetLabels()[l]; ok {
+				return "EndpointSlices labelled " + l + " are made by Lodestar's Multicluster Services controller, never placed"
+			}
+		}
+	}
+	return ""
+}
+
 // protectedRoles are the default ClusterRoles that grant broad power: binding them
 // escalates. So does binding any system: role (system:controller:daemon-set-controller
 // creates pods in every namespace, for instance): they are the control plane's.
@@ -152,6 +170,9 @@ func (c *Checker) Denied(gvk schema.GroupVersionKind, namespace string, obj *uns
 func (c *Checker) Check(gvk schema.GroupVersionKind, namespace string, obj *unstructured.Unstructured) (why string, retry bool) {
 	p := c.policy
 	kind := kindName(gvk.GroupKind())
+	if why := MCSOwned(gvk.GroupKind(), obj); why != "" {
+		return why, false
+	}
 	if matchKind(p.DeniedKinds, gvk.GroupKind()) {
 		return fmt.Sprintf("the member's policy denies kind %s", kind), false
 	}

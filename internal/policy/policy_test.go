@@ -58,6 +58,12 @@ func TestDenied(t *testing.T) {
 		{name: "every resource", m: rbac("Role", "app", rules([]any{"get"}, []any{"*"})), want: "grants every resource"},
 		{name: "a modest Role", m: rbac("Role", "app", rules([]any{"get", "list"}, []any{"configmaps"}))},
 		{name: "escalation allowed by the admin", policy: Policy{AllowEscalatingRBAC: true}, m: clusterAdmin},
+		{name: "a ServiceImport, whatever the policy", policy: Policy{AllowEscalatingRBAC: true, AllowedKinds: []string{"multicluster.x-k8s.io/*"}},
+			m: m("multicluster.x-k8s.io/v1beta1", "ServiceImport", "app", "web", nil), want: "never placed"},
+		{name: "an EndpointSlice with the MCS labels", m: m("discovery.k8s.io/v1", "EndpointSlice", "app", "web-1",
+			map[string]any{"metadata": map[string]any{"name": "web-1", "labels": map[string]any{"multicluster.kubernetes.io/source-cluster": "member-2"}}}),
+			want: "labelled multicluster.kubernetes.io/source-cluster"},
+		{name: "a ServiceExport", m: m("multicluster.x-k8s.io/v1beta1", "ServiceExport", "app", "web", nil)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

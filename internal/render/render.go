@@ -227,6 +227,7 @@ var hubOnlyKinds = map[schema.GroupKind]string{
 	{Group: "coordination.k8s.io", Kind: "Lease"}:      "Leases belong to the controllers of the cluster they are in",
 	{Group: "apps", Kind: "ControllerRevision"}:        "ControllerRevisions belong to their controller on the hub",
 	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}: "EndpointSlices are made by each cluster for its own Services",
+	{Group: "multicluster.x-k8s.io", Kind: "ServiceImport"}: "ServiceImports are made by the Multicluster Services controller from ServiceExports; place a ServiceExport with the Service instead",
 }
 
 // HubOnlyKind says why objects of kind gk are never placed, or "" when they may be.

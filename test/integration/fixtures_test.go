@@ -922,3 +922,18 @@ func exampleObjects(t *testing.T, file string, doc []byte, ns string) []*unstruc
 	}
 	return out
 }
+
+// restartExtraAgent starts the agent of an extra member that stopExtraAgent
+// stopped (nothing when it runs).
+func restartExtraAgent(t *testing.T, name string) {
+	t.Helper()
+	extraMu.Lock()
+	_, running := extraAgents[name]
+	extraMu.Unlock()
+	if running {
+		return
+	}
+	if err := startExtraAgent(name); err != nil {
+		t.Errorf("restarting the agent of %s: %v", name, err)
+	}
+}

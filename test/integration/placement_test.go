@@ -142,6 +142,8 @@ func TestInvalidResourceSelector(t *testing.T) {
 		{"unknown kind", placementv1alpha1.ResourceSelector{Group: "example.com", Version: "v1", Kind: "Widget"}, "does not serve kind"},
 		{"kind typo", placementv1alpha1.ResourceSelector{Group: "apps", Version: "v1", Kind: "Deploymnet"}, "does not serve kind apps/v1, Kind=Deploymnet; did you mean apps/v1 Deployment?"},
 		{"cluster-scoped kind", placementv1alpha1.ResourceSelector{Group: clusterScoped, Version: "v1", Kind: "Widget"}, "cluster-scoped"},
+		{"a ServiceImport", placementv1alpha1.ResourceSelector{Group: "multicluster.x-k8s.io", Version: "v1beta1", Kind: "ServiceImport"},
+			"ServiceImport are never placed: ServiceImports are made by the Multicluster Services controller"},
 		{"bad label selector", placementv1alpha1.ResourceSelector{Version: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}},
 		}}, "labelSelector"},

@@ -1,0 +1,376 @@
+// Package serviceimport is the hub's Multicluster Services controller: for
+// every namespace/name that members export (ExportedServices in their cluster
+// namespaces), it merges the exports as KEP-1645 says (internal/mcs), answers
+// each export with its Valid, Ready and Conflict conditions, and writes an
+// ImportedService into the namespace of every cluster of the exporters'
+// cluster sets, holding the merged properties and the endpoints of each
+// exporting cluster whose exports lease is live. The ImportedServices exist
+// while any valid export does.
+package serviceimport
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/mcs"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// Name is the controller's field owner.
+const Name = "lodestar-serviceimport"
+
+// serviceIndex indexes ExportedServices and ImportedServices by the
+// namespace/name of their Service.
+const serviceIndex = "services.lodestar.dev/service"
+
+// Reconciler merges the exports of one namespace/name (the request) into the
+// imports.
+type Reconciler struct {
+	Client client.Client
+	// ClusterSets are the cluster sets the hub manages.
+	ClusterSets []string
+	// ExportableNamespaces are the namespaces among kube-* and default that the
+	// platform lets members export from; exports from the others of them are
+	// Valid=False.
+	ExportableNamespaces []string
+	// Sources tells which exporting clusters' endpoints are served.
+	Sources *Sources
+	// Workers is the number of concurrent reconciles.
+	Workers int
+}
+
+// +kubebuilder:rbac:groups=services.lodestar.dev,resources=exportedservices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=services.lodestar.dev,resources=exportedservices/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=services.lodestar.dev,resources=importedservices,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings,verbs=get;list;watch
+
+// Reconcile merges the exports of req (a Service's namespace/name).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("service", req.NamespacedName))
+	exports := &servicesv1alpha1.ExportedServiceList{}
+	if err := r.Client.List(ctx, exports, client.MatchingFields{serviceIndex: req.String()}); err != nil {
+		return ctrl.Result{}, err
+	}
+	sets, err := r.clusterSets(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The namespace's cluster set: the clusters of the sets its
+	// ClusterSetBindings name; a namespace bound to none shares a Service with
+	// the clusters of each exporter's sets.
+	bound, err := lookup.ClusterSets(ctx, r.Client, req.Namespace, r.ClusterSets)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var members []string
+	for _, set := range bound {
+		members = append(members, sets.clusters[set]...)
+	}
+	var valid []mcs.Export
+	invalid := map[string]*servicesv1alpha1.Invalid{}
+	byCluster := map[string]*servicesv1alpha1.ExportedService{}
+	for i := range exports.Items {
+		e := &exports.Items[i]
+		cluster, ok := names.ClusterFromNamespace(e.Namespace)
+		if !ok || len(sets.of[cluster]) == 0 || !e.DeletionTimestamp.IsZero() {
+			continue // not a cluster's report, or of a cluster gone
+		}
+		byCluster[cluster] = e
+		switch {
+		case e.Spec.Invalid != nil:
+			invalid[cluster] = e.Spec.Invalid
+		case !r.exportable(req.Namespace):
+			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: servicesv1alpha1.ReasonNamespaceNotExported,
+				Message: fmt.Sprintf("the platform does not let members export from namespace %s (the hub's exportable namespaces: %s)", req.Namespace, orNone(r.ExportableNamespaces))}
+		case len(bound) > 0 && !slices.Contains(members, cluster):
+			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: servicesv1alpha1.ReasonClusterNotBound,
+				Message: fmt.Sprintf("namespace %s shares Services among the clusters of cluster sets %s, and %s is in none of them", req.Namespace, strings.Join(bound, ", "), cluster)}
+		case e.Spec.Service == nil:
+			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: string(mcsv1beta1.ServiceExportReasonNoService), Message: "the export reports no Service"}
+		default:
+			valid = append(valid, mcs.Export{Cluster: cluster, Created: e.Spec.ExportCreated, Service: *e.Spec.Service})
+		}
+	}
+	var merged mcs.Merged
+	importers := map[string][]string{} // importing cluster -> exporting clusters it sees
+	if len(valid) > 0 {
+		merged = mcs.Merge(valid)
+		mcs.Oldest(valid)
+		for _, e := range valid {
+			domain := members
+			if len(bound) == 0 {
+				domain = nil
+				for _, set := range sets.of[e.Cluster] {
+					domain = append(domain, sets.clusters[set]...)
+				}
+			}
+			for _, importer := range domain {
+				if !slices.Contains(importers[importer], e.Cluster) {
+					importers[importer] = append(importers[importer], e.Cluster)
+				}
+			}
+		}
+	}
+	if err := r.writeImports(ctx, req.NamespacedName, merged, importers, byCluster); err != nil {
+		return ctrl.Result{}, err
+	}
+	for cluster, e := range byCluster {
+		if err := r.answer(ctx, e, invalid[cluster], merged, len(importers)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// writeImports makes each importer's ImportedService what it should be and
+// deletes the others of the Service.
+func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName, merged mcs.Merged, importers map[string][]string, exports map[string]*servicesv1alpha1.ExportedService) error {
+	existing := &servicesv1alpha1.ImportedServiceList{}
+	if err := r.Client.List(ctx, existing, client.MatchingFields{serviceIndex: svc.String()}); err != nil {
+		return err
+	}
+	have := map[string]*servicesv1alpha1.ImportedService{}
+	for i := range existing.Items {
+		im := &existing.Items[i]
+		cluster, _ := names.ClusterFromNamespace(im.Namespace)
+		if _, keep := importers[cluster]; !keep {
+			if err := r.Client.Delete(ctx, im, client.Preconditions{UID: &im.UID}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting ImportedService %s: %w", klog.KObj(im), err)
+			}
+			continue
+		}
+		have[cluster] = im
+	}
+	for importer, exporters := range importers {
+		spec := servicesv1alpha1.ImportedServiceSpec{Namespace: svc.Namespace, Name: svc.Name, Service: merged.Service, Clusters: exporters}
+		for _, exporter := range exporters {
+			if r.Sources.Served(exporter) {
+				spec.Sources = append(spec.Sources, servicesv1alpha1.SourceSlices{Cluster: exporter, Slices: exports[exporter].Spec.Slices})
+			}
+		}
+		if im := have[importer]; im != nil {
+			if equality.Semantic.DeepEqual(im.Spec, spec) {
+				continue
+			}
+			// The hub alone writes the spec: a patch, not an update, so that the
+			// agent's status writes never make it conflict.
+			patched := im.DeepCopy()
+			patched.Spec = spec
+			if err := r.Client.Patch(ctx, patched, client.MergeFrom(im)); err != nil {
+				return fmt.Errorf("updating ImportedService %s: %w", klog.KObj(im), err)
+			}
+			continue
+		}
+		im := &servicesv1alpha1.ImportedService{ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(importer), Name: ObjectName(svc)}, Spec: spec}
+		if err := r.Client.Create(ctx, im); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ImportedService %s: %w", klog.KObj(im), err)
+		}
+	}
+	return nil
+}
+
+// answer writes an export's conditions.
+func (r *Reconciler) answer(ctx context.Context, e *servicesv1alpha1.ExportedService, invalid *servicesv1alpha1.Invalid, merged mcs.Merged, importers int) error {
+	cluster, _ := names.ClusterFromNamespace(e.Namespace)
+	var conds []metav1.Condition
+	cond := func(t mcsv1beta1.ServiceExportConditionType, s metav1.ConditionStatus, reason, msg string) {
+		conds = append(conds, metav1.Condition{Type: string(t), Status: s, Reason: reason, Message: msg, ObservedGeneration: e.Generation})
+	}
+	if invalid != nil {
+		cond(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionFalse, invalid.Reason, invalid.Message)
+		cond(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionFalse, string(mcsv1beta1.ServiceExportReasonFailed), "not exported: "+invalid.Message)
+	} else {
+		cond(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, string(mcsv1beta1.ServiceExportReasonValid), "the Service is exported")
+		cond(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, string(mcsv1beta1.ServiceExportReasonExported),
+			fmt.Sprintf("imported by %d clusters", importers))
+		if c, ok := merged.Conflicts[cluster]; ok {
+			cond(mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionTrue, c.Reason, c.Message)
+		} else {
+			cond(mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionFalse, string(mcsv1beta1.ServiceExportReasonNoConflicts), "no conflicts with the other exports")
+		}
+	}
+	status := e.Status.DeepCopy()
+	status.ObservedGeneration = e.Generation
+	changed := status.ObservedGeneration != e.Status.ObservedGeneration
+	for _, c := range conds {
+		changed = meta.SetStatusCondition(&status.Conditions, c) || changed
+	}
+	if invalid != nil {
+		changed = meta.RemoveStatusCondition(&status.Conditions, string(mcsv1beta1.ServiceExportConditionConflict)) || changed
+	}
+	if !changed {
+		return nil
+	}
+	orig := e.DeepCopy()
+	e.Status = *status
+	if err := r.Client.Status().Patch(ctx, e, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("writing the status of ExportedService %s: %w", klog.KObj(e), err)
+	}
+	return nil
+}
+
+// clusterSets are the managed cluster sets' clusters, and each cluster's sets.
+type clusterSets struct {
+	clusters map[string][]string
+	of       map[string][]string
+}
+
+func (r *Reconciler) clusterSets(ctx context.Context) (clusterSets, error) {
+	s := clusterSets{clusters: map[string][]string{}, of: map[string][]string{}}
+	for _, set := range r.ClusterSets {
+		profiles := &cpv1alpha1.ClusterProfileList{}
+		if err := r.Client.List(ctx, profiles, client.InNamespace(set)); err != nil {
+			return s, err
+		}
+		for _, p := range profiles.Items {
+			if !p.DeletionTimestamp.IsZero() {
+				continue
+			}
+			s.clusters[set] = append(s.clusters[set], p.Name)
+			s.of[p.Name] = append(s.of[p.Name], set)
+		}
+	}
+	return s, nil
+}
+
+// exportable tells whether members may export from ns: any namespace but
+// default and kube-*, unless the platform lists it.
+func (r *Reconciler) exportable(ns string) bool {
+	if ns != "default" && !strings.HasPrefix(ns, "kube-") {
+		return true
+	}
+	return slices.Contains(r.ExportableNamespaces, ns)
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, ", ")
+}
+
+// ObjectName is the name of the ExportedService and ImportedServices of a
+// Service: "<namespace>.<name>" (both are DNS labels, so it fits).
+func ObjectName(svc types.NamespacedName) string { return svc.Namespace + "." + svc.Name }
+
+// serviceOf is an ExportedService's or ImportedService's Service.
+func serviceOf(obj client.Object) (types.NamespacedName, bool) {
+	switch o := obj.(type) {
+	case *servicesv1alpha1.ExportedService:
+		return types.NamespacedName{Namespace: o.Spec.Namespace, Name: o.Spec.Name}, true
+	case *servicesv1alpha1.ImportedService:
+		return types.NamespacedName{Namespace: o.Spec.Namespace, Name: o.Spec.Name}, true
+	}
+	return types.NamespacedName{}, false
+}
+
+// SetupWithManager registers the controller, its indexes and the lease
+// tracker.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	for _, obj := range []client.Object{&servicesv1alpha1.ExportedService{}, &servicesv1alpha1.ImportedService{}} {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, serviceIndex, func(o client.Object) []string {
+			svc, _ := serviceOf(o)
+			return []string{svc.String()}
+		}); err != nil {
+			return err
+		}
+	}
+	if r.Sources == nil {
+		r.Sources = &Sources{}
+	}
+	r.Sources.Reader = mgr.GetAPIReader()
+	changes := make(chan event.TypedGenericEvent[client.Object], 64)
+	r.Sources.changed = func(cluster string) {
+		changes <- event.TypedGenericEvent[client.Object]{Object: &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}
+	}
+	if err := mgr.Add(r.Sources); err != nil {
+		return err
+	}
+	toService := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		if svc, ok := serviceOf(obj); ok {
+			return []reconcile.Request{{NamespacedName: svc}}
+		}
+		return nil
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("serviceimport").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Watches(&servicesv1alpha1.ExportedService{}, toService).
+		Watches(&servicesv1alpha1.ImportedService{}, toService, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A cluster joining or leaving a set changes the importers of every
+		// Service; a cluster whose lease changed, the Services it exports.
+		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(membership())).
+		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(changes, handler.EnqueueRequestsFromMapFunc(r.exportsOf))).
+		Complete(r)
+}
+
+// allServices are every exported Service.
+func (r *Reconciler) allServices(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &servicesv1alpha1.ExportedServiceList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ExportedServices")
+		return nil
+	}
+	return requests(list.Items)
+}
+
+// exportsOf are the Services a cluster (the object's name) exports.
+func (r *Reconciler) exportsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &servicesv1alpha1.ExportedServiceList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(names.ClusterNamespace(obj.GetName()))); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ExportedServices", "cluster", obj.GetName())
+		return nil
+	}
+	return requests(list.Items)
+}
+
+func requests(items []servicesv1alpha1.ExportedService) []reconcile.Request {
+	seen := map[types.NamespacedName]bool{}
+	var out []reconcile.Request
+	for i := range items {
+		svc, _ := serviceOf(&items[i])
+		if !seen[svc] {
+			seen[svc] = true
+			out = append(out, reconcile.Request{NamespacedName: svc})
+		}
+	}
+	return out
+}
+
+
+// membership passes the ClusterProfile events that change a cluster set's
+// clusters: created, deleted, or being deleted.
+func membership() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}

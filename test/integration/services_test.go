@@ -1,0 +1,361 @@
+package integration
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent/services"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// webService is the Service of webObjects' Deployment.
+func webService(ns string, ports ...corev1.ServicePort) *corev1.Service {
+	if len(ports) == 0 {
+		ports = []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}
+	}
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: ports}}
+}
+
+// exportOn writes a ServiceExport of ns/name on cluster, deleted when the test
+// ends.
+func exportOn(t *testing.T, cluster, ns, name string) *mcsv1beta1.ServiceExport {
+	t.Helper()
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	NewWithT(t).Expect(members[cluster].Client.Create(t.Context(), se)).To(Succeed())
+	t.Cleanup(func() { _ = members[cluster].Client.Delete(context.Background(), se) })
+	return se
+}
+
+// createOn creates obj on cluster, deleted when the test ends.
+func createOn(t *testing.T, cluster string, obj client.Object) {
+	t.Helper()
+	NewWithT(t).Expect(members[cluster].Client.Create(t.Context(), obj)).To(Succeed())
+	t.Cleanup(func() { _ = members[cluster].Client.Delete(context.Background(), obj) })
+}
+
+// serviceImportOn is the ServiceImport of ns/name on cluster, or nil.
+func serviceImportOn(g Gomega, cluster, ns, name string) *mcsv1beta1.ServiceImport {
+	si := &mcsv1beta1.ServiceImport{}
+	err := members[cluster].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, si)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return si
+}
+
+// importedEndpoints are the addresses of the imported slices of ns/name on
+// cluster, by source cluster; each slice carries the MCS labels and one source.
+func importedEndpoints(g Gomega, cluster, ns, name string) map[string][]string {
+	list := &discoveryv1.EndpointSliceList{}
+	g.Expect(members[cluster].Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{mcsv1beta1.LabelServiceName: name})).To(Succeed())
+	out := map[string][]string{}
+	for _, s := range list.Items {
+		source := s.Labels[mcsv1beta1.LabelSourceCluster]
+		g.Expect(source).NotTo(BeEmpty(), "slice %s names its source cluster", s.Name)
+		g.Expect(s.Labels[discoveryv1.LabelManagedBy]).To(Equal(servicesv1alpha1.ManagedBy), "slice %s is Lodestar's, not the EndpointSlice controller's", s.Name)
+		g.Expect(s.OwnerReferences).To(ContainElement(HaveField("Kind", "ServiceImport")))
+		for _, ep := range s.Endpoints {
+			out[source] = append(out[source], ep.Addresses...)
+		}
+	}
+	for _, a := range out {
+		slices.Sort(a)
+	}
+	return out
+}
+
+// readyPodIPs are the IPs of the ready pods labelled app=web in ns on cluster.
+func readyPodIPs(g Gomega, cluster, ns string) []string {
+	pods := &corev1.PodList{}
+	g.Expect(members[cluster].Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "web"})).To(Succeed())
+	var ips []string
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() {
+				ips = append(ips, p.Status.PodIP)
+			}
+		}
+	}
+	slices.Sort(ips)
+	return ips
+}
+
+// exportCondition is a condition of the ServiceExport ns/name on cluster.
+func exportCondition(g Gomega, cluster, ns, name string, t mcsv1beta1.ServiceExportConditionType) *metav1.Condition {
+	se := &mcsv1beta1.ServiceExport{}
+	g.Expect(members[cluster].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, se)).To(Succeed())
+	c := meta.FindStatusCondition(se.Status.Conditions, string(t))
+	g.Expect(c).NotTo(BeNil(), "ServiceExport %s/%s on %s has a %s condition", ns, name, cluster, t)
+	return c
+}
+
+// A Service exported from member-1 and member-3 (the app placed there, the
+// ServiceExports written on the members) is imported on every member where
+// the namespace exists: one ServiceImport with both exporters and an IP of
+// its own on each, and one slice per source cluster holding that cluster's
+// pod IPs. Unexporting one leaves the other's endpoints, with the same import
+// (UID, IPs); unexporting both removes the imports everywhere.
+func TestServicesAcrossTheFleet(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	all := []string{member1, member2, member3, member4}
+	// The namespace on every member: the web ConfigMap placed to all four.
+	g.Expect(hubCP.Client.Create(ctx, greetingPlacement(ns, all, placementv1alpha1.RolloutStrategy{}))).To(Succeed())
+	_, deploy, _ := webObjects(ns)
+	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, webService(ns))).To(Succeed())
+	app := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: placementv1alpha1.PlacementSpec{
+		ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}, {Version: "v1", Kind: "Service", Name: "web"}},
+		Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1, member3}},
+	}}
+	g.Expect(hubCP.Client.Create(ctx, app)).To(Succeed())
+	ips := map[string][]string{}
+	g.Eventually(func(g Gomega) {
+		for _, c := range []string{member1, member3} {
+			ips[c] = readyPodIPs(g, c, ns)
+			g.Expect(ips[c]).To(HaveLen(2), "web runs on %s", c)
+		}
+		for _, c := range all {
+			g.Expect(members[c].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{})).To(Succeed())
+		}
+	}).Should(Succeed())
+	exportOn(t, member1, ns, "web")
+	exportOn(t, member3, ns, "web")
+
+	uids, clusterIPs := map[string]types.UID{}, map[string][]string{}
+	g.Eventually(func(g Gomega) {
+		for _, c := range all {
+			si := serviceImportOn(g, c, ns, "web")
+			g.Expect(si).NotTo(BeNil(), "a ServiceImport on %s", c)
+			g.Expect(si.Spec.Type).To(Equal(mcsv1beta1.ClusterSetIP))
+			g.Expect(si.Spec.Ports).To(ConsistOf(HaveField("Port", int32(80))))
+			g.Expect(si.Spec.IPs).NotTo(BeEmpty(), "the import's IP on %s", c)
+			g.Expect(si.Status.Clusters).To(ConsistOf(mcsv1beta1.ClusterStatus{Cluster: member1}, mcsv1beta1.ClusterStatus{Cluster: member3}))
+			g.Expect(importedEndpoints(g, c, ns, "web")).To(Equal(map[string][]string{member1: ips[member1], member3: ips[member3]}), "the slices on %s", c)
+			// kube-proxy routes the import's IP: a derived Service without
+			// selector holds it, and the slices name it.
+			derived := &corev1.Service{}
+			g.Expect(members[c].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: services.DerivedName(types.NamespacedName{Namespace: ns, Name: "web"})}, derived)).To(Succeed())
+			g.Expect(derived.Spec.Selector).To(BeEmpty())
+			g.Expect(si.Spec.IPs).To(Equal(derived.Spec.ClusterIPs))
+			uids[c], clusterIPs[c] = si.UID, si.Spec.IPs
+		}
+		for _, c := range []string{member1, member3} {
+			g.Expect(exportCondition(g, c, ns, "web", mcsv1beta1.ServiceExportConditionValid).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(exportCondition(g, c, ns, "web", mcsv1beta1.ServiceExportConditionReady).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(exportCondition(g, c, ns, "web", mcsv1beta1.ServiceExportConditionConflict).Status).To(Equal(metav1.ConditionFalse))
+		}
+	}).Should(Succeed())
+
+	// A new pod on each exporter reaches every importer.
+	g.Expect(updateOnHub(deploy, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](3) })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, c := range []string{member1, member3} {
+			ips[c] = readyPodIPs(g, c, ns)
+			g.Expect(ips[c]).To(HaveLen(3))
+		}
+		for _, c := range all {
+			g.Expect(importedEndpoints(g, c, ns, "web")).To(Equal(map[string][]string{member1: ips[member1], member3: ips[member3]}), "the slices on %s", c)
+		}
+	}).Should(Succeed())
+
+	// Unexport member-3: its endpoints leave; the imports stay as they are.
+	g.Expect(members[member3].Client.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, c := range all {
+			si := serviceImportOn(g, c, ns, "web")
+			g.Expect(si).NotTo(BeNil())
+			g.Expect(si.UID).To(Equal(uids[c]), "the same ServiceImport on %s", c)
+			g.Expect(si.Spec.IPs).To(Equal(clusterIPs[c]), "the same IP on %s", c)
+			g.Expect(si.Status.Clusters).To(ConsistOf(mcsv1beta1.ClusterStatus{Cluster: member1}))
+			g.Expect(importedEndpoints(g, c, ns, "web")).To(Equal(map[string][]string{member1: ips[member1]}), "the slices on %s", c)
+		}
+	}).Should(Succeed())
+
+	// Unexport member-1: nothing exports web; the imports go everywhere.
+	g.Expect(members[member1].Client.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, c := range all {
+			g.Expect(serviceImportOn(g, c, ns, "web")).To(BeNil(), "the ServiceImport on %s", c)
+			g.Expect(importedEndpoints(g, c, ns, "web")).To(BeEmpty())
+			err := members[c].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: services.DerivedName(types.NamespacedName{Namespace: ns, Name: "web"})}, &corev1.Service{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the derived Service on %s: %v", c, err)
+		}
+		// The app's own Service stays where it was placed.
+		g.Expect(members[member1].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Service{})).To(Succeed())
+	}).Should(Succeed())
+}
+
+// Conflicts as the KEP says: the oldest export's values win, and every export
+// involved is told, naming it; ExternalName and missing Services are invalid,
+// and so is an export from default unless the platform opens it. On member-2
+// and member-4 (API servers only: the Services have no endpoints).
+func TestServiceExportConflicts(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	for _, c := range []string{member2, member4} {
+		createOn(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	// Ports: member-2 exports http 80 first; member-4 http 8080.
+	createOn(t, member2, webService(ns))
+	exportOn(t, member2, ns, "web")
+	g.Eventually(func(g Gomega) {
+		g.Expect(exportCondition(g, member2, ns, "web", mcsv1beta1.ServiceExportConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+	createOn(t, member4, webService(ns, corev1.ServicePort{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}))
+	exportOn(t, member4, ns, "web")
+	g.Eventually(func(g Gomega) {
+		for _, c := range []string{member2, member4} {
+			si := serviceImportOn(g, c, ns, "web")
+			g.Expect(si).NotTo(BeNil())
+			g.Expect(si.Spec.Ports).To(Equal([]mcsv1beta1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}), "the oldest export's port")
+			conflict := exportCondition(g, c, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
+			g.Expect(conflict.Status).To(Equal(metav1.ConditionTrue), "Conflict on %s's export", c)
+			g.Expect(conflict.Reason).To(Equal(string(mcsv1beta1.ServiceExportReasonPortConflict)))
+			g.Expect(conflict.Message).To(ContainSubstring("the oldest export (member-2's) wins"))
+		}
+	}).Should(Succeed())
+
+	// Type: headless on member-2 (older), ClusterIP on member-4: the import is
+	// Headless, without IP; with member-2's export gone it is ClusterSetIP.
+	db := func(headless bool) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "db"},
+			Ports: []corev1.ServicePort{{Name: "pg", Port: 5432, Protocol: corev1.ProtocolTCP}}}}
+		if headless {
+			s.Spec.ClusterIP = corev1.ClusterIPNone
+		}
+		return s
+	}
+	createOn(t, member2, db(true))
+	exportOn(t, member2, ns, "db")
+	g.Eventually(func(g Gomega) {
+		g.Expect(exportCondition(g, member2, ns, "db", mcsv1beta1.ServiceExportConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+	createOn(t, member4, db(false))
+	exportOn(t, member4, ns, "db")
+	g.Eventually(func(g Gomega) {
+		for _, c := range []string{member2, member4} {
+			si := serviceImportOn(g, c, ns, "db")
+			g.Expect(si).NotTo(BeNil())
+			g.Expect(si.Spec.Type).To(Equal(mcsv1beta1.Headless))
+			g.Expect(si.Spec.IPs).To(BeEmpty())
+			g.Expect(exportCondition(g, c, ns, "db", mcsv1beta1.ServiceExportConditionConflict).Reason).To(Equal(string(mcsv1beta1.ServiceExportReasonTypeConflict)))
+		}
+	}).Should(Succeed())
+	g.Expect(members[member2].Client.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		si := serviceImportOn(g, member4, ns, "db")
+		g.Expect(si).NotTo(BeNil())
+		g.Expect(si.Spec.Type).To(Equal(mcsv1beta1.ClusterSetIP))
+		g.Expect(si.Spec.IPs).NotTo(BeEmpty())
+		g.Expect(exportCondition(g, member4, ns, "db", mcsv1beta1.ServiceExportConditionConflict).Status).To(Equal(metav1.ConditionFalse))
+	}).Should(Succeed())
+
+	// Invalid: an ExternalName Service, no Service, an export from default.
+	createOn(t, member2, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext", Namespace: ns}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}})
+	exportOn(t, member2, ns, "ext")
+	exportOn(t, member2, ns, "ghost")
+	dflt := "mcs-" + names.Hash(ns)[:8]
+	createOn(t, member2, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: dflt, Namespace: "default"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}})
+	exportOn(t, member2, "default", dflt)
+	g.Eventually(func(g Gomega) {
+		for _, tt := range []struct{ ns, name, reason string }{
+			{ns, "ext", string(mcsv1beta1.ServiceExportReasonInvalidServiceType)},
+			{ns, "ghost", string(mcsv1beta1.ServiceExportReasonNoService)},
+			{"default", dflt, servicesv1alpha1.ReasonNamespaceNotExported},
+		} {
+			valid := exportCondition(g, member2, tt.ns, tt.name, mcsv1beta1.ServiceExportConditionValid)
+			g.Expect(valid.Status).To(Equal(metav1.ConditionFalse), "%s/%s", tt.ns, tt.name)
+			g.Expect(valid.Reason).To(Equal(tt.reason), "%s/%s", tt.ns, tt.name)
+			g.Expect(serviceImportOn(g, member4, tt.ns, tt.name)).To(BeNil(), "no import of %s/%s", tt.ns, tt.name)
+		}
+	}).Should(Succeed())
+
+	// Importers without the namespace (member-1, member-3) say so on the hub.
+	g.Eventually(func(g Gomega) {
+		im := &servicesv1alpha1.ImportedService{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(member1), Name: ns + ".web"}, im)).To(Succeed())
+		ready := meta.FindStatusCondition(im.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(servicesv1alpha1.ReasonNamespaceMissing))
+		g.Expect(serviceImportOn(g, member1, ns, "web")).To(BeNil())
+	}).Should(Succeed())
+}
+
+// An exporting cluster whose agent stops has its endpoints withdrawn from
+// every importer within 60 s (the exports lease, not the paced heartbeat),
+// and served again once its agent is back.
+func TestLostExporterWithdrawn(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ns := rolloutNamespace(t)
+	createOn(t, member1, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	createOn(t, member3, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.Replicas = ptr.To[int32](1)
+	createOn(t, member3, deploy)
+	createOn(t, member3, webService(ns))
+	exportOn(t, member3, ns, "web")
+	g.Eventually(func(g Gomega) {
+		ips := readyPodIPs(g, member3, ns)
+		g.Expect(ips).To(HaveLen(1))
+		g.Expect(importedEndpoints(g, member1, ns, "web")).To(Equal(map[string][]string{member3: ips}))
+	}).Should(Succeed())
+
+	stopped := time.Now()
+	stopExtraAgent(member3)
+	t.Cleanup(func() { restartExtraAgent(t, member3) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(importedEndpoints(g, member1, ns, "web")).To(BeEmpty())
+		si := serviceImportOn(g, member1, ns, "web")
+		g.Expect(si).NotTo(BeNil(), "the import stays: the export still exists")
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+	t.Logf("member-3's endpoints left member-1 %s after its agent stopped", time.Since(stopped).Round(time.Second))
+
+	restartExtraAgent(t, member3)
+	g.Eventually(func(g Gomega) {
+		g.Expect(importedEndpoints(g, member1, ns, "web")).To(HaveKey(member3))
+	}).Should(Succeed())
+}
+
+// Tenants cannot place a ServiceImport, or EndpointSlices with the MCS labels:
+// a Work that carries them is refused by the agent, whatever the member's
+// policy.
+func TestWorkCannotCarryImports(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	w := newWork(t, member1, "imports", nil,
+		manifest(t, map[string]any{"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+			"metadata": map[string]any{"name": "web", "namespace": ns}, "spec": map[string]any{"type": "ClusterSetIP", "ports": []any{map[string]any{"port": 80}}}}),
+		manifest(t, map[string]any{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+			"metadata": map[string]any{"name": "web-forged", "namespace": ns, "labels": map[string]any{mcsv1beta1.LabelServiceName: "web", mcsv1beta1.LabelSourceCluster: member2}}}),
+		cmManifest(t, ns, "fine", map[string]any{"k": "v"}),
+	)
+	g.Expect(eventuallyManifest(t, w, 0, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonDeniedByPolicy)).To(ContainSubstring("ServiceImports are made by Lodestar"))
+	g.Expect(eventuallyManifest(t, w, 1, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonDeniedByPolicy)).To(ContainSubstring("multicluster.kubernetes.io/service-name"))
+	eventuallyManifest(t, w, 2, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
+}
