@@ -25,6 +25,10 @@ type statusReport struct {
 	Clusters          []placementv1alpha1.ClusterStatus `json:"clusters"`
 	UnlistedClusters  int32                             `json:"unlistedClusters"`
 	Summaries         []placementv1alpha1.SummaryStatus `json:"summaries"`
+	// Services are the exported Services of the Placement's namespace.
+	Services []serviceReport `json:"services,omitempty"`
+	// ServicesNote says why Services are not shown.
+	ServicesNote string `json:"servicesNote,omitempty"`
 }
 
 // newStatusCommand is `kubectl lodestar status <placement>`.
@@ -36,7 +40,9 @@ func newStatusCommand(o *options) *cobra.Command {
 		Long: `Print a Placement's state from the hub: its conditions, per cluster whether its
 objects are applied and available and why not, per object its state, message and
 status feedback values, and the status summaries. It reads only the Placement,
-so a tenant's own RBAC (get placements) is enough.`,
+so a tenant's own RBAC (get placements) is enough; the exported Services of the
+namespace (Multicluster Services: exporters, importers, endpoints, conflicts)
+are shown to identities that may list them.`,
 		Example: `  kubectl lodestar status web -n shop
   kubectl lodestar status web -n shop --cluster edge-12 -o json`,
 		Args:              exactlyOne("Placement name"),
@@ -69,6 +75,9 @@ so a tenant's own RBAC (get placements) is enough.`,
 				if len(report.Clusters) == 0 {
 					return fmt.Errorf("cluster %s is not listed in placement %s/%s's status (it lists those with a Work, problems first, at most 100)", cluster, namespace, name)
 				}
+			}
+			if report.Services, report.ServicesNote, err = readServiceReports(cmd.Context(), c, namespace); err != nil {
+				return err
 			}
 			if output == "json" {
 				return printJSON(o.Out, report)
@@ -119,6 +128,7 @@ func printStatus(out io.Writer, r statusReport) {
 	}
 	printClaims(w, r.Clusters)
 	printShares(w, r.Clusters)
+	printServices(w, r.Services, r.ServicesNote)
 	if len(r.Summaries) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "SUMMARY\tVALUE\tCOUNT\tSTALE\tGROUPS\tMESSAGE")

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,9 +18,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
@@ -106,4 +110,56 @@ func TestStatusReadsOnlyThePlacement(t *testing.T) {
 
 	g.Expect(run(ctx, []string{"status", "shop", "-n", ns, "--cluster", "nowhere", "--kubeconfig", tenant}, &stdout, &stderr)).
 		To(MatchError(ContainSubstring("cluster nowhere is not listed")))
+}
+
+// status shows the namespace's exported Services to an identity that may
+// read them: exporters with their ready endpoints, importers, withdrawn
+// sources and conflicts; a tenant who may not gets a note, not an error.
+func TestStatusShowsExportedServices(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "svc-" + rand.String(5)
+	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},
+		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "Service"}}}})).To(Succeed())
+	ready := func(n int) []servicesv1alpha1.Slice {
+		s := servicesv1alpha1.Slice{AddressType: discoveryv1.AddressTypeIPv4}
+		for i := range n {
+			s.Endpoints = append(s.Endpoints, servicesv1alpha1.Endpoint{Addresses: []string{fmt.Sprintf("10.0.0.%d", i+1)}})
+		}
+		return []servicesv1alpha1.Slice{s}
+	}
+	props := &servicesv1alpha1.ServiceProperties{Type: mcsv1beta1.ClusterSetIP}
+	for _, e := range []struct {
+		cluster   string
+		endpoints int
+		conflict  *metav1.Condition
+	}{
+		{"east-" + ns, 2, nil},
+		{"west-" + ns, 3, &metav1.Condition{Type: "Conflict", Status: metav1.ConditionTrue, Reason: "PortConflict", Message: "port http is 8080/TCP, not 80/TCP"}},
+	} {
+		cns := names.ClusterNamespace(e.cluster)
+		g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cns}})).To(Succeed())
+		exp := &servicesv1alpha1.ExportedService{ObjectMeta: metav1.ObjectMeta{Namespace: cns, Name: ns + ".web"},
+			Spec: servicesv1alpha1.ExportedServiceSpec{Namespace: ns, Name: "web", ExportCreated: metav1.Now(), Service: props, Slices: ready(e.endpoints)}}
+		g.Expect(hubCP.Client.Create(ctx, exp)).To(Succeed())
+		exp.Status.Conditions = []metav1.Condition{{Type: "Valid", Status: metav1.ConditionTrue, Reason: "Valid", LastTransitionTime: metav1.Now()}}
+		if e.conflict != nil {
+			e.conflict.LastTransitionTime = metav1.Now()
+			exp.Status.Conditions = append(exp.Status.Conditions, *e.conflict)
+		}
+		g.Expect(hubCP.Client.Status().Update(ctx, exp)).To(Succeed())
+		im := &servicesv1alpha1.ImportedService{ObjectMeta: metav1.ObjectMeta{Namespace: cns, Name: ns + ".web"},
+			Spec: servicesv1alpha1.ImportedServiceSpec{Namespace: ns, Name: "web", Service: *props, Clusters: []string{"east-" + ns, "west-" + ns},
+				Sources: []servicesv1alpha1.SourceSlices{{Cluster: "east-" + ns, Slices: ready(2)}}}}
+		g.Expect(hubCP.Client.Create(ctx, im)).To(Succeed())
+	}
+	out, errOut, err := kubectlLodestar(t, "status", "shop", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(out).To(MatchRegexp(`web\s+ClusterSetIP\s+east-` + ns + ` \(2\), west-` + ns + ` \(3\)\s+2 \(0\)\s+west-` + ns + `\s+west-` + ns + `: PortConflict: port http is 8080/TCP, not 80/TCP`))
+
+	g.Expect(fleet.BindClusterSet(ctx, hubCP.Client, ns, placementv1alpha1.DefaultClusterSet)).To(Succeed())
+	var stdout, stderr bytes.Buffer
+	g.Expect(run(ctx, []string{"status", "shop", "-n", ns, "--kubeconfig", tenantKubeconfig(t, ns)}, &stdout, &stderr)).To(Succeed(), stderr.String())
+	g.Expect(stdout.String()).To(ContainSubstring("exported services: not shown"))
 }

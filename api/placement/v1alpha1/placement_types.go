@@ -62,6 +62,11 @@ type PlacementSpec struct {
 	// +optional
 	Reporting Reporting `json:"reporting,omitempty"`
 
+	// services says how the Services this Placement places take part in the
+	// fleet's Multicluster Services API (docs/services.md).
+	// +optional
+	Services *PlacedServices `json:"services,omitempty"`
+
 	// revisionHistoryLimit is how many PlacementRevisions are kept, besides those a
 	// Work or the rollout still uses. Default 10, at most 50; older revisions are
 	// also pruned once the kept ones add up to more than 8 MiB, so that edits
@@ -71,6 +76,32 @@ type PlacementSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=50
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+}
+
+// ServiceExportMode says which placed Services are exported.
+// +kubebuilder:validation:Enum=None;All
+type ServiceExportMode string
+
+// ServiceExportModes.
+const (
+	// ServiceExportNone exports only the Services whose ServiceExport the
+	// Placement places (or a member's admin writes).
+	ServiceExportNone ServiceExportMode = "None"
+	// ServiceExportAll places a ServiceExport next to every Service placed.
+	ServiceExportAll ServiceExportMode = "All"
+)
+
+// PlacedServices is how a Placement's Services take part in the Multicluster
+// Services API.
+type PlacedServices struct {
+	// export is None (default: a Service is exported when a ServiceExport of
+	// the same name is placed with it, or written on the member) or All: every
+	// Service placed gets a ServiceExport of the same name, so that every
+	// cluster of the namespace's cluster sets reaches it as
+	// <name>.<namespace>.svc.clusterset.local.
+	// +optional
+	// +kubebuilder:default=None
+	Export ServiceExportMode `json:"export,omitempty"`
 }
 
 // ResourceSelector selects objects in the Placement's namespace: of one kind, by

@@ -169,6 +169,9 @@ func (r *Reconciler) render(ctx context.Context, placement *placementv1alpha1.Pl
 	if _, err := overrides.Compile(placement.Spec.Overrides); err != nil {
 		return rendering{}, &invalidError{placementv1alpha1.ReasonInvalidOverride, err}
 	}
+	if ps := placement.Spec.Services; ps != nil && ps.Export == placementv1alpha1.ServiceExportAll {
+		sel.Objects = render.WithServiceExports(sel.Objects)
+	}
 	manifests, hash, err := render.Manifests(sel.Objects, placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate)
 	if tooLarge := (*render.TooLargeError)(nil); errors.As(err, &tooLarge) {
 		return rendering{}, &invalidError{placementv1alpha1.ReasonWorkTooLarge, err}
