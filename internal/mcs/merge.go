@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
@@ -26,6 +27,8 @@ type Export struct {
 	Created metav1.Time
 	// Service are the exported Service's properties.
 	Service servicesv1alpha1.ServiceProperties
+	// UID is the export's report's UID on the hub.
+	UID types.UID
 }
 
 // Conflict is an export's part in the conflicts of a merge.

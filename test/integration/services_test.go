@@ -359,3 +359,118 @@ func TestWorkCannotCarryImports(t *testing.T) {
 	g.Expect(eventuallyManifest(t, w, 1, metav1.ConditionFalse, lodestarworkv1alpha1.ReasonDeniedByPolicy)).To(ContainSubstring("multicluster.kubernetes.io/service-name"))
 	eventuallyManifest(t, w, 2, metav1.ConditionTrue, lodestarworkv1alpha1.ReasonApplied)
 }
+
+// trafficSample is what one importer serves of web at one moment, and whether
+// the moved copy's Service is still on member-1.
+type trafficSample struct {
+	at        time.Time
+	sources   map[string]int
+	uid       types.UID
+	ips       []string
+	oldCopy   bool
+	readError error
+}
+
+// A move of a Placement exporting web from member-1 to member-3 keeps the
+// traffic: an importer (member-2) sampled every 100 ms always serves ready
+// endpoints, member-3's appear there before member-1's go, member-1's copy
+// runs on after its endpoints left (the drain), and the ServiceImport's UID
+// and IP never change.
+func TestMoveKeepsTraffic(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	createOn(t, member2, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	_, deploy, _ := webObjects(ns)
+	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, webService(ns))).To(Succeed())
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: placementv1alpha1.PlacementSpec{
+		ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}, {Version: "v1", Kind: "Service", Name: "web"}},
+		Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1}},
+		Services:          &placementv1alpha1.PlacedServices{Export: placementv1alpha1.ServiceExportAll, DrainSeconds: ptr.To[int32](3)},
+	}}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	var before *mcsv1beta1.ServiceImport
+	g.Eventually(func(g Gomega) {
+		ips := readyPodIPs(g, member1, ns)
+		g.Expect(ips).To(HaveLen(2))
+		g.Expect(importedEndpoints(g, member2, ns, "web")).To(Equal(map[string][]string{member1: ips}))
+		before = serviceImportOn(g, member2, ns, "web")
+		g.Expect(before.Spec.IPs).NotTo(BeEmpty())
+	}).Should(Succeed())
+
+	samples := make(chan trafficSample, 10000)
+	sampling, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		defer close(samples)
+		for sampling.Err() == nil {
+			smp := trafficSample{at: time.Now(), sources: map[string]int{}}
+			list := &discoveryv1.EndpointSliceList{}
+			si := &mcsv1beta1.ServiceImport{}
+			smp.readError = members[member2].Client.List(sampling, list, client.InNamespace(ns), client.MatchingLabels{mcsv1beta1.LabelServiceName: "web"})
+			if smp.readError == nil {
+				smp.readError = members[member2].Client.Get(sampling, client.ObjectKey{Namespace: ns, Name: "web"}, si)
+			}
+			err := members[member1].Client.Get(sampling, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Service{})
+			smp.oldCopy = err == nil
+			for _, s := range list.Items {
+				for _, ep := range s.Endpoints {
+					if ptr.Deref(ep.Conditions.Ready, true) {
+						smp.sources[s.Labels[mcsv1beta1.LabelSourceCluster]]++
+					}
+				}
+			}
+			smp.uid, smp.ips = si.UID, si.Spec.IPs
+			if sampling.Err() == nil {
+				samples <- smp
+			}
+			select {
+			case <-sampling.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+
+	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member3} })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ips := readyPodIPs(g, member3, ns)
+		g.Expect(ips).To(HaveLen(2))
+		g.Expect(importedEndpoints(g, member2, ns, "web")).To(Equal(map[string][]string{member3: ips}))
+		err := members[member1].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Service{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the moved copy's Service is gone: %v", err)
+	}).Should(Succeed())
+	gone := time.Now()
+	stop()
+
+	var got []trafficSample
+	for smp := range samples {
+		got = append(got, smp)
+	}
+	g.Expect(len(got)).To(BeNumerically(">", 10))
+	firstNew, lastOld, firstWithdrawn := -1, -1, -1
+	for i, smp := range got {
+		g.Expect(smp.readError).NotTo(HaveOccurred(), "sample %d", i)
+		total := 0
+		for _, n := range smp.sources {
+			total += n
+		}
+		g.Expect(total).To(BeNumerically(">", 0), "sample %d at %s: member-2 serves no ready endpoint of web", i, smp.at.Format(time.StampMilli))
+		g.Expect(smp.uid).To(Equal(before.UID), "sample %d: the same ServiceImport", i)
+		g.Expect(smp.ips).To(Equal(before.Spec.IPs), "sample %d: the same IP", i)
+		if smp.sources[member3] > 0 && firstNew < 0 {
+			firstNew = i
+		}
+		if smp.sources[member1] > 0 {
+			lastOld = i
+		} else if firstWithdrawn < 0 {
+			firstWithdrawn = i
+		}
+	}
+	g.Expect(firstNew).To(BeNumerically(">=", 0))
+	g.Expect(firstNew).To(BeNumerically("<=", lastOld), "member-3's endpoints reached member-2 before member-1's left")
+	g.Expect(got[firstWithdrawn].oldCopy).To(BeTrue(), "member-1's copy outlived the withdrawal of its endpoints (the drain)")
+	t.Logf("%d samples; both clusters served for %s; member-1's copy was gone at most %s after its endpoints left member-2",
+		len(got), got[lastOld].at.Sub(got[firstNew].at).Round(100*time.Millisecond), gone.Sub(got[firstWithdrawn].at).Round(100*time.Millisecond))
+}

@@ -102,6 +102,16 @@ type PlacedServices struct {
 	// +optional
 	// +kubebuilder:default=None
 	Export ServiceExportMode `json:"export,omitempty"`
+
+	// drainSeconds is how long a copy the Placement moves away from keeps
+	// running after its exported Services' endpoints left every importer (the
+	// time for the importers' proxies to stop sending it new connections and for
+	// those open to end), before it is deleted. Default 5.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	DrainSeconds *int32 `json:"drainSeconds,omitempty"`
 }
 
 // ResourceSelector selects objects in the Placement's namespace: of one kind, by

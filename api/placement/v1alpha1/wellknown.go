@@ -81,6 +81,13 @@ const (
 	// Placement's decisions; the Work is kept until the clusters added in its
 	// place are Available, or the progress deadline passes.
 	LeavingSinceAnnotation = "placement.lodestar.dev/leaving-since"
+	// ServicesWithdrawnAnnotation on a Work of a cluster the Placement left names
+	// (comma-separated) the exported Services whose endpoints on that cluster
+	// the importers no longer serve: the move's traffic is on the clusters that
+	// replace it, and the copy goes after the drain time from
+	// ServicesWithdrawnAtAnnotation (RFC 3339, with fractions of a second).
+	ServicesWithdrawnAnnotation   = "placement.lodestar.dev/services-withdrawn"
+	ServicesWithdrawnAtAnnotation = "placement.lodestar.dev/services-withdrawn-at"
 	// WorkPartLabel on a Work is its part number, from 1, when a Placement's
 	// objects are carried to a cluster by several Works (they do not fit in one):
 	// part 0, the Work named as for one, carries no label.

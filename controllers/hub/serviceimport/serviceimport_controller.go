@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,9 +44,9 @@ import (
 // Name is the controller's field owner.
 const Name = "lodestar-serviceimport"
 
-// serviceIndex indexes ExportedServices and ImportedServices by the
+// ServiceIndex indexes ExportedServices and ImportedServices by the
 // namespace/name of their Service.
-const serviceIndex = "services.lodestar.dev/service"
+const ServiceIndex = "services.lodestar.dev/service"
 
 // Reconciler merges the exports of one namespace/name (the request) into the
 // imports.
@@ -60,6 +62,10 @@ type Reconciler struct {
 	Sources *Sources
 	// Workers is the number of concurrent reconciles.
 	Workers int
+
+	// moved remembers, by "cluster/namespace/name", the UID of the export a
+	// move withdrew.
+	moved sync.Map
 }
 
 // +kubebuilder:rbac:groups=services.lodestar.dev,resources=exportedservices,verbs=get;list;watch
@@ -68,12 +74,13 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch
 
 // Reconcile merges the exports of req (a Service's namespace/name).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("service", req.NamespacedName))
 	exports := &servicesv1alpha1.ExportedServiceList{}
-	if err := r.Client.List(ctx, exports, client.MatchingFields{serviceIndex: req.String()}); err != nil {
+	if err := r.Client.List(ctx, exports, client.MatchingFields{ServiceIndex: req.String()}); err != nil {
 		return ctrl.Result{}, err
 	}
 	sets, err := r.clusterSets(ctx)
@@ -113,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		case e.Spec.Service == nil:
 			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: string(mcsv1beta1.ServiceExportReasonNoService), Message: "the export reports no Service"}
 		default:
-			valid = append(valid, mcs.Export{Cluster: cluster, Created: e.Spec.ExportCreated, Service: *e.Spec.Service})
+			valid = append(valid, mcs.Export{Cluster: cluster, Created: e.Spec.ExportCreated, Service: *e.Spec.Service, UID: e.UID})
 		}
 	}
 	var merged mcs.Merged
@@ -136,7 +143,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
-	if err := r.writeImports(ctx, req.NamespacedName, merged, importers, byCluster); err != nil {
+	withdrawn, err := r.withdrawn(ctx, req.NamespacedName, valid)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.writeImports(ctx, req.NamespacedName, merged, importers, byCluster, withdrawn); err != nil {
 		return ctrl.Result{}, err
 	}
 	for cluster, e := range byCluster {
@@ -149,9 +160,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // writeImports makes each importer's ImportedService what it should be and
 // deletes the others of the Service.
-func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName, merged mcs.Merged, importers map[string][]string, exports map[string]*servicesv1alpha1.ExportedService) error {
+func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName, merged mcs.Merged, importers map[string][]string, exports map[string]*servicesv1alpha1.ExportedService, withdrawn map[string]bool) error {
 	existing := &servicesv1alpha1.ImportedServiceList{}
-	if err := r.Client.List(ctx, existing, client.MatchingFields{serviceIndex: svc.String()}); err != nil {
+	if err := r.Client.List(ctx, existing, client.MatchingFields{ServiceIndex: svc.String()}); err != nil {
 		return err
 	}
 	have := map[string]*servicesv1alpha1.ImportedService{}
@@ -169,7 +180,7 @@ func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName,
 	for importer, exporters := range importers {
 		spec := servicesv1alpha1.ImportedServiceSpec{Namespace: svc.Namespace, Name: svc.Name, Service: merged.Service, Clusters: exporters}
 		for _, exporter := range exporters {
-			if r.Sources.Served(exporter) {
+			if r.Sources.Served(exporter) && !withdrawn[exporter] {
 				spec.Sources = append(spec.Sources, servicesv1alpha1.SourceSlices{Cluster: exporter, Slices: exports[exporter].Spec.Slices})
 			}
 		}
@@ -192,6 +203,67 @@ func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName,
 		}
 	}
 	return nil
+}
+
+// withdrawn are the exporters whose endpoints of svc a move has withdrawn:
+// a Work of a Placement of svc's namespace on that cluster names svc in
+// ServicesWithdrawnAnnotation (the work generator's traffic-keeping move).
+func (r *Reconciler) withdrawn(ctx context.Context, svc types.NamespacedName, exports []mcs.Export) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, e := range exports {
+		works := &workv1alpha1.WorkList{}
+		if err := r.Client.List(ctx, works, client.InNamespace(names.ClusterNamespace(e.Cluster)),
+			client.MatchingLabels{placementv1alpha1.PlacementNamespaceLabel: svc.Namespace}); err != nil {
+			return nil, err
+		}
+		key := e.Cluster + "/" + svc.String()
+		for _, w := range works.Items {
+			if slices.Contains(strings.Split(w.Annotations[placementv1alpha1.ServicesWithdrawnAnnotation], ","), svc.Name) {
+				out[e.Cluster] = true
+			}
+		}
+		// Once the moved copy's Work is gone, its export goes a moment later
+		// (the agent deletes the ServiceExport): it stays withdrawn meanwhile.
+		// A Work back on the cluster without the annotation (the move undone)
+		// gives the endpoints back.
+		switch {
+		case out[e.Cluster]:
+			r.moved.Store(key, e.UID)
+		case len(works.Items) == 0:
+			if uid, ok := r.moved.Load(key); ok && uid == e.UID {
+				out[e.Cluster] = true
+			}
+		default:
+			r.moved.Delete(key)
+		}
+	}
+	return out, nil
+}
+
+// withdrawnServices maps a Work to the Services its withdrawal annotation
+// names.
+func withdrawnServices(_ context.Context, obj client.Object) []reconcile.Request {
+	ns := obj.GetLabels()[placementv1alpha1.PlacementNamespaceLabel]
+	var out []reconcile.Request
+	for _, name := range strings.Split(obj.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation], ",") {
+		if name != "" && ns != "" {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		}
+	}
+	return out
+}
+
+// withdrawalChanged passes Work events that change what a Work withdraws.
+func withdrawalChanged() predicate.Predicate {
+	has := func(o client.Object) bool { return o.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation] != "" }
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return has(e.Object) },
+		DeleteFunc: func(e event.DeleteEvent) bool { return has(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation] != e.ObjectNew.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation]
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // answer writes an export's conditions.
@@ -293,7 +365,7 @@ func serviceOf(obj client.Object) (types.NamespacedName, bool) {
 // tracker.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, obj := range []client.Object{&servicesv1alpha1.ExportedService{}, &servicesv1alpha1.ImportedService{}} {
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, serviceIndex, func(o client.Object) []string {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, ServiceIndex, func(o client.Object) []string {
 			svc, _ := serviceOf(o)
 			return []string{svc.String()}
 		}); err != nil {
@@ -325,6 +397,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A cluster joining or leaving a set changes the importers of every
 		// Service; a cluster whose lease changed, the Services it exports.
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(membership())).
+		// A move withdraws (or gives back) a cluster's endpoints.
+		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(withdrawnServices), builder.WithPredicates(withdrawalChanged())).
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(changes, handler.EnqueueRequestsFromMapFunc(r.exportsOf))).
 		Complete(r)

@@ -51,6 +51,9 @@ type scope struct {
 	works map[string][]*workv1alpha1.Work
 	// leaving are the clusters the Placement left whose Works are still there.
 	leaving []rollout.Leaving
+	// trafficHeld says, per cluster the Placement left, why its copy stays
+	// for the traffic of the Services it exports (servicesGate).
+	trafficHeld []string
 	// held describe the copies the stateful gate keeps (failoverHeld: one of
 	// them by a failover); moving those with claims that move anyway.
 	held, moving []string

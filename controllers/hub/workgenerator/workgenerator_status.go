@@ -110,6 +110,9 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	cond, reason, msg := progressing(s.target, s.plan, s.removal, s.placement.Spec.Strategy.Paused, len(s.decided.Clusters))
 	cond, reason, msg = r.statefulGate(s, cond, reason, msg)
 	cond, reason, msg = r.divisionGate(s, cond, reason, msg)
+	if len(s.trafficHeld) > 0 {
+		msg += "; moving the traffic of exported Services before removing a copy: " + strings.Join(s.trafficHeld, "; ")
+	}
 	st.progressing.Set(placementv1alpha1.ProgressingCondition, cond, reason, "%s", msg)
 	if reason == placementv1alpha1.ReasonFailureBudgetExceeded {
 		r.warnOnce(s.placement, reason, msg)

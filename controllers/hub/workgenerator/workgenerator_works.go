@@ -34,6 +34,7 @@ const workWriters = 16
 var managedAnnotations = []string{
 	lodestarworkv1alpha1.ApplyStrategyAnnotation, lodestarworkv1alpha1.StatusFeedbackAnnotation,
 	placementv1alpha1.WorkPartsAnnotation, placementv1alpha1.LeavingSinceAnnotation, placementv1alpha1.SharesAnnotation,
+	placementv1alpha1.ServicesWithdrawnAnnotation, placementv1alpha1.ServicesWithdrawnAtAnnotation,
 }
 
 // writeWorks gives each selected cluster's Works what the gate says they carry.
@@ -214,6 +215,9 @@ func (r *Reconciler) writeCluster(ctx context.Context, placement *placementv1alp
 // deadline.
 func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
 	s.removal = rollout.Remove(s.leavingByObject(), s.selectedByObject(), s.strategy.Deadline, s.now)
+	if err := r.servicesGate(ctx, s); err != nil {
+		return err
+	}
 	for _, cluster := range s.removal.Remove {
 		forced := slices.Contains(s.removal.Forced, cluster)
 		ctrl.LoggerFrom(ctx).Info("Removing the Works of a cluster the Placement left", "cluster", cluster, "forced", forced, "sets", s.decided.Sets)

@@ -1,0 +1,234 @@
+package workgenerator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/serviceimport"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// trafficRecheck is how often a move of exported Services looks again at the
+// importers while it waits for them.
+const trafficRecheck = time.Second
+
+// defaultDrain is spec.services.drainSeconds' default.
+const defaultDrain = 5 * time.Second
+
+// +kubebuilder:rbac:groups=services.lodestar.dev,resources=exportedservices;importedservices,verbs=get;list;watch
+
+// servicesGate keeps, among the clusters the removal lets go, those whose
+// copy exports a Service (a ServiceExport reported to the hub) until its
+// traffic has moved: every importer serves the endpoints of a selected
+// cluster that exports it, then the leaving cluster's endpoints are withdrawn
+// from every importer (ServicesWithdrawnAnnotation on its Work, which the
+// import controller honours), and the drain time has passed since. A removal
+// forced by the progress deadline is not held.
+func (r *Reconciler) servicesGate(ctx context.Context, s *scope) error {
+	var kept []string
+	for _, cluster := range s.removal.Remove {
+		if slices.Contains(s.removal.Forced, cluster) {
+			continue
+		}
+		why, recheck, err := r.moveTraffic(ctx, s, cluster)
+		if err != nil {
+			return err
+		}
+		if why == "" {
+			continue
+		}
+		kept = append(kept, cluster)
+		s.trafficHeld = append(s.trafficHeld, fmt.Sprintf("%s: %s", cluster, why))
+		if s.removal.RecheckAfter == 0 || recheck < s.removal.RecheckAfter {
+			s.removal.RecheckAfter = recheck
+		}
+	}
+	s.removal.Remove = slices.DeleteFunc(s.removal.Remove, func(c string) bool { return slices.Contains(kept, c) })
+	s.removal.Kept = append(s.removal.Kept, kept...)
+	return nil
+}
+
+// moveTraffic says why the copy on cluster (which the Placement left) must
+// stay for its exported Services' traffic, and when to look again; "" lets
+// it go.
+func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) (string, time.Duration, error) {
+	parts := s.works[cluster]
+	exported, err := r.exportedServices(ctx, cluster, s.placement.Namespace, placedServices(parts))
+	if err != nil || len(exported) == 0 {
+		return "", 0, err
+	}
+	var others []string
+	for _, c := range s.decided.Clusters {
+		if c != cluster {
+			others = append(others, c)
+		}
+	}
+	// 1. Every importer serves a replacement's endpoints.
+	for _, name := range exported {
+		svc := types.NamespacedName{Namespace: s.placement.Namespace, Name: name}
+		replacements, err := r.exportedServices(ctx, "", svc.Namespace, []string{name}, others...)
+		if err != nil {
+			return "", 0, err
+		}
+		if len(replacements) == 0 {
+			return fmt.Sprintf("Service %s is not exported with ready endpoints by any cluster the Placement selects yet", svc), trafficRecheck, nil
+		}
+		behind, total, err := r.importers(ctx, svc, func(im *servicesv1alpha1.ImportedService) bool {
+			return slices.ContainsFunc(im.Spec.Sources, func(src servicesv1alpha1.SourceSlices) bool {
+				return slices.Contains(replacements, src.Cluster) && endpoints(src.Slices) > 0
+			})
+		})
+		if err != nil {
+			return "", 0, err
+		}
+		if behind > 0 {
+			return fmt.Sprintf("%d of %d importers of Service %s do not serve the endpoints of %s yet", behind, total, svc, strings.Join(replacements, ", ")), trafficRecheck, nil
+		}
+	}
+	// 2. The leaving copy's endpoints are withdrawn from every importer.
+	if part0 := clusterPart0(parts); part0 != nil && part0.Annotations[placementv1alpha1.ServicesWithdrawnAnnotation] != strings.Join(exported, ",") {
+		at := s.now.UTC().Format(time.RFC3339Nano)
+		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+			placementv1alpha1.ServicesWithdrawnAnnotation: strings.Join(exported, ","), placementv1alpha1.ServicesWithdrawnAtAnnotation: at}}})
+		obj := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: part0.Name, Namespace: part0.Namespace}}
+		if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil && !apierrors.IsNotFound(err) {
+			return "", 0, fmt.Errorf("withdrawing the Services of Work %s: %w", klog.KObj(part0), err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Withdrawing the endpoints of a cluster the Placement left from the importers", "cluster", cluster, "services", exported)
+		return fmt.Sprintf("withdrawing its endpoints of %s from the importers", strings.Join(exported, ", ")), trafficRecheck, nil
+	}
+	for _, name := range exported {
+		svc := types.NamespacedName{Namespace: s.placement.Namespace, Name: name}
+		behind, total, err := r.importers(ctx, svc, func(im *servicesv1alpha1.ImportedService) bool {
+			return !slices.ContainsFunc(im.Spec.Sources, func(src servicesv1alpha1.SourceSlices) bool { return src.Cluster == cluster })
+		})
+		if err != nil {
+			return "", 0, err
+		}
+		if behind > 0 {
+			return fmt.Sprintf("%d of %d importers of Service %s still serve its endpoints", behind, total, svc), trafficRecheck, nil
+		}
+	}
+	// 3. The drain time passes.
+	at, err := time.Parse(time.RFC3339Nano, clusterPart0(parts).Annotations[placementv1alpha1.ServicesWithdrawnAtAnnotation])
+	if err != nil {
+		at = s.now
+	}
+	drain := defaultDrain
+	if ps := s.placement.Spec.Services; ps != nil && ps.DrainSeconds != nil {
+		drain = time.Duration(*ps.DrainSeconds) * time.Second
+	}
+	if wait := at.Add(drain).Sub(s.now); wait > 0 {
+		return fmt.Sprintf("draining: its endpoints left every importer; deleted in %s", wait.Round(time.Second)), wait, nil
+	}
+	return "", 0, nil
+}
+
+// exportedServices are, of names in namespace ns, those a cluster exports
+// validly with ready endpoints: cluster's, or else any of clusters'. For one
+// cluster the result is the names; for several, the clusters that export.
+func (r *Reconciler) exportedServices(ctx context.Context, cluster, ns string, wanted []string, clusters ...string) ([]string, error) {
+	if cluster != "" {
+		clusters = []string{cluster}
+	}
+	var out []string
+	for _, c := range clusters {
+		for _, name := range wanted {
+			e := &servicesv1alpha1.ExportedService{}
+			err := r.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(c), Name: serviceimport.ObjectName(types.NamespacedName{Namespace: ns, Name: name})}, e)
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if e.Spec.Service == nil || meta.IsStatusConditionFalse(e.Status.Conditions, string(mcsv1beta1.ServiceExportConditionValid)) {
+				continue
+			}
+			if cluster != "" {
+				out = append(out, name) // the leaving copy exports it (ready or not)
+			} else if endpoints(e.Spec.Slices) > 0 && !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+// importers counts the importers of svc that serve it (Ready is not False for
+// a missing namespace or a ServiceImport not Lodestar's) and are not ok or
+// have not served the latest spec yet, and how many serve it.
+func (r *Reconciler) importers(ctx context.Context, svc types.NamespacedName, ok func(*servicesv1alpha1.ImportedService) bool) (behind, total int, err error) {
+	list := &servicesv1alpha1.ImportedServiceList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{serviceimport.ServiceIndex: svc.String()}); err != nil {
+		return 0, 0, err
+	}
+	for i := range list.Items {
+		im := &list.Items[i]
+		if c := meta.FindStatusCondition(im.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady)); c != nil && c.Status == metav1.ConditionFalse &&
+			(c.Reason == servicesv1alpha1.ReasonNamespaceMissing || c.Reason == servicesv1alpha1.ReasonNotOurs) {
+			continue
+		}
+		total++
+		if im.Status.ObservedGeneration != im.Generation || !ok(im) {
+			behind++
+		}
+	}
+	return behind, total, nil
+}
+
+func endpoints(slices []servicesv1alpha1.Slice) int {
+	n := 0
+	for _, s := range slices {
+		n += len(s.Endpoints)
+	}
+	return n
+}
+
+// placedServices are the names of the Services the Works carry.
+func placedServices(parts []*workv1alpha1.Work) []string {
+	var out []string
+	for _, w := range parts {
+		for _, m := range w.Spec.Workload.Manifests {
+			var head struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Metadata   struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			if json.Unmarshal(m.Raw, &head) == nil && head.APIVersion == "v1" && head.Kind == "Service" && !slices.Contains(out, head.Metadata.Name) {
+				out = append(out, head.Metadata.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// clusterPart0 is the Work part 0 among a cluster's Works, or nil.
+func clusterPart0(parts []*workv1alpha1.Work) *workv1alpha1.Work {
+	for _, w := range parts {
+		if clusterworks.Part(w) == 0 {
+			return w
+		}
+	}
+	return nil
+}
