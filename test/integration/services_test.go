@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -473,4 +474,49 @@ func TestMoveKeepsTraffic(t *testing.T) {
 	g.Expect(got[firstWithdrawn].oldCopy).To(BeTrue(), "member-1's copy outlived the withdrawal of its endpoints (the drain)")
 	t.Logf("%d samples; both clusters served for %s; member-1's copy was gone at most %s after its endpoints left member-2",
 		len(got), got[lastOld].at.Sub(got[firstNew].at).Round(100*time.Millisecond), gone.Sub(got[firstWithdrawn].at).Round(100*time.Millisecond))
+}
+
+// The examples of docs/services.md, each applied to a namespace of its own.
+func TestServicesExamples(t *testing.T) {
+	files, doc := examples(t, "services", 2)
+	expect := map[string]func(t *testing.T, ns string){
+		"01-export-all.yaml": func(t *testing.T, ns string) {
+			g := NewWithT(t)
+			g.Eventually(func(g Gomega) {
+				ips := readyPodIPs(g, member1, ns)
+				g.Expect(ips).To(HaveLen(2))
+				for _, c := range []string{member1, member2} {
+					si := serviceImportOn(g, c, ns, "web")
+					g.Expect(si).NotTo(BeNil(), "on %s", c)
+					g.Expect(si.Status.Clusters).To(ConsistOf(mcsv1beta1.ClusterStatus{Cluster: member1}, mcsv1beta1.ClusterStatus{Cluster: member2}))
+					// member-2 runs no controllers: its copy has no endpoints.
+					g.Expect(importedEndpoints(g, c, ns, "web")).To(Equal(map[string][]string{member1: ips}), "on %s", c)
+				}
+			}).Should(Succeed())
+		},
+		"02-exported-labels.yaml": func(t *testing.T, ns string) {
+			g := NewWithT(t)
+			g.Eventually(func(g Gomega) {
+				for _, c := range []string{member1, member2} {
+					si := serviceImportOn(g, c, ns, "api")
+					g.Expect(si).NotTo(BeNil(), "on %s", c)
+					g.Expect(si.Labels).To(HaveKeyWithValue("tier", "backend"))
+					g.Expect(si.Annotations).To(HaveKeyWithValue("example.com/owner", "team-api"))
+					g.Expect(si.Spec.Ports).To(ConsistOf(And(HaveField("Name", "grpc"), HaveField("Port", int32(9090)), HaveField("AppProtocol", HaveValue(Equal("grpc"))))))
+				}
+			}).Should(Succeed())
+		},
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			g := NewWithT(t)
+			check, ok := expect[filepath.Base(file)]
+			g.Expect(ok).To(BeTrue())
+			ns := newNamespace(t)
+			for _, obj := range exampleObjects(t, file, doc, ns) {
+				g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+			}
+			check(t, ns)
+		})
+	}
 }

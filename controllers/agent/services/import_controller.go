@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -97,8 +98,8 @@ func (im *Importer) serve(ctx context.Context, imported *servicesv1alpha1.Import
 	si := &mcsv1beta1.ServiceImport{}
 	err := im.Member.Get(ctx, svc, si)
 	if apierrors.IsNotFound(err) {
-		si = &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name, Labels: managedLabels(svc.Name)},
-			Spec: importSpec(imported, nil)}
+		si = &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name, Labels: importLabels(imported),
+			Annotations: exportedAnnotations(&mcsv1beta1.ServiceImport{}, imported)}, Spec: importSpec(imported, nil)}
 		if err := im.Member.Create(ctx, si); err != nil {
 			return nil, fmt.Errorf("creating the ServiceImport: %w", err)
 		}
@@ -121,9 +122,10 @@ func (im *Importer) serve(ctx context.Context, imported *servicesv1alpha1.Import
 		return nil, err
 	}
 	spec := importSpec(imported, ips)
-	if !equality.Semantic.DeepEqual(si.Spec, spec) || !si.DeletionTimestamp.IsZero() {
+	labels, annotations := importLabels(imported), exportedAnnotations(si, imported)
+	if !equality.Semantic.DeepEqual(si.Spec, spec) || !equality.Semantic.DeepEqual(si.Labels, labels) || !equality.Semantic.DeepEqual(si.Annotations, annotations) {
 		patched := si.DeepCopy()
-		patched.Spec = spec
+		patched.Spec, patched.Labels, patched.Annotations = spec, labels, annotations
 		if err := im.Member.Patch(ctx, patched, client.MergeFrom(si)); err != nil {
 			return nil, fmt.Errorf("writing the ServiceImport: %w", err)
 		}
@@ -309,6 +311,49 @@ func (im *Importer) report(ctx context.Context, imported *servicesv1alpha1.Impor
 }
 
 const managedByLabel = "app.kubernetes.io/managed-by"
+
+// exportedAnnotationsKey records, on a ServiceImport, which of its annotations
+// came from the exports (so that one no longer exported is removed, and
+// others' are kept).
+const exportedAnnotationsKey = "services.lodestar.dev/exported-annotations"
+
+// importLabels are a ServiceImport's labels: the exports' exportedLabels and
+// Lodestar's own.
+func importLabels(imported *servicesv1alpha1.ImportedService) map[string]string {
+	out := map[string]string{}
+	for k, v := range imported.Spec.Service.Labels {
+		out[k] = v
+	}
+	for k, v := range managedLabels(imported.Spec.Name) {
+		out[k] = v
+	}
+	return out
+}
+
+// exportedAnnotations are si's annotations with the exports' exportedAnnotations
+// in place of those it had from them.
+func exportedAnnotations(si *mcsv1beta1.ServiceImport, imported *servicesv1alpha1.ImportedService) map[string]string {
+	out := map[string]string{}
+	had := strings.Split(si.Annotations[exportedAnnotationsKey], ",")
+	for k, v := range si.Annotations {
+		if k != exportedAnnotationsKey && !slices.Contains(had, k) {
+			out[k] = v
+		}
+	}
+	var keys []string
+	for k, v := range imported.Spec.Service.Annotations {
+		out[k] = v
+		keys = append(keys, k)
+	}
+	if len(keys) > 0 {
+		slices.Sort(keys)
+		out[exportedAnnotationsKey] = strings.Join(keys, ",")
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
 
 func managedLabels(name string) map[string]string {
 	return map[string]string{managedByLabel: servicesv1alpha1.ManagedBy, servicesv1alpha1.ImportLabel: name}
