@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
 )
 
 // Field indexes of the hub manager's cache.
@@ -21,6 +23,9 @@ const (
 	ClusterProfilesByName = "lodestar.clusterName"
 	// BindingsBySet indexes ClusterSetBindings by the cluster set they bind.
 	BindingsBySet = "lodestar.clusterSet"
+	// ServicesByName indexes ExportedServices and ImportedServices by the
+	// namespace/name of their Service, in every cluster namespace.
+	ServicesByName = "lodestar.service"
 )
 
 // AddIndexes registers every index of this package with a manager's indexer. The
@@ -48,7 +53,25 @@ func AddIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return fmt.Errorf("indexing ClusterSetBindings by cluster set: %w", err)
 	}
+	for _, obj := range []client.Object{&servicesv1alpha1.ExportedService{}, &servicesv1alpha1.ImportedService{}} {
+		if err := indexer.IndexField(ctx, obj, ServicesByName, func(o client.Object) []string {
+			return []string{ServiceOf(o).String()}
+		}); err != nil {
+			return fmt.Errorf("indexing %T by Service: %w", obj, err)
+		}
+	}
 	return nil
+}
+
+// ServiceOf is the Service an ExportedService or ImportedService is about.
+func ServiceOf(obj client.Object) types.NamespacedName {
+	switch o := obj.(type) {
+	case *servicesv1alpha1.ExportedService:
+		return types.NamespacedName{Namespace: o.Spec.Namespace, Name: o.Spec.Name}
+	case *servicesv1alpha1.ImportedService:
+		return types.NamespacedName{Namespace: o.Spec.Namespace, Name: o.Spec.Name}
+	}
+	return types.NamespacedName{}
 }
 
 func workIndexKey(namespace, nameLabel string) string {

@@ -101,3 +101,8 @@ func fit(s string, maxLen int) string {
 	h := Hash(s)[:16]
 	return strings.TrimRight(s[:maxLen-len(h)-1], ".-") + "-" + h
 }
+
+// ServiceObject is the name of a Service's ExportedService and ImportedServices
+// in the clusters' hub namespaces: "<namespace>.<name>" (two DNS labels, so it
+// fits).
+func ServiceObject(namespace, name string) string { return namespace + "." + name }

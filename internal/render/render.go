@@ -221,12 +221,12 @@ func KindOf(raw []byte) schema.GroupKind {
 
 // hubOnlyKinds are kinds whose objects belong to the cluster they are in.
 var hubOnlyKinds = map[schema.GroupKind]string{
-	{Kind: "Event"}:                                    "Events are the hub's own records",
-	{Group: "events.k8s.io", Kind: "Event"}:            "Events are the hub's own records",
-	{Kind: "Pod"}:                                      "Pods run where they are created; place a Deployment, StatefulSet or Job instead",
-	{Group: "coordination.k8s.io", Kind: "Lease"}:      "Leases belong to the controllers of the cluster they are in",
-	{Group: "apps", Kind: "ControllerRevision"}:        "ControllerRevisions belong to their controller on the hub",
-	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}: "EndpointSlices are made by each cluster for its own Services",
+	{Kind: "Event"}:                                         "Events are the hub's own records",
+	{Group: "events.k8s.io", Kind: "Event"}:                 "Events are the hub's own records",
+	{Kind: "Pod"}:                                           "Pods run where they are created; place a Deployment, StatefulSet or Job instead",
+	{Group: "coordination.k8s.io", Kind: "Lease"}:           "Leases belong to the controllers of the cluster they are in",
+	{Group: "apps", Kind: "ControllerRevision"}:             "ControllerRevisions belong to their controller on the hub",
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:      "EndpointSlices are made by each cluster for its own Services",
 	{Group: "multicluster.x-k8s.io", Kind: "ServiceImport"}: "ServiceImports are made by the Multicluster Services controller from ServiceExports; place a ServiceExport with the Service instead",
 }
 

@@ -19,13 +19,13 @@ import (
 // Hub returns a scheme with every type the hub controllers use.
 func Hub() *runtime.Scheme {
 	return build(clientgoscheme.AddToScheme, placementv1alpha1.AddToScheme, cpv1alpha1.AddToScheme, workv1alpha1.AddToScheme,
-		servicesv1alpha1.AddToScheme, mcsv1beta1.AddToScheme)
+		servicesv1alpha1.AddToScheme, mcsv1beta1.Install)
 }
 
 // Agent returns a scheme with every type the agent uses.
 func Agent() *runtime.Scheme {
 	return build(clientgoscheme.AddToScheme, workv1alpha1.AddToScheme, lodestarworkv1alpha1.AddToScheme, aboutv1alpha1.AddToScheme, cpv1alpha1.AddToScheme,
-		servicesv1alpha1.AddToScheme, mcsv1beta1.AddToScheme)
+		servicesv1alpha1.AddToScheme, mcsv1beta1.Install)
 }
 
 func build(adds ...func(*runtime.Scheme) error) *runtime.Scheme {

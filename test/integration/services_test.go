@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
@@ -38,12 +38,11 @@ func webService(ns string, ports ...corev1.ServicePort) *corev1.Service {
 
 // exportOn writes a ServiceExport of ns/name on cluster, deleted when the test
 // ends.
-func exportOn(t *testing.T, cluster, ns, name string) *mcsv1beta1.ServiceExport {
+func exportOn(t *testing.T, cluster, ns, name string) {
 	t.Helper()
 	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	NewWithT(t).Expect(members[cluster].Client.Create(t.Context(), se)).To(Succeed())
 	t.Cleanup(func() { _ = members[cluster].Client.Delete(context.Background(), se) })
-	return se
 }
 
 // createOn creates obj on cluster, deleted when the test ends.
@@ -64,11 +63,11 @@ func serviceImportOn(g Gomega, cluster, ns, name string) *mcsv1beta1.ServiceImpo
 	return si
 }
 
-// importedEndpoints are the addresses of the imported slices of ns/name on
+// importedEndpoints are the addresses of the imported slices of ns/web on
 // cluster, by source cluster; each slice carries the MCS labels and one source.
-func importedEndpoints(g Gomega, cluster, ns, name string) map[string][]string {
+func importedEndpoints(g Gomega, cluster, ns string) map[string][]string {
 	list := &discoveryv1.EndpointSliceList{}
-	g.Expect(members[cluster].Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{mcsv1beta1.LabelServiceName: name})).To(Succeed())
+	g.Expect(members[cluster].Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{mcsv1beta1.LabelServiceName: "web"})).To(Succeed())
 	out := map[string][]string{}
 	for _, s := range list.Items {
 		source := s.Labels[mcsv1beta1.LabelSourceCluster]
@@ -154,7 +153,7 @@ func TestServicesAcrossTheFleet(t *testing.T) {
 			g.Expect(si.Spec.Ports).To(ConsistOf(HaveField("Port", int32(80))))
 			g.Expect(si.Spec.IPs).NotTo(BeEmpty(), "the import's IP on %s", c)
 			g.Expect(si.Status.Clusters).To(ConsistOf(mcsv1beta1.ClusterStatus{Cluster: member1}, mcsv1beta1.ClusterStatus{Cluster: member3}))
-			g.Expect(importedEndpoints(g, c, ns, "web")).To(Equal(map[string][]string{member1: ips[member1], member3: ips[member3]}), "the slices on %s", c)
+			g.Expect(importedEndpoints(g, c, ns)).To(Equal(map[string][]string{member1: ips[member1], member3: ips[member3]}), "the slices on %s", c)
 			// kube-proxy routes the import's IP: a derived Service without
 			// selector holds it, and the slices name it.
 			derived := &corev1.Service{}
@@ -178,7 +177,7 @@ func TestServicesAcrossTheFleet(t *testing.T) {
 			g.Expect(ips[c]).To(HaveLen(3))
 		}
 		for _, c := range all {
-			g.Expect(importedEndpoints(g, c, ns, "web")).To(Equal(map[string][]string{member1: ips[member1], member3: ips[member3]}), "the slices on %s", c)
+			g.Expect(importedEndpoints(g, c, ns)).To(Equal(map[string][]string{member1: ips[member1], member3: ips[member3]}), "the slices on %s", c)
 		}
 	}).Should(Succeed())
 
@@ -191,7 +190,7 @@ func TestServicesAcrossTheFleet(t *testing.T) {
 			g.Expect(si.UID).To(Equal(uids[c]), "the same ServiceImport on %s", c)
 			g.Expect(si.Spec.IPs).To(Equal(clusterIPs[c]), "the same IP on %s", c)
 			g.Expect(si.Status.Clusters).To(ConsistOf(mcsv1beta1.ClusterStatus{Cluster: member1}))
-			g.Expect(importedEndpoints(g, c, ns, "web")).To(Equal(map[string][]string{member1: ips[member1]}), "the slices on %s", c)
+			g.Expect(importedEndpoints(g, c, ns)).To(Equal(map[string][]string{member1: ips[member1]}), "the slices on %s", c)
 		}
 	}).Should(Succeed())
 
@@ -200,7 +199,7 @@ func TestServicesAcrossTheFleet(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		for _, c := range all {
 			g.Expect(serviceImportOn(g, c, ns, "web")).To(BeNil(), "the ServiceImport on %s", c)
-			g.Expect(importedEndpoints(g, c, ns, "web")).To(BeEmpty())
+			g.Expect(importedEndpoints(g, c, ns)).To(BeEmpty())
 			err := members[c].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: services.DerivedName(types.NamespacedName{Namespace: ns, Name: "web"})}, &corev1.Service{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the derived Service on %s: %v", c, err)
 		}
@@ -324,14 +323,14 @@ func TestLostExporterWithdrawn(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		ips := readyPodIPs(g, member3, ns)
 		g.Expect(ips).To(HaveLen(1))
-		g.Expect(importedEndpoints(g, member1, ns, "web")).To(Equal(map[string][]string{member3: ips}))
+		g.Expect(importedEndpoints(g, member1, ns)).To(Equal(map[string][]string{member3: ips}))
 	}).Should(Succeed())
 
 	stopped := time.Now()
 	stopExtraAgent(member3)
 	t.Cleanup(func() { restartExtraAgent(t, member3) })
 	g.Eventually(func(g Gomega) {
-		g.Expect(importedEndpoints(g, member1, ns, "web")).To(BeEmpty())
+		g.Expect(importedEndpoints(g, member1, ns)).To(BeEmpty())
 		si := serviceImportOn(g, member1, ns, "web")
 		g.Expect(si).NotTo(BeNil(), "the import stays: the export still exists")
 	}).WithTimeout(60 * time.Second).Should(Succeed())
@@ -339,7 +338,7 @@ func TestLostExporterWithdrawn(t *testing.T) {
 
 	restartExtraAgent(t, member3)
 	g.Eventually(func(g Gomega) {
-		g.Expect(importedEndpoints(g, member1, ns, "web")).To(HaveKey(member3))
+		g.Expect(importedEndpoints(g, member1, ns)).To(HaveKey(member3))
 	}).Should(Succeed())
 }
 
@@ -396,7 +395,7 @@ func TestMoveKeepsTraffic(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		ips := readyPodIPs(g, member1, ns)
 		g.Expect(ips).To(HaveLen(2))
-		g.Expect(importedEndpoints(g, member2, ns, "web")).To(Equal(map[string][]string{member1: ips}))
+		g.Expect(importedEndpoints(g, member2, ns)).To(Equal(map[string][]string{member1: ips}))
 		before = serviceImportOn(g, member2, ns, "web")
 		g.Expect(before.Spec.IPs).NotTo(BeEmpty())
 	}).Should(Succeed())
@@ -438,7 +437,7 @@ func TestMoveKeepsTraffic(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		ips := readyPodIPs(g, member3, ns)
 		g.Expect(ips).To(HaveLen(2))
-		g.Expect(importedEndpoints(g, member2, ns, "web")).To(Equal(map[string][]string{member3: ips}))
+		g.Expect(importedEndpoints(g, member2, ns)).To(Equal(map[string][]string{member3: ips}))
 		err := members[member1].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Service{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the moved copy's Service is gone: %v", err)
 	}).Should(Succeed())
@@ -490,7 +489,7 @@ func TestServicesExamples(t *testing.T) {
 					g.Expect(si).NotTo(BeNil(), "on %s", c)
 					g.Expect(si.Status.Clusters).To(ConsistOf(mcsv1beta1.ClusterStatus{Cluster: member1}, mcsv1beta1.ClusterStatus{Cluster: member2}))
 					// member-2 runs no controllers: its copy has no endpoints.
-					g.Expect(importedEndpoints(g, c, ns, "web")).To(Equal(map[string][]string{member1: ips}), "on %s", c)
+					g.Expect(importedEndpoints(g, c, ns)).To(Equal(map[string][]string{member1: ips}), "on %s", c)
 				}
 			}).Should(Succeed())
 		},

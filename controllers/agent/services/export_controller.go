@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,8 +31,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
 // Exporter reports one ServiceExport of the member (the request) to the hub.
@@ -73,7 +74,7 @@ func (e *Exporter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, fmt.Errorf("renewing the exports lease: %w", err)
 	}
 	reported := &servicesv1alpha1.ExportedService{}
-	key := client.ObjectKey{Namespace: e.Namespace, Name: objectName(req.NamespacedName)}
+	key := client.ObjectKey{Namespace: e.Namespace, Name: names.ServiceObject(req.Namespace, req.Name)}
 	err = e.Hub.Get(ctx, key, reported)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -99,7 +100,7 @@ func (e *Exporter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 // withdraw deletes the report of an export that is gone.
 func (e *Exporter) withdraw(ctx context.Context, svc types.NamespacedName) error {
 	reported := &servicesv1alpha1.ExportedService{}
-	err := e.Hub.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: objectName(svc)}, reported)
+	err := e.Hub.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: names.ServiceObject(svc.Namespace, svc.Name)}, reported)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -215,9 +216,6 @@ func (e *Exporter) answer(ctx context.Context, export *mcsv1beta1.ServiceExport,
 	}
 	return nil
 }
-
-// objectName is the hub object name of a Service's export or import.
-func objectName(svc types.NamespacedName) string { return svc.Namespace + "." + svc.Name }
 
 // SetupWithManager watches the member's ServiceExports, Services and
 // EndpointSlices, and the hub's answers.

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -55,7 +55,7 @@ type Importer struct {
 func (im *Importer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("serviceImport", req.NamespacedName))
 	imported := &servicesv1alpha1.ImportedService{}
-	err := im.Hub.Get(ctx, client.ObjectKey{Namespace: im.Namespace, Name: objectName(req.NamespacedName)}, imported)
+	err := im.Hub.Get(ctx, client.ObjectKey{Namespace: im.Namespace, Name: names.ServiceObject(req.Namespace, req.Name)}, imported)
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, im.remove(ctx, req.NamespacedName)
 	}

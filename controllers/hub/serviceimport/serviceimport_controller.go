@@ -22,8 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
-	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
@@ -43,10 +43,6 @@ import (
 
 // Name is the controller's field owner.
 const Name = "lodestar-serviceimport"
-
-// ServiceIndex indexes ExportedServices and ImportedServices by the
-// namespace/name of their Service.
-const ServiceIndex = "services.lodestar.dev/service"
 
 // Reconciler merges the exports of one namespace/name (the request) into the
 // imports.
@@ -80,7 +76,7 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("service", req.NamespacedName))
 	exports := &servicesv1alpha1.ExportedServiceList{}
-	if err := r.Client.List(ctx, exports, client.MatchingFields{ServiceIndex: req.String()}); err != nil {
+	if err := r.Client.List(ctx, exports, client.MatchingFields{lookup.ServicesByName: req.String()}); err != nil {
 		return ctrl.Result{}, err
 	}
 	sets, err := r.clusterSets(ctx)
@@ -162,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // deletes the others of the Service.
 func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName, merged mcs.Merged, importers map[string][]string, exports map[string]*servicesv1alpha1.ExportedService, withdrawn map[string]bool) error {
 	existing := &servicesv1alpha1.ImportedServiceList{}
-	if err := r.Client.List(ctx, existing, client.MatchingFields{ServiceIndex: svc.String()}); err != nil {
+	if err := r.Client.List(ctx, existing, client.MatchingFields{lookup.ServicesByName: svc.String()}); err != nil {
 		return err
 	}
 	have := map[string]*servicesv1alpha1.ImportedService{}
@@ -197,7 +193,7 @@ func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName,
 			}
 			continue
 		}
-		im := &servicesv1alpha1.ImportedService{ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(importer), Name: ObjectName(svc)}, Spec: spec}
+		im := &servicesv1alpha1.ImportedService{ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(importer), Name: names.ServiceObject(svc.Namespace, svc.Name)}, Spec: spec}
 		if err := r.Client.Create(ctx, im); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating ImportedService %s: %w", klog.KObj(im), err)
 		}
@@ -255,7 +251,9 @@ func withdrawnServices(_ context.Context, obj client.Object) []reconcile.Request
 
 // withdrawalChanged passes Work events that change what a Work withdraws.
 func withdrawalChanged() predicate.Predicate {
-	has := func(o client.Object) bool { return o.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation] != "" }
+	has := func(o client.Object) bool {
+		return o.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation] != ""
+	}
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return has(e.Object) },
 		DeleteFunc: func(e event.DeleteEvent) bool { return has(e.Object) },
@@ -346,32 +344,9 @@ func orNone(list []string) string {
 	return strings.Join(list, ", ")
 }
 
-// ObjectName is the name of the ExportedService and ImportedServices of a
-// Service: "<namespace>.<name>" (both are DNS labels, so it fits).
-func ObjectName(svc types.NamespacedName) string { return svc.Namespace + "." + svc.Name }
-
-// serviceOf is an ExportedService's or ImportedService's Service.
-func serviceOf(obj client.Object) (types.NamespacedName, bool) {
-	switch o := obj.(type) {
-	case *servicesv1alpha1.ExportedService:
-		return types.NamespacedName{Namespace: o.Spec.Namespace, Name: o.Spec.Name}, true
-	case *servicesv1alpha1.ImportedService:
-		return types.NamespacedName{Namespace: o.Spec.Namespace, Name: o.Spec.Name}, true
-	}
-	return types.NamespacedName{}, false
-}
-
-// SetupWithManager registers the controller, its indexes and the lease
-// tracker.
+// SetupWithManager registers the controller and the lease tracker (the
+// indexes are lookup.AddIndexes').
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	for _, obj := range []client.Object{&servicesv1alpha1.ExportedService{}, &servicesv1alpha1.ImportedService{}} {
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, ServiceIndex, func(o client.Object) []string {
-			svc, _ := serviceOf(o)
-			return []string{svc.String()}
-		}); err != nil {
-			return err
-		}
-	}
 	if r.Sources == nil {
 		r.Sources = &Sources{}
 	}
@@ -384,10 +359,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	toService := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-		if svc, ok := serviceOf(obj); ok {
-			return []reconcile.Request{{NamespacedName: svc}}
-		}
-		return nil
+		return []reconcile.Request{{NamespacedName: lookup.ServiceOf(obj)}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("serviceimport").
@@ -428,7 +400,7 @@ func requests(items []servicesv1alpha1.ExportedService) []reconcile.Request {
 	seen := map[types.NamespacedName]bool{}
 	var out []reconcile.Request
 	for i := range items {
-		svc, _ := serviceOf(&items[i])
+		svc := lookup.ServiceOf(&items[i])
 		if !seen[svc] {
 			seen[svc] = true
 			out = append(out, reconcile.Request{NamespacedName: svc})
@@ -436,7 +408,6 @@ func requests(items []servicesv1alpha1.ExportedService) []reconcile.Request {
 	}
 	return out
 }
-
 
 // membership passes the ClusterProfile events that change a cluster set's
 // clusters: created, deleted, or being deleted.

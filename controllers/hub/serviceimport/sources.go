@@ -73,7 +73,7 @@ func (s *Sources) Start(ctx context.Context) error {
 	return nil
 }
 
-// NeedLeaderElection: only the leader writes imports.
+// NeedLeaderElection is true: only the leader writes imports.
 func (s *Sources) NeedLeaderElection() bool { return true }
 
 func (s *Sources) poll(ctx context.Context, now time.Time) error {

@@ -13,15 +13,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/hub/serviceimport"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -152,7 +152,7 @@ func (r *Reconciler) exportedServices(ctx context.Context, cluster, ns string, w
 	for _, c := range clusters {
 		for _, name := range wanted {
 			e := &servicesv1alpha1.ExportedService{}
-			err := r.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(c), Name: serviceimport.ObjectName(types.NamespacedName{Namespace: ns, Name: name})}, e)
+			err := r.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(c), Name: names.ServiceObject(ns, name)}, e)
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				continue
 			}
@@ -177,7 +177,7 @@ func (r *Reconciler) exportedServices(ctx context.Context, cluster, ns string, w
 // have not served the latest spec yet, and how many serve it.
 func (r *Reconciler) importers(ctx context.Context, svc types.NamespacedName, ok func(*servicesv1alpha1.ImportedService) bool) (behind, total int, err error) {
 	list := &servicesv1alpha1.ImportedServiceList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{serviceimport.ServiceIndex: svc.String()}); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{lookup.ServicesByName: svc.String()}); err != nil {
 		return 0, 0, err
 	}
 	for i := range list.Items {
