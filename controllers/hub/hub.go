@@ -88,6 +88,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := lookup.AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if err := lookup.AddServiceIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	metrics.RegisterHub(mgr.GetClient())
 	if err := (&scheduler.Reconciler{
 		Client:      mgr.GetClient(),

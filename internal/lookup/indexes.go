@@ -53,6 +53,12 @@ func AddIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return fmt.Errorf("indexing ClusterSetBindings by cluster set: %w", err)
 	}
+	return nil
+}
+
+// AddServiceIndexes registers the Multicluster Services index (ServicesByName)
+// with a manager's indexer whose scheme has the services.lodestar.dev types.
+func AddServiceIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	for _, obj := range []client.Object{&servicesv1alpha1.ExportedService{}, &servicesv1alpha1.ImportedService{}} {
 		if err := indexer.IndexField(ctx, obj, ServicesByName, func(o client.Object) []string {
 			return []string{ServiceOf(o).String()}

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -50,7 +51,8 @@ func TestMain(m *testing.M) {
 			return nil, err
 		}
 		for _, crd := range crds {
-			if err := cp.Client.Create(context.Background(), crd); err != nil {
+			// The hub serves the Multicluster Services CRDs too.
+			if err := cp.Client.Create(context.Background(), crd); err != nil && !apierrors.IsAlreadyExists(err) {
 				return nil, err
 			}
 		}

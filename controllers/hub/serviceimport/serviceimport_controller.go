@@ -10,6 +10,7 @@ package serviceimport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -143,15 +144,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.writeImports(ctx, req.NamespacedName, merged, importers, byCluster, withdrawn); err != nil {
-		return ctrl.Result{}, err
-	}
+	// One importer that cannot be written does not hold the others, nor the
+	// exports' answers: the errors are returned together, and retried.
+	errs := []error{r.writeImports(ctx, req.NamespacedName, merged, importers, byCluster, withdrawn)}
 	for cluster, e := range byCluster {
-		if err := r.answer(ctx, e, invalid[cluster], merged, len(importers)); err != nil {
-			return ctrl.Result{}, err
-		}
+		errs = append(errs, r.answer(ctx, e, invalid[cluster], merged, len(importers)))
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, errors.Join(errs...)
 }
 
 // writeImports makes each importer's ImportedService what it should be and
@@ -162,12 +161,13 @@ func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName,
 		return err
 	}
 	have := map[string]*servicesv1alpha1.ImportedService{}
+	var errs []error
 	for i := range existing.Items {
 		im := &existing.Items[i]
 		cluster, _ := names.ClusterFromNamespace(im.Namespace)
 		if _, keep := importers[cluster]; !keep {
 			if err := r.Client.Delete(ctx, im, client.Preconditions{UID: &im.UID}); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting ImportedService %s: %w", klog.KObj(im), err)
+				errs = append(errs, fmt.Errorf("deleting ImportedService %s: %w", klog.KObj(im), err))
 			}
 			continue
 		}
@@ -189,16 +189,16 @@ func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName,
 			patched := im.DeepCopy()
 			patched.Spec = spec
 			if err := r.Client.Patch(ctx, patched, client.MergeFrom(im)); err != nil {
-				return fmt.Errorf("updating ImportedService %s: %w", klog.KObj(im), err)
+				errs = append(errs, fmt.Errorf("updating ImportedService %s: %w", klog.KObj(im), err))
 			}
 			continue
 		}
 		im := &servicesv1alpha1.ImportedService{ObjectMeta: metav1.ObjectMeta{Namespace: names.ClusterNamespace(importer), Name: names.ServiceObject(svc.Namespace, svc.Name)}, Spec: spec}
 		if err := r.Client.Create(ctx, im); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating ImportedService %s: %w", klog.KObj(im), err)
+			errs = append(errs, fmt.Errorf("creating ImportedService %s: %w", klog.KObj(im), err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // withdrawn are the exporters whose endpoints of svc a move has withdrawn:
@@ -317,9 +317,10 @@ func (r *Reconciler) clusterSets(ctx context.Context) (clusterSets, error) {
 		if err := r.Client.List(ctx, profiles, client.InNamespace(set)); err != nil {
 			return s, err
 		}
-		for _, p := range profiles.Items {
-			if !p.DeletionTimestamp.IsZero() {
-				continue
+		for i := range profiles.Items {
+			p := &profiles.Items[i]
+			if !p.DeletionTimestamp.IsZero() || !lookup.Managed(p) {
+				continue // only the clusters Lodestar manages have a namespace and an agent
 			}
 			s.clusters[set] = append(s.clusters[set], p.Name)
 			s.of[p.Name] = append(s.of[p.Name], set)
@@ -345,7 +346,7 @@ func orNone(list []string) string {
 }
 
 // SetupWithManager registers the controller and the lease tracker (the
-// indexes are lookup.AddIndexes').
+// index is lookup.AddServiceIndexes').
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Sources == nil {
 		r.Sources = &Sources{}
