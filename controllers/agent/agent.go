@@ -319,11 +319,12 @@ func addServices(mgr ctrl.Manager, opts Options, m *member) error {
 			served++
 		}
 	}
+	ns := names.ClusterNamespace(opts.ClusterName)
 	if served < 2 {
 		ctrl.Log.WithName("lodestar-agent").Info("The member does not serve the Multicluster Services API: no exports or imports", "groupVersion", mcsv1beta1.GroupVersion)
-		return nil
+		// The hub is told, import by import, so that moves do not wait for it.
+		return (&services.Importer{Hub: mgr.GetClient(), Namespace: ns, Unserved: true}).SetupWithManager(mgr)
 	}
-	ns := names.ClusterNamespace(opts.ClusterName)
 	lease := &services.ExportsLease{Hub: mgr.GetClient(), Namespace: ns, Cluster: opts.ClusterName}
 	if err := mgr.Add(lease); err != nil {
 		return err

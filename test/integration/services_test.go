@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,8 +24,12 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/config"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/services"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
 // webService is the Service of webObjects' Deployment.
@@ -518,4 +523,39 @@ func TestServicesExamples(t *testing.T) {
 			check(t, ns)
 		})
 	}
+}
+
+// A member that does not serve the MCS API (no CRDs) says so on each of its
+// imports, so that a move waits for it no more than for a missing namespace.
+func TestImporterWithoutMCS(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	s := scheme.Agent()
+	g.Expect(apiextensionsv1.AddToScheme(s)).To(Succeed())
+	cp, err := testenv.StartEmpty("no-mcs", s)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = cp.Stop() })
+	crds, err := config.MemberCRDs()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, crd := range crds {
+		if crd.Spec.Group != mcsv1beta1.GroupName {
+			g.Expect(cp.Client.Create(ctx, crd)).To(Succeed())
+		}
+	}
+	name, hubCfg := joinAux(t, "no-mcs", time.Hour)
+	startAgent(t, agent.Options{ClusterName: name, ClusterSet: auxSet, Hub: hubCfg, Member: cp.Config, LeaseDuration: 2 * time.Second})
+
+	ns := rolloutNamespace(t)
+	createOn(t, member3, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	createOn(t, member3, webService(ns))
+	exportOn(t, member3, ns, "web")
+	g.Eventually(func(g Gomega) {
+		im := &servicesv1alpha1.ImportedService{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(name), Name: ns + ".web"}, im)).To(Succeed())
+		ready := meta.FindStatusCondition(im.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(servicesv1alpha1.ReasonNotServed))
+		g.Expect(im.Status.ObservedGeneration).To(Equal(im.Generation))
+	}).Should(Succeed())
 }

@@ -278,6 +278,9 @@ const (
 	// ReasonNamespaceMissing is an import's Ready=False reason when the member
 	// has no such namespace.
 	ReasonNamespaceMissing = "NamespaceMissing"
+	// ReasonNotServed is an import's Ready=False reason when the member does
+	// not serve the Multicluster Services API (no CRDs).
+	ReasonNotServed = "MultiClusterServicesNotServed"
 	// ReasonNotOurs is an import's Ready=False reason when the member has a
 	// ServiceImport that Lodestar did not create.
 	ReasonNotOurs = "ServiceImportNotManaged"

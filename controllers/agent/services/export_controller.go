@@ -202,7 +202,9 @@ func (e *Exporter) answer(ctx context.Context, export *mcsv1beta1.ServiceExport,
 	} else if inv := reported.Spec.Invalid; inv != nil {
 		changed = meta.SetStatusCondition(&conds, metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionValid), Status: metav1.ConditionFalse,
 			Reason: inv.Reason, Message: inv.Message, ObservedGeneration: export.Generation})
-	} else {
+	} else if meta.FindStatusCondition(conds, string(mcsv1beta1.ServiceExportConditionReady)) == nil {
+		// A first report. A later one (new endpoints, say) keeps the hub's last
+		// answer until the next: the export does not flap to Pending.
 		changed = meta.SetStatusCondition(&conds, metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionReady), Status: metav1.ConditionFalse,
 			Reason: string(mcsv1beta1.ServiceExportReasonPending), Message: "reported to the hub; waiting for its answer", ObservedGeneration: export.Generation})
 	}

@@ -46,6 +46,10 @@ type Importer struct {
 	MemberCache cache.Cache
 	// Namespace is the cluster's namespace on the hub.
 	Namespace string
+	// Unserved says the member does not serve the Multicluster Services API:
+	// each import only reads so on the hub (Ready=False NotServed), so that
+	// moves do not wait for this cluster.
+	Unserved bool
 }
 
 // +kubebuilder:rbac:groups=services.lodestar.dev,resources=importedservices,verbs=get;list;watch
@@ -64,6 +68,11 @@ func (im *Importer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	ready := metav1.Condition{Type: string(mcsv1beta1.ServiceImportConditionReady), Status: metav1.ConditionTrue,
 		Reason: string(mcsv1beta1.ServiceImportReasonReady), Message: "served on the member"}
+	if im.Unserved {
+		ready.Status, ready.Reason = metav1.ConditionFalse, servicesv1alpha1.ReasonNotServed
+		ready.Message = "the member does not serve the Multicluster Services API (multicluster.x-k8s.io/v1beta1 ServiceExport and ServiceImport): install the agent chart's CRDs and restart the agent"
+		return ctrl.Result{}, im.report(ctx, imported, nil, ready)
+	}
 	var ips []string
 	ns := &corev1.Namespace{}
 	err = im.MemberCache.Get(ctx, client.ObjectKey{Name: req.Namespace}, ns)
@@ -386,9 +395,13 @@ func (im *Importer) SetupWithManager(mgr ctrl.Manager) error {
 	ours := predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		return obj.GetLabels()[managedByLabel] == servicesv1alpha1.ManagedBy && obj.GetLabels()[servicesv1alpha1.ImportLabel] != ""
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("serviceimport").
-		Watches(&servicesv1alpha1.ImportedService{}, ofImport, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&servicesv1alpha1.ImportedService{}, ofImport, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	if im.Unserved {
+		return b.Complete(im)
+	}
+	return b.
 		WatchesRawSource(source.Kind(im.MemberCache, client.Object(&corev1.Namespace{}), inNamespace, predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		WatchesRawSource(source.Kind(im.MemberCache, client.Object(&mcsv1beta1.ServiceImport{}), made, ours)).
 		WatchesRawSource(source.Kind(im.MemberCache, client.Object(&discoveryv1.EndpointSlice{}), made, ours)).

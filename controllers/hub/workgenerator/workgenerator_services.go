@@ -90,7 +90,7 @@ func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) 
 		if len(replacements) == 0 {
 			return fmt.Sprintf("Service %s is not exported with ready endpoints by any cluster the Placement selects yet", svc), trafficRecheck, nil
 		}
-		behind, total, err := r.importers(ctx, svc, func(im *servicesv1alpha1.ImportedService) bool {
+		behind, total, err := r.importers(ctx, s, svc, func(im *servicesv1alpha1.ImportedService) bool {
 			return slices.ContainsFunc(im.Spec.Sources, func(src servicesv1alpha1.SourceSlices) bool {
 				return slices.Contains(replacements, src.Cluster) && endpoints(src.Slices) > 0
 			})
@@ -116,7 +116,7 @@ func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) 
 	}
 	for _, name := range exported {
 		svc := types.NamespacedName{Namespace: s.placement.Namespace, Name: name}
-		behind, total, err := r.importers(ctx, svc, func(im *servicesv1alpha1.ImportedService) bool {
+		behind, total, err := r.importers(ctx, s, svc, func(im *servicesv1alpha1.ImportedService) bool {
 			return !slices.ContainsFunc(im.Spec.Sources, func(src servicesv1alpha1.SourceSlices) bool { return src.Cluster == cluster })
 		})
 		if err != nil {
@@ -175,7 +175,7 @@ func (r *Reconciler) exportedServices(ctx context.Context, cluster, ns string, w
 // importers counts the importers of svc that serve it (Ready is not False for
 // a missing namespace or a ServiceImport not Lodestar's) and are not ok or
 // have not served the latest spec yet, and how many serve it.
-func (r *Reconciler) importers(ctx context.Context, svc types.NamespacedName, ok func(*servicesv1alpha1.ImportedService) bool) (behind, total int, err error) {
+func (r *Reconciler) importers(ctx context.Context, s *scope, svc types.NamespacedName, ok func(*servicesv1alpha1.ImportedService) bool) (behind, total int, err error) {
 	list := &servicesv1alpha1.ImportedServiceList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{lookup.ServicesByName: svc.String()}); err != nil {
 		return 0, 0, err
@@ -183,7 +183,15 @@ func (r *Reconciler) importers(ctx context.Context, svc types.NamespacedName, ok
 	for i := range list.Items {
 		im := &list.Items[i]
 		if c := meta.FindStatusCondition(im.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady)); c != nil && c.Status == metav1.ConditionFalse &&
-			(c.Reason == servicesv1alpha1.ReasonNamespaceMissing || c.Reason == servicesv1alpha1.ReasonNotOurs) {
+			slices.Contains([]string{servicesv1alpha1.ReasonNamespaceMissing, servicesv1alpha1.ReasonNotOurs, servicesv1alpha1.ReasonNotServed}, c.Reason) {
+			continue // the member serves no import of it: nothing to wait for
+		}
+		// An importer whose agent is not reachable cannot be waited for (at
+		// thousands of edge sites some always are not): it catches up when back.
+		cluster, _ := names.ClusterFromNamespace(im.Namespace)
+		if state, err := r.profileState(ctx, cluster, s.decided.Sets); err != nil {
+			return 0, 0, err
+		} else if !state.reachable {
 			continue
 		}
 		total++
