@@ -6,6 +6,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,7 +79,10 @@ func (s *Sources) NeedLeaderElection() bool { return true }
 
 func (s *Sources) poll(ctx context.Context, now time.Time) error {
 	leases := &coordinationv1.LeaseList{}
-	if err := s.Reader.List(ctx, leases, client.MatchingLabels{servicesv1alpha1.ExportsLeaseLabel: "true"}); err != nil {
+	// From the API server's watch cache (resourceVersion 0), not a quorum read
+	// of every Lease in etcd every poll.
+	if err := s.Reader.List(ctx, leases, client.MatchingLabels{servicesv1alpha1.ExportsLeaseLabel: "true"},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
 		return err
 	}
 	live := map[string]bool{}
