@@ -904,6 +904,26 @@ func examples(t *testing.T, feature string, n int) ([]string, []byte) {
 	return files, doc
 }
 
+// applyExamples applies each example of docs/examples/<feature> (n files)
+// to a namespace of its own bound to the default cluster set, and runs its
+// check, keyed by file name.
+func applyExamples(t *testing.T, feature string, n int, checks map[string]func(t *testing.T, ns string)) {
+	t.Helper()
+	files, doc := examples(t, feature, n)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			g := NewWithT(t)
+			check, ok := checks[filepath.Base(file)]
+			g.Expect(ok).To(BeTrue(), "a check for %s", filepath.Base(file))
+			ns := newNamespace(t)
+			for _, obj := range exampleObjects(t, file, doc, ns) {
+				g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+			}
+			check(t, ns)
+		})
+	}
+}
+
 // exampleObjects reads an example file of docs/examples (its documents
 // separated by "---"), checks that doc shows it as it is, and returns its
 // objects in namespace ns.

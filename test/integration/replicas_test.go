@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -503,7 +502,6 @@ func TestStatefulSetOrdinalsAcrossClusters(t *testing.T) {
 // The examples of docs/replicas.md, applied as they are into a namespace of
 // their own: each divides as the document says.
 func TestReplicasExamples(t *testing.T) {
-	files, doc := examples(t, "replicas", 4)
 	replicasOf := func(g Gomega, cluster string, obj client.Object) int32 {
 		g.Expect(members[cluster].Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed(), "on %s", cluster)
 		switch o := obj.(type) {
@@ -566,16 +564,5 @@ func TestReplicasExamples(t *testing.T) {
 			}, 5*time.Second, 500*time.Millisecond).Should(Succeed())
 		},
 	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			g := NewWithT(t)
-			check, ok := expect[filepath.Base(file)]
-			g.Expect(ok).To(BeTrue())
-			ns := newNamespace(t)
-			for _, obj := range exampleObjects(t, file, doc, ns) {
-				g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
-			}
-			check(t, ns)
-		})
-	}
+	applyExamples(t, "replicas", 4, expect)
 }

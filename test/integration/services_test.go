@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -482,7 +481,6 @@ func TestMoveKeepsTraffic(t *testing.T) {
 
 // The examples of docs/services.md, each applied to a namespace of its own.
 func TestServicesExamples(t *testing.T) {
-	files, doc := examples(t, "services", 2)
 	expect := map[string]func(t *testing.T, ns string){
 		"01-export-all.yaml": func(t *testing.T, ns string) {
 			g := NewWithT(t)
@@ -511,18 +509,7 @@ func TestServicesExamples(t *testing.T) {
 			}).Should(Succeed())
 		},
 	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			g := NewWithT(t)
-			check, ok := expect[filepath.Base(file)]
-			g.Expect(ok).To(BeTrue())
-			ns := newNamespace(t)
-			for _, obj := range exampleObjects(t, file, doc, ns) {
-				g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
-			}
-			check(t, ns)
-		})
-	}
+	applyExamples(t, "services", 2, expect)
 }
 
 // A member that does not serve the MCS API (no CRDs) says so on each of its
