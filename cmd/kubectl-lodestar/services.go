@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/mcs"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -55,11 +57,7 @@ func serviceReports(ns string, exports []servicesv1alpha1.ExportedService, impor
 			r.Problems = append(r.Problems, fmt.Sprintf("%s: %s: %s", cluster, c.Reason, c.Message))
 			continue
 		}
-		ready := 0
-		for _, s := range e.Spec.Slices {
-			ready += len(s.Endpoints)
-		}
-		r.Exporters[cluster] = ready
+		r.Exporters[cluster] = mcs.Endpoints(e.Spec.Slices)
 		if c := meta.FindStatusCondition(e.Status.Conditions, string(mcsv1beta1.ServiceExportConditionConflict)); c != nil && c.Status == "True" {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s: %s: %s", cluster, c.Reason, c.Message))
 		}
@@ -85,18 +83,9 @@ func serviceReports(ns string, exports []servicesv1alpha1.ExportedService, impor
 		}
 	}
 	out := make([]serviceReport, 0, len(byName))
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range byName {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		r := byName[name]
-		for c := range withdrawn[name] {
-			r.Withdrawn = append(r.Withdrawn, c)
-		}
-		slices.Sort(r.Withdrawn)
+		r.Withdrawn = slices.Sorted(maps.Keys(withdrawn[name]))
 		slices.Sort(r.Problems)
 		out = append(out, *r)
 	}
@@ -133,13 +122,7 @@ func printServices(w io.Writer, reports []serviceReport, note string) {
 	fmt.Fprintln(w, "EXPORTED SERVICE\tTYPE\tEXPORTERS (READY ENDPOINTS)\tIMPORTERS (READY)\tWITHDRAWN\tCONFLICTS / INVALID")
 	for _, r := range reports {
 		var exporters []string
-		for _, c := range slices.Sorted(func(yield func(string) bool) {
-			for c := range r.Exporters {
-				if !yield(c) {
-					return
-				}
-			}
-		}) {
+		for _, c := range slices.Sorted(maps.Keys(r.Exporters)) {
 			exporters = append(exporters, fmt.Sprintf("%s (%d)", c, r.Exporters[c]))
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d (%d)\t%s\t%s\n", r.Name, orDefault(r.Type, "-"), orDefault(strings.Join(exporters, ", "), "-"), r.Importers, r.ImportersReady,

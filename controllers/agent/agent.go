@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -314,9 +313,11 @@ func addServices(mgr ctrl.Manager, opts Options, m *member) error {
 		return fmt.Errorf("reading whether the member serves %s: %w", mcsv1beta1.GroupVersion, err)
 	}
 	served := 0
-	for _, r := range resourceList(resources) {
-		if r.Name == mcsv1beta1.ServiceExportPluralName || r.Name == mcsv1beta1.ServiceImportPluralName {
-			served++
+	if resources != nil {
+		for _, r := range resources.APIResources {
+			if r.Name == mcsv1beta1.ServiceExportPluralName || r.Name == mcsv1beta1.ServiceImportPluralName {
+				served++
+			}
 		}
 	}
 	ns := names.ClusterNamespace(opts.ClusterName)
@@ -336,13 +337,6 @@ func addServices(mgr ctrl.Manager, opts Options, m *member) error {
 		return fmt.Errorf("setting up the service importer: %w", err)
 	}
 	return nil
-}
-
-func resourceList(l *metav1.APIResourceList) []metav1.APIResource {
-	if l == nil {
-		return nil
-	}
-	return l.APIResources
 }
 
 // addMemberAccess adds the member-access token renewal, and has the reporter

@@ -237,3 +237,12 @@ func show(v any) string {
 	}
 	return "unset"
 }
+
+// Endpoints counts the endpoints of exported slices.
+func Endpoints(slices []servicesv1alpha1.Slice) int {
+	n := 0
+	for _, s := range slices {
+		n += len(s.Endpoints)
+	}
+	return n
+}

@@ -1,6 +1,7 @@
 package services
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -52,7 +53,7 @@ func (l *ExportsLease) Start(ctx context.Context) error {
 		if err := l.renew(ctx, true); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Renewing the exports lease")
 		}
-	}, or(l.Renew, DefaultLeaseRenew))
+	}, cmp.Or(l.Renew, DefaultLeaseRenew))
 	return nil
 }
 
@@ -64,10 +65,10 @@ func (l *ExportsLease) renew(ctx context.Context, always bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := metav1.NowMicro()
-	if !always && l.last != nil && l.last.Spec.RenewTime != nil && now.Sub(l.last.Spec.RenewTime.Time) < or(l.Renew, DefaultLeaseRenew) {
+	if !always && l.last != nil && l.last.Spec.RenewTime != nil && now.Sub(l.last.Spec.RenewTime.Time) < cmp.Or(l.Renew, DefaultLeaseRenew) {
 		return nil
 	}
-	duration := ptr.To(int32(or(l.Duration, DefaultLeaseDuration) / time.Second))
+	duration := ptr.To(int32(cmp.Or(l.Duration, DefaultLeaseDuration) / time.Second))
 	if l.last == nil {
 		lease := &coordinationv1.Lease{}
 		err := l.Hub.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: servicesv1alpha1.ExportsLease}, lease)
@@ -96,11 +97,4 @@ func (l *ExportsLease) renew(ctx context.Context, always bool) error {
 	}
 	l.last = lease
 	return nil
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }

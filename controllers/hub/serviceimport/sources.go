@@ -1,6 +1,7 @@
 package serviceimport
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -70,7 +71,7 @@ func (s *Sources) Start(ctx context.Context) error {
 		if err := s.poll(ctx, time.Now()); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Reading the exports leases")
 		}
-	}, or(s.PollPeriod, DefaultPollPeriod))
+	}, cmp.Or(s.PollPeriod, DefaultPollPeriod))
 	return nil
 }
 
@@ -114,7 +115,7 @@ func (s *Sources) update(live map[string]bool, now time.Time) []string {
 		}
 	}
 	var changed []string
-	window := or(s.FlapWindow, DefaultFlapWindow)
+	window := cmp.Or(s.FlapWindow, DefaultFlapWindow)
 	for cluster, st := range s.state {
 		for len(st.withdrawals) > 0 && now.Sub(st.withdrawals[0]) > window {
 			st.withdrawals = st.withdrawals[1:]
@@ -145,16 +146,9 @@ func (s *Sources) hold(n int) time.Duration {
 	if n == 0 {
 		return 0
 	}
-	h, maxHold := or(s.Hold, DefaultHold), or(s.MaxHold, DefaultMaxHold)
+	h, maxHold := cmp.Or(s.Hold, DefaultHold), cmp.Or(s.MaxHold, DefaultMaxHold)
 	for i := 1; i < n && h < maxHold; i++ {
 		h *= 2
 	}
 	return min(h, maxHold)
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }

@@ -22,7 +22,9 @@ import (
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/mcs"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
 
 // trafficRecheck is how often a move of exported Services looks again at the
@@ -70,29 +72,42 @@ func (r *Reconciler) servicesGate(ctx context.Context, s *scope) error {
 // it go.
 func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) (string, time.Duration, error) {
 	parts := s.works[cluster]
-	exported, err := r.exportedServices(ctx, cluster, s.placement.Namespace, placedServices(parts))
-	if err != nil || len(exported) == 0 {
-		return "", 0, err
-	}
-	var others []string
-	for _, c := range s.decided.Clusters {
-		if c != cluster {
-			others = append(others, c)
+	ns := s.placement.Namespace
+	var exported []string
+	for _, name := range placedServices(parts) {
+		e, err := r.validExport(ctx, cluster, ns, name)
+		if err != nil {
+			return "", 0, err
 		}
+		if e != nil {
+			exported = append(exported, name) // the leaving copy exports it (ready or not)
+		}
+	}
+	if len(exported) == 0 {
+		return "", 0, nil
 	}
 	// 1. Every importer serves a replacement's endpoints.
 	for _, name := range exported {
-		svc := types.NamespacedName{Namespace: s.placement.Namespace, Name: name}
-		replacements, err := r.exportedServices(ctx, "", svc.Namespace, []string{name}, others...)
-		if err != nil {
-			return "", 0, err
+		svc := types.NamespacedName{Namespace: ns, Name: name}
+		var replacements []string
+		for _, c := range s.decided.Clusters {
+			if c == cluster {
+				continue
+			}
+			e, err := r.validExport(ctx, c, ns, name)
+			if err != nil {
+				return "", 0, err
+			}
+			if e != nil && mcs.Endpoints(e.Spec.Slices) > 0 {
+				replacements = append(replacements, c)
+			}
 		}
 		if len(replacements) == 0 {
 			return fmt.Sprintf("Service %s is not exported with ready endpoints by any cluster the Placement selects yet", svc), trafficRecheck, nil
 		}
 		behind, total, err := r.importers(ctx, s, svc, func(im *servicesv1alpha1.ImportedService) bool {
 			return slices.ContainsFunc(im.Spec.Sources, func(src servicesv1alpha1.SourceSlices) bool {
-				return slices.Contains(replacements, src.Cluster) && endpoints(src.Slices) > 0
+				return slices.Contains(replacements, src.Cluster) && mcs.Endpoints(src.Slices) > 0
 			})
 		})
 		if err != nil {
@@ -103,7 +118,8 @@ func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) 
 		}
 	}
 	// 2. The leaving copy's endpoints are withdrawn from every importer.
-	if part0 := clusterPart0(parts); part0 != nil && part0.Annotations[placementv1alpha1.ServicesWithdrawnAnnotation] != strings.Join(exported, ",") {
+	part0 := parts[0] // placedServices found Services: there are parts, in part order
+	if part0.Annotations[placementv1alpha1.ServicesWithdrawnAnnotation] != strings.Join(exported, ",") {
 		at := s.now.UTC().Format(time.RFC3339Nano)
 		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
 			placementv1alpha1.ServicesWithdrawnAnnotation: strings.Join(exported, ","), placementv1alpha1.ServicesWithdrawnAtAnnotation: at}}})
@@ -115,7 +131,7 @@ func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) 
 		return fmt.Sprintf("withdrawing its endpoints of %s from the importers", strings.Join(exported, ", ")), trafficRecheck, nil
 	}
 	for _, name := range exported {
-		svc := types.NamespacedName{Namespace: s.placement.Namespace, Name: name}
+		svc := types.NamespacedName{Namespace: ns, Name: name}
 		behind, total, err := r.importers(ctx, s, svc, func(im *servicesv1alpha1.ImportedService) bool {
 			return !slices.ContainsFunc(im.Spec.Sources, func(src servicesv1alpha1.SourceSlices) bool { return src.Cluster == cluster })
 		})
@@ -127,10 +143,7 @@ func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) 
 		}
 	}
 	// 3. The drain time passes.
-	at, err := time.Parse(time.RFC3339Nano, clusterPart0(parts).Annotations[placementv1alpha1.ServicesWithdrawnAtAnnotation])
-	if err != nil {
-		at = s.now
-	}
+	at := rollout.ParseTime(part0.Annotations[placementv1alpha1.ServicesWithdrawnAtAnnotation], s.now)
 	drain := defaultDrain
 	if ps := s.placement.Spec.Services; ps != nil && ps.DrainSeconds != nil {
 		drain = time.Duration(*ps.DrainSeconds) * time.Second
@@ -141,35 +154,21 @@ func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) 
 	return "", 0, nil
 }
 
-// exportedServices are, of names in namespace ns, those a cluster exports
-// validly with ready endpoints: cluster's, or else any of clusters'. For one
-// cluster the result is the names; for several, the clusters that export.
-func (r *Reconciler) exportedServices(ctx context.Context, cluster, ns string, wanted []string, clusters ...string) ([]string, error) {
-	if cluster != "" {
-		clusters = []string{cluster}
+// validExport is cluster's report of its export of ns/name when the export is
+// valid, or nil.
+func (r *Reconciler) validExport(ctx context.Context, cluster, ns, name string) (*servicesv1alpha1.ExportedService, error) {
+	e := &servicesv1alpha1.ExportedService{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(cluster), Name: names.ServiceObject(ns, name)}, e)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil, nil
 	}
-	var out []string
-	for _, c := range clusters {
-		for _, name := range wanted {
-			e := &servicesv1alpha1.ExportedService{}
-			err := r.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(c), Name: names.ServiceObject(ns, name)}, e)
-			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			if e.Spec.Service == nil || meta.IsStatusConditionFalse(e.Status.Conditions, string(mcsv1beta1.ServiceExportConditionValid)) {
-				continue
-			}
-			if cluster != "" {
-				out = append(out, name) // the leaving copy exports it (ready or not)
-			} else if endpoints(e.Spec.Slices) > 0 && !slices.Contains(out, c) {
-				out = append(out, c)
-			}
-		}
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	if e.Spec.Service == nil || meta.IsStatusConditionFalse(e.Status.Conditions, string(mcsv1beta1.ServiceExportConditionValid)) {
+		return nil, nil
+	}
+	return e, nil
 }
 
 // importers counts the importers of svc that serve it (Ready is not False for
@@ -202,41 +201,16 @@ func (r *Reconciler) importers(ctx context.Context, s *scope, svc types.Namespac
 	return behind, total, nil
 }
 
-func endpoints(slices []servicesv1alpha1.Slice) int {
-	n := 0
-	for _, s := range slices {
-		n += len(s.Endpoints)
-	}
-	return n
-}
-
 // placedServices are the names of the Services the Works carry.
 func placedServices(parts []*workv1alpha1.Work) []string {
 	var out []string
 	for _, w := range parts {
-		for _, m := range w.Spec.Workload.Manifests {
-			var head struct {
-				APIVersion string `json:"apiVersion"`
-				Kind       string `json:"kind"`
-				Metadata   struct {
-					Name string `json:"name"`
-				} `json:"metadata"`
-			}
-			if json.Unmarshal(m.Raw, &head) == nil && head.APIVersion == "v1" && head.Kind == "Service" && !slices.Contains(out, head.Metadata.Name) {
-				out = append(out, head.Metadata.Name)
+		for _, id := range clusterworks.ManifestIDs(w) {
+			if id.Group == "" && id.Kind == "Service" && !slices.Contains(out, id.Name) {
+				out = append(out, id.Name)
 			}
 		}
 	}
 	slices.Sort(out)
 	return out
-}
-
-// clusterPart0 is the Work part 0 among a cluster's Works, or nil.
-func clusterPart0(parts []*workv1alpha1.Work) *workv1alpha1.Work {
-	for _, w := range parts {
-		if clusterworks.Part(w) == 0 {
-			return w
-		}
-	}
-	return nil
 }
