@@ -62,7 +62,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the SIG-Multicluster one
 	install -m 0644 $(MCS_API_CRDS)/multicluster.x-k8s.io_*.yaml config/crd/bases/
 	sed -i '/controller-gen.kubebuilder.io\/version/a\    api-approved.kubernetes.io: "$(ABOUT_API_APPROVAL)"' config/crd/bases/about.k8s.io_clusterproperties.yaml
 	$(CONTROLLER_GEN) rbac:roleName=lodestar-hub-manager paths="./controllers/hub/..." output:rbac:artifacts:config=config/rbac/hub
-	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent paths="{./controllers/agent/work/...,./controllers/agent/registration/...,./controllers/agent/services/...}" output:rbac:artifacts:config=config/rbac/agent
+	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent paths="{./controllers/agent/work/...,./controllers/agent/registration/...,./controllers/agent/services/...,./controllers/agent/debug/...}" output:rbac:artifacts:config=config/rbac/agent
 	$(CONTROLLER_GEN) rbac:roleName=lodestar-agent-clusterprofile paths="./controllers/agent/profile/..." output:rbac:artifacts:config=config/rbac/agent-clusterprofile
 	@# The charts ship exactly these (config/config_test.go checks that they do).
 	rm -f charts/lodestar-hub/crds/*.yaml charts/lodestar-agent/crds/*.yaml
@@ -71,6 +71,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the SIG-Multicluster one
 	cp config/rbac/hub/role.yaml charts/lodestar-hub/files/role.yaml
 	cp config/admission/*.yaml charts/lodestar-hub/files/
 	cp config/rbac/tenancy/roles.yaml charts/lodestar-hub/files/tenancy-roles.yaml
+	mkdir -p charts/lodestar-agent/files && cp config/rbac/debug/member-roles.yaml charts/lodestar-agent/files/debug-member-roles.yaml
 	cp config/optional-admission/cluster-names.yaml charts/lodestar-hub/files/cluster-names.yaml
 
 .PHONY: fmt

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml admission/*.yaml optional-admission/*.yaml rbac/hub/role.yaml rbac/agent/role.yaml rbac/agent-clusterprofile/role.yaml rbac/tenancy/roles.yaml
+//go:embed crd/bases/*.yaml admission/*.yaml optional-admission/*.yaml rbac/hub/role.yaml rbac/agent/role.yaml rbac/agent-clusterprofile/role.yaml rbac/tenancy/roles.yaml rbac/debug/member-roles.yaml
 var files embed.FS
 
 // CRDs returns the CRDs whose API group is one of groups.
@@ -91,9 +91,21 @@ func rules(name string) ([]rbacv1.PolicyRule, error) {
 }
 
 // TenancyRoles are the ClusterRoles of a hub's users: lodestar:tenant,
-// lodestar:approver and lodestar:clusterset-admin (docs/tenancy.md).
+// lodestar:approver, lodestar:clusterset-admin and the debug roles
+// (docs/tenancy.md, docs/debugging.md).
 func TenancyRoles() ([]*rbacv1.ClusterRole, error) {
-	b, err := files.ReadFile("rbac/tenancy/roles.yaml")
+	return clusterRoles("rbac/tenancy/roles.yaml")
+}
+
+// DebugMemberRoles are the member ClusterRoles the agent chart installs for
+// hub users debugging their Placements' pods (docs/debugging.md).
+func DebugMemberRoles() ([]*rbacv1.ClusterRole, error) {
+	return clusterRoles("rbac/debug/member-roles.yaml")
+}
+
+// clusterRoles decodes the ClusterRoles of a multi-document file.
+func clusterRoles(name string) ([]*rbacv1.ClusterRole, error) {
+	b, err := files.ReadFile(name)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +113,7 @@ func TenancyRoles() ([]*rbacv1.ClusterRole, error) {
 	for _, doc := range strings.Split(string(b), "\n---\n") {
 		role := &rbacv1.ClusterRole{}
 		if err := yaml.UnmarshalStrict([]byte(doc), role); err != nil {
-			return nil, fmt.Errorf("decoding rbac/tenancy/roles.yaml: %w", err)
+			return nil, fmt.Errorf("decoding %s: %w", name, err)
 		}
 		out = append(out, role)
 	}

@@ -18,6 +18,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/agent/debug"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
@@ -33,7 +34,8 @@ func main() {
 	}
 	var qps float64
 	var burst int
-	var hubID string
+	var hubID, tenantAccess string
+	var debugTunnel bool
 	var unservedGrace time.Duration
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
@@ -54,6 +56,8 @@ func main() {
 	flag.StringVar(&memberAccessCAFile, "member-access-ca-file", "", "Member access: PEM file of the CA of the member API server's certificate (default: the agent's own in-cluster CA).")
 	flag.StringVar(&memberAccessSA, "member-access-service-account", "", "Member access: namespace/name of the member ServiceAccount whose tokens consumers use (default <agent namespace>/lodestar-member-access).")
 	flag.DurationVar(&memberAccessTTL, "member-access-token-ttl", registration.DefaultMemberTokenTTL, "Member access: lifetime of the tokens (at least 10m); renewed at 80% of it.")
+	flag.BoolVar(&debugTunnel, "debug-tunnel", true, "Keep tunnels to the hub's debug API open, through which hub users with access to a Placement read its pods' logs and events and exec into them (docs/debugging.md). The member needs no inbound port.")
+	flag.StringVar(&tenantAccess, "debug-tenant-access", debug.TenantAccessLogs, "What the agent grants the member identity of a Placement's namespace (group lodestar:tenants:<namespace>) in that namespace: none (the member admin binds it), logs (pods, logs, events) or exec (also exec and port-forward).")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the hub and the member API servers (client-side limit each).")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries above --kube-api-qps.")
 	zapOpts := zap.Options{}
@@ -91,7 +95,12 @@ func main() {
 		}
 	}
 	// The member connection comes from --kubeconfig, or in-cluster.
+	var debugOpts *agent.Debug
+	if debugTunnel {
+		debugOpts = &agent.Debug{TenantAccess: tenantAccess}
+	}
 	mgr, err := agent.NewManager(agent.Options{
+		Debug:                   debugOpts,
 		MemberAccess:            memberAccess,
 		ClusterName:             clusterName,
 		ClusterSet:              clusterSet,

@@ -16,6 +16,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/debugapi"
 	"github.com/lodestar-dev/lodestar/internal/run"
 )
 
@@ -29,6 +30,7 @@ func main() {
 		leaseGrace, cleanupGrace, maxHeartbeat         time.Duration
 		heartbeatBudget                                float64
 		exportableNamespaces                           string
+		debugOpts                                      debugapi.Options
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
@@ -44,6 +46,14 @@ func main() {
 	flag.Float64Var(&heartbeatBudget, "agent-heartbeat-write-budget", clusterhealth.DefaultHeartbeatWriteBudget, "Lease renewals per second the agents' heartbeats may cost the hub; their interval is set for the fleet's size to fit it (negative: the agents' own pace).")
 	flag.DurationVar(&maxHeartbeat, "agent-heartbeat-max-interval", clusterhealth.DefaultMaxHeartbeatInterval, "The longest heartbeat interval asked of an agent, which bounds how long an agent that stopped goes unnoticed (this, its 30 s margin and the grace period).")
 	flag.StringVar(&exportableNamespaces, "exportable-namespaces", "", "Comma-separated namespaces among default and kube-* from which members may export Services (ServiceExport); exports from the others are Valid=False.")
+	flag.StringVar(&debugOpts.BindAddress, "debug-bind-address", "", "Address (TLS) of the debug API (debug.lodestar.dev, an aggregated API of the hub's API server: docs/debugging.md); empty disables it.")
+	flag.StringVar(&debugOpts.Namespace, "debug-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the debug API's Service and certificate Secret (default $POD_NAMESPACE).")
+	flag.StringVar(&debugOpts.Service, "debug-service", debugapi.DefaultService, "The Service that the debug APIService names (its DNS names are the certificate's).")
+	flag.StringVar(&debugOpts.Secret, "debug-serving-secret", debugapi.DefaultSecret, "Secret holding the debug API's serving certificate, made when missing; every replica serves the same.")
+	flag.StringVar(&debugOpts.ReplicaID, "debug-replica-id", os.Getenv("POD_NAME"), "This replica's identity to the agents' tunnels (default $POD_NAME).")
+	flag.IntVar(&debugOpts.Replicas, "debug-replicas", 1, "How many hub replicas serve the debug API: each agent holds a tunnel to every one.")
+	flag.IntVar(&debugOpts.StreamsPerUser, "debug-streams-per-user", debugapi.DefaultStreamsPerUser, "Most open debug streams (logs, exec, port-forward) of one user on one replica.")
+	flag.IntVar(&debugOpts.Streams, "debug-streams", debugapi.DefaultStreams, "Most open debug streams on one replica.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -68,6 +78,15 @@ func main() {
 		HeartbeatWriteBudget: heartbeatBudget, MaxHeartbeatInterval: maxHeartbeat, ExportableNamespaces: splitList(exportableNamespaces)}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
+	}
+	if debugOpts.BindAddress != "" {
+		if debugOpts.ReplicaID == "" {
+			debugOpts.ReplicaID, _ = os.Hostname()
+		}
+		if _, err := debugapi.Add(mgr, debugOpts); err != nil {
+			log.Error(err, "Setting up the debug API")
+			os.Exit(1)
+		}
 	}
 	log.Info("Starting")
 	if err := run.Manager(mgr); err != nil {

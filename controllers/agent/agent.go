@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,15 +31,18 @@ import (
 	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent/debug"
 	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/services"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/internal/debugapi"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
+	"github.com/lodestar-dev/lodestar/internal/tunnel"
 	"github.com/lodestar-dev/lodestar/internal/watches"
 )
 
@@ -86,6 +90,16 @@ type Options struct {
 	// ClusterProfile's status.accessProviders and keeps a token of a member
 	// ServiceAccount on the hub for granted consumers (docs/member-access.md).
 	MemberAccess *MemberAccess
+	// Debug, when set, keeps the agent's tunnels to the hub's debug API open,
+	// through which hub users reach the Placements' pods (docs/debugging.md).
+	Debug *Debug
+}
+
+// Debug is the member admin's configuration of debugging from the hub.
+type Debug struct {
+	// TenantAccess is what the agent grants the tenant group of a namespace it
+	// serves a request in: debug.TenantAccessNone, Logs (default) or Exec.
+	TenantAccess string
 }
 
 // MemberAccess is the member admin's opt-in to member access.
@@ -184,6 +198,19 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 	}
 	if err := addServices(mgr, opts, m); err != nil {
 		return nil, err
+	}
+	if opts.Debug != nil {
+		access := cmp.Or(opts.Debug.TenantAccess, debug.TenantAccessLogs)
+		if access != debug.TenantAccessNone && access != debug.TenantAccessLogs && access != debug.TenantAccessExec {
+			return nil, fmt.Errorf("debug tenant access %q is not one of %s, %s, %s", access, debug.TenantAccessNone, debug.TenantAccessLogs, debug.TenantAccessExec)
+		}
+		log := ctrl.Log.WithName("debug-tunnel").WithValues("cluster", opts.ClusterName)
+		if err := mgr.Add(&tunnel.Agent{Hub: mgr.GetConfig(), Path: debugapi.TunnelPath(opts.ClusterName), Log: log, Handler: &debug.Handler{
+			Member: opts.Member, MemberClient: m.client, Hub: mgr.GetClient(), ClusterNamespace: names.ClusterNamespace(opts.ClusterName),
+			TenantAccess: access, Log: log,
+		}}); err != nil {
+			return nil, err
+		}
 	}
 	// When the hub is back after an outage, every Work is reconciled, so that
 	// what could not be reported meanwhile is reported at once.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -122,6 +123,13 @@ func startFull(name string, scheme *runtime.Scheme, startAPIServer func(string, 
 			err = errors.Join(err, cp.Stop())
 		}
 	}()
+	if cp.debugging, err = startDebugging(name, dir); err != nil {
+		return nil, err
+	}
+	kubeletPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	assets := os.Getenv(AssetsEnv)
 	for _, p := range []struct {
 		bin  string
@@ -143,6 +151,10 @@ func startFull(name string, scheme *runtime.Scheme, startAPIServer func(string, 
 			"--node-lease-duration-seconds=40",
 			// The stages `make` assembles beside the binary from the kwok module.
 			"--config=" + filepath.Join(filepath.Dir(kwok), "stages.yaml"),
+			// The node's kubelet API on this machine only: logs, exec and
+			// port-forward of its pods (startDebugging).
+			"--config=" + cp.debugging.config,
+			"--node-port=" + strconv.Itoa(kubeletPort), "--server-address=127.0.0.1:" + strconv.Itoa(kubeletPort),
 		}},
 	} {
 		if err := cp.spawn(p.bin, filepath.Join(dir, filepath.Base(p.bin)+".log"), p.args...); err != nil {

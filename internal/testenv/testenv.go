@@ -61,6 +61,9 @@ type ControlPlane struct {
 	// their working directories.
 	procs []process
 	dirs  []string
+	// debugging is what a full member's fake node serves for logs, exec and
+	// port-forward.
+	debugging *debugging
 }
 
 // Stop stops the processes of the control plane, the API server and etcd last.
@@ -69,6 +72,9 @@ func (cp *ControlPlane) Stop() error {
 		return nil
 	}
 	cp.stopProcesses()
+	if cp.debugging != nil {
+		_ = cp.debugging.httpServer.Close()
+	}
 	err := cp.env.Stop()
 	for _, d := range cp.dirs {
 		_ = os.RemoveAll(d)
@@ -135,13 +141,27 @@ func StartEmpty(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
 	return start(name, scheme, nil)
 }
 
-// StartMember starts a member control plane with the member CRDs.
+// StartMember starts a member control plane with the member CRDs and the
+// debug roles (what the agent chart installs).
 func StartMember(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
 	crds, err := config.MemberCRDs()
 	if err != nil {
 		return nil, err
 	}
-	return start(name, scheme, crds)
+	cp, err := start(name, scheme, crds)
+	if err != nil {
+		return nil, err
+	}
+	roles, err := config.DebugMemberRoles()
+	if err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	for _, r := range roles {
+		if err := cp.Client.Create(context.Background(), r); err != nil {
+			return nil, errors.Join(fmt.Errorf("installing ClusterRole %s: %w", r.Name, err), cp.Stop())
+		}
+	}
+	return cp, nil
 }
 
 func start(name string, scheme *runtime.Scheme, crds []*apiextensionsv1.CustomResourceDefinition, flags ...APIServerFlag) (*ControlPlane, error) {
@@ -160,6 +180,13 @@ func start(name string, scheme *runtime.Scheme, crds []*apiextensionsv1.CustomRe
 		return nil, err
 	}
 	env.ControlPlane.GetAPIServer().CertDir = certs
+	proxyFlags, err := frontProxy(certs)
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(certs))
+	}
+	// Logs, exec and port-forward reach a fake node at its InternalIP (kwok
+	// names it by an unresolvable host name too).
+	flags = append(append(proxyFlags, APIServerFlag{Name: "kubelet-preferred-address-types", Value: "InternalIP"}), flags...)
 	for _, f := range flags {
 		env.ControlPlane.GetAPIServer().Configure().Set(f.Name, f.Value)
 	}

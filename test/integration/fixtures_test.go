@@ -569,7 +569,7 @@ func extraMembers(t *testing.T) {
 // startExtraAgent runs the agent of an extra member until stopExtraAgent.
 func startExtraAgent(name string) error {
 	a, err := agent.NewManager(agent.Options{
-		ClusterName: name, ClusterSet: auxSet, Hub: extraHub[name], Member: members[name].Config,
+		ClusterName: name, ClusterSet: auxSet, Hub: extraHub[name], Member: members[name].Config, Debug: debugOptions,
 		Manager:        ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
 		Config:         agentConfig,
 		AgentNamespace: "lodestar-system",

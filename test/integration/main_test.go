@@ -7,6 +7,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -19,9 +20,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lodestar-dev/lodestar/controllers/agent"
+	"github.com/lodestar-dev/lodestar/controllers/agent/debug"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/debugapi"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
@@ -34,7 +37,16 @@ var (
 	members = map[string]*testenv.ControlPlane{}
 	// agentConfigs are the agents' own connections to the hub.
 	agentConfigs = map[string]*rest.Config{}
+	// debugServer is the hub manager's debug API.
+	debugServer *debugapi.Runnable
 )
+
+// debugNamespace is where the debug API's Service and certificate are.
+const debugNamespace = "lodestar-system"
+
+// debugOptions are the agents' debugging from the hub: their tunnels, and
+// exec for the tenant groups (the chart's default is logs only).
+var debugOptions = &agent.Debug{TenantAccess: debug.TenantAccessExec}
 
 const (
 	member1 = "member-1"
@@ -136,6 +148,18 @@ func startFleet(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	// The debug API, served by the hub manager on this machine and registered
+	// with the hub's API server as the hub chart does.
+	debugListener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	if err := testenv.InstallDebugAPI(ctx, hubCP.Client, debugNamespace, testenv.PortOf(debugListener.Addr())); err != nil {
+		return err
+	}
+	if debugServer, err = debugapi.Add(mgr, debugapi.Options{Listener: debugListener, Namespace: debugNamespace, ReplicaID: "hub-0", Recheck: 2 * time.Second}); err != nil {
+		return err
+	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "hub manager stopped:", err)
@@ -162,6 +186,7 @@ func startFleet(ctx context.Context) error {
 			}
 		}
 		a, err := agent.NewManager(agent.Options{
+			Debug:        debugOptions,
 			MemberAccess: memberAccess,
 			ClusterName:  name,
 			Hub:          cfg,

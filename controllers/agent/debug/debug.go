@@ -1,0 +1,283 @@
+// Package debug is the agent's side of debugging from the hub
+// (docs/debugging.md): it keeps the agent's tunnels to the hub open
+// (internal/tunnel) and serves the requests the hub's debug server sends
+// through them on the member's API server, as the prefixed identity of the hub
+// user (debugapi.MemberUser, debugapi.TenantGroup) and only for the pods of
+// the Placement's workloads.
+package debug
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lodestar-dev/lodestar/internal/debugapi"
+)
+
+// +kubebuilder:rbac:groups=debug.lodestar.dev,resources=tunnels/proxy,verbs=create
+
+// Tenant access the agent grants the tenant group of a namespace it serves a
+// request in (the member admin's choice, agent chart debug.tenantAccess).
+const (
+	// TenantAccessNone grants nothing: the member admin binds the groups.
+	TenantAccessNone = "none"
+	// TenantAccessLogs binds LogsRole: pods, their logs and events.
+	TenantAccessLogs = "logs"
+	// TenantAccessExec binds ExecRole: LogsRole and exec and port-forward.
+	TenantAccessExec = "exec"
+)
+
+// The member ClusterRoles the agent chart installs for the tenant groups, and
+// the RoleBinding the agent makes in a namespace.
+const (
+	LogsRole           = "lodestar:debug:logs"
+	ExecRole           = "lodestar:debug:exec"
+	TenantRoleBinding  = "lodestar-debug-tenants"
+	tenantBindingLabel = "debug.lodestar.dev/tenant-access"
+)
+
+// Handler serves the hub's requests on the member.
+type Handler struct {
+	// Member is the agent's connection to its member.
+	Member *rest.Config
+	// MemberClient reads the member directly (pods, ReplicaSets, Jobs) and
+	// makes the tenant RoleBindings.
+	MemberClient client.Client
+	// Hub reads the cluster's Works (the agent's hub cache).
+	Hub client.Reader
+	// ClusterNamespace is the cluster's namespace on the hub.
+	ClusterNamespace string
+	// TenantAccess is what the agent grants the tenant groups (TenantAccess*).
+	TenantAccess string
+	Log          logr.Logger
+
+	once      sync.Once
+	initErr   error
+	transport http.RoundTripper
+	proxy     *httputil.ReverseProxy
+	base      *url.URL
+	bound     sync.Map
+}
+
+func (h *Handler) init() error {
+	h.once.Do(func() {
+		cfg := rest.CopyConfig(h.Member)
+		// The hub user's identity is set per request; HTTP/1.1 for upgrades.
+		cfg.Impersonate = rest.ImpersonationConfig{}
+		cfg.NextProtos = []string{"http/1.1"}
+		cfg.Timeout = 0
+		if h.transport, h.initErr = rest.TransportFor(cfg); h.initErr != nil {
+			return
+		}
+		if h.base, h.initErr = url.Parse(strings.TrimSuffix(cfg.Host, "/") + "/"); h.initErr != nil {
+			return
+		}
+		h.proxy = &httputil.ReverseProxy{
+			Transport:     h.transport,
+			FlushInterval: -1,
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(h.base)
+				pr.Out.URL.Path, pr.Out.URL.RawPath = pr.In.URL.Path, ""
+				if p := strings.TrimSuffix(h.base.Path, "/"); p != "" {
+					pr.Out.URL.Path = p + pr.In.URL.Path
+				}
+			},
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				if r.Context().Err() == nil {
+					debugapi.WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the member's API server: %v", err)))
+				}
+			},
+		}
+	})
+	return h.initErr
+}
+
+// ServeHTTP serves one request of the hub's debug server.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h.init(); err != nil {
+		debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+		return
+	}
+	user, placement, sub := r.Header.Get(debugapi.UserHeader), r.Header.Get(debugapi.PlacementHeader), r.Header.Get(debugapi.SubresourceHeader)
+	namespace, name, _ := strings.Cut(placement, "/")
+	target, err := debugapi.ParseMemberPath(sub, r.Method, r.URL.Path)
+	if err != nil || user == "" || name == "" {
+		if err == nil {
+			err = fmt.Errorf("a request without its user or Placement")
+		}
+		debugapi.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	if target.Namespace != namespace {
+		debugapi.WriteStatus(w, apierrors.NewForbidden(podsResource, target.Pod, fmt.Errorf("a Placement of namespace %s reaches only that namespace", namespace)))
+		return
+	}
+	for k := range r.Header {
+		if strings.HasPrefix(strings.ToLower(k), "impersonate-") || strings.EqualFold(k, "Authorization") || strings.HasPrefix(strings.ToLower(k), "lodestar-") {
+			r.Header.Del(k)
+		}
+	}
+	ctx := r.Context()
+	owned, err := placedWorkloads(ctx, h.Hub, h.MemberClient, h.ClusterNamespace, namespace, name)
+	if err != nil {
+		debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+		return
+	}
+	if owned.empty() {
+		debugapi.WriteStatus(w, apierrors.NewNotFound(placementsResource, fmt.Sprintf("%s (it places nothing in namespace %s of this cluster)", name, namespace)))
+		return
+	}
+	h.grantTenantAccess(ctx, namespace)
+	r.Header.Set("Impersonate-User", debugapi.MemberUser(user))
+	r.Header.Set("Impersonate-Group", debugapi.TenantGroup(namespace))
+	switch sub {
+	case debugapi.Pods, debugapi.Events:
+		h.list(w, r, sub, owned)
+	default:
+		pod := &corev1.Pod{}
+		if err := h.MemberClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: target.Pod}, pod); err != nil {
+			debugapi.WriteStatus(w, err)
+			return
+		}
+		if !owned.ownsPod(pod) {
+			debugapi.WriteStatus(w, apierrors.NewForbidden(podsResource, target.Pod, fmt.Errorf("the pod is not one of Placement %s's workloads on this cluster", placement)))
+			return
+		}
+		h.proxy.ServeHTTP(w, r)
+	}
+}
+
+var (
+	podsResource       = corev1.Resource("pods")
+	placementsResource = debugapi.PlacementsResource
+)
+
+// list lists pods or events as the user and keeps those of the Placement's
+// workloads.
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, sub string, owned *workloads) {
+	u := *h.base
+	u.Path = strings.TrimSuffix(h.base.Path, "/") + r.URL.Path
+	u.RawQuery = r.URL.RawQuery
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
+	if err != nil {
+		debugapi.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	req.Header = r.Header.Clone()
+	req.Header.Set("Accept", "application/json")
+	req.Header.Del("Accept-Encoding")
+	resp, err := h.transport.RoundTrip(req)
+	if err != nil {
+		debugapi.WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the member's API server: %v", err)))
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		debugapi.WriteStatus(w, apierrors.NewServiceUnavailable(err.Error()))
+		return
+	}
+	if resp.StatusCode != http.StatusOK {
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(body)
+		return
+	}
+	var out any
+	switch sub {
+	case debugapi.Pods:
+		list := &corev1.PodList{}
+		if err := json.Unmarshal(body, list); err != nil {
+			debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+			return
+		}
+		kept := list.Items[:0]
+		for i := range list.Items {
+			if owned.ownsPod(&list.Items[i]) {
+				kept = append(kept, list.Items[i])
+			}
+		}
+		list.Items = kept
+		out = list
+	case debugapi.Events:
+		list := &corev1.EventList{}
+		if err := json.Unmarshal(body, list); err != nil {
+			debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+			return
+		}
+		pods, err := h.podsByName(r.Context(), namespaceOf(r.URL.Path))
+		if err != nil {
+			debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+			return
+		}
+		kept := list.Items[:0]
+		for i := range list.Items {
+			if owned.ownsEvent(&list.Items[i], pods) {
+				kept = append(kept, list.Items[i])
+			}
+		}
+		list.Items = kept
+		out = list
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// podsByName reads the namespace's pods as the agent: an event names its pod,
+// whose controllers say whose it is.
+func (h *Handler) podsByName(ctx context.Context, namespace string) (map[string]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := h.MemberClient.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
+}
+
+func namespaceOf(path string) string {
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(parts) > 3 {
+		return parts[3]
+	}
+	return ""
+}
+
+// grantTenantAccess binds the namespace's tenant group to the role the member
+// admin chose, once per namespace and agent run; a binding that exists is
+// left as it is (the member admin's), and none is ever deleted.
+func (h *Handler) grantTenantAccess(ctx context.Context, namespace string) {
+	role := map[string]string{TenantAccessLogs: LogsRole, TenantAccessExec: ExecRole}[h.TenantAccess]
+	if role == "" {
+		return
+	}
+	if _, done := h.bound.Load(namespace); done {
+		return
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: TenantRoleBinding, Labels: map[string]string{tenantBindingLabel: h.TenantAccess}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: debugapi.TenantGroup(namespace)}},
+	}
+	if err := h.MemberClient.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
+		h.Log.Error(err, "granting the tenant group access to its namespace", "namespace", namespace, "role", role)
+		return
+	}
+	h.bound.Store(namespace, true)
+}

@@ -1,0 +1,138 @@
+package debugapi
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/lodestar-dev/lodestar/internal/tunnel"
+)
+
+// Options configure the hub's debug server.
+type Options struct {
+	// BindAddress is where it listens (TLS), unless Listener is set.
+	BindAddress string
+	// Listener, when set, is what it serves on (tests, the quick start).
+	Listener net.Listener
+	// Namespace, Service and Secret are where the chart installs it: the
+	// Service the APIService names (the certificate's DNS names) and the
+	// Secret holding the certificate every replica serves.
+	Namespace, Service, Secret string
+	// ReplicaID identifies this replica to the agents; Replicas is how many
+	// there are (each agent holds a tunnel to every one).
+	ReplicaID string
+	Replicas  int
+	// StreamsPerUser, Streams and Recheck are the Server's.
+	StreamsPerUser, Streams int
+	Recheck                 time.Duration
+}
+
+// Defaults of Options, as the hub chart installs it.
+const (
+	DefaultService = "lodestar-debug"
+	DefaultSecret  = "lodestar-debug-serving"
+)
+
+// Runnable serves the debug API from a manager: on every replica, leader or not.
+type Runnable struct {
+	Options
+	mgr     manager.Manager
+	Tunnels *tunnel.Registry
+
+	mu   sync.Mutex
+	addr net.Addr
+}
+
+// Add adds the debug server to mgr.
+func Add(mgr manager.Manager, opts Options) (*Runnable, error) {
+	if opts.Service == "" {
+		opts.Service = DefaultService
+	}
+	if opts.Secret == "" {
+		opts.Secret = DefaultSecret
+	}
+	r := &Runnable{Options: opts, mgr: mgr, Tunnels: tunnel.NewRegistry(opts.ReplicaID, opts.Replicas)}
+	return r, mgr.Add(r)
+}
+
+// NeedLeaderElection is false: every replica serves.
+func (r *Runnable) NeedLeaderElection() bool { return false }
+
+// Addr is the address it listens on, once it does.
+func (r *Runnable) Addr() net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.addr
+}
+
+// Start serves until ctx ends.
+func (r *Runnable) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("debug-server")
+	direct, err := client.New(r.mgr.GetConfig(), client.Options{Scheme: r.mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	auth, err := LoadFrontProxy(ctx, direct)
+	if err != nil {
+		return err
+	}
+	cert, ca, err := ServingCertificate(ctx, direct, r.Namespace, r.Secret, r.Service)
+	if err != nil {
+		return err
+	}
+	if err := PublishCA(ctx, direct, ca); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(r.mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	srv := &Server{
+		Reader: r.mgr.GetClient(), Reviews: cs.AuthorizationV1().SubjectAccessReviews(), Tunnels: r.Tunnels, Auth: auth,
+		StreamsPerUser: r.StreamsPerUser, Streams: r.Streams, Recheck: r.Recheck, Log: log,
+	}
+	l := r.Listener
+	if l == nil {
+		if l, err = net.Listen("tcp", r.BindAddress); err != nil {
+			return fmt.Errorf("debug server: %w", err)
+		}
+	}
+	r.mu.Lock()
+	r.addr = l.Addr()
+	r.mu.Unlock()
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 30 * time.Second,
+		// HTTP/1.1 only: connection upgrades (tunnels, exec, port-forward)
+		// cannot pass through HTTP/2.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		TLSConfig: &tls.Config{
+			MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
+			// The hub API server's proxy certificate is checked per request.
+			ClientAuth: tls.RequestClientCert,
+		},
+	}
+	go func() {
+		<-ctx.Done()
+		r.Tunnels.Close()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(shutdown)
+		_ = hs.Close()
+	}()
+	log.Info("serving the debug API", "address", l.Addr().String(), "replica", r.ReplicaID)
+	if err := hs.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

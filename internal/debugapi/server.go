@@ -1,0 +1,336 @@
+package debugapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/tunnel"
+)
+
+// Default limits of open streams (logs, exec and port-forward sessions).
+const (
+	DefaultStreamsPerUser = 50
+	DefaultStreams        = 1000
+	// DefaultRecheck is how often an open stream's authorisation is checked
+	// again: a revoked RoleBinding ends it within this.
+	DefaultRecheck = 20 * time.Second
+)
+
+// Server serves the debug API on the hub.
+type Server struct {
+	// Reader reads Placements and Works (the hub manager's cache).
+	Reader client.Reader
+	// Reviews checks a user's access (SubjectAccessReviews of the hub).
+	Reviews authorizationclient.SubjectAccessReviewInterface
+	// Tunnels are the agents' tunnels to this replica.
+	Tunnels *tunnel.Registry
+	// Auth authenticates the hub API server's proxy.
+	Auth *FrontProxy
+	// StreamsPerUser and Streams bound the open streams of one user and of
+	// the replica (defaults DefaultStreamsPerUser, DefaultStreams).
+	StreamsPerUser, Streams int
+	// Recheck is how often an open stream is authorised again (DefaultRecheck).
+	Recheck time.Duration
+	Log     logr.Logger
+
+	once  sync.Once
+	proxy *httputil.ReverseProxy
+	mu    sync.Mutex
+	open  map[string]int
+	total int
+}
+
+type proxiedKey struct{}
+
+// proxied is what Rewrite needs to know of a request.
+type proxied struct {
+	cluster, memberPath, user, placement, subresource string
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		if s.StreamsPerUser <= 0 {
+			s.StreamsPerUser = DefaultStreamsPerUser
+		}
+		if s.Streams <= 0 {
+			s.Streams = DefaultStreams
+		}
+		if s.Recheck <= 0 {
+			s.Recheck = DefaultRecheck
+		}
+		s.open = map[string]int{}
+		s.proxy = &httputil.ReverseProxy{
+			Rewrite: s.rewrite,
+			Transport: &http.Transport{
+				// One tunnel stream per request: nothing is pooled across users.
+				DisableKeepAlives: true,
+				DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+					host, _, _ := net.SplitHostPort(addr)
+					return s.Tunnels.Dial(ctx, strings.TrimSuffix(host, ".tunnel"))
+				},
+			},
+			FlushInterval: -1,
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				p, _ := r.Context().Value(proxiedKey{}).(proxied)
+				if r.Context().Err() != nil {
+					return // The client left, or its access was revoked.
+				}
+				WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching cluster %s through its agent's tunnel: %v", p.cluster, err)))
+			},
+		}
+	})
+}
+
+// ServeHTTP serves discovery, the agents' tunnels and the Placements' requests.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.init()
+	switch r.URL.Path {
+	case "/healthz", "/readyz", "/livez":
+		_, _ = w.Write([]byte("ok"))
+		return
+	}
+	if err := s.Auth.Verified(r); err != nil {
+		WriteStatus(w, apierrors.NewUnauthorized(err.Error()))
+		return
+	}
+	switch strings.TrimSuffix(r.URL.Path, "/") {
+	case groupVersionPath:
+		writeJSON(w, http.StatusOK, Discovery())
+		return
+	case "/apis/" + Group:
+		writeJSON(w, http.StatusOK, &metav1.APIGroup{
+			TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: Group,
+			Versions:         []metav1.GroupVersionForDiscovery{{GroupVersion: Group + "/" + Version, Version: Version}},
+			PreferredVersion: metav1.GroupVersionForDiscovery{GroupVersion: Group + "/" + Version, Version: Version},
+		})
+		return
+	}
+	req, ok := ParseRequest(r.URL.Path)
+	if !ok {
+		WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: Group}, r.URL.Path))
+		return
+	}
+	user, err := s.Auth.Authenticate(r)
+	if err != nil {
+		WriteStatus(w, apierrors.NewUnauthorized(err.Error()))
+		return
+	}
+	switch req.Resource {
+	case Tunnels:
+		s.serveTunnel(w, r, user, req)
+	case Placements:
+		s.servePlacement(w, r, user, req)
+	default:
+		WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: Group, Resource: req.Resource}, req.Name))
+	}
+}
+
+// Discovery is the debug API's resource list.
+func Discovery() *metav1.APIResourceList {
+	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: Group + "/" + Version}
+	for _, sub := range Subresources {
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: Placements + "/" + sub, Namespaced: true, Kind: "Placement", Verbs: []string{"get", "create"}})
+	}
+	list.APIResources = append(list.APIResources, metav1.APIResource{Name: Tunnels + "/" + TunnelSubresource, Namespaced: true, Kind: "Tunnel", Verbs: []string{"create"}})
+	return list
+}
+
+// serveTunnel takes an agent's tunnel: only the agent of the cluster the path
+// names, by its own hub identity, whatever it says of itself.
+func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request, user User, req Request) {
+	cluster := req.Name
+	if req.Subresource != TunnelSubresource || req.Cluster != "" {
+		WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: Group, Resource: Tunnels}, cluster))
+		return
+	}
+	if req.Namespace != names.ClusterNamespace(cluster) || user.Name != fleet.Identity(cluster) {
+		WriteStatus(w, apierrors.NewForbidden(schema.GroupResource{Group: Group, Resource: Tunnels}, cluster,
+			fmt.Errorf("only the agent of cluster %s (%s) opens its tunnel, in namespace %s; %s may not", cluster, fleet.Identity(cluster), names.ClusterNamespace(cluster), user.Name)))
+		return
+	}
+	if err := s.Tunnels.Accept(w, r, cluster); err != nil {
+		WriteStatus(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	s.Log.V(1).Info("agent tunnel open", "cluster", cluster)
+}
+
+// servePlacement authorises a request for a member on behalf of a Placement
+// and passes it to the cluster's agent.
+func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user User, req Request) {
+	gr := schema.GroupResource{Group: Group, Resource: Placements + "/" + req.Subresource}
+	target, err := ParseMemberPath(req.Subresource, r.Method, req.MemberPath)
+	if err != nil || req.Cluster == "" {
+		if err == nil {
+			err = errors.New("no cluster in the path")
+		}
+		WriteStatus(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	if target.Namespace != req.Namespace {
+		WriteStatus(w, apierrors.NewForbidden(gr, req.Name, fmt.Errorf("a Placement of namespace %s reaches only namespace %s on its clusters, not %s", req.Namespace, req.Namespace, target.Namespace)))
+		return
+	}
+	ctx := r.Context()
+	if allowed, reason, err := s.allowed(ctx, user, req, r.Method); err != nil {
+		WriteStatus(w, apierrors.NewInternalError(fmt.Errorf("checking access: %w", err)))
+		return
+	} else if !allowed {
+		WriteStatus(w, apierrors.NewForbidden(gr, req.Name, fmt.Errorf("user %q may not %s placements/%s in namespace %s on the hub%s", user.Name, Verb(r.Method), req.Subresource, req.Namespace, reason)))
+		return
+	}
+	placement := &placementv1alpha1.Placement{}
+	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, placement); err != nil {
+		WriteStatus(w, err)
+		return
+	}
+	works := &workv1alpha1.WorkList{}
+	if err := s.Reader.List(ctx, works, client.InNamespace(names.ClusterNamespace(req.Cluster)), client.MatchingLabels{
+		placementv1alpha1.PlacementNameLabel: names.LabelValue(req.Name), placementv1alpha1.PlacementNamespaceLabel: req.Namespace,
+	}); err != nil {
+		WriteStatus(w, err)
+		return
+	}
+	if len(works.Items) == 0 {
+		WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: placementv1alpha1.GroupVersion.Group, Resource: "placements"},
+			fmt.Sprintf("%s on cluster %s (the Placement places nothing there)", req.Name, req.Cluster)))
+		return
+	}
+	if !s.Tunnels.Connected(req.Cluster) {
+		WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("cluster %s: its agent holds no tunnel to this hub replica (%s); the agent dials again within seconds if it runs and reaches the hub", req.Cluster, s.Tunnels.ID)))
+		return
+	}
+	release, err := s.acquire(user.Name)
+	if err != nil {
+		WriteStatus(w, err)
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(context.WithValue(ctx, proxiedKey{}, proxied{
+		cluster: req.Cluster, memberPath: req.MemberPath, user: user.Name, placement: req.Namespace + "/" + req.Name, subresource: req.Subresource,
+	}))
+	defer cancel()
+	go s.recheck(ctx, cancel, user, req, r.Method)
+	s.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// allowed asks the hub whether user may act on the Placement's subresource.
+func (s *Server) allowed(ctx context.Context, user User, req Request, method string) (bool, string, error) {
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range user.Extra {
+		extra[k] = v
+	}
+	review, err := s.Reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user.Name, UID: user.UID, Groups: user.Groups, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: req.Namespace, Verb: Verb(method), Group: Group, Version: Version,
+			Resource: Placements, Subresource: req.Subresource, Name: req.Name,
+		},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	reason := ""
+	if review.Status.Reason != "" {
+		reason = ": " + review.Status.Reason
+	}
+	return review.Status.Allowed, reason, nil
+}
+
+// recheck ends a request whose access the hub revoked while it is open.
+func (s *Server) recheck(ctx context.Context, cancel context.CancelFunc, user User, req Request, method string) {
+	t := time.NewTicker(s.Recheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		allowed, _, err := s.allowed(ctx, user, req, method)
+		if err != nil {
+			continue // The hub API server unreachable for a moment ends nothing.
+		}
+		if !allowed {
+			s.Log.Info("access revoked: ending the open request", "user", user.Name, "placement", req.Namespace+"/"+req.Name, "subresource", req.Subresource, "cluster", req.Cluster)
+			cancel()
+			return
+		}
+	}
+}
+
+// acquire counts an open request against the limits.
+func (s *Server) acquire(user string) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[user] >= s.StreamsPerUser {
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("user %q has %d debug streams open, the most one user may (close some, or narrow the command with --cluster)", user, s.open[user]), 1)
+	}
+	if s.total >= s.Streams {
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("this hub replica has %d debug streams open, the most it serves; try again later", s.total), 1)
+	}
+	s.open[user]++
+	s.total++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.total--
+		if s.open[user]--; s.open[user] <= 0 {
+			delete(s.open, user)
+		}
+	}, nil
+}
+
+// rewrite sends a request to the cluster's agent, with the hub's word on who
+// it is for instead of any identity headers of its own.
+func (s *Server) rewrite(pr *httputil.ProxyRequest) {
+	p, _ := pr.In.Context().Value(proxiedKey{}).(proxied)
+	pr.Out.URL = &url.URL{Scheme: "http", Host: p.cluster + ".tunnel", Path: p.memberPath, RawQuery: pr.In.URL.RawQuery}
+	pr.Out.Host = ""
+	for name := range pr.Out.Header {
+		if s.Auth.IdentityHeader(name) || strings.HasPrefix(strings.ToLower(name), "lodestar-") {
+			pr.Out.Header.Del(name)
+		}
+	}
+	pr.Out.Header.Set(UserHeader, p.user)
+	pr.Out.Header.Set(PlacementHeader, p.placement)
+	pr.Out.Header.Set(SubresourceHeader, p.subresource)
+}
+
+// WriteStatus answers with a Kubernetes Status, which kubectl and client-go show.
+func WriteStatus(w http.ResponseWriter, err error) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		status = apierrors.NewInternalError(err)
+	}
+	st := status.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	writeJSON(w, int(st.Code), &st)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,386 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent/debug"
+	"github.com/lodestar-dev/lodestar/internal/debugapi"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+	"github.com/lodestar-dev/lodestar/internal/tunnel"
+)
+
+// debugFleet is a namespace with the web Deployment placed on member-1 and
+// member-3 (both run pods on a kwok node that serves logs, exec and
+// port-forward), and a hub user of its own with the tenant and debug roles
+// there.
+type debugFleet struct {
+	ns, user   string
+	kubeconfig string
+}
+
+func newDebugFleet(t *testing.T) *debugFleet {
+	t.Helper()
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	f := &debugFleet{ns: rolloutNamespace(t), user: "alice-" + rand.String(4)}
+	_, deploy, _ := webObjects(f.ns)
+	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}, Spec: placementv1alpha1.PlacementSpec{
+		ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}},
+		Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1, member3}},
+	}})).To(Succeed())
+	for _, role := range []string{"lodestar:tenant", "lodestar:debug:view", "lodestar:debug:exec"} {
+		bindUser(t, f.ns, f.user, role)
+	}
+	f.kubeconfig = filepath.Join(t.TempDir(), "hub.kubeconfig")
+	g.Expect(testenv.WriteKubeconfig(hubCP.Config, "hub", f.kubeconfig)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, c := range []string{member1, member3} {
+			g.Expect(readyPodIPs(g, c, f.ns)).To(HaveLen(2), "web runs on %s", c)
+			g.Expect(debugServer.Tunnels.Connected(c)).To(BeTrue(), "the agent of %s holds its tunnel", c)
+		}
+	}).Should(Succeed())
+	return f
+}
+
+// bindUser binds a hub user to a ClusterRole in ns.
+func bindUser(t *testing.T, ns, user, role string) *rbacv1.RoleBinding {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(user+"-"+role, ":", "-")},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), rb)).To(Succeed())
+	return rb
+}
+
+// cli runs kubectl lodestar as the fleet's user in its namespace.
+func (f *debugFleet) cli(ctx context.Context, stdout, stderr io.Writer, args ...string) *exec.Cmd {
+	bin := filepath.Join(os.Getenv("LODESTAR_BIN"), "kubectl-lodestar")
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", f.kubeconfig, "--as", f.user, "-n", f.ns}, args...)...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd
+}
+
+// run runs kubectl lodestar to its end.
+func (f *debugFleet) run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.EventuallyTimeout)
+	defer cancel()
+	err := f.cli(ctx, &out, &errOut, args...).Run()
+	return out.String(), errOut.String(), err
+}
+
+// restAs is a hub connection as user, to the debug API's path of the
+// Placement web's subresource on cluster.
+func restAs(user, ns, subresource, cluster string) *kubernetes.Clientset {
+	cfg := rest.CopyConfig(hubCP.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(ns, "web", subresource, cluster)
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+var podLine = regexp.MustCompile(`^(member-1|member-3)/(web-[a-z0-9]+-[a-z0-9]+) (.*)$`)
+
+// Logs, pods, events, exec and port-forward of a placed Deployment on two
+// members, from the hub through the agents' tunnels (the hub has no address
+// of the members' API servers): prefixed lines from every pod, --tail,
+// --since and -f; both clusters' pods and events; `echo ok` through exec; an
+// HTTP request through port-forward to the local server behind the kwok pod.
+func TestDebugFromTheHub(t *testing.T) {
+	f := newDebugFleet(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	// The hub knows no address of member-3's API server: every request below
+	// reaches it through its agent's outbound tunnel.
+	profile := &cpv1alpha1.ClusterProfile{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: member3}, profile)).To(Succeed())
+	g.Expect(profile.Status.AccessProviders).To(BeEmpty())
+
+	out, errOut, err := f.run(t, "pods", "web", "-o", "wide")
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(strings.Split(strings.TrimSpace(out), "\n")).To(HaveLen(5), out)
+	g.Expect(out).To(MatchRegexp(`(?m)^CLUSTER\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE`))
+	g.Expect(out).To(MatchRegexp(`(?m)^member-1\s+web-\S+\s+1/1\s+Running\s+0`))
+	g.Expect(out).To(MatchRegexp(`(?m)^member-3\s+web-\S+\s+1/1\s+Running\s+0`))
+
+	// --tail 2: the last two lines of each of the four pods, prefixed.
+	out, errOut, err = f.run(t, "logs", "web", "--tail", "2")
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(errOut).To(BeEmpty())
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	g.Expect(lines).To(HaveLen(8), out)
+	pods := map[string]int{}
+	for _, l := range lines {
+		m := podLine.FindStringSubmatch(l)
+		g.Expect(m).NotTo(BeNil(), "line %q is prefixed <cluster>/<pod>", l)
+		g.Expect(m[3]).To(Or(Equal("listening on :80"), Equal("ready on "+m[1])))
+		pods[m[1]+"/"+m[2]]++
+	}
+	g.Expect(pods).To(HaveLen(4))
+	// --since 90m: not the line of two hours ago.
+	out, errOut, err = f.run(t, "logs", "deploy/web", "--since", "90m", "--cluster", member3)
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(out).To(ContainSubstring("listening on :80"))
+	g.Expect(out).NotTo(ContainSubstring("starting on"))
+	g.Expect(out).NotTo(ContainSubstring("member-1/"))
+
+	// -f: a line written on member-1 after the stream opened arrives.
+	followCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var mu sync.Mutex
+	var followed bytes.Buffer
+	cmd := f.cli(followCtx, &lockedWriter{mu: &mu, w: &followed}, io.Discard, "logs", "web", "-f", "--tail", "1", "--cluster", member1)
+	g.Expect(cmd.Start()).To(Succeed())
+	defer func() { _ = cmd.Wait() }()
+	read := func() string { mu.Lock(); defer mu.Unlock(); return followed.String() }
+	g.Eventually(read).Should(ContainSubstring("ready on member-1"))
+	fresh := "a new line " + rand.String(6)
+	g.Expect(members[member1].AppendPodLog(fresh)).To(Succeed())
+	g.Eventually(read).Should(MatchRegexp(`(?m)^member-1/web-\S+ ` + fresh + `$`))
+	stop()
+
+	// Events of both members, with the cluster of each.
+	out, errOut, err = f.run(t, "events", "web")
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(out).To(MatchRegexp(`(?m)^LAST SEEN\s+CLUSTER\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE`))
+	for _, c := range []string{member1, member3} {
+		g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+`+c+`\s+Normal\s+ScalingReplicaSet\s+deployment/web`), "the Deployment's events on %s", c)
+		g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+`+c+`\s+Normal\s+Scheduled\s+pod/web-`), "its pods' events on %s", c)
+	}
+
+	// exec and port-forward into one pod of each member.
+	pod1 := podOn(t, member1, f.ns)
+	out, errOut, err = f.run(t, "exec", "--cluster", member1, pod1, "--", "echo", "ok")
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(out).To(Equal("ok\n"))
+
+	pod3 := podOn(t, member3, f.ns)
+	pfCtx, stopPF := context.WithCancel(ctx)
+	defer stopPF()
+	pr, pw := io.Pipe()
+	pf := f.cli(pfCtx, pw, io.Discard, "port-forward", "--cluster", member3, pod3, ":80")
+	g.Expect(pf.Start()).To(Succeed())
+	defer func() { _ = pf.Wait() }()
+	local := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> 80`).FindStringSubmatch(sc.Text()); m != nil {
+				local <- m[1]
+			}
+		}
+	}()
+	var addr string
+	g.Eventually(local).Should(Receive(&addr))
+	resp, err := http.Get("http://" + addr + "/")
+	g.Expect(err).NotTo(HaveOccurred())
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	g.Expect(string(body)).To(Equal("hello from member-3\n"))
+	stopPF()
+	_ = pw.Close()
+}
+
+// podOn is the name of one web pod on cluster.
+func podOn(t *testing.T, cluster, ns string) string {
+	t.Helper()
+	pods := &corev1.PodList{}
+	NewWithT(t).Expect(members[cluster].Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "web"})).To(Succeed())
+	NewWithT(t).Expect(pods.Items).NotTo(BeEmpty())
+	return pods.Items[0].Name
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// The hub decides who may reach what: a user with the debug roles in the
+// Placement's namespace reads its pods' logs, and gets 403 from the hub for
+// another namespace on the same member, for a namespace where they have no
+// role, and from the agent for a pod the Placement did not place. The member
+// sees the prefixed identity (its own RBAC message names it), and revoking the
+// hub RoleBinding ends an open stream.
+func TestDebugAuthorisation(t *testing.T) {
+	f := newDebugFleet(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	pod := podOn(t, member1, f.ns)
+	logs := restAs(f.user, f.ns, debugapi.Log, member1).CoreV1()
+	err := logs.Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Another namespace on the same member, through the user's Placement.
+	err = logs.Pods("kube-system").GetLogs("kube-apiserver", &corev1.PodLogOptions{}).Do(ctx).Error()
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("reaches only namespace "+f.ns), "%#v", err)
+	// A namespace where the user has no role: the hub API server refuses.
+	other := rolloutNamespace(t)
+	err = restAs(f.user, other, debugapi.Log, member1).CoreV1().Pods(other).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	// A pod of the namespace the Placement did not place.
+	stray := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "stray"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "example.com/stray"}}}}
+	g.Expect(members[member1].Client.Create(ctx, stray)).To(Succeed())
+	err = logs.Pods(f.ns).GetLogs("stray", &corev1.PodLogOptions{}).Do(ctx).Error()
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("not one of Placement"))
+	out, _, err := f.run(t, "pods", "web", "--cluster", member1)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).NotTo(ContainSubstring("stray"))
+
+	// The member sees lodestar:hub:<user>: without the agent's RoleBinding for
+	// the tenant group, the member's RBAC refuses that user by name.
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: debug.TenantRoleBinding}}
+	g.Expect(members[member1].Client.Get(ctx, client.ObjectKeyFromObject(binding), binding)).To(Succeed())
+	g.Expect(binding.Subjects).To(ConsistOf(HaveField("Name", debugapi.TenantGroup(f.ns))))
+	g.Expect(members[member1].Client.Delete(ctx, binding)).To(Succeed())
+	err = logs.Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`User "lodestar:hub:` + f.user + `"`))
+	binding.ResourceVersion = ""
+	g.Expect(members[member1].Client.Create(ctx, binding)).To(Succeed())
+
+	// Revoking the hub role ends an open stream (the debug server checks again
+	// every 2 s in these tests, 20 s by default).
+	bob := "bob-" + rand.String(4)
+	rb := bindUser(t, f.ns, bob, "lodestar:debug:view")
+	// A line at once: kwok's log server sends its answer's headers with the
+	// first line.
+	one := int64(1)
+	stream, err := restAs(bob, f.ns, debugapi.Log, member1).CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{Follow: true, TailLines: &one}).Stream(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	ended := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, stream)
+		close(ended)
+	}()
+	g.Consistently(ended).ShouldNot(BeClosed())
+	g.Expect(hubCP.Client.Delete(ctx, rb)).To(Succeed())
+	g.Eventually(ended).Should(BeClosed())
+	_ = stream.Close()
+	err = restAs(bob, f.ns, debugapi.Log, member1).CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+}
+
+// An agent carries only its own cluster's traffic: member-2's agent cannot
+// open member-1's tunnel, neither in member-1's namespace (the hub's RBAC)
+// nor by naming member-1 in its own (the debug server binds a tunnel to the
+// agent's hub identity). A stopped agent's tunnel is back within 10 s of its
+// restart. The stream limit refuses the 51st open stream of one user.
+func TestDebugTunnelsAndLimits(t *testing.T) {
+	f := newDebugFleet(t)
+	g := NewWithT(t)
+	for _, path := range []string{
+		debugapi.TunnelPath(member1),
+		strings.Replace(debugapi.TunnelPath(member1), "lodestar-cluster-member-1/", "lodestar-cluster-member-2/", 1),
+	} {
+		code, body := tunnelAttempt(t, agentConfigs[member2], path)
+		g.Expect(code).To(Equal(http.StatusForbidden), "%s: %s", path, body)
+	}
+	g.Expect(debugServer.Tunnels.Connected(member1)).To(BeTrue())
+
+	stopExtraAgent(member3)
+	g.Eventually(func() bool { return debugServer.Tunnels.Connected(member3) }).Should(BeFalse())
+	restarted := time.Now()
+	restartExtraAgent(t, member3)
+	g.Eventually(func() bool { return debugServer.Tunnels.Connected(member3) }).WithTimeout(10 * time.Second).Should(BeTrue())
+	t.Logf("member-3's tunnel back %s after its agent restarted", time.Since(restarted).Round(time.Millisecond))
+
+	// Open port-forward sessions hold their streams without using the fake
+	// node (kwok's followed logs each take an inotify instance, of which a
+	// test machine may have few).
+	pod := podOn(t, member1, f.ns)
+	cfg := rest.CopyConfig(hubCP.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: f.user}
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(f.ns, "web", debugapi.PortForward, member1)
+	transport, upgrader, err := spdy.RoundTripperFor(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	u := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient().Post().Namespace(f.ns).Resource("pods").Name(pod).SubResource("portforward").URL()
+	dial := func() (httpstream.Connection, error) {
+		conn, _, err := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u).Dial(portforward.PortForwardProtocolV1Name)
+		return conn, err
+	}
+	var sessions []httpstream.Connection
+	defer func() {
+		for _, s := range sessions {
+			_ = s.Close()
+		}
+	}()
+	for range debugapi.DefaultStreamsPerUser {
+		conn, err := dial()
+		g.Expect(err).NotTo(HaveOccurred())
+		sessions = append(sessions, conn)
+	}
+	_, err = dial()
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("has %d debug streams open, the most one user may", debugapi.DefaultStreamsPerUser)))
+	_ = sessions[0].Close()
+	sessions = sessions[1:]
+	g.Eventually(func() error {
+		conn, err := dial()
+		if err == nil {
+			sessions = append(sessions, conn)
+		}
+		return err
+	}).Should(Succeed(), "a closed session frees its place")
+}
+
+// tunnelAttempt opens a tunnel on path with the agent identity cfg and returns
+// the hub's answer.
+func tunnelAttempt(t *testing.T, cfg *rest.Config, path string) (int, string) {
+	t.Helper()
+	c := rest.CopyConfig(cfg)
+	c.NextProtos = []string{"http/1.1"}
+	rt, err := rest.TransportFor(c)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, strings.TrimSuffix(c.Host, "/")+path, nil)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", tunnel.Protocol)
+	resp, err := rt.RoundTrip(req)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, string(body)
+}
