@@ -86,6 +86,17 @@ up() {
   echo
   say "Metrics (docs/metrics.md): each process serves /metrics on its own loopback port, listed in $dir/metrics"
   cat "$dir/metrics"
+  echo
+  say "Debug from the hub (docs/debugging.md): the app's pods and logs on both members, through the agents' tunnels"
+  local tunnels=0
+  for _ in $(seq 1 60); do
+    tunnels=$("${LODESTAR_BIN:?}/kubectl-lodestar" pods web -n demo --kubeconfig "$dir/hub.kubeconfig" 2>/dev/null | grep -c '^member-' || true)
+    [[ "$tunnels" -gt 0 ]] && break
+    sleep 1
+  done
+  "${LODESTAR_BIN:?}/kubectl-lodestar" pods web -n demo --kubeconfig "$dir/hub.kubeconfig"
+  echo
+  "${LODESTAR_BIN:?}/kubectl-lodestar" logs web -n demo --tail 2 --kubeconfig "$dir/hub.kubeconfig"
   cat <<MSG
 
 The fleet keeps running. Look further with:
@@ -93,6 +104,8 @@ The fleet keeps running. Look further with:
   $kubectl get placements,placementdecisions -A
   $kubectl get works -A
   $kubectl --kubeconfig $dir/member-1.kubeconfig get appliedworks
+  ${LODESTAR_BIN:?}/kubectl-lodestar logs web -n demo -f
+  ${LODESTAR_BIN:?}/kubectl-lodestar events web -n demo
 Logs: $dir/logs. Stop everything with: make quickstart-down
 MSG
 }

@@ -18,10 +18,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -107,7 +109,19 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 		return err
 	}
 	defer func() { _ = metricsFile.Close() }()
-	hubProc, err := spawnChart(ctx, exited, hubCP, "lodestar-hub", "manager", filepath.Join(dir, "lodestar-hub"), managerKubeconfig, binDir, logs, metricsFile)
+	// The debug API: the hub API server reaches the local manager through an
+	// ExternalName Service for localhost in place of the chart's ClusterIP one.
+	debugAddr, err := testenv.FreeAddress()
+	if err != nil {
+		return err
+	}
+	_, debugPort, _ := net.SplitHostPort(debugAddr)
+	port, _ := strconv.Atoi(debugPort)
+	if err := testenv.InstallDebugAPI(ctx, hubCP.Client, testenv.ReleaseNamespace, port); err != nil {
+		return err
+	}
+	hubProc, err := spawnChart(ctx, exited, hubCP, "lodestar-hub", "manager", filepath.Join(dir, "lodestar-hub"), managerKubeconfig, binDir, logs, metricsFile,
+		"debug-bind-address", debugAddr)
 	if err != nil {
 		return err
 	}
@@ -135,7 +149,10 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 			return fmt.Errorf("kubectl lodestar join %s: %w: %s", m.Name, err, out)
 		}
 		install := []string{"install", "lodestar-agent", filepath.Join(charts, "lodestar-agent"),
-			"--set", "clusterName=" + m.Name, "--set-file", "hubKubeconfig.kubeconfig=" + agentHubKubeconfig}
+			"--set", "clusterName=" + m.Name, "--set-file", "hubKubeconfig.kubeconfig=" + agentHubKubeconfig,
+			// The members' admins let hub users exec and port-forward into their
+			// Placements' pods too (docs/debugging.md), not only read them.
+			"--set", "debug.tenantAccess=exec"}
 		if m.Name == memberAccessCluster {
 			install = append(install, memberAccessValues(cp)...)
 		}
@@ -187,7 +204,7 @@ func memberAccessValues(cp *testenv.ControlPlane) []string {
 // environment (testenv.ChartProcess), as its ServiceAccount (kubeconfig, in
 // place of the pod's in-cluster identity). Only the ports differ: local
 // processes on one machine cannot all listen on the chart's.
-func spawnChart(ctx context.Context, exited chan<- *proc, cp *testenv.ControlPlane, name, container, dir, kubeconfig, binDir, logs string, metrics io.Writer) (*proc, error) {
+func spawnChart(ctx context.Context, exited chan<- *proc, cp *testenv.ControlPlane, name, container, dir, kubeconfig, binDir, logs string, metrics io.Writer, flags ...string) (*proc, error) {
 	chart, err := testenv.FromDeployment(ctx, cp.Client, client.ObjectKey{Namespace: testenv.ReleaseNamespace, Name: name}, container, dir)
 	if err != nil {
 		return nil, err
@@ -202,6 +219,9 @@ func spawnChart(ctx context.Context, exited chan<- *proc, cp *testenv.ControlPla
 	chart.Set("kubeconfig", kubeconfig)
 	chart.Set("metrics-bind-address", addr)
 	chart.Set("health-probe-bind-address", "0")
+	for i := 0; i+1 < len(flags); i += 2 {
+		chart.Set(flags[i], flags[i+1])
+	}
 	return spawn(ctx, exited, filepath.Join(binDir, name), filepath.Join(logs, filepath.Base(dir)+".log"), chart.Env, chart.Args...)
 }
 

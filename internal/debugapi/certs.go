@@ -3,8 +3,8 @@ package debugapi
 import (
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"time"

@@ -178,7 +178,6 @@ func ParseMemberPath(subresource, method, path string) (Target, error) {
 	return Target{}, fmt.Errorf("unknown subresource %q (one of %s)", subresource, strings.Join(Subresources, ", "))
 }
 
-
 // Verb is the authorisation verb of an HTTP method, as the API server derives it.
 func Verb(method string) string {
 	switch method {

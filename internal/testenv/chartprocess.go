@@ -70,6 +70,8 @@ func FromDeployment(ctx context.Context, c client.Reader, key client.ObjectKey, 
 			p.Env = append(p.Env, e.Name+"="+e.Value)
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			p.Env = append(p.Env, e.Name+"="+key.Namespace)
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			p.Env = append(p.Env, e.Name+"="+key.Name+"-local") // The one local "pod".
 		default:
 			return nil, fmt.Errorf("the Deployment %s sets %s from a source a local process has no equivalent of", key, e.Name)
 		}

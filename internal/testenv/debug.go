@@ -56,21 +56,34 @@ func frontProxy(dir string) ([]APIServerFlag, error) {
 }
 
 // InstallDebugAPI registers the debug API of a hub manager that serves it on
-// this machine at port: the APIService the hub chart installs, and in place of
-// the chart's ClusterIP Service one of type ExternalName for localhost, by
-// which the hub API server reaches a local process. The hub manager publishes
-// its CA in the APIService when it starts.
+// this machine at port: the APIService the hub chart installs (made, or its
+// port changed), and in place of the chart's ClusterIP Service one of type
+// ExternalName for localhost, by which the hub API server reaches a local
+// process. The hub manager publishes its CA in the APIService when it starts.
 func InstallDebugAPI(ctx context.Context, c client.Client, namespace string, port int) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: debugapi.DefaultService},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"},
-	}
-	if err := c.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the debug API's Service: %w", err)
+	key := client.ObjectKey{Namespace: namespace, Name: debugapi.DefaultService}
+	svc := &corev1.Service{}
+	switch err := c.Get(ctx, key, svc); {
+	case err == nil && svc.Spec.Type == corev1.ServiceTypeExternalName:
+	case err == nil || apierrors.IsNotFound(err):
+		if err == nil {
+			if err := c.Delete(ctx, svc); err != nil {
+				return fmt.Errorf("replacing the debug API's Service: %w", err)
+			}
+		}
+		svc = &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: debugapi.DefaultService},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"},
+		}
+		if err := c.Create(ctx, svc); err != nil {
+			return fmt.Errorf("creating the debug API's Service: %w", err)
+		}
+	default:
+		return err
 	}
 	return c.Patch(ctx, DebugAPIService(namespace, port), client.Apply, client.FieldOwner("lodestar-testenv"), client.ForceOwnership)
 }

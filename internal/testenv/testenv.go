@@ -141,27 +141,28 @@ func StartEmpty(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
 	return start(name, scheme, nil)
 }
 
-// StartMember starts a member control plane with the member CRDs and the
-// debug roles (what the agent chart installs).
+// StartMember starts a member control plane with the member CRDs.
 func StartMember(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
 	crds, err := config.MemberCRDs()
 	if err != nil {
 		return nil, err
 	}
-	cp, err := start(name, scheme, crds)
-	if err != nil {
-		return nil, err
-	}
+	return start(name, scheme, crds)
+}
+
+// InstallDebugRoles installs the member ClusterRoles of debugging from the hub
+// as the agent chart does, for agents run without it.
+func (cp *ControlPlane) InstallDebugRoles(ctx context.Context) error {
 	roles, err := config.DebugMemberRoles()
 	if err != nil {
-		return nil, errors.Join(err, cp.Stop())
+		return err
 	}
 	for _, r := range roles {
-		if err := cp.Client.Create(context.Background(), r); err != nil {
-			return nil, errors.Join(fmt.Errorf("installing ClusterRole %s: %w", r.Name, err), cp.Stop())
+		if err := cp.Client.Create(ctx, r); err != nil {
+			return fmt.Errorf("installing ClusterRole %s on %s: %w", r.Name, cp.Name, err)
 		}
 	}
-	return cp, nil
+	return nil
 }
 
 func start(name string, scheme *runtime.Scheme, crds []*apiextensionsv1.CustomResourceDefinition, flags ...APIServerFlag) (*ControlPlane, error) {

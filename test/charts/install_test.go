@@ -2,7 +2,9 @@ package charts
 
 import (
 	"context"
+	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -23,6 +26,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/internal/debugapi"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
@@ -49,8 +53,12 @@ type startFunc func(string, *runtime.Scheme) (*testenv.ControlPlane, error)
 
 // chartedFleet starts a hub with startHub and a member with startMember (with
 // or without their controller managers, no CRDs), writes their kubeconfigs as
-// dir/hub and dir/member, and installs the hub chart into the hub.
-func chartedFleet(t *testing.T, startHub, startMember startFunc) (hubCP, memberCP *testenv.ControlPlane, dir string) {
+// dir/hub and dir/member, and installs the hub chart into the hub. The chart's
+// debug API reaches the hub manager at debugAddr (an ExternalName Service for
+// localhost in place of the chart's): the hub manager must serve it there, or
+// the hub's API server finds an APIService unavailable (and, as with any
+// aggregated API, cannot finish deleting namespaces).
+func chartedFleet(t *testing.T, startHub, startMember startFunc) (hubCP, memberCP *testenv.ControlPlane, dir, debugAddr string) {
 	t.Helper()
 	g := NewWithT(t)
 	hubCP, err := startHub("hub", scheme.Hub())
@@ -65,7 +73,16 @@ func chartedFleet(t *testing.T, startHub, startMember startFunc) (hubCP, memberC
 	out, err := helm(t, "install", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", filepath.Join(dir, "hub"),
 		"--namespace", releaseNamespace, "--create-namespace")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	return hubCP, memberCP, dir
+	debugAddr = freeAddress(t)
+	g.Expect(testenv.InstallDebugAPI(t.Context(), hubCP.Client, releaseNamespace, testenv.PortOf(tcpAddr(t, debugAddr)))).To(Succeed())
+	return hubCP, memberCP, dir, debugAddr
+}
+
+func tcpAddr(t *testing.T, addr string) *net.TCPAddr {
+	t.Helper()
+	a, err := net.ResolveTCPAddr("tcp", addr)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return a
 }
 
 // start runs a manager until the test ends.
@@ -92,7 +109,7 @@ func start(t *testing.T, mgr ctrl.Manager) {
 func TestChartsInstallAndRun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	hubCP, memberCP, dir := chartedFleet(t, testenv.StartFullEmpty, testenv.StartFullEmpty)
+	hubCP, memberCP, dir, debugAddr := chartedFleet(t, testenv.StartFullEmpty, testenv.StartFullEmpty)
 	hubKubeconfig, memberKubeconfig := filepath.Join(dir, "hub"), filepath.Join(dir, "member")
 
 	// The hub manager as the chart's ServiceAccount, electing a leader as the chart
@@ -104,6 +121,8 @@ func TestChartsInstallAndRun(t *testing.T) {
 	}))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hub.Setup(mgr, hub.Options{})).To(Succeed())
+	_, err = debugapi.Add(mgr, debugapi.Options{BindAddress: debugAddr, Namespace: releaseNamespace, ReplicaID: "hub-0"})
+	g.Expect(err).NotTo(HaveOccurred())
 	start(t, mgr)
 
 	// The member joins (an operator action, as admin on the hub) and installs the
@@ -187,6 +206,20 @@ func TestChartsInstallAndRun(t *testing.T) {
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-1"}, profile)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(profile.Status.Conditions, placementv1alpha1.AgentReachableCondition)).To(BeTrue())
 	}).WithTimeout(2 * testenv.EventuallyTimeout).Should(Succeed())
+
+	// Debugging from the hub as the charts install it: the hub manager's debug
+	// API and the agent's tunnel, each with its chart's RBAC (checking access,
+	// impersonating, granting the tenant group logs on the member).
+	debugCfg := rest.CopyConfig(hubCP.Config)
+	debugCfg.Host = strings.TrimSuffix(debugCfg.Host, "/") + debugapi.PlacementPath("shop", "settings", debugapi.Log, "edge-1")
+	g.Eventually(func(g Gomega) {
+		pods := &corev1.PodList{}
+		g.Expect(memberCP.Client.List(ctx, pods, client.InNamespace("shop"))).To(Succeed())
+		g.Expect(pods.Items).NotTo(BeEmpty())
+		log, err := kubernetes.NewForConfigOrDie(debugCfg).CoreV1().Pods("shop").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(log)).To(ContainSubstring("ready on member"))
+	}).Should(Succeed())
 
 	// On the hub, the Deployment's ReplicaSet may not create its pods.
 	hubPods := func(g Gomega) []corev1.Pod {

@@ -109,13 +109,14 @@ type binaryFleet struct {
 // started by startHub.
 func runFleet(t *testing.T, startHub startFunc) binaryFleet {
 	g := NewWithT(t)
-	hubCP, memberCP, dir := chartedFleet(t, startHub, testenv.StartEmpty)
+	hubCP, memberCP, dir, debugAddr := chartedFleet(t, startHub, testenv.StartEmpty)
 	memberKubeconfig := filepath.Join(dir, "member")
 
 	hubSA := filepath.Join(dir, "hub-sa")
 	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, hubCP.Config, "lodestar-hub"), "hub", hubSA)).To(Succeed())
 	f := binaryFleet{hub: hubCP, member: memberCP, hubMetrics: freeAddress(t), agentMetrics: freeAddress(t)}
-	f.hubProcess = runBinary(t, "lodestar-hub", nil, "--kubeconfig", hubSA, "--metrics-bind-address", f.hubMetrics, "--health-probe-bind-address", "0")
+	f.hubProcess = runBinary(t, "lodestar-hub", nil, "--kubeconfig", hubSA, "--metrics-bind-address", f.hubMetrics, "--health-probe-bind-address", "0",
+		"--debug-bind-address", debugAddr, "--debug-namespace", releaseNamespace)
 
 	joined, err := fleet.Join(t.Context(), hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: "edge-1", TokenTTL: time.Hour})
 	g.Expect(err).NotTo(HaveOccurred())

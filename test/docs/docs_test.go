@@ -108,7 +108,12 @@ func TestDocumentedCommandsExist(t *testing.T) {
 			if slices.Contains(args, "<(kubectl") {
 				continue
 			}
-			cmd := exec.CommandContext(t.Context(), bin, append(args, "--help")...)
+			// --help before a "--" (exec's command), where the plugin reads it.
+			help := append(slices.Clone(args), "--help")
+			if i := slices.Index(args, "--"); i >= 0 {
+				help = slices.Concat(args[:i], []string{"--help"}, args[i:])
+			}
+			cmd := exec.CommandContext(t.Context(), bin, help...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()

@@ -384,3 +384,29 @@ func tunnelAttempt(t *testing.T, cfg *rest.Config, path string) (int, string) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, string(body)
 }
+
+// The debugging example: alice, bound to lodestar:debug:view, reads the logs
+// of the web app's pods on the production cluster (member-1) with
+// kubectl lodestar, and may not exec into them.
+func TestDebuggingExamples(t *testing.T) {
+	applyExamples(t, "debugging", 1, map[string]func(t *testing.T, ns string){
+		"01-debug-access.yaml": func(t *testing.T, ns string) {
+			g := NewWithT(t)
+			kubeconfig := filepath.Join(t.TempDir(), "hub.kubeconfig")
+			g.Expect(testenv.WriteKubeconfig(hubCP.Config, "hub", kubeconfig)).To(Succeed())
+			f := &debugFleet{ns: ns, user: "alice", kubeconfig: kubeconfig}
+			g.Eventually(func(g Gomega) {
+				g.Expect(readyPodIPs(g, member1, ns)).To(HaveLen(2))
+			}).Should(Succeed())
+			out, errOut, err := f.run(t, "logs", "web", "--tail", "1")
+			g.Expect(err).NotTo(HaveOccurred(), errOut)
+			// The last line of each pod's log (the fake node's log file, which
+			// other tests add to).
+			g.Expect(strings.Split(strings.TrimSpace(out), "\n")).To(HaveEach(MatchRegexp(`^member-1/web-\S+ \S`)))
+			g.Expect(strings.Split(strings.TrimSpace(out), "\n")).To(HaveLen(2))
+			_, errOut, err = f.run(t, "exec", "--cluster", member1, podOn(t, member1, ns), "--", "echo", "ok")
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(errOut).To(And(ContainSubstring(`"alice"`), ContainSubstring("placements/exec")))
+		},
+	})
+}

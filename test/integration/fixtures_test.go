@@ -545,6 +545,9 @@ func extraMembers(t *testing.T) {
 			return
 		}
 		for _, name := range []string{member3, member4} {
+			if extraErr = members[name].InstallDebugRoles(context.Background()); extraErr != nil {
+				return
+			}
 			cfg, err := fleet.Join(context.Background(), hubCP.Config, hubCP.Client, fleet.JoinOptions{
 				Name: name, ClusterSet: auxSet, Labels: map[string]string{"rollout-test": "true"}, TokenTTL: 48 * time.Hour})
 			if err != nil {

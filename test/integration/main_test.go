@@ -168,6 +168,9 @@ func startFleet(ctx context.Context) error {
 
 	for _, m := range testenv.DefaultMembers() {
 		name := m.Name
+		if err := members[name].InstallDebugRoles(ctx); err != nil {
+			return err
+		}
 		cfg, err := testenv.Register(ctx, hubCP, m)
 		if err != nil {
 			return err

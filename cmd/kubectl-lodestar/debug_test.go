@@ -1,0 +1,56 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/lodestar-dev/lodestar/internal/debugapi"
+)
+
+func TestOwnedBy(t *testing.T) {
+	pod := func(kind, name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", OwnerReferences: []metav1.OwnerReference{{Kind: kind, Name: name, Controller: ptr.To(true)}}}}
+	}
+	for _, tc := range []struct {
+		pod        *corev1.Pod
+		kind, name string
+		want       bool
+	}{
+		{pod("ReplicaSet", "web-7c9f"), workloadKind("deploy"), "web", true},
+		{pod("ReplicaSet", "webhook-7c9f"), "Deployment", "web", false},
+		{pod("StatefulSet", "db"), workloadKind("sts"), "db", true},
+		{pod("Job", "report-1"), "CronJob", "report", true},
+		{pod("Job", "report-1"), "Job", "report-1", true},
+		{pod("DaemonSet", "agent"), workloadKind("ds"), "other", false},
+		{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, "Pod", "p", true},
+	} {
+		if got := ownedBy(tc.pod, tc.kind, tc.name); got != tc.want {
+			t.Errorf("ownedBy(%v, %s %s) = %v", tc.pod.OwnerReferences, tc.kind, tc.name, got)
+		}
+	}
+}
+
+// The debug verbs reach a member through the hub's debug API: client-go's
+// paths under the Placement's prefix.
+func TestDebugSessionConfig(t *testing.T) {
+	s := &debugSession{base: &restConfigForTest, namespace: "shop", placement: "web"}
+	cs, err := s.client(debugapi.Log, "member-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := cs.CoreV1().RESTClient().Get().Namespace("shop").Resource("pods").Name("web-1").SubResource("log").URL()
+	want := "https://hub.example:6443/apis/debug.lodestar.dev/v1alpha1/namespaces/shop/placements/web/log/member-1/api/v1/namespaces/shop/pods/web-1/log"
+	if u.String() != want {
+		t.Errorf("URL %s, want %s", u, want)
+	}
+	if !strings.HasSuffix(s.config(debugapi.Exec, "edge-7").Host, "/placements/web/exec/edge-7") {
+		t.Errorf("exec host %s", s.config(debugapi.Exec, "edge-7").Host)
+	}
+}
+
+var restConfigForTest = rest.Config{Host: "https://hub.example:6443"}
