@@ -76,9 +76,9 @@ func (o *options) debugSession(ctx context.Context, arg, only string) (*debugSes
 	slices.Sort(s.clusters)
 	if len(s.clusters) == 0 {
 		if only != "" {
-			return nil, fmt.Errorf("Placement %s/%s places nothing on cluster %s", ns, s.placement, only)
+			return nil, fmt.Errorf("placement %s/%s places nothing on cluster %s", ns, s.placement, only)
 		}
-		return nil, fmt.Errorf("Placement %s/%s has no clusters yet", ns, s.placement)
+		return nil, fmt.Errorf("placement %s/%s has no clusters yet", ns, s.placement)
 	}
 	return s, nil
 }
@@ -113,9 +113,10 @@ func placementOf(ctx context.Context, c client.Client, ns, kind, name string) (s
 			if sel.Kind != kind {
 				continue
 			}
-			if sel.Name == name {
+			switch sel.Name {
+			case name:
 				named = append(named, p.Name)
-			} else if sel.Name == "" {
+			case "":
 				byKind = append(byKind, p.Name)
 			}
 		}

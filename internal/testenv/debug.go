@@ -85,7 +85,7 @@ func InstallDebugAPI(ctx context.Context, c client.Client, namespace string, por
 	default:
 		return err
 	}
-	return c.Patch(ctx, DebugAPIService(namespace, port), client.Apply, client.FieldOwner("lodestar-testenv"), client.ForceOwnership)
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(DebugAPIService(namespace, port)), client.FieldOwner("lodestar-testenv"), client.ForceOwnership)
 }
 
 // DebugAPIService is the debug APIService as the hub chart installs it, naming

@@ -75,10 +75,13 @@ func (a *Agent) Start(ctx context.Context) error {
 			}
 		}
 		id, count, err := a.dial(ctx, rt)
-		switch {
-		case ctx.Err() != nil:
+		select {
+		case <-ctx.Done():
 			a.closeAll()
 			return nil
+		default:
+		}
+		switch {
 		case err != nil:
 			a.Log.Info("hub tunnel not open; dialling again", "error", err.Error(), "in", backoff.String())
 		default:

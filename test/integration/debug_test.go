@@ -21,7 +21,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -102,12 +101,12 @@ func (f *debugFleet) run(t *testing.T, args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
-// restAs is a hub connection as user, to the debug API's path of the
-// Placement web's subresource on cluster.
-func restAs(user, ns, subresource, cluster string) *kubernetes.Clientset {
+// logsAs is a hub connection as user, to the debug API's path of the
+// Placement web's logs on member-1.
+func logsAs(user, ns string) *kubernetes.Clientset {
 	cfg := rest.CopyConfig(hubCP.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(ns, "web", subresource, cluster)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(ns, "web", debugapi.Log, member1)
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
@@ -246,7 +245,7 @@ func TestDebugAuthorisation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	pod := podOn(t, member1, f.ns)
-	logs := restAs(f.user, f.ns, debugapi.Log, member1).CoreV1()
+	logs := logsAs(f.user, f.ns).CoreV1()
 	err := logs.Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -256,7 +255,7 @@ func TestDebugAuthorisation(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("reaches only namespace "+f.ns), "%#v", err)
 	// A namespace where the user has no role: the hub API server refuses.
 	other := rolloutNamespace(t)
-	err = restAs(f.user, other, debugapi.Log, member1).CoreV1().Pods(other).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
+	err = logsAs(f.user, other).CoreV1().Pods(other).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 	// A pod of the namespace the Placement did not place.
 	stray := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "stray"}, Spec: corev1.PodSpec{
@@ -288,7 +287,7 @@ func TestDebugAuthorisation(t *testing.T) {
 	// A line at once: kwok's log server sends its answer's headers with the
 	// first line.
 	one := int64(1)
-	stream, err := restAs(bob, f.ns, debugapi.Log, member1).CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{Follow: true, TailLines: &one}).Stream(ctx)
+	stream, err := logsAs(bob, f.ns).CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{Follow: true, TailLines: &one}).Stream(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	ended := make(chan struct{})
 	go func() {
@@ -299,7 +298,7 @@ func TestDebugAuthorisation(t *testing.T) {
 	g.Expect(hubCP.Client.Delete(ctx, rb)).To(Succeed())
 	g.Eventually(ended).Should(BeClosed())
 	_ = stream.Close()
-	err = restAs(bob, f.ns, debugapi.Log, member1).CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
+	err = logsAs(bob, f.ns).CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 }
 
@@ -337,11 +336,11 @@ func TestDebugTunnelsAndLimits(t *testing.T) {
 	transport, upgrader, err := spdy.RoundTripperFor(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	u := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient().Post().Namespace(f.ns).Resource("pods").Name(pod).SubResource("portforward").URL()
-	dial := func() (httpstream.Connection, error) {
+	dial := func() (io.Closer, error) {
 		conn, _, err := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u).Dial(portforward.PortForwardProtocolV1Name)
 		return conn, err
 	}
-	var sessions []httpstream.Connection
+	var sessions []io.Closer
 	defer func() {
 		for _, s := range sessions {
 			_ = s.Close()
