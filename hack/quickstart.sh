@@ -51,6 +51,9 @@ up() {
   fi
   "$kubectl" "${hub[@]}" -n demo wait placement/web --timeout=60s \
     --for=jsonpath='{.status.conditions[?(@.type=="Progressing")].reason}'=RolloutComplete >/dev/null
+  # The staged sample too: the tour's approvals are for the revisions it makes.
+  "$kubectl" "${hub[@]}" -n demo wait placement/release --timeout=120s \
+    --for=jsonpath='{.status.conditions[?(@.type=="Progressing")].reason}'=RolloutComplete >/dev/null
 
   say "The Placement on the hub"
   "$kubectl" "${hub[@]}" -n demo get placement web -o wide

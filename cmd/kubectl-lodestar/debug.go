@@ -155,25 +155,37 @@ type clusterPod struct {
 // pods lists the Placement's pods on every cluster at once; a cluster that
 // cannot be read is an error of its own and the others are listed.
 func (s *debugSession) pods(ctx context.Context) ([]clusterPod, map[string]error) {
+	out, errs := fanIn(s, func(cluster string) ([]clusterPod, error) {
+		pods, err := s.clusterPods(ctx, cluster)
+		var out []clusterPod
+		for _, p := range pods {
+			out = append(out, clusterPod{cluster: cluster, pod: p})
+		}
+		return out, err
+	})
+	slices.SortFunc(out, func(a, b clusterPod) int {
+		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.pod.Name, b.pod.Name))
+	})
+	return out, errs
+}
+
+// fanIn reads every cluster of the session, fanOut at a time, and gathers
+// what each returned; a cluster's error is kept by cluster.
+func fanIn[T any](s *debugSession, read func(cluster string) ([]T, error)) ([]T, map[string]error) {
 	var (
 		mu   sync.Mutex
-		out  []clusterPod
+		out  []T
 		errs = map[string]error{}
 	)
 	s.each(func(cluster string) {
-		pods, err := s.clusterPods(ctx, cluster)
+		items, err := read(cluster)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
 			errs[cluster] = err
 			return
 		}
-		for _, p := range pods {
-			out = append(out, clusterPod{cluster: cluster, pod: p})
-		}
-	})
-	slices.SortFunc(out, func(a, b clusterPod) int {
-		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.pod.Name, b.pod.Name))
+		out = append(out, items...)
 	})
 	return out, errs
 }

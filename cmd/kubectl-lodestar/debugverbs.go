@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
@@ -285,26 +286,20 @@ type clusterEvent struct {
 
 // events lists the Placement's events on every cluster, oldest first.
 func (s *debugSession) events(ctx context.Context) ([]clusterEvent, map[string]error) {
-	var (
-		mu   sync.Mutex
-		out  []clusterEvent
-		errs = map[string]error{}
-	)
-	s.each(func(cluster string) {
+	out, errs := fanIn(s, func(cluster string) ([]clusterEvent, error) {
 		cs, err := s.client(debugapi.Events, cluster)
-		var list *corev1.EventList
-		if err == nil {
-			list, err = cs.CoreV1().Events(s.namespace).List(ctx, metav1.ListOptions{})
-		}
-		mu.Lock()
-		defer mu.Unlock()
 		if err != nil {
-			errs[cluster] = fmt.Errorf("%s", statusMessage(err))
-			return
+			return nil, err
 		}
+		list, err := cs.CoreV1().Events(s.namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%s", statusMessage(err))
+		}
+		var out []clusterEvent
 		for _, e := range list.Items {
 			out = append(out, clusterEvent{cluster: cluster, event: e})
 		}
+		return out, nil
 	})
 	slices.SortStableFunc(out, func(a, b clusterEvent) int { return coreEventTime(&a.event).Compare(coreEventTime(&b.event)) })
 	return out, errs
@@ -340,21 +335,12 @@ exec: the agent's tenant access exec, or the member admin's binding.`,
   kubectl lodestar exec -n shop --cluster member-1 -it web-7c9f-abc -- sh`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cluster == "" {
-				return fmt.Errorf("--cluster is required")
-			}
 			ctx := cmd.Context()
-			s, pod, err := o.podSession(ctx, placement, cluster, args[0])
+			cfg, req, err := o.podRequest(ctx, placement, cluster, args[0], debugapi.Exec)
 			if err != nil {
 				return err
 			}
-			cfg := s.config(debugapi.Exec, cluster)
-			cs, err := s.client(debugapi.Exec, cluster)
-			if err != nil {
-				return err
-			}
-			u := cs.CoreV1().RESTClient().Post().Namespace(s.namespace).Resource("pods").Name(pod).SubResource("exec").
-				VersionedParams(&corev1.PodExecOptions{Container: container, Command: args[1:], Stdin: stdin, Stdout: true, Stderr: !tty, TTY: tty}, scheme.ParameterCodec).URL()
+			u := req.VersionedParams(&corev1.PodExecOptions{Container: container, Command: args[1:], Stdin: stdin, Stdout: true, Stderr: !tty, TTY: tty}, scheme.ParameterCodec).URL()
 			ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, u.String())
 			if err != nil {
 				return err
@@ -393,6 +379,23 @@ exec: the agent's tenant access exec, or the member admin's binding.`,
 	cmd.Flags().BoolVarP(&stdin, "stdin", "i", false, "Pass stdin to the command.")
 	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "Allocate a terminal.")
 	return cmd
+}
+
+// podRequest is the connection to a placed pod's cluster for subresource
+// (exec or portforward) and the request for the pod's subresource.
+func (o *options) podRequest(ctx context.Context, placement, cluster, pod, subresource string) (*rest.Config, *rest.Request, error) {
+	if cluster == "" {
+		return nil, nil, fmt.Errorf("--cluster is required")
+	}
+	s, pod, err := o.podSession(ctx, placement, cluster, pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := s.client(subresource, cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.config(subresource, cluster), cs.CoreV1().RESTClient().Post().Namespace(s.namespace).Resource("pods").Name(pod).SubResource(subresource), nil
 }
 
 // podSession is the debug session of the Placement of a pod on cluster: the
@@ -441,20 +444,12 @@ admin) and the member's consent as for exec.`,
 		Example: `  kubectl lodestar port-forward -n shop --cluster member-1 web-7c9f-abc 8080:80`,
 		Args:    cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cluster == "" {
-				return fmt.Errorf("--cluster is required")
-			}
 			ctx := cmd.Context()
-			s, pod, err := o.podSession(ctx, placement, cluster, args[0])
+			cfg, req, err := o.podRequest(ctx, placement, cluster, args[0], debugapi.PortForward)
 			if err != nil {
 				return err
 			}
-			cfg := s.config(debugapi.PortForward, cluster)
-			cs, err := s.client(debugapi.PortForward, cluster)
-			if err != nil {
-				return err
-			}
-			u := cs.CoreV1().RESTClient().Post().Namespace(s.namespace).Resource("pods").Name(pod).SubResource("portforward").URL()
+			u := req.URL()
 			transport, upgrader, err := spdy.RoundTripperFor(cfg)
 			if err != nil {
 				return err

@@ -52,6 +52,9 @@ type fleet struct {
 	only []string
 	// pprof is the address of the hub manager's profiling endpoint; empty for none.
 	pprof string
+	// debugAddr is where the hub manager serves the debug API (as the hub
+	// chart has it do); empty for none.
+	debugAddr string
 }
 
 // want tells whether any of the scenario groups is to run.
@@ -91,6 +94,9 @@ func startFleet(dir, bin string) (*fleet, error) {
 	if err := f.admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scheduler.DefaultClusterSetNamespace}}); err != nil {
 		return nil, errors.Join(err, hubCP.Stop())
 	}
+	if err := f.installDebugAPI(context.Background()); err != nil {
+		return nil, errors.Join(err, hubCP.Stop())
+	}
 	return f, nil
 }
 
@@ -103,6 +109,11 @@ func (f *fleet) startManager(qps, burst int) error {
 	cmd := exec.Command(filepath.Join(f.bin, "lodestar-hub"), "--kubeconfig", filepath.Join(f.dir, "hub.kubeconfig"),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst), "--pprof-bind-address", f.pprof)
+	if f.debugAddr != "" {
+		// The chart's default: the debug API on; G1 opens a stream per cluster.
+		cmd.Args = append(cmd.Args, "--debug-bind-address", f.debugAddr, "--debug-namespace", debugNamespace,
+			"--debug-streams-per-user", "20000", "--debug-streams", "20000")
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return err

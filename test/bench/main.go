@@ -69,7 +69,7 @@ func main() {
 	bin := flag.String("bin", "bin", "Directory holding lodestar-hub and lodestar-agent.")
 	readme := flag.String("readme", "README.md", "README whose benchmark table is replaced; empty to leave it.")
 	reportOnly := flag.Bool("report", false, "Only write the table from the results already in --out.")
-	only := flag.String("only", "", "Comma-separated scenario groups to run (p1, p1-busy, p2, r1, d1, p3, h1, p4); empty runs all. For profiling: the README table is left alone.")
+	only := flag.String("only", "", "Comma-separated scenario groups to run (p1, p1-busy, p2, r1, d1, p3, g1, h1, p4); empty runs all. For profiling: the README table is left alone.")
 	pprofAddr := flag.String("pprof", "", "With an address (host:port), serve net/http/pprof for this process there and for the hub manager on the next port.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr)))
@@ -151,6 +151,11 @@ func run(out, bin, readme, only, pprofAddr string) error {
 	if err := f.simulatedScenarios(ctx, bw, record); err != nil {
 		return err
 	}
+	if f.want("g1") {
+		if err := f.debugStreams(ctx, record); err != nil {
+			return fmt.Errorf("G1: %w", err)
+		}
+	}
 	if f.want("h1") {
 		if err := f.heartbeats(ctx, bw, record); err != nil {
 			return fmt.Errorf("H1: %w", err)
@@ -166,7 +171,7 @@ func run(out, bin, readme, only, pprofAddr string) error {
 }
 
 // order is the order of scenarios in the table.
-var order = []string{"baseline", "P1-qps20", "P1", "P1-busy", "P2-1000", "R1", "D1", "P2-5000", "P3", "footprint-hub", "H1", "P4", "footprint-agent"}
+var order = []string{"baseline", "P1-qps20", "P1", "P1-busy", "P2-1000", "R1", "D1", "P2-5000", "P3", "footprint-hub", "G1", "H1", "P4", "footprint-agent"}
 
 // report writes the table of the results in out, and into the README.
 func report(out, readme string, took time.Duration) error {
