@@ -39,6 +39,12 @@ func StartFullEmpty(name string, scheme *runtime.Scheme) (*ControlPlane, error) 
 	return startFull(name, scheme, StartEmpty)
 }
 
+// StartFullHub is StartFullEmpty for a hub that runs workloads (an ordinary
+// cluster), with the aggregation layer.
+func StartFullHub(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
+	return startFull(name, scheme, StartEmptyHub)
+}
+
 // HubControllers are the kube-controller-manager controllers a hub started by
 // StartHubCluster runs: those of a control plane that runs no workloads
 // (namespace deletion, garbage collection, ClusterRole aggregation, service
@@ -55,7 +61,7 @@ var HubControllers = []string{
 // cluster (the quick start's): kube-apiserver, etcd and kube-controller-manager
 // with HubControllers, no CRDs (the hub chart installs them).
 func StartHubCluster(name string, scheme *runtime.Scheme) (_ *ControlPlane, err error) {
-	cp, dir, kubeconfig, err := startWithKubeconfig(name, scheme, StartEmpty)
+	cp, dir, kubeconfig, err := startWithKubeconfig(name, scheme, StartEmptyHub)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/onsi/gomega"
@@ -100,6 +101,13 @@ func (cp *ControlPlane) RestartAPIServer() error {
 // APIServerFlag sets a kube-apiserver flag of a control plane StartHub starts.
 type APIServerFlag struct{ Name, Value string }
 
+// AggregationLayer makes the API server serve aggregated APIs (the debug API)
+// as every kubeadm, managed or kind cluster does: a request-header CA and a
+// proxy client certificate of its own (frontProxy). Hubs have it; members,
+// which serve no aggregated API, do not (each certificate file is one more
+// inotify watcher of the API server's, of which a machine has few).
+var AggregationLayer = APIServerFlag{Name: "lodestar:aggregation-layer"}
+
 // QuickShutdown makes the API server stop within seconds even while clients hold
 // watches open (it otherwise waits up to its one-minute request timeout), for
 // tests that restart it.
@@ -112,7 +120,7 @@ func StartHub(scheme *runtime.Scheme, flags ...APIServerFlag) (*ControlPlane, er
 	if err != nil {
 		return nil, err
 	}
-	cp, err := start("hub", scheme, crds, flags...)
+	cp, err := start("hub", scheme, crds, append([]APIServerFlag{AggregationLayer}, flags...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +147,11 @@ func StartHub(scheme *runtime.Scheme, flags ...APIServerFlag) (*ControlPlane, er
 // operators do (the charts).
 func StartEmpty(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
 	return start(name, scheme, nil)
+}
+
+// StartEmptyHub is StartEmpty for a hub: with the aggregation layer.
+func StartEmptyHub(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
+	return start(name, scheme, nil, AggregationLayer)
 }
 
 // StartMember starts a member control plane with the member CRDs.
@@ -181,13 +194,16 @@ func start(name string, scheme *runtime.Scheme, crds []*apiextensionsv1.CustomRe
 		return nil, err
 	}
 	env.ControlPlane.GetAPIServer().CertDir = certs
-	proxyFlags, err := frontProxy(certs)
-	if err != nil {
-		return nil, errors.Join(err, os.RemoveAll(certs))
-	}
 	// Logs, exec and port-forward reach a fake node at its InternalIP (kwok
 	// names it by an unresolvable host name too).
-	flags = append(append(proxyFlags, APIServerFlag{Name: "kubelet-preferred-address-types", Value: "InternalIP"}), flags...)
+	flags = append([]APIServerFlag{{Name: "kubelet-preferred-address-types", Value: "InternalIP"}}, flags...)
+	if i := slices.Index(flags, AggregationLayer); i >= 0 {
+		proxyFlags, err := frontProxy(certs)
+		if err != nil {
+			return nil, errors.Join(err, os.RemoveAll(certs))
+		}
+		flags = append(slices.Delete(flags, i, i+1), proxyFlags...)
+	}
 	for _, f := range flags {
 		env.ControlPlane.GetAPIServer().Configure().Set(f.Name, f.Value)
 	}

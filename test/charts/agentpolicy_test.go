@@ -27,7 +27,7 @@ import (
 func TestAgentWithoutConfigProtectsTheMember(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	f := runFleet(t, testenv.StartEmpty)
+	f := runFleet(t, testenv.StartEmptyHub)
 	manifests := []workv1alpha1.Manifest{}
 	for _, obj := range []map[string]any{
 		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "daemons"},

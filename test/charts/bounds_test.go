@@ -93,7 +93,7 @@ func settingsPlacement(ns, name string, overrides ...placementv1alpha1.Override)
 func TestOneTenantCannotExhaustTheHub(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	f := runFleet(t, testenv.StartEmpty)
+	f := runFleet(t, testenv.StartEmptyHub)
 	tenantWith(t, f.hub.Client, "calm")
 	tenantWith(t, f.hub.Client, "hostile")
 	calm := settingsPlacement("calm", "settings")

@@ -109,7 +109,7 @@ func start(t *testing.T, mgr ctrl.Manager) {
 func TestChartsInstallAndRun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	hubCP, memberCP, dir, debugAddr := chartedFleet(t, testenv.StartFullEmpty, testenv.StartFullEmpty)
+	hubCP, memberCP, dir, debugAddr := chartedFleet(t, testenv.StartFullHub, testenv.StartFullEmpty)
 	hubKubeconfig, memberKubeconfig := filepath.Join(dir, "hub"), filepath.Join(dir, "member")
 
 	// The hub manager as the chart's ServiceAccount, electing a leader as the chart

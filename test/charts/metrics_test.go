@@ -187,7 +187,7 @@ series:
 func TestMetrics(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	f := runFleet(t, testenv.StartEmpty)
+	f := runFleet(t, testenv.StartEmptyHub)
 	hubCP, memberCP, hubMetrics, agentMetrics := f.hub, f.member, f.hubMetrics, f.agentMetrics
 
 	// A ConfigMap placed on edge-1.

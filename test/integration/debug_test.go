@@ -280,26 +280,42 @@ func TestDebugAuthorisation(t *testing.T) {
 	binding.ResourceVersion = ""
 	g.Expect(members[member1].Client.Create(ctx, binding)).To(Succeed())
 
-	// Revoking the hub role ends an open stream (the debug server checks again
-	// every 2 s in these tests, 20 s by default).
+	// Revoking the hub role ends an open session (the debug server checks
+	// again every 2 s in these tests, 20 s by default): a port-forward session,
+	// which holds nothing of the fake node's while idle.
 	bob := "bob-" + rand.String(4)
-	rb := bindUser(t, f.ns, bob, "lodestar:debug:view")
-	// A line at once: kwok's log server sends its answer's headers with the
-	// first line.
-	one := int64(1)
-	stream, err := logsAs(bob, f.ns).CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{Follow: true, TailLines: &one}).Stream(ctx)
+	rb := bindUser(t, f.ns, bob, "lodestar:debug:exec")
+	session, err := portForwardDialer(t, bob, f.ns, pod)()
 	g.Expect(err).NotTo(HaveOccurred())
-	ended := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, stream)
-		close(ended)
-	}()
-	g.Consistently(ended).ShouldNot(BeClosed())
+	defer func() { _ = session.Close() }()
+	g.Consistently(session.CloseChan()).ShouldNot(BeClosed())
 	g.Expect(hubCP.Client.Delete(ctx, rb)).To(Succeed())
-	g.Eventually(ended).Should(BeClosed())
-	_ = stream.Close()
-	err = logsAs(bob, f.ns).CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
-	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Eventually(session.CloseChan()).Should(BeClosed())
+	_, err = portForwardDialer(t, bob, f.ns, pod)()
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("forbidden"))
+}
+
+// portForwarding is an open port-forward session.
+type portForwarding interface {
+	io.Closer
+	CloseChan() <-chan bool
+}
+
+// portForwardDialer opens port-forward sessions to pod on member-1 as user,
+// through the Placement web of ns.
+func portForwardDialer(t *testing.T, user, ns, pod string) func() (portForwarding, error) {
+	t.Helper()
+	cfg := rest.CopyConfig(hubCP.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(ns, "web", debugapi.PortForward, member1)
+	transport, upgrader, err := spdy.RoundTripperFor(cfg)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	u := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(pod).SubResource("portforward").URL()
+	return func() (portForwarding, error) {
+		conn, _, err := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u).Dial(portforward.PortForwardProtocolV1Name)
+		return conn, err
+	}
 }
 
 // An agent carries only its own cluster's traffic: member-2's agent cannot
@@ -329,18 +345,8 @@ func TestDebugTunnelsAndLimits(t *testing.T) {
 	// Open port-forward sessions hold their streams without using the fake
 	// node (kwok's followed logs each take an inotify instance, of which a
 	// test machine may have few).
-	pod := podOn(t, member1, f.ns)
-	cfg := rest.CopyConfig(hubCP.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: f.user}
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(f.ns, "web", debugapi.PortForward, member1)
-	transport, upgrader, err := spdy.RoundTripperFor(cfg)
-	g.Expect(err).NotTo(HaveOccurred())
-	u := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient().Post().Namespace(f.ns).Resource("pods").Name(pod).SubResource("portforward").URL()
-	dial := func() (io.Closer, error) {
-		conn, _, err := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u).Dial(portforward.PortForwardProtocolV1Name)
-		return conn, err
-	}
-	var sessions []io.Closer
+	dial := portForwardDialer(t, f.user, f.ns, podOn(t, member1, f.ns))
+	var sessions []portForwarding
 	defer func() {
 		for _, s := range sessions {
 			_ = s.Close()
@@ -351,7 +357,7 @@ func TestDebugTunnelsAndLimits(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		sessions = append(sessions, conn)
 	}
-	_, err = dial()
+	_, err := dial()
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("has %d debug streams open, the most one user may", debugapi.DefaultStreamsPerUser)))
 	_ = sessions[0].Close()
