@@ -113,9 +113,9 @@ func (r *Runnable) Start(ctx context.Context) error {
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 30 * time.Second,
-		// HTTP/1.1 only: connection upgrades (tunnels, exec, port-forward)
-		// cannot pass through HTTP/2.
-		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		// HTTP/2 and HTTP/1.1: the hub API server sends streams over a few
+		// HTTP/2 connections, and connection upgrades (tunnels, exec,
+		// port-forward) on HTTP/1.1 connections of their own.
 		TLSConfig: &tls.Config{
 			MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
 			// The hub API server's proxy certificate is checked per request.

@@ -37,6 +37,14 @@ const (
 	DefaultRecheck = 20 * time.Second
 )
 
+// copyBuffers are the proxy's copy buffers, 4 KiB each.
+var copyBuffers = &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}}
+
+type bufferPool struct{ pool sync.Pool }
+
+func (p *bufferPool) Get() []byte  { return *p.pool.Get().(*[]byte) }
+func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
+
 // Server serves the debug API on the hub.
 type Server struct {
 	// Reader reads Placements and Works (the hub manager's cache).
@@ -91,6 +99,9 @@ func (s *Server) init() {
 				},
 			},
 			FlushInterval: -1,
+			// Small copy buffers: a log line is far below 4 KiB, and a hub
+			// holds a copy per open stream.
+			BufferPool: copyBuffers,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				p, _ := r.Context().Value(proxiedKey{}).(proxied)
 				if r.Context().Err() != nil {
