@@ -18,12 +18,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -115,9 +113,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 	if err != nil {
 		return err
 	}
-	_, debugPort, _ := net.SplitHostPort(debugAddr)
-	port, _ := strconv.Atoi(debugPort)
-	if err := testenv.InstallDebugAPI(ctx, hubCP.Client, testenv.ReleaseNamespace, port); err != nil {
+	if err := testenv.InstallDebugAPI(ctx, hubCP.Client, testenv.ReleaseNamespace, testenv.Port(debugAddr)); err != nil {
 		return err
 	}
 	hubProc, err := spawnChart(ctx, exited, hubCP, "lodestar-hub", "manager", filepath.Join(dir, "lodestar-hub"), managerKubeconfig, binDir, logs, metricsFile,

@@ -102,21 +102,11 @@ func DebugAPIService(namespace string, port int) *unstructured.Unstructured {
 	return u
 }
 
-// PortOf is the port of a listener's address.
-func PortOf(addr net.Addr) int {
-	_, p, _ := net.SplitHostPort(addr.String())
+// Port is the port of a host:port address (0 when it has none).
+func Port(hostport string) int {
+	_, p, _ := net.SplitHostPort(hostport)
 	n, _ := strconv.Atoi(p)
 	return n
-}
-
-// freePort is a free local TCP port, for a process that must be told one.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return PortOf(l.Addr()), nil
 }
 
 // debugging is what a full member's fake node serves for logs, exec and

@@ -132,10 +132,11 @@ func startFull(name string, scheme *runtime.Scheme, startAPIServer func(string, 
 	if cp.debugging, err = startDebugging(name, dir); err != nil {
 		return nil, err
 	}
-	kubeletPort, err := freePort()
+	kubeletAddr, err := FreeAddress()
 	if err != nil {
 		return nil, err
 	}
+	kubeletPort := Port(kubeletAddr)
 	assets := os.Getenv(AssetsEnv)
 	for _, p := range []struct {
 		bin  string

@@ -1,4 +1,4 @@
-package tunnel
+package tunnel_test
 
 import (
 	"context"
@@ -15,13 +15,16 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
+
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+	"github.com/lodestar-dev/lodestar/internal/tunnel"
 )
 
 // replicas are hub replicas behind one address that hands connections to
 // each in turn, as a Service does: each replica's registry takes the tunnels
 // that reach it.
 type replicas struct {
-	registries []*Registry
+	registries []*tunnel.Registry
 	servers    []*httptest.Server
 	next       atomic.Int64
 	lb         net.Listener
@@ -31,7 +34,7 @@ func startReplicas(t *testing.T, n int) *replicas {
 	t.Helper()
 	r := &replicas{}
 	for i := range n {
-		reg := NewRegistry(fmt.Sprintf("hub-%d", i), n)
+		reg := tunnel.NewRegistry(fmt.Sprintf("hub-%d", i), n)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if err := reg.Accept(w, req, "member-1"); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
@@ -66,9 +69,14 @@ func startReplicas(t *testing.T, n int) *replicas {
 	return r
 }
 
+// The package's Gomega defaults, sized for a busy CI machine (testenv).
+func init() {
+	testenv.SetGomegaDefaults()
+}
+
 func eventually(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	NewWithT(t).Eventually(f).WithTimeout(30*time.Second).WithPolling(20*time.Millisecond).Should(BeTrue(), what)
+	NewWithT(t).Eventually(f).Should(BeTrue(), what)
 }
 
 // An agent behind a load balancer holds a tunnel to each of two replicas, and
@@ -77,7 +85,7 @@ func eventually(t *testing.T, what string, f func() bool) {
 func TestAgentHoldsATunnelToEveryReplica(t *testing.T) {
 	r := startReplicas(t, 2)
 	var served sync.Map
-	agent := &Agent{
+	agent := &tunnel.Agent{
 		Hub: &rest.Config{Host: "http://" + r.lb.Addr().String()}, Path: "/tunnel", Log: logr.Discard(),
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -125,7 +133,7 @@ func TestAgentHoldsATunnelToEveryReplica(t *testing.T) {
 
 // A tunnel request that does not upgrade to the tunnel protocol is refused.
 func TestAcceptRefusesOtherProtocols(t *testing.T) {
-	reg := NewRegistry("hub-0", 1)
+	reg := tunnel.NewRegistry("hub-0", 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if err := reg.Accept(w, req, "member-1"); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,16 +13,6 @@ import (
 	"strings"
 	"time"
 )
-
-// freeAddress is a loopback address with a port free now.
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
 
 // hostOf is the host:port of a URL or host.
 func hostOf(s string) string {

@@ -39,16 +39,12 @@ const simulatedTunnels = "simulated: one real agent tunnel (internal/tunnel) per
 // installDebugAPI registers the hub manager's debug API, served on this
 // machine at f.debugAddr, with the hub API server.
 func (f *fleet) installDebugAPI(ctx context.Context) error {
-	addr, err := freeAddress()
+	addr, err := testenv.FreeAddress()
 	if err != nil {
 		return err
 	}
 	f.debugAddr = addr
-	port := 0
-	if _, err := fmt.Sscanf(addr[strings.LastIndex(addr, ":")+1:], "%d", &port); err != nil {
-		return err
-	}
-	return testenv.InstallDebugAPI(ctx, f.admin, debugNamespace, port)
+	return testenv.InstallDebugAPI(ctx, f.admin, debugNamespace, testenv.Port(addr))
 }
 
 // debugStreams is G1: `logs -f` across the fleet. Every simulated cluster's

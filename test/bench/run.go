@@ -359,7 +359,7 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 		if err != nil {
 			return err
 		}
-		metricsAddr, err := freeAddress()
+		metricsAddr, err := testenv.FreeAddress()
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package charts
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,15 +73,8 @@ func chartedFleet(t *testing.T, startHub, startMember startFunc) (hubCP, memberC
 		"--namespace", releaseNamespace, "--create-namespace")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	debugAddr = freeAddress(t)
-	g.Expect(testenv.InstallDebugAPI(t.Context(), hubCP.Client, releaseNamespace, testenv.PortOf(tcpAddr(t, debugAddr)))).To(Succeed())
+	g.Expect(testenv.InstallDebugAPI(t.Context(), hubCP.Client, releaseNamespace, testenv.Port(debugAddr))).To(Succeed())
 	return hubCP, memberCP, dir, debugAddr
-}
-
-func tcpAddr(t *testing.T, addr string) *net.TCPAddr {
-	t.Helper()
-	a, err := net.ResolveTCPAddr("tcp", addr)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return a
 }
 
 // start runs a manager until the test ends.

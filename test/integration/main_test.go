@@ -154,7 +154,7 @@ func startFleet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := testenv.InstallDebugAPI(ctx, hubCP.Client, debugNamespace, testenv.PortOf(debugListener.Addr())); err != nil {
+	if err := testenv.InstallDebugAPI(ctx, hubCP.Client, debugNamespace, testenv.Port(debugListener.Addr().String())); err != nil {
 		return err
 	}
 	if debugServer, err = debugapi.Add(mgr, debugapi.Options{Listener: debugListener, Namespace: debugNamespace, ReplicaID: "hub-0", Recheck: 2 * time.Second}); err != nil {

@@ -69,24 +69,43 @@ func (r *Reconciler) servicesGate(ctx context.Context, s *scope) error {
 
 // moveTraffic says why the copy on cluster (which the Placement left) must
 // stay for its exported Services' traffic, and when to look again; "" lets
-// it go.
+// it go. The phases: every importer serves a replacement's endpoints; the
+// leaving copy's endpoints are withdrawn from every importer; the drain time
+// passes.
 func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) (string, time.Duration, error) {
-	parts := s.works[cluster]
-	ns := s.placement.Namespace
+	exported, err := r.exportedBy(ctx, s, cluster)
+	if err != nil || len(exported) == 0 {
+		return "", 0, err
+	}
+	for _, phase := range []func(context.Context, *scope, string, []string) (string, time.Duration, error){
+		r.replacementsServed, r.withdrawn, r.drained,
+	} {
+		if why, recheck, err := phase(ctx, s, cluster, exported); err != nil || why != "" {
+			return why, recheck, err
+		}
+	}
+	return "", 0, nil
+}
+
+// exportedBy are the placed Services the copy on cluster exports (ready or not).
+func (r *Reconciler) exportedBy(ctx context.Context, s *scope, cluster string) ([]string, error) {
 	var exported []string
-	for _, name := range placedServices(parts) {
-		e, err := r.validExport(ctx, cluster, ns, name)
+	for _, name := range placedServices(s.works[cluster]) {
+		e, err := r.validExport(ctx, cluster, s.placement.Namespace, name)
 		if err != nil {
-			return "", 0, err
+			return nil, err
 		}
 		if e != nil {
-			exported = append(exported, name) // the leaving copy exports it (ready or not)
+			exported = append(exported, name)
 		}
 	}
-	if len(exported) == 0 {
-		return "", 0, nil
-	}
-	// 1. Every importer serves a replacement's endpoints.
+	return exported, nil
+}
+
+// replacementsServed holds the move until every importer serves the endpoints
+// of a selected cluster that exports each Service with ready endpoints.
+func (r *Reconciler) replacementsServed(ctx context.Context, s *scope, cluster string, exported []string) (string, time.Duration, error) {
+	ns := s.placement.Namespace
 	for _, name := range exported {
 		svc := types.NamespacedName{Namespace: ns, Name: name}
 		var replacements []string
@@ -117,8 +136,13 @@ func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) 
 			return fmt.Sprintf("%d of %d importers of Service %s do not serve the endpoints of %s yet", behind, total, svc, strings.Join(replacements, ", ")), trafficRecheck, nil
 		}
 	}
-	// 2. The leaving copy's endpoints are withdrawn from every importer.
-	part0 := parts[0] // placedServices found Services: there are parts, in part order
+	return "", 0, nil
+}
+
+// withdrawn marks the leaving copy's endpoints withdrawn (on its part 0) and
+// holds the move until no importer serves them.
+func (r *Reconciler) withdrawn(ctx context.Context, s *scope, cluster string, exported []string) (string, time.Duration, error) {
+	part0 := s.works[cluster][0] // placedServices found Services: there are parts, in part order
 	if part0.Annotations[placementv1alpha1.ServicesWithdrawnAnnotation] != strings.Join(exported, ",") {
 		at := s.now.UTC().Format(time.RFC3339Nano)
 		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
@@ -131,7 +155,7 @@ func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) 
 		return fmt.Sprintf("withdrawing its endpoints of %s from the importers", strings.Join(exported, ", ")), trafficRecheck, nil
 	}
 	for _, name := range exported {
-		svc := types.NamespacedName{Namespace: ns, Name: name}
+		svc := types.NamespacedName{Namespace: s.placement.Namespace, Name: name}
 		behind, total, err := r.importers(ctx, s, svc, func(im *servicesv1alpha1.ImportedService) bool {
 			return !slices.ContainsFunc(im.Spec.Sources, func(src servicesv1alpha1.SourceSlices) bool { return src.Cluster == cluster })
 		})
@@ -142,8 +166,12 @@ func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) 
 			return fmt.Sprintf("%d of %d importers of Service %s still serve its endpoints", behind, total, svc), trafficRecheck, nil
 		}
 	}
-	// 3. The drain time passes.
-	at := rollout.ParseTime(part0.Annotations[placementv1alpha1.ServicesWithdrawnAtAnnotation], s.now)
+	return "", 0, nil
+}
+
+// drained holds the move until the drain time has passed since the withdrawal.
+func (r *Reconciler) drained(_ context.Context, s *scope, cluster string, _ []string) (string, time.Duration, error) {
+	at := rollout.ParseTime(s.works[cluster][0].Annotations[placementv1alpha1.ServicesWithdrawnAtAnnotation], s.now)
 	drain := defaultDrain
 	if ps := s.placement.Spec.Services; ps != nil && ps.DrainSeconds != nil {
 		drain = time.Duration(*ps.DrainSeconds) * time.Second
