@@ -18,7 +18,7 @@ up() {
   else
     [[ -d "$dir" ]] && rm -rf "$dir"
     mkdir -p "$dir"
-    say "Starting a local hub (kube-apiserver, etcd, and kube-controller-manager without workload controllers: docs/hub.md) with the lodestar-hub chart installed by helm, and two members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, a kwok node each), each joined with kubectl lodestar join and given the lodestar-agent chart; the hub manager and the agents run as local processes with the arguments, configuration and ServiceAccounts of the Deployments the charts installed"
+    say "Starting a local hub (kube-apiserver, etcd, and kube-controller-manager without workload controllers: docs/hub.md) with the lodestar-hub chart installed by helm, and two members (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, a kwok node each), each joined with kubectl lodestar join and given the lodestar-agent chart; the hub manager (the chart's two replicas, one leading) and the agents run as local processes with the arguments, configuration and ServiceAccounts of the Deployments the charts installed"
     # A session of its own, so that quickstart-down can stop every process it starts.
     setsid "$bin/lodestar-devfleet" --dir "$dir" --bin "$bin" --helm "${LODESTAR_HELM:?}" --charts charts >"$dir/devfleet.log" 2>&1 < /dev/null &
     echo $! > "$pidfile"

@@ -20,11 +20,15 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/run"
 )
 
+// DefaultLeaderElectionID is the name of the hub manager's leader election Lease.
+const DefaultLeaderElectionID = "lodestar-hub.placement.lodestar.dev"
+
 func main() {
 	var (
 		metricsAddr, probeAddr, pprofAddr, clusterSets string
 		leaderElect                                    bool
-		leaderElectionNamespace                        string
+		leaderElectionNamespace, leaderElectionID      string
+		leaseDuration, renewDeadline, retryPeriod      time.Duration
 		qps                                            float64
 		burst, workers                                 int
 		leaseGrace, cleanupGrace, maxHeartbeat         time.Duration
@@ -37,6 +41,10 @@ func main() {
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoint (net/http/pprof); empty disables it.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that several replicas can run.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the leader election lease (default: $POD_NAMESPACE, which the chart sets to the pod's namespace).")
+	flag.StringVar(&leaderElectionID, "leader-election-id", DefaultLeaderElectionID, "Name of the leader election Lease: hub managers that manage other cluster sets on the same hub need their own (docs/scale.md).")
+	flag.DurationVar(&leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a replica waits after the leader's last renewal before it takes over: a killed leader is replaced within this and one retry period.")
+	flag.DurationVar(&renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader tries to renew before it gives up leading (and exits, to start again as a candidate).")
+	flag.DurationVar(&retryPeriod, "leader-election-retry-period", 2*time.Second, "How often the leader renews and the other replicas try to take over.")
 	flag.StringVar(&clusterSets, "clusterset-namespaces", scheduler.DefaultClusterSetNamespace, "Comma-separated namespaces whose ClusterProfiles are scheduled.")
 	flag.Float64Var(&qps, "kube-api-qps", 200, "Queries per second to the hub API server (client-side limit); negative disables the limit.")
 	flag.IntVar(&burst, "kube-api-burst", 400, "Burst of queries to the hub API server above --kube-api-qps.")
@@ -67,8 +75,14 @@ func main() {
 		HealthProbeBindAddress:  probeAddr,
 		PprofBindAddress:        pprofAddr,
 		LeaderElection:          leaderElect,
-		LeaderElectionID:        "lodestar-hub.placement.lodestar.dev",
+		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: leaderElectionNamespace,
+		// A replica that stops (a rolling upgrade, a drained node) hands over at
+		// once instead of leaving the others to wait out the lease.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
 	}))
 	if err != nil {
 		log.Error(err, "Creating the manager")

@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lodestar-dev/lodestar/internal/scheme"
@@ -56,7 +57,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 
 	var planes []*testenv.ControlPlane
 	var procs []*proc
-	exited := make(chan *proc, 3)
+	exited := make(chan *proc, 4)
 	defer func() {
 		for _, p := range procs {
 			_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -107,21 +108,38 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 		return err
 	}
 	defer func() { _ = metricsFile.Close() }()
-	// The debug API: the hub API server reaches the local manager through an
-	// ExternalName Service for localhost in place of the chart's ClusterIP one.
-	debugAddr, err := testenv.FreeAddress()
+	// As many hub manager replicas as the chart's Deployment has (leader
+	// election picks one to lead; each serves the debug API). The hub API
+	// server reaches them through an ExternalName Service for localhost in
+	// place of the chart's ClusterIP one, and a local proxy that spreads
+	// connections over the replicas as the Service would.
+	replicas, err := deploymentReplicas(ctx, hubCP, "lodestar-hub")
 	if err != nil {
 		return err
 	}
-	if err := testenv.InstallDebugAPI(ctx, hubCP.Client, testenv.ReleaseNamespace, testenv.Port(debugAddr)); err != nil {
-		return err
+	debugAddrs := make([]string, replicas)
+	for i := range debugAddrs {
+		if debugAddrs[i], err = testenv.FreeAddress(); err != nil {
+			return err
+		}
 	}
-	hubProc, err := spawnChart(ctx, exited, hubCP, "lodestar-hub", "manager", filepath.Join(dir, "lodestar-hub"), managerKubeconfig, binDir, logs, metricsFile,
-		"debug-bind-address", debugAddr)
+	debugService, err := testenv.StartProxy(debugAddrs...)
 	if err != nil {
 		return err
 	}
-	procs = append(procs, hubProc)
+	defer debugService.Stop()
+	if err := testenv.InstallDebugAPI(ctx, hubCP.Client, testenv.ReleaseNamespace, testenv.Port(debugService.Addr())); err != nil {
+		return err
+	}
+	for i, addr := range debugAddrs {
+		name := fmt.Sprintf("lodestar-hub-%d", i)
+		hubProc, err := spawnChart(ctx, exited, hubCP, "lodestar-hub", "manager", filepath.Join(dir, name), managerKubeconfig, binDir, logs, metricsFile,
+			"debug-bind-address", addr, "debug-replica-id", name)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, hubProc)
+	}
 
 	for _, m := range testenv.DefaultMembers() {
 		say("starting member " + m.Name + " (API server, etcd, controller manager, scheduler, a kwok fake node)")
@@ -219,6 +237,18 @@ func spawnChart(ctx context.Context, exited chan<- *proc, cp *testenv.ControlPla
 		chart.Set(flags[i], flags[i+1])
 	}
 	return spawn(ctx, exited, filepath.Join(binDir, name), filepath.Join(logs, filepath.Base(dir)+".log"), chart.Env, chart.Args...)
+}
+
+// deploymentReplicas is how many replicas a chart's Deployment asks for.
+func deploymentReplicas(ctx context.Context, cp *testenv.ControlPlane, name string) (int, error) {
+	d := &appsv1.Deployment{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: testenv.ReleaseNamespace, Name: name}, d); err != nil {
+		return 0, fmt.Errorf("reading the chart's Deployment %s: %w", name, err)
+	}
+	if d.Spec.Replicas == nil {
+		return 1, nil
+	}
+	return int(*d.Spec.Replicas), nil
 }
 
 // proc is a started controller process.

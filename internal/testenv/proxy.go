@@ -8,10 +8,13 @@ import (
 
 // Proxy forwards TCP connections to a target address until it is stopped, so that
 // a test can make an API server unreachable and reachable again at the same
-// address. Stop closes every open connection, as a broken network would.
+// address. Stop closes every open connection, as a broken network would. With
+// several targets it spreads connections over them in turn, passing over one
+// that refuses, as a Service in front of replicas does.
 type Proxy struct {
-	target string
-	addr   string
+	targets []string
+	next    int
+	addr    string
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -19,9 +22,9 @@ type Proxy struct {
 	wg       sync.WaitGroup
 }
 
-// StartProxy listens on a free local port and forwards to target (host:port).
-func StartProxy(target string) (*Proxy, error) {
-	p := &Proxy{target: target, addr: "127.0.0.1:0", conns: map[net.Conn]struct{}{}}
+// StartProxy listens on a free local port and forwards to the targets (host:port).
+func StartProxy(targets ...string) (*Proxy, error) {
+	p := &Proxy{targets: targets, addr: "127.0.0.1:0", conns: map[net.Conn]struct{}{}}
 	if err := p.Start(); err != nil {
 		return nil, err
 	}
@@ -69,7 +72,7 @@ func (p *Proxy) accept(l net.Listener) {
 		if err != nil {
 			return // Closed by Stop.
 		}
-		out, err := net.Dial("tcp", p.target)
+		out, err := p.dial()
 		if err != nil {
 			_ = in.Close()
 			continue
@@ -81,6 +84,22 @@ func (p *Proxy) accept(l net.Listener) {
 		go p.pipe(in, out)
 		go p.pipe(out, in)
 	}
+}
+
+// dial connects to the next target that accepts.
+func (p *Proxy) dial() (net.Conn, error) {
+	var err error
+	for range p.targets {
+		p.mu.Lock()
+		target := p.targets[p.next%len(p.targets)]
+		p.next++
+		p.mu.Unlock()
+		var out net.Conn
+		if out, err = net.Dial("tcp", target); err == nil {
+			return out, nil
+		}
+	}
+	return nil, err
 }
 
 // track remembers a pair of connections; false when the proxy is stopping.

@@ -108,6 +108,13 @@ func TestHubChartRenders(t *testing.T) {
 	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--leader-elect=true", "--kube-api-qps=200", "--zap-log-level=info",
 		"--clusterset-namespaces="+placementv1alpha1.DefaultClusterSet,
 		"--agent-lease-grace-period="+clusterhealth.DefaultGracePeriod.String(), "--cluster-cleanup-grace-period="+strings.TrimSuffix(clustercleanup.DefaultGracePeriod.String(), "0s")))
+	// Two replicas by default, one leading, spread over nodes and kept by a
+	// disruption budget; the Lease named after the release.
+	g.Expect(docs["Deployment/test-lodestar-hub"]["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(2))
+	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--leader-election-id=test-lodestar-hub.placement.lodestar.dev",
+		"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=10s", "--leader-election-retry-period=2s", "--debug-replicas=2"))
+	g.Expect(docs).To(HaveKey("PodDisruptionBudget/test-lodestar-hub"))
+	g.Expect(fmt.Sprint(docs["Deployment/test-lodestar-hub"])).To(ContainSubstring("podAntiAffinity"))
 
 	docs, err = render(t, "lodestar-hub", "--set", "replicas=3", "--set", "kubeAPI.qps=50", "--set", "logLevel=debug",
 		"--set", "image.repository=registry.example/lodestar-hub", "--set", "image.tag=v9", "--set", "agentWorkPolicy=false",
@@ -122,6 +129,11 @@ func TestHubChartRenders(t *testing.T) {
 	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--kube-api-qps=50", "--zap-log-level=debug"))
 	g.Expect(fmt.Sprint(d)).To(ContainSubstring("registry.example/lodestar-hub:v9"))
 	g.Expect(docs).NotTo(HaveKey("ValidatingAdmissionPolicy/lodestar-agent-works"))
+
+	docs, err = render(t, "lodestar-hub", "--set", "replicas=1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(docs).NotTo(HaveKey("PodDisruptionBudget/test-lodestar-hub"), "one replica: a budget would block every drain")
+	g.Expect(fmt.Sprint(docs["Deployment/test-lodestar-hub"])).NotTo(ContainSubstring("podAntiAffinity"))
 
 	_, err = render(t, "lodestar-hub", "--set", "replicas=2", "--set", "leaderElection.enabled=false")
 	g.Expect(err).To(MatchError(ContainSubstring("replicas above 1 need leaderElection.enabled")))
