@@ -156,11 +156,16 @@ func StartEmptyHub(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
 
 // StartMember starts a member control plane with the member CRDs.
 func StartMember(name string, scheme *runtime.Scheme) (*ControlPlane, error) {
+	return StartMemberWith(name, scheme)
+}
+
+// StartMemberWith is StartMember with API server flags (QuickShutdown, say).
+func StartMemberWith(name string, scheme *runtime.Scheme, flags ...APIServerFlag) (*ControlPlane, error) {
 	crds, err := config.MemberCRDs()
 	if err != nil {
 		return nil, err
 	}
-	return start(name, scheme, crds)
+	return start(name, scheme, crds, flags...)
 }
 
 // InstallDebugRoles installs the member ClusterRoles of debugging from the hub

@@ -110,8 +110,13 @@ func Evaluate(lease *coordinationv1.Lease, now time.Time, grace time.Duration) (
 		}
 		healthy = cond(placementv1alpha1.ControlPlaneHealthyCondition, metav1.ConditionFalse, placementv1alpha1.ReasonMemberNotReady, msg)
 	}
-	return reachable, healthy, deadline.Sub(now) + time.Second
+	// Looked at again just past the deadline: an agent that stopped is reported
+	// as soon as the bound allows, not a second later.
+	return reachable, healthy, deadline.Sub(now) + recheckSlack
 }
+
+// recheckSlack is how long after a Lease's deadline the hub looks again.
+const recheckSlack = 10 * time.Millisecond
 
 // apply writes only the two conditions, under the controller's own field manager.
 func (r *Reconciler) apply(ctx context.Context, profile *cpv1alpha1.ClusterProfile, conds ...metav1.Condition) error {
