@@ -97,6 +97,7 @@ func (f *fleet) divided(ctx context.Context, bw float64, record func(*Result) er
 	r.add("clusters re-divided per second", 1000/d.Seconds(), "clusters/s")
 	writesPerWork(r, before, after, 1000)
 	r.FractionOfBw = 1000 / d.Seconds() / bw
+	r.FractionOfBwork = 1000 / d.Seconds() / f.bwork
 	say("D1: 1000 clusters divided anew in %.2fs", d.Seconds())
 	if err := record(r); err != nil {
 		return err

@@ -47,6 +47,8 @@ type fleet struct {
 	sim      *simulator
 	simStop  context.CancelFunc
 	clusters int
+	// bwork is B_work, measured once the hub manager runs (Works/s).
+	bwork float64
 	// only, when not empty, names the scenario groups to run (p1, p1-busy, p2, r1,
 	// p3, p4); earlier groups still set up what later ones need.
 	only []string
@@ -102,24 +104,34 @@ func startFleet(dir, bin string) (*fleet, error) {
 
 // startManager starts the hub manager process with the given client QPS and burst.
 func (f *fleet) startManager(qps, burst int) error {
-	logFile, err := os.Create(filepath.Join(f.dir, fmt.Sprintf("lodestar-hub-%d.log", time.Now().UnixNano())))
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(filepath.Join(f.bin, "lodestar-hub"), "--kubeconfig", filepath.Join(f.dir, "hub.kubeconfig"),
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst), "--pprof-bind-address", f.pprof)
+	args := []string{"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst), "--pprof-bind-address", f.pprof}
 	if f.debugAddr != "" {
 		// The chart's default: the debug API on; G1 opens a stream per cluster.
-		cmd.Args = append(cmd.Args, "--debug-bind-address", f.debugAddr, "--debug-namespace", debugNamespace,
+		args = append(args, "--debug-bind-address", f.debugAddr, "--debug-namespace", debugNamespace,
 			"--debug-streams-per-user", "20000", "--debug-streams", "20000")
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	cmd, err := f.spawnManager(args...)
+	if err != nil {
 		return err
 	}
 	f.manager = cmd
 	return nil
+}
+
+// spawnManager starts a hub manager process with args added to the bench's.
+func (f *fleet) spawnManager(args ...string) (*exec.Cmd, error) {
+	logFile, err := os.Create(filepath.Join(f.dir, fmt.Sprintf("lodestar-hub-%d.log", time.Now().UnixNano())))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(f.bin, "lodestar-hub"), append([]string{"--kubeconfig", filepath.Join(f.dir, "hub.kubeconfig"),
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, args...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, err
+	}
+	return cmd, nil
 }
 
 func (f *fleet) stopManager() {

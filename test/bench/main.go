@@ -45,6 +45,10 @@ type Result struct {
 	// the API server's raw create rate of Work-sized objects; 0 when not a
 	// throughput scenario.
 	FractionOfBw float64 `json:"fractionOfBw,omitempty"`
+	// FractionOfBwork is the same throughput as a fraction of B_work, the rate
+	// at which the API server takes the writes a placed Work costs (its create
+	// and its status patch).
+	FractionOfBwork float64 `json:"fractionOfBwork,omitempty"`
 }
 
 func (r *Result) add(name string, value float64, unit string) {
@@ -69,7 +73,8 @@ func main() {
 	bin := flag.String("bin", "bin", "Directory holding lodestar-hub and lodestar-agent.")
 	readme := flag.String("readme", "README.md", "README whose benchmark table is replaced; empty to leave it.")
 	reportOnly := flag.Bool("report", false, "Only write the table from the results already in --out.")
-	only := flag.String("only", "", "Comma-separated scenario groups to run (p1, p1-busy, p2, r1, d1, p3, g1, h1, p4); empty runs all. For profiling: the README table is left alone.")
+	only := flag.String("only", "", "Comma-separated scenario groups to run (p1, l1, p1-busy, p2, r1, d1, p3, g1, h1, p4, soak); empty runs all. For profiling: the README table is left alone.")
+	soakDuration := flag.Duration("soak-duration", 10*time.Minute, "How long the soak (scenario group soak) changes Placements and injects faults.")
 	pprofAddr := flag.String("pprof", "", "With an address (host:port), serve net/http/pprof for this process there and for the hub manager on the next port.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr)))
@@ -86,7 +91,7 @@ func main() {
 	if *pprofAddr != "" {
 		go func() { _ = http.ListenAndServe(*pprofAddr, nil) }() //nolint:gosec // a local profiling endpoint for development
 	}
-	if err := run(*out, *bin, *readme, *only, *pprofAddr); err != nil {
+	if err := run(*out, *bin, *readme, *only, *pprofAddr, *soakDuration); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -103,7 +108,7 @@ func say(format string, args ...any) {
 	fmt.Printf("%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-func run(out, bin, readme, only, pprofAddr string) error {
+func run(out, bin, readme, only, pprofAddr string, soakDuration time.Duration) error {
 	// Interrupted, the benchmark still stops every process it started.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -166,12 +171,17 @@ func run(out, bin, readme, only, pprofAddr string) error {
 			return fmt.Errorf("P4: %w", err)
 		}
 	}
+	if f.want("soak") {
+		if err := f.soak(ctx, soakDuration, record); err != nil {
+			return err
+		}
+	}
 
 	return report(out, readme, time.Since(started))
 }
 
 // order is the order of scenarios in the table.
-var order = []string{"baseline", "P1-qps20", "P1", "P1-busy", "P2-1000", "R1", "D1", "P2-5000", "P3", "footprint-hub", "G1", "H1", "P4", "footprint-agent"}
+var order = []string{"baseline", "B_work", "P1-qps20", "P1", "L1", "P1-busy", "P2-1000", "R1", "D1", "P2-5000", "P3", "footprint-hub", "G1", "H1", "P4", "footprint-agent", "soak"}
 
 // report writes the table of the results in out, and into the README.
 func report(out, readme string, took time.Duration) error {
@@ -229,15 +239,18 @@ func markdown(results []*Result, took time.Duration) string {
 		}
 		b.WriteString(".\n\n")
 	}
-	b.WriteString("| scenario | members | figures | Works/s as a fraction of B_w |\n|---|---|---|---|\n")
+	b.WriteString("| scenario | members | figures | Works/s as a fraction of B_w | of B_work |\n|---|---|---|---|---|\n")
 	for _, r := range results {
 		var figs []string
 		for _, m := range r.Metrics {
 			figs = append(figs, fmt.Sprintf("%s %s %s", m.Name, format(m.Value), m.Unit))
 		}
-		frac := ""
+		frac, fracWork := "", ""
 		if r.FractionOfBw > 0 {
 			frac = fmt.Sprintf("%.2f", r.FractionOfBw)
+		}
+		if r.FractionOfBwork > 0 {
+			fracWork = fmt.Sprintf("%.2f", r.FractionOfBwork)
 		}
 		members := "simulated"
 		if strings.HasPrefix(r.Members, "real") {
@@ -245,7 +258,7 @@ func markdown(results []*Result, took time.Duration) string {
 		} else if r.Members == "" {
 			members = "none"
 		}
-		fmt.Fprintf(&b, "| **%s** %s | %s | %s | %s |\n", r.Scenario, r.Description, members, strings.Join(figs, "; "), frac)
+		fmt.Fprintf(&b, "| **%s** %s | %s | %s | %s | %s |\n", r.Scenario, r.Description, members, strings.Join(figs, "; "), frac, fracWork)
 	}
 	b.WriteString("\nSimulated members run the real agent code (`work.Reconciler`), many agents in one process, each applying to an in-memory member whose Deployments become available at once; real members are kube-apiserver, etcd, kube-controller-manager, kube-scheduler and a kwok node each, with the `lodestar-agent` binary.\n")
 	return b.String()

@@ -68,6 +68,7 @@ func (f *fleet) rolling(ctx context.Context, bw float64, record func(*Result) er
 	r.add("clusters updated per second", 1000/d.Seconds(), "clusters/s")
 	r.add("hub writes per second (manager and simulated members)", (writesAfter-writesBefore)/d.Seconds(), "writes/s")
 	r.FractionOfBw = 1000 / d.Seconds() / bw
+	r.FractionOfBwork = 1000 / d.Seconds() / f.bwork
 	say("R1: 1000 clusters, 10%% at a time, in %.2fs", d.Seconds())
 	if err := record(r); err != nil {
 		return err

@@ -74,6 +74,20 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	say("registered in %s", time.Since(start).Round(time.Millisecond))
+	bwork, size, statusSize, err := f.workBaseline(ctx)
+	if err != nil {
+		return err
+	}
+	f.bwork = bwork
+	bworkResult := &Result{Scenario: "B_work", Description: "raw API server rate for the writes a placed Work costs: the create of a Work identical to one the hub wrote (the bench's application) and the agent's status patch of it (the same status), 3000 Works from 32 unthrottled writers, no controller acting on them"}
+	bworkResult.add("B_work", bwork, "Works/s")
+	bworkResult.add("writes", 2*bwork, "writes/s")
+	bworkResult.add("as a fraction of B_w", bwork/bw, "")
+	bworkResult.add("the Work", float64(size), "bytes")
+	bworkResult.add("its status patch", float64(statusSize), "bytes")
+	if err := record(bworkResult); err != nil {
+		return err
+	}
 
 	// P1, with the client rate controller-runtime defaults to (20 QPS, burst 30),
 	// then with the manager's own defaults.
@@ -115,6 +129,9 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 			r.add("stage p50: "+name, p50, "s")
 		}
 		r.FractionOfBw = 100 / p50 / bw
+		r.FractionOfBwork = 100 / p50 / f.bwork
+		// The API server alone takes 100/B_work s for the 100 Works' writes.
+		r.add("p90 as a multiple of the API server's time for the writes (100 / B_work)", p90/(100/f.bwork), "")
 		say("%s: p50 %.2fs p90 %.2fs max %.2fs", name, p50, p90, maxS)
 		return record(r)
 	}
@@ -125,6 +142,12 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		if err := p1("P1", "latency as above with the hub manager's defaults (200 QPS, burst 400); 20 runs", 20, 200, 400, true); err != nil {
 			return err
 		}
+	}
+	if f.want("l1") {
+		if err := f.takeover(ctx, bw, record); err != nil {
+			return err
+		}
+		f.stopManager() // the scenarios after run one manager, as before
 	}
 	if f.manager == nil {
 		if err := f.startManager(200, 400); err != nil {
@@ -196,6 +219,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	writesPerWork(p2, before, after, 1000)
 	cpuShares(p2, cpuBefore, cpuAfter)
 	p2.FractionOfBw = 1000 / d.Seconds() / bw
+	p2.FractionOfBwork = 1000 / d.Seconds() / f.bwork
 	say("P2: 1000 clusters in %.2fs", d.Seconds())
 	if err := record(p2); err != nil {
 		return err
@@ -243,6 +267,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	writesPerWork(p2, before, after, 5000)
 	cpuShares(p2, cpuBefore, cpuAfter)
 	p2.FractionOfBw = 5000 / d.Seconds() / bw
+	p2.FractionOfBwork = 5000 / d.Seconds() / f.bwork
 	say("P2: 5000 clusters in %.2fs", d.Seconds())
 	if err := record(p2); err != nil {
 		return err
@@ -306,6 +331,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	writesPerWork(p3, before, after, 5000)
 	cpuShares(p3, cpuBefore, cpuAfter)
 	p3.FractionOfBw = 5000 / d.Seconds() / bw
+	p3.FractionOfBwork = 5000 / d.Seconds() / f.bwork
 	say("P3: %.2fs", d.Seconds())
 	if err := record(p3); err != nil {
 		return err

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	"github.com/lodestar-dev/lodestar/internal/names"
+)
+
+// workBaseline measures B_work: how many Works per second this API server
+// takes when each costs exactly the writes a placed Work costs it, the create
+// of a Work identical to the work generator's (its spec, labels and
+// annotations) and the agent's status patch of it (the same status), from 32
+// unthrottled writers and no controller acting on them. The Work and its
+// status are a real one: the bench's application placed on one simulated
+// cluster. It returns B_work and the size of the Work and of its status.
+func (f *fleet) workBaseline(ctx context.Context) (rate float64, size, statusSize int, err error) {
+	const n, workers = 3000, 32
+	template, err := f.placedWork(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	status, err := json.Marshal(map[string]any{"status": template.Status})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	template.ManagedFields = nil
+	whole, err := json.Marshal(template)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	ns := "bench-bwork"
+	if err := f.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return 0, 0, 0, err
+	}
+	say("B_work: creating %d Works of %d bytes and patching their status (%d bytes)", n, len(whole), len(status))
+	start := time.Now()
+	if err := parallel(n, workers, func(i int) error {
+		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w-%05d", i), Namespace: ns,
+			Labels: copied(template.Labels, "bench-"), Annotations: template.Annotations}, Spec: template.Spec}
+		if err := f.admin.Create(ctx, w); err != nil {
+			return err
+		}
+		return f.admin.Status().Patch(ctx, w, client.RawPatch(types.MergePatchType, status))
+	}); err != nil {
+		return 0, 0, 0, fmt.Errorf("B_work: %w", err)
+	}
+	rate = float64(n) / time.Since(start).Seconds()
+	if err := f.admin.DeleteAllOf(ctx, &workv1alpha1.Work{}, client.InNamespace(ns)); err != nil {
+		return 0, 0, 0, err
+	}
+	say("B_work: %.0f Works/s (%.0f writes/s)", rate, 2*rate)
+	return rate, len(whole), len(status), nil
+}
+
+// placedWork places the bench's application on one simulated cluster and
+// returns its Work as the agent left it (Available), then removes it.
+func (f *fleet) placedWork(ctx context.Context) (*workv1alpha1.Work, error) {
+	ns := "bench-bwork-template"
+	if err := f.app(ctx, ns); err != nil {
+		return nil, err
+	}
+	p := placementFor(ns, "web", nil)
+	p.Spec.Scheduling.ClusterSelector = nil
+	p.Spec.Scheduling.ClusterNames = []string{"sim-00000"}
+	if _, err := f.place(ctx, p, 1, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	w := &workv1alpha1.Work{}
+	if err := f.admin.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace("sim-00000"), Name: names.Work(ns, "web")}, w); err != nil {
+		return nil, fmt.Errorf("reading the placed Work: %w", err)
+	}
+	if err := f.remove(ctx, client.ObjectKeyFromObject(p), 2*time.Minute); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// copied is m with prefix before each key: labels of the same size that no
+// controller acts on.
+func copied(m map[string]string, prefix string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[prefix+k] = v
+	}
+	return out
+}
