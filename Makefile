@@ -8,24 +8,28 @@ SHELL := /usr/bin/env bash -o pipefail
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
 
-# Pinned versions.
-KUBE_VERSION             ?= v1.36.3
-ETCD_VERSION             ?= v3.6.8
-KWOK_VERSION             ?= v0.8.0
+# Pinned versions. The binaries that tests, benchmarks and the quick start run
+# (Kubernetes, etcd, kwok, helm) are pinned in one tools module,
+# hack/tools/kube/go.mod, and read from it: one module graph, one `go build`, so
+# the Kubernetes libraries they share are compiled once.
+TOOLS_MOD                := hack/tools/kube/go.mod
+modversion                = $(shell sed -n 's|^[[:space:]]*$(1) \(v[^ ]*\).*|\1|p' $(TOOLS_MOD) | head -1)
+KUBE_VERSION             := $(call modversion,k8s.io/kubernetes)
+ETCD_VERSION             := $(call modversion,go.etcd.io/etcd/server/v3)
+KWOK_VERSION             := $(call modversion,sigs.k8s.io/kwok)
+HELM_VERSION             := $(call modversion,helm.sh/helm/v3)
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 GOLANGCI_LINT_VERSION    ?= v2.15.0
-HELM_VERSION             ?= v3.22.0
 
 LOCALBIN       := $(CURDIR)/bin
-KUBE_BIN_DIR   := $(LOCALBIN)/k8s-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
-KUBE_BINARIES  := kube-apiserver etcd kubectl kube-controller-manager kube-scheduler
+KUBE_BIN_DIR   := $(LOCALBIN)/k8s-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)-kwok-$(KWOK_VERSION)-helm-$(HELM_VERSION)
 KUBE_STAMP     := $(KUBE_BIN_DIR)/.complete
-KWOK           := $(LOCALBIN)/kwok-$(KWOK_VERSION)/kwok
-KWOK_STAGES_FILE := $(LOCALBIN)/kwok-$(KWOK_VERSION)/stages.yaml
+KWOK           := $(KUBE_BIN_DIR)/kwok
+KWOK_STAGES_FILE := $(KUBE_BIN_DIR)/stages.yaml
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
 GOLANGCI_LINT  := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 KUBECTL        := $(KUBE_BIN_DIR)/kubectl
-HELM           := $(LOCALBIN)/helm-$(HELM_VERSION)/helm
+HELM           := $(KUBE_BIN_DIR)/helm
 
 # The SIG-Multicluster API packages whose CRDs we ship, generated from the pinned modules.
 SIGMC_API_PACKAGES := sigs.k8s.io/work-api/pkg/apis/v1alpha1 \
@@ -108,7 +112,7 @@ build: ## Build the hub manager, the agent, the kubectl plugin, the local fleet 
 	go build -o $(LOCALBIN)/secretreader-plugin sigs.k8s.io/cluster-inventory-api/plugins/secretreader/cmd/plugin
 
 .PHONY: test-binaries
-test-binaries: $(KUBE_STAMP) $(KWOK) $(KWOK_STAGES_FILE) $(HELM) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok and helm (once per version).
+test-binaries: $(KUBE_STAMP) $(KWOK_STAGES_FILE) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok and helm (once per version).
 
 .PHONY: test
 test: test-binaries build ## Run every test (unit, charts, and on real API servers; the metrics test runs bin/'s binaries).
@@ -143,22 +147,21 @@ KUBE_VERSION_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(KUBE_MINOR) -X $(p).gitTreeState=clean)
 
 $(KUBE_STAMP):
-	@echo ">> building Kubernetes $(KUBE_VERSION) and etcd $(ETCD_VERSION) from source into $(KUBE_BIN_DIR) (first time only, several minutes)"
+	@echo ">> building Kubernetes $(KUBE_VERSION), etcd $(ETCD_VERSION), kwok $(KWOK_VERSION) and helm $(HELM_VERSION) from source into $(KUBE_BIN_DIR) (first time only: about 20 minutes on 2 cores from an empty cache)"
 	mkdir -p $(KUBE_BIN_DIR)
-	cd hack/tools/kube && go build -trimpath -ldflags='-s -w $(KUBE_VERSION_LDFLAGS)' -o $(KUBE_BIN_DIR)/ \
+	cd hack/tools/kube && go build -trimpath -ldflags='-s -w $(KUBE_VERSION_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)' -o $(KUBE_BIN_DIR)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl \
-		k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler ./etcd
+		k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler ./etcd \
+		sigs.k8s.io/kwok/cmd/kwok helm.sh/helm/v3/cmd/helm
 	touch $@
+
+$(KWOK) $(HELM) $(KUBECTL): $(KUBE_STAMP) ;
 
 # kwok needs stages (what happens to fake nodes and pods): the "fast" set that the
 # kwok module itself publishes, assembled from the module at the pinned version,
 # and ours in hack/kwok/ (rebuilt when ours change).
 KWOK_STAGES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
                pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
-
-$(KWOK):
-	@echo ">> building kwok $(KWOK_VERSION)"
-	GOBIN=$(dir $@) go install -trimpath -ldflags='-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 
 $(KWOK_STAGES_FILE): $(wildcard hack/kwok/*.yaml)
 	mkdir -p $(dir $@)
@@ -168,10 +171,6 @@ $(KWOK_STAGES_FILE): $(wildcard hack/kwok/*.yaml)
 
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
-
-$(HELM):
-	@echo ">> building helm $(HELM_VERSION)"
-	GOBIN=$(dir $@) go install -trimpath -ldflags='-s -w' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 $(GOLANGCI_LINT):
 	@echo ">> building golangci-lint $(GOLANGCI_LINT_VERSION)"
