@@ -15,6 +15,23 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
+// recordWorkBaseline measures B_work, keeps it for the fractions of the
+// scenarios after, and records it.
+func (f *fleet) recordWorkBaseline(ctx context.Context, bw float64, record func(*Result) error) error {
+	bwork, size, statusSize, err := f.workBaseline(ctx)
+	if err != nil {
+		return err
+	}
+	f.bwork = bwork
+	r := &Result{Scenario: "B_work", Description: "raw API server rate for the writes a placed Work costs: the create of a Work identical to one the hub wrote (the bench's application) and the agent's status patch of it (the same status), 3000 Works from 32 unthrottled writers, no controller acting on them"}
+	r.add("B_work", bwork, "Works/s")
+	r.add("writes", 2*bwork, "writes/s")
+	r.add("as a fraction of B_w", bwork/bw, "")
+	r.add("the Work", float64(size), "bytes")
+	r.add("its status patch", float64(statusSize), "bytes")
+	return record(r)
+}
+
 // workBaseline measures B_work: how many Works per second this API server
 // takes when each costs exactly the writes a placed Work costs it, the create
 // of a Work identical to the work generator's (its spec, labels and

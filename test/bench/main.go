@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,6 +50,16 @@ type Result struct {
 	// at which the API server takes the writes a placed Work costs (its create
 	// and its status patch).
 	FractionOfBwork float64 `json:"fractionOfBwork,omitempty"`
+}
+
+// value is the figure named name, 0 when there is none.
+func (r *Result) value(name string) float64 {
+	for _, m := range r.Metrics {
+		if m.Name == name {
+			return m.Value
+		}
+	}
+	return 0
 }
 
 func (r *Result) add(name string, value float64, unit string) {
@@ -125,7 +136,12 @@ func run(out, bin, readme, only, pprofAddr string, soakDuration time.Duration) e
 	var results []*Result
 	record := func(r *Result) error {
 		r.Machine, r.Date = machine(), started.UTC().Format("2006-01-02")
-		results = append(results, r)
+		// Recorded again (a figure added later): the scenario's row is replaced.
+		if i := slices.IndexFunc(results, func(o *Result) bool { return o.Scenario == r.Scenario }); i >= 0 {
+			results[i] = r
+		} else {
+			results = append(results, r)
+		}
 		b, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
 			return err

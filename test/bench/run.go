@@ -74,21 +74,8 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	say("registered in %s", time.Since(start).Round(time.Millisecond))
-	bwork, size, statusSize, err := f.workBaseline(ctx)
-	if err != nil {
-		return err
-	}
-	f.bwork = bwork
-	bworkResult := &Result{Scenario: "B_work", Description: "raw API server rate for the writes a placed Work costs: the create of a Work identical to one the hub wrote (the bench's application) and the agent's status patch of it (the same status), 3000 Works from 32 unthrottled writers, no controller acting on them"}
-	bworkResult.add("B_work", bwork, "Works/s")
-	bworkResult.add("writes", 2*bwork, "writes/s")
-	bworkResult.add("as a fraction of B_w", bwork/bw, "")
-	bworkResult.add("the Work", float64(size), "bytes")
-	bworkResult.add("its status patch", float64(statusSize), "bytes")
-	if err := record(bworkResult); err != nil {
-		return err
-	}
 
+	var latency []*Result // P1's, given their ratio to B_work once it is measured
 	// P1, with the client rate controller-runtime defaults to (20 QPS, burst 30),
 	// then with the manager's own defaults.
 	p1 := func(name, desc string, reps, qps, burst int, restart bool) error {
@@ -129,10 +116,8 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 			r.add("stage p50: "+name, p50, "s")
 		}
 		r.FractionOfBw = 100 / p50 / bw
-		r.FractionOfBwork = 100 / p50 / f.bwork
-		// The API server alone takes 100/B_work s for the 100 Works' writes.
-		r.add("p90 as a multiple of the API server's time for the writes (100 / B_work)", p90/(100/f.bwork), "")
 		say("%s: p50 %.2fs p90 %.2fs max %.2fs", name, p50, p90, maxS)
+		latency = append(latency, r)
 		return record(r)
 	}
 	if f.want("p1") {
@@ -140,6 +125,20 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 			return err
 		}
 		if err := p1("P1", "latency as above with the hub manager's defaults (200 QPS, burst 400); 20 runs", 20, 200, 400, true); err != nil {
+			return err
+		}
+	}
+	// B_work after P1, so that P1 runs on the API server as before it was
+	// measured; P1's p90 against it then.
+	if err := f.recordWorkBaseline(ctx, bw, record); err != nil {
+		return err
+	}
+	for _, r := range latency {
+		p50, p90 := r.value("p50"), r.value("p90")
+		r.FractionOfBwork = 100 / p50 / f.bwork
+		// The API server alone takes 100/B_work s for the 100 Works' writes.
+		r.add("p90 as a multiple of the API server's time for the writes (100 / B_work)", p90/(100/f.bwork), "")
+		if err := record(r); err != nil {
 			return err
 		}
 	}
@@ -344,6 +343,9 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	return record(fp)
 }
 
+// realMembersDesc describes P4's members.
+const realMembersDesc = "real: kube-apiserver, etcd, kube-controller-manager, kube-scheduler and a kwok node each, lodestar-agent processes"
+
 // realMembers runs P4 and the agent footprint on two real members.
 func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) error {
 	f.stopManager()
@@ -405,50 +407,71 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 	}
 
 	var applied, available []time.Duration
+	perStage := make([][]time.Duration, len(stageNames))
 	for i := range 10 {
 		ns := fmt.Sprintf("bench-p4-%02d", i)
 		if err := f.app(ctx, ns); err != nil {
 			return err
 		}
 		p := placementFor(ns, "web", map[string]string{"real": "yes"})
-		start := time.Now()
-		if err := f.admin.Create(ctx, p); err != nil {
-			return err
-		}
 		var firstApplied atomic.Int64
-		d, err := waitFor(ctx, 2*time.Minute, 10*time.Millisecond, func() (bool, error) {
-			if firstApplied.Load() == 0 {
-				all := true
-				for _, c := range memberClients {
-					if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{}); err != nil {
-						all = false
-					}
-				}
-				if all {
-					firstApplied.Store(int64(time.Since(start)))
-				}
-			}
-			ok, err := f.available(ctx, client.ObjectKeyFromObject(p), 2)
-			return ok && firstApplied.Load() > 0, err
-		})
+		stages, err := f.timeStages(ctx, p, 2, func() (time.Duration, error) { return f.placeOnReal(ctx, p, memberClients, &firstApplied) })
 		if err != nil {
 			return err
 		}
 		applied = append(applied, time.Duration(firstApplied.Load()))
-		available = append(available, d)
+		available = append(available, stages.total)
+		for s, d := range stages.each {
+			perStage[s] = append(perStage[s], d)
+		}
 	}
 	r := &Result{Scenario: "P4", Description: "two real members: Placement create on the hub to the objects on both members, and to Available (Deployment running on kwok nodes) reported on the hub; 10 runs",
-		Members: "real: kube-apiserver, etcd, kube-controller-manager, kube-scheduler and a kwok node each, lodestar-agent processes"}
+		Members: realMembersDesc}
 	p50, p90, _ := percentiles(applied)
 	r.add("applied p50", p50, "s")
 	r.add("applied p90", p90, "s")
 	p50, p90, _ = percentiles(available)
 	r.add("Available p50", p50, "s")
 	r.add("Available p90", p90, "s")
+	for s, name := range stageNames {
+		p50, _, _ := percentiles(perStage[s])
+		r.add("stage p50: "+name, p50, "s")
+	}
 	if err := record(r); err != nil {
 		return err
 	}
+	return f.agentFootprint(ctx, agentMetrics[0], hubHost, agents[0].Process.Pid, record)
+}
 
+// placeOnReal creates the Placement and waits until its objects are on every
+// real member (that time, from the create, in firstApplied) and it reads
+// Available on them; it returns the time from the create to Available.
+func (f *fleet) placeOnReal(ctx context.Context, p *placementv1alpha1.Placement, memberClients map[string]client.Client, firstApplied *atomic.Int64) (time.Duration, error) {
+	ns := p.Namespace
+	start := time.Now()
+	if err := f.admin.Create(ctx, p); err != nil {
+		return 0, err
+	}
+	return waitFor(ctx, 2*time.Minute, 10*time.Millisecond, func() (bool, error) {
+		if firstApplied.Load() == 0 {
+			all := true
+			for _, c := range memberClients {
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{}); err != nil {
+					all = false
+				}
+			}
+			if all {
+				firstApplied.Store(int64(time.Since(start)))
+			}
+		}
+		ok, err := f.available(ctx, client.ObjectKeyFromObject(p), 2)
+		return ok && firstApplied.Load() > 0, err
+	})
+}
+
+// agentFootprint is footprint-agent: the first real member's agent with 100
+// Works applied, and its requests in a quiet minute after.
+func (f *fleet) agentFootprint(ctx context.Context, metricsAddr, hubHost string, pid int, record func(*Result) error) error {
 	say("footprint: 100 Works on member-1")
 	bg := "bench-agent-footprint"
 	if err := f.app(ctx, bg); err != nil {
@@ -476,7 +499,7 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 	// minute, from its own client metrics.
 	const window = time.Minute
 	before, after, err := overWindow(ctx, window, func(ctx context.Context) (map[string]float64, error) {
-		return agentRequests(ctx, agentMetrics[0])
+		return agentRequests(ctx, metricsAddr)
 	})
 	if err != nil {
 		return err
@@ -490,8 +513,7 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 			toMember[method] += n - before[key]
 		}
 	}
-	pid := agents[0].Process.Pid
-	fa := &Result{Scenario: "footprint-agent", Description: "lodestar-agent with 100 Works applied (real member): resident memory, and its API requests in a quiet minute after", Members: r.Members}
+	fa := &Result{Scenario: "footprint-agent", Description: "lodestar-agent with 100 Works applied (real member): resident memory, and its API requests in a quiet minute after", Members: realMembersDesc}
 	fa.add("agent RSS", rssMiB(pid, "VmRSS"), "MiB")
 	fa.add("of which its own memory (heap, stacks)", rssMiB(pid, "RssAnon"), "MiB")
 	fa.add("of which its binary's mapped pages", rssMiB(pid, "RssFile"), "MiB")
