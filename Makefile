@@ -112,7 +112,7 @@ build: ## Build the hub manager, the agent, the kubectl plugin, the local fleet 
 	go build -o $(LOCALBIN)/secretreader-plugin sigs.k8s.io/cluster-inventory-api/plugins/secretreader/cmd/plugin
 
 .PHONY: test-binaries
-test-binaries: $(KUBE_STAMP) $(KWOK_STAGES_FILE) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok and helm (once per version).
+test-binaries: $(KUBE_STAMP) $(KWOK_STAGES_FILE) $(LOCALBIN)/kubectl ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok and helm (once per version).
 
 .PHONY: test
 test: test-binaries build ## Run every test (unit, charts, and on real API servers; the metrics test runs bin/'s binaries).
@@ -156,6 +156,11 @@ $(KUBE_STAMP):
 	touch $@
 
 $(KWOK) $(HELM) $(KUBECTL): $(KUBE_STAMP) ;
+
+# bin/kubectl: the kubectl of the pinned release, whatever directories older
+# releases left in bin/ (the README's commands use it).
+$(LOCALBIN)/kubectl: $(KUBE_STAMP)
+	ln -sfn $(patsubst $(LOCALBIN)/%,%,$(KUBECTL)) $@
 
 # kwok needs stages (what happens to fake nodes and pods): the "fast" set that the
 # kwok module itself publishes, assembled from the module at the pinned version,

@@ -90,7 +90,8 @@ func TestReadmeTourRunsTwice(t *testing.T) {
 		}
 	}
 	scrapeEach(t, filepath.Join(env["QUICKSTART_DIR"], "metrics"), map[string]string{
-		"lodestar-hub": "lodestar_placements{", "lodestar-agent-member-1": "lodestar_agent_heartbeats_total ",
+		// Both hub replicas count from their caches; the standby's are filled too.
+		"lodestar-hub-0": "lodestar_placements{", "lodestar-hub-1": "lodestar_placements{", "lodestar-agent-member-1": "lodestar_agent_heartbeats_total ",
 		"lodestar-agent-member-2": "lodestar_agent_heartbeats_total ",
 	})
 }
