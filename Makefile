@@ -147,7 +147,7 @@ KUBE_VERSION_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(KUBE_MINOR) -X $(p).gitTreeState=clean)
 
 $(KUBE_STAMP):
-	@echo ">> building Kubernetes $(KUBE_VERSION), etcd $(ETCD_VERSION), kwok $(KWOK_VERSION) and helm $(HELM_VERSION) from source into $(KUBE_BIN_DIR) (first time only: about 20 minutes on 2 cores from an empty cache)"
+	@echo ">> building Kubernetes $(KUBE_VERSION), etcd $(ETCD_VERSION), kwok $(KWOK_VERSION) and helm $(HELM_VERSION) from source into $(KUBE_BIN_DIR) (first time only: about 7 minutes on 2 cores from an empty build cache)"
 	mkdir -p $(KUBE_BIN_DIR)
 	cd hack/tools/kube && go build -trimpath -ldflags='-s -w $(KUBE_VERSION_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)' -o $(KUBE_BIN_DIR)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl \

@@ -68,7 +68,7 @@ func (f *fleet) workBaseline(ctx context.Context) (rate float64, size, statusSiz
 		}
 		return f.admin.Status().Patch(ctx, w, client.RawPatch(types.MergePatchType, status))
 	}); err != nil {
-		return 0, 0, 0, fmt.Errorf("B_work: %w", err)
+		return 0, 0, 0, fmt.Errorf("measuring B_work: %w", err)
 	}
 	rate = float64(n) / time.Since(start).Seconds()
 	if err := f.admin.DeleteAllOf(ctx, &workv1alpha1.Work{}, client.InNamespace(ns)); err != nil {

@@ -397,10 +397,10 @@ func (s *soakFleet) operate(ctx context.Context) error {
 		default:
 			kind, err = "delete", s.remove(ctx, live[rand.IntN(len(live))]) //nolint:gosec // as above
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		switch {
+		case ctx.Err() != nil:
+			return nil //nolint:nilerr // the soak's time is up: an operation cut short is no failure
+		case err != nil:
 			return fmt.Errorf("%s: %w", kind, err)
 		}
 		s.mu.Lock()

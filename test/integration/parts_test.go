@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -84,7 +85,7 @@ func TestObjectsLargerThanAWorkPlaceAsSeveralWorks(t *testing.T) {
 		g.Expect(got.Status.Clusters).To(HaveLen(2), "one status per cluster, whatever its number of Works")
 		g.Expect(got.Status.Rollout).NotTo(BeNil())
 		g.Expect(got.Status.Rollout.UpdatedClusters).To(HaveValue(BeEquivalentTo(2)))
-	}).Should(Succeed())
+	}).WithTimeout(3*time.Minute).Should(Succeed(), "each member's API server builds the OpenAPI models of three 300 KiB CRDs: seconds of CPU each, minutes when a clean `make test` compiles beside it")
 
 	// One CRD less: the rest fits in one Work, and the second part goes once
 	// the first reports its objects applied; the CRD left out leaves the members.
