@@ -20,9 +20,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/run"
 )
 
-// DefaultLeaderElectionID is the name of the hub manager's leader election Lease.
-const DefaultLeaderElectionID = "lodestar-hub.placement.lodestar.dev"
-
 func main() {
 	var (
 		metricsAddr, probeAddr, pprofAddr, clusterSets string
@@ -41,7 +38,7 @@ func main() {
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoint (net/http/pprof); empty disables it.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that several replicas can run.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the leader election lease (default: $POD_NAMESPACE, which the chart sets to the pod's namespace).")
-	flag.StringVar(&leaderElectionID, "leader-election-id", DefaultLeaderElectionID, "Name of the leader election Lease: hub managers that manage other cluster sets on the same hub need their own (docs/scale.md).")
+	flag.StringVar(&leaderElectionID, "leader-election-id", hub.DefaultLeaderElectionID, "Name of the leader election Lease: hub managers that manage other cluster sets on the same hub need their own (docs/scale.md).")
 	flag.DurationVar(&leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a replica waits after the leader's last renewal before it takes over: a killed leader is replaced within this and one retry period.")
 	flag.DurationVar(&renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader tries to renew before it gives up leading (and exits, to start again as a candidate).")
 	flag.DurationVar(&retryPeriod, "leader-election-retry-period", 2*time.Second, "How often the leader renews and the other replicas try to take over.")

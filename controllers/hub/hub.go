@@ -30,6 +30,10 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 )
 
+// DefaultLeaderElectionID is the name of the hub manager's leader election
+// Lease (the hub chart names it after its release).
+const DefaultLeaderElectionID = "lodestar-hub.placement.lodestar.dev"
+
 // DefaultWorkers is how many Placements each hub controller reconciles at once.
 const DefaultWorkers = 4
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -594,19 +595,7 @@ func (s *soakFleet) actual(ctx context.Context) map[string]map[string]string {
 func (s *soakFleet) converged(ctx context.Context) bool {
 	want, got := s.expected(), s.actual(ctx)
 	for c := range want {
-		if !mapsEqual(want[c], got[c]) {
-			return false
-		}
-	}
-	return true
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
+		if !maps.Equal(want[c], got[c]) {
 			return false
 		}
 	}
@@ -618,7 +607,7 @@ func (s *soakFleet) mismatch(ctx context.Context) string {
 	want, got := s.expected(), s.actual(ctx)
 	var out []string
 	for _, m := range s.members {
-		if !mapsEqual(want[m.name], got[m.name]) {
+		if !maps.Equal(want[m.name], got[m.name]) {
 			out = append(out, fmt.Sprintf("%s has %v, should have %v", m.name, got[m.name], want[m.name]))
 		}
 	}

@@ -13,12 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lodestar-dev/lodestar/controllers/hub"
 )
 
 // Leader election as the hub chart sets it up (its defaults).
 const (
 	leaderNamespace     = "lodestar-system"
-	leaderElectionID    = "lodestar-hub.placement.lodestar.dev"
+	leaderElectionID    = hub.DefaultLeaderElectionID
 	leaderLeaseDuration = 15 * time.Second
 	leaderRetryPeriod   = 2 * time.Second
 )
