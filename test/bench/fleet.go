@@ -47,6 +47,10 @@ type fleet struct {
 	sim      *simulator
 	simStop  context.CancelFunc
 	clusters int
+	// set is the cluster set new clusters join (default lodestar-fleet).
+	set string
+	// stopHeartbeats, when set, stops H1's heartbeats.
+	stopHeartbeats func()
 	// bwork is B_work, measured once the hub manager runs (Works/s).
 	bwork float64
 	// only, when not empty, names the scenario groups to run (p1, p1-busy, p2, r1,
@@ -102,20 +106,32 @@ func startFleet(dir, bin string) (*fleet, error) {
 	return f, nil
 }
 
+// clusterSet is the cluster set new clusters join.
+func (f *fleet) clusterSet() string {
+	if f.set == "" {
+		return scheduler.DefaultClusterSetNamespace
+	}
+	return f.set
+}
+
 // startManager starts the hub manager process with the given client QPS and burst.
 func (f *fleet) startManager(qps, burst int) error {
-	args := []string{"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst), "--pprof-bind-address", f.pprof}
-	if f.debugAddr != "" {
-		// The chart's default: the debug API on; G1 opens a stream per cluster.
-		args = append(args, "--debug-bind-address", f.debugAddr, "--debug-namespace", debugNamespace,
-			"--debug-streams-per-user", "20000", "--debug-streams", "20000")
-	}
-	cmd, err := f.spawnManager(args...)
+	cmd, err := f.spawnManager(append(f.hubWideArgs(), "--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst), "--pprof-bind-address", f.pprof)...)
 	if err != nil {
 		return err
 	}
 	f.manager = cmd
 	return nil
+}
+
+// hubWideArgs are the arguments of the hub-wide manager beyond the bench's:
+// the chart's default, the debug API on (G1 opens a stream per cluster).
+func (f *fleet) hubWideArgs() []string {
+	if f.debugAddr == "" {
+		return nil
+	}
+	return []string{"--debug-bind-address", f.debugAddr, "--debug-namespace", debugNamespace,
+		"--debug-streams-per-user", "20000", "--debug-streams", "20000"}
 }
 
 // spawnManager starts a hub manager process with args added to the bench's.
@@ -209,7 +225,7 @@ func (f *fleet) addClusters(ctx context.Context, to int, labels func(i int) map[
 		l := labels(i)
 		l[cpv1alpha1.LabelClusterManagerKey] = scheduler.ClusterManagerName
 		cp := &cpv1alpha1.ClusterProfile{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: scheduler.DefaultClusterSetNamespace, Labels: l},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.clusterSet(), Labels: l},
 			Spec:       cpv1alpha1.ClusterProfileSpec{ClusterManager: cpv1alpha1.ClusterManager{Name: scheduler.ClusterManagerName}},
 		}
 		if err := f.admin.Create(ctx, cp); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -246,7 +262,7 @@ func (f *fleet) settled(ctx context.Context, n int) error {
 	}
 	_, err := waitFor(ctx, 5*time.Minute, 2*time.Second, func() (bool, error) {
 		list := &cpv1alpha1.ClusterProfileList{}
-		if err := f.admin.List(ctx, list, client.InNamespace(scheduler.DefaultClusterSetNamespace)); err != nil {
+		if err := f.admin.List(ctx, list, client.InNamespace(f.clusterSet())); err != nil {
 			return false, err
 		}
 		done := 0
@@ -266,11 +282,20 @@ func (f *fleet) settled(ctx context.Context, n int) error {
 }
 
 func (f *fleet) stop() {
+	f.endHeartbeats()
 	f.stopManager()
 	if f.simStop != nil {
 		f.simStop()
 	}
 	_ = f.hub.Stop()
+}
+
+// endHeartbeats stops H1's heartbeats, if they run.
+func (f *fleet) endHeartbeats() {
+	if f.stopHeartbeats != nil {
+		f.stopHeartbeats()
+		f.stopHeartbeats = nil
+	}
 }
 
 // parallel runs fn(0..n-1) on workers goroutines and returns the first error.

@@ -347,10 +347,14 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 const realMembersDesc = "real: kube-apiserver, etcd, kube-controller-manager, kube-scheduler and a kwok node each, lodestar-agent processes"
 
 // realMembers runs P4 and the agent footprint on two real members.
+// It runs on the hub manager as the scenarios before left it (with H1's
+// clusters still heartbeating), not on a restarted one: a restart with 16 000
+// Works and clusters is P3's subject.
 func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) error {
-	f.stopManager()
-	if err := f.startManager(200, 400); err != nil {
-		return err
+	if f.manager == nil {
+		if err := f.startManager(200, 400); err != nil {
+			return err
+		}
 	}
 	say("P4: starting two real members")
 	var agents []*exec.Cmd

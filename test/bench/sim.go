@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +45,7 @@ func newSimulator(mgr ctrl.Manager, workers int) (*simulator, error) {
 	s.hub = mgr.GetClient()
 	err = ctrl.NewControllerManagedBy(mgr).Named("simulated-agents").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(work.Changed())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: ptr.To(true)}). // M1 runs a second simulator
 		Complete(s)
 	return s, err
 }

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarfleet "github.com/lodestar-dev/lodestar/internal/fleet"
+)
+
+// managersPerSet is how many simulated clusters each of M1's two cluster sets has.
+const managersPerSet = 1000
+
+// twoManagers is M1: one hub, two cluster sets of managersPerSet simulated
+// clusters, and a Placement to every cluster of each set created at the same
+// instant; first with one hub manager managing both sets, then with two hub
+// manager releases (the hub-wide one with the first set, a second with
+// --hub-wide=false and the other), each measured to Available on its set.
+// Its own hub, so that it runs alone (no other scenario's objects).
+func (f *fleet) twoManagers(ctx context.Context, record func(*Result) error) error {
+	dir := filepath.Join(f.dir, "m1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	m, err := startFleet(dir, f.bin)
+	if err != nil {
+		return err
+	}
+	defer m.stop()
+	if err := m.startSimulator(); err != nil {
+		return err
+	}
+	sets := []string{"bench-set-a", "bench-set-b"}
+	one, err := m.spawnManager(append(m.hubWideArgs(), "--clusterset-namespaces", sets[0]+","+sets[1])...)
+	if err != nil {
+		return err
+	}
+	say("M1: registering %d simulated clusters in each of two cluster sets", managersPerSet)
+	for i, set := range sets {
+		m.set = set
+		if err := m.addClusters(ctx, (i+1)*managersPerSet, func(int) map[string]string { return map[string]string{"fleet": "sim"} }, true); err != nil {
+			stopProcess(one)
+			return err
+		}
+	}
+	if err := m.takenIn(ctx, sets); err != nil {
+		stopProcess(one)
+		return err
+	}
+	oneTimes, err := m.placeInEachSet(ctx, "m1-one", sets)
+	stopProcess(one)
+	if err != nil {
+		return err
+	}
+
+	// The second set handed to a second release: its mark removed, as
+	// docs/scale.md says, and each manager started with its own set.
+	ns := &corev1.Namespace{}
+	if err := m.admin.Get(ctx, client.ObjectKey{Name: sets[1]}, ns); err != nil {
+		return err
+	}
+	delete(ns.Labels, placementv1alpha1.HubManagerLabel)
+	if err := m.admin.Update(ctx, ns); err != nil {
+		return err
+	}
+	first, err := m.spawnManager(append(m.hubWideArgs(), "--clusterset-namespaces", sets[0])...)
+	if err != nil {
+		return err
+	}
+	defer stopProcess(first)
+	second, err := m.spawnManager("--clusterset-namespaces", sets[1], "--hub-wide=false", "--hub-manager-name", "lodestar-hub-b")
+	if err != nil {
+		return err
+	}
+	defer stopProcess(second)
+	twoTimes, err := m.placeInEachSet(ctx, "m1-two", sets)
+	if err != nil {
+		return err
+	}
+
+	r := &Result{Scenario: "M1", Members: simulated,
+		Description: fmt.Sprintf("one hub, two cluster sets of %d clusters, a Placement to each whole set created at once; one hub manager with both sets, then two hub manager releases with one set each", managersPerSet)}
+	for i, set := range sets {
+		r.add("one manager: "+set, oneTimes[i].Seconds(), "s")
+	}
+	r.add("one manager: both", max(oneTimes[0], oneTimes[1]).Seconds(), "s")
+	for i, set := range sets {
+		r.add("two managers: "+set, twoTimes[i].Seconds(), "s")
+	}
+	both := max(twoTimes[0], twoTimes[1])
+	r.add("two managers: both", both.Seconds(), "s")
+	r.add("two managers: Works/s", 2*managersPerSet/both.Seconds(), "Works/s")
+	if f.bwork > 0 {
+		r.FractionOfBwork = 2 * managersPerSet / both.Seconds() / f.bwork
+	}
+	say("M1: one manager %.1fs / %.1fs, two managers %.1fs / %.1fs", oneTimes[0].Seconds(), oneTimes[1].Seconds(), twoTimes[0].Seconds(), twoTimes[1].Seconds())
+	return record(r)
+}
+
+// takenIn waits until the hub has taken in every cluster of sets (the cleanup
+// finalizer and a reachability condition on each).
+func (f *fleet) takenIn(ctx context.Context, sets []string) error {
+	_, err := waitFor(ctx, 5*time.Minute, 2*time.Second, func() (bool, error) {
+		for _, set := range sets {
+			list := &cpv1alpha1.ClusterProfileList{}
+			if err := f.admin.List(ctx, list, client.InNamespace(set)); err != nil {
+				return false, err
+			}
+			for i := range list.Items {
+				p := &list.Items[i]
+				if !controllerutil.ContainsFinalizer(p, placementv1alpha1.ClusterCleanupFinalizer) ||
+					meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) == nil {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the hub to take in the clusters of %v: %w", sets, err)
+	}
+	return nil
+}
+
+// placeInEachSet creates, at the same instant, one Placement per set (in a
+// namespace that binds only that set) to every cluster of the set, measures
+// each to Available, then removes them.
+func (f *fleet) placeInEachSet(ctx context.Context, prefix string, sets []string) ([]time.Duration, error) {
+	placements := make([]*placementv1alpha1.Placement, len(sets))
+	for i, set := range sets {
+		ns := fmt.Sprintf("%s-%d", prefix, i)
+		if err := f.appIn(ctx, ns, set); err != nil {
+			return nil, err
+		}
+		placements[i] = placementFor(ns, "web", nil)
+	}
+	times := make([]time.Duration, len(sets))
+	errs := make([]error, len(sets))
+	done := make(chan int)
+	for i, p := range placements {
+		go func() {
+			times[i], errs[i] = f.place(ctx, p, managersPerSet, 10*time.Minute)
+			done <- i
+		}()
+	}
+	for range placements {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, p := range placements {
+		if err := f.remove(ctx, client.ObjectKeyFromObject(p), 5*time.Minute); err != nil {
+			return nil, err
+		}
+	}
+	return times, nil
+}
+
+// appIn is the bench's application in ns, bound to set too (the bench's own
+// lodestar-fleet, which its hub here does not manage, has no clusters).
+func (f *fleet) appIn(ctx context.Context, ns, set string) error {
+	if err := f.app(ctx, ns); err != nil {
+		return err
+	}
+	return lodestarfleet.BindClusterSet(ctx, f.admin, ns, set)
+}
