@@ -30,7 +30,8 @@ func main() {
 		burst, workers                                 int
 		leaseGrace, cleanupGrace, maxHeartbeat         time.Duration
 		heartbeatBudget                                float64
-		exportableNamespaces                           string
+		exportableNamespaces, managerName              string
+		hubWide                                        bool
 		debugOpts                                      debugapi.Options
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
@@ -43,6 +44,8 @@ func main() {
 	flag.DurationVar(&renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader tries to renew before it gives up leading (and exits, to start again as a candidate).")
 	flag.DurationVar(&retryPeriod, "leader-election-retry-period", 2*time.Second, "How often the leader renews and the other replicas try to take over.")
 	flag.StringVar(&clusterSets, "clusterset-namespaces", scheduler.DefaultClusterSetNamespace, "Comma-separated namespaces whose ClusterProfiles are scheduled.")
+	flag.StringVar(&managerName, "hub-manager-name", hub.DefaultName, "This hub manager's name, marked on the namespaces of its cluster sets (label placement.lodestar.dev/hub-manager); it refuses to start on a set another manager marked (docs/scale.md).")
+	flag.BoolVar(&hubWide, "hub-wide", true, "Take the hub-wide work: ClusterPlacements, the Placements of namespaces that bind no cluster set a manager marked, the agents' heartbeat pace. Exactly one hub manager release per hub is hub-wide; the others take only the namespaces that bind their cluster sets.")
 	flag.Float64Var(&qps, "kube-api-qps", 200, "Queries per second to the hub API server (client-side limit); negative disables the limit.")
 	flag.IntVar(&burst, "kube-api-burst", 400, "Burst of queries to the hub API server above --kube-api-qps.")
 	flag.IntVar(&workers, "workers", hub.DefaultWorkers, "How many Placements each controller reconciles at once.")
@@ -85,7 +88,7 @@ func main() {
 		log.Error(err, "Creating the manager")
 		os.Exit(1)
 	}
-	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ","), Workers: workers, LeaseGracePeriod: leaseGrace, CleanupGracePeriod: cleanupGrace,
+	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ","), Name: managerName, SetsOnly: !hubWide, Workers: workers, LeaseGracePeriod: leaseGrace, CleanupGracePeriod: cleanupGrace,
 		HeartbeatWriteBudget: heartbeatBudget, MaxHeartbeatInterval: maxHeartbeat, ExportableNamespaces: splitList(exportableNamespaces)}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)

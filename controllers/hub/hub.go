@@ -34,6 +34,10 @@ import (
 // Lease (the hub chart names it after its release).
 const DefaultLeaderElectionID = "lodestar-hub.placement.lodestar.dev"
 
+// DefaultName is the hub manager's name when Options.Name is empty: the hub
+// chart's default release.
+const DefaultName = "lodestar-hub"
+
 // DefaultWorkers is how many Placements each hub controller reconciles at once.
 const DefaultWorkers = 4
 
@@ -43,6 +47,13 @@ type Options struct {
 	// whose ClusterProfiles get health and cleanup. ClusterProfiles elsewhere are
 	// never acted on.
 	ClusterSetNamespaces []string
+	// Name is the hub manager's name, marked on the namespaces of its cluster
+	// sets (default DefaultName); two releases on one hub have two names.
+	Name string
+	// SetsOnly: the manager takes only what belongs to its cluster sets, leaving
+	// the rest (ClusterPlacements, namespaces that bind no marked set, the
+	// heartbeat pace) to the hub's one hub-wide manager (docs/scale.md).
+	SetsOnly bool
 	// Workers is how many Placements each controller reconciles at once.
 	Workers int
 	// LeaseGracePeriod is how long after its Lease expires an agent still counts
@@ -89,6 +100,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
 	}
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	if err := markClusterSets(mgr, opts); err != nil {
+		return err
+	}
+	scope := lookup.Scope{Sets: opts.ClusterSetNamespaces, SetsOnly: opts.SetsOnly}
 	if err := lookup.AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -97,10 +115,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	metrics.RegisterHub(mgr.GetClient())
 	if err := (&scheduler.Reconciler{
-		Client:      mgr.GetClient(),
-		Recorder:    mgr.GetEventRecorder(scheduler.Name),
-		ClusterSets: opts.ClusterSetNamespaces,
-		Workers:     opts.Workers,
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(scheduler.Name),
+		Scope:    scope,
+		Workers:  opts.Workers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the scheduler: %w", err)
 	}
@@ -115,14 +133,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Mapper:    mgr.GetRESTMapper(),
 		Recorder:  mgr.GetEventRecorder(placementrevision.Name),
 		Workers:   opts.Workers,
+		Scope:     scope,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the revision maker: %w", err)
 	}
 	if err := (&workgenerator.Reconciler{
-		Client:      mgr.GetClient(),
-		Recorder:    mgr.GetEventRecorder(workgenerator.Name),
-		Workers:     opts.Workers,
-		ClusterSets: opts.ClusterSetNamespaces,
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(workgenerator.Name),
+		Workers:  opts.Workers,
+		Scope:    scope,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the work generator: %w", err)
 	}
@@ -131,8 +150,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster health controller: %w", err)
 	}
-	if err := mgr.Add(&clusterhealth.Pacer{Client: mgr.GetClient(), Informers: mgr.GetCache(), WriteBudget: opts.HeartbeatWriteBudget, MaxInterval: opts.MaxHeartbeatInterval}); err != nil {
-		return fmt.Errorf("setting up the heartbeat pacer: %w", err)
+	if err := setupHubWide(mgr, opts); err != nil {
+		return err
 	}
 	if err := (&clustercleanup.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clustercleanup.Name), GracePeriod: opts.CleanupGracePeriod,
@@ -140,21 +159,47 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster cleanup controller: %w", err)
 	}
-	if err := (&clusterplacement.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the cluster placement controller: %w", err)
-	}
-	if err := (&clustersetbinding.Reconciler{Client: mgr.GetClient(), ClusterSets: opts.ClusterSetNamespaces}).SetupWithManager(mgr); err != nil {
+	if err := (&clustersetbinding.Reconciler{Client: mgr.GetClient(), Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster-set binding controller: %w", err)
 	}
-	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, ClusterSets: opts.ClusterSetNamespaces}).SetupWithManager(mgr); err != nil {
+	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)
 	}
-	if err := (&memberaccess.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterSets: opts.ClusterSetNamespaces}).SetupWithManager(mgr); err != nil {
+	if err := (&memberaccess.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the member access controller: %w", err)
 	}
-	if err := (&serviceimport.Reconciler{Client: mgr.GetClient(), ClusterSets: opts.ClusterSetNamespaces, ExportableNamespaces: opts.ExportableNamespaces,
+	if err := (&serviceimport.Reconciler{Client: mgr.GetClient(), Scope: scope, ExportableNamespaces: opts.ExportableNamespaces,
 		Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the service import controller: %w", err)
 	}
 	return nil
+}
+
+// setupHubWide adds what only the hub-wide manager runs: the heartbeat pacer
+// (the agents' Lease writes are the whole hub's budget) and the ClusterPlacement
+// controller.
+func setupHubWide(mgr ctrl.Manager, opts Options) error {
+	if opts.SetsOnly {
+		return nil
+	}
+	if err := mgr.Add(&clusterhealth.Pacer{Client: mgr.GetClient(), Informers: mgr.GetCache(), WriteBudget: opts.HeartbeatWriteBudget, MaxInterval: opts.MaxHeartbeatInterval}); err != nil {
+		return fmt.Errorf("setting up the heartbeat pacer: %w", err)
+	}
+	if err := (&clusterplacement.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the cluster placement controller: %w", err)
+	}
+	return nil
+}
+
+// markClusterSets marks the namespaces of the manager's cluster sets as its own
+// before any controller runs, with a client that reads from the API server (the
+// cache has not started), and fails when another manager has marked one.
+func markClusterSets(mgr ctrl.Manager, opts Options) error {
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("creating a client to mark the cluster sets: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return lookup.MarkClusterSets(ctx, c, opts.Name, opts.ClusterSetNamespaces)
 }

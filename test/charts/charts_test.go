@@ -106,6 +106,7 @@ func TestHubChartRenders(t *testing.T) {
 	}
 	// The chart's defaults are the binary's.
 	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--leader-elect=true", "--kube-api-qps=200", "--zap-log-level=info",
+		"--hub-wide=true", "--hub-manager-name=test-lodestar-hub",
 		"--clusterset-namespaces="+placementv1alpha1.DefaultClusterSet,
 		"--agent-lease-grace-period="+clusterhealth.DefaultGracePeriod.String(), "--cluster-cleanup-grace-period="+strings.TrimSuffix(clustercleanup.DefaultGracePeriod.String(), "0s")))
 	// Two replicas by default, one leading, spread over nodes and kept by a
@@ -137,6 +138,23 @@ func TestHubChartRenders(t *testing.T) {
 
 	_, err = render(t, "lodestar-hub", "--set", "replicas=2", "--set", "leaderElection.enabled=false")
 	g.Expect(err).To(MatchError(ContainSubstring("replicas above 1 need leaderElection.enabled")))
+
+	// A second hub manager release on the same hub (docs/scale.md): its
+	// Deployment, RBAC, Lease and the bind roles of its sets; nothing that is
+	// the hub's once (admission policies, tenancy roles, lodestar-placements,
+	// the debug APIService).
+	docs, err = render(t, "lodestar-hub", "--set", "hubWide=false", "--set", "clusterSetNamespaces={edge}", "--set", "clusterNamePolicy=true")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).To(ContainElements("--hub-wide=false", "--hub-manager-name=test-lodestar-hub",
+		"--clusterset-namespaces=edge", "--leader-election-id=test-lodestar-hub.placement.lodestar.dev"))
+	g.Expect(containerArgs(g, docs, "test-lodestar-hub")).NotTo(ContainElement(HavePrefix("--debug-")))
+	g.Expect(docs).To(HaveKey("ClusterRole/test-lodestar-hub"))
+	g.Expect(docs).To(HaveKey("ClusterRole/lodestar:clusterset:edge:bind"))
+	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-cluster-names-edge"), "the hub-wide release's policy, bound to this release's set")
+	for key := range docs {
+		g.Expect(key).NotTo(Or(HavePrefix("ValidatingAdmissionPolicy/"), HavePrefix("APIService/"), HavePrefix("Namespace/"),
+			Equal("ClusterRole/lodestar:tenant"), Equal("ClusterRole/lodestar:clusterset-admin"), Equal("Service/lodestar-debug")))
+	}
 }
 
 func TestAgentChartRenders(t *testing.T) {

@@ -83,4 +83,8 @@ const (
 	ReasonClusterSetBound = "ClusterSetBound"
 	// ReasonClusterSetNotFound: the hub manages no cluster set of that name.
 	ReasonClusterSetNotFound = "ClusterSetNotFound"
+	// ReasonClusterSetOfOtherManager: the namespace also binds a cluster set of
+	// another hub manager release (docs/scale.md), which places its Placements
+	// on its own sets; this set's clusters are not used.
+	ReasonClusterSetOfOtherManager = "ClusterSetOfOtherManager"
 )

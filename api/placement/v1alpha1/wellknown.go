@@ -19,6 +19,13 @@ const ClusterManagerName = "lodestar"
 // DefaultClusterSet is the namespace of the default cluster set's ClusterProfiles.
 const DefaultClusterSet = "lodestar-fleet"
 
+// HubManagerLabel on a cluster set's namespace names the hub manager release
+// that manages the set, when one hub runs several (docs/scale.md). Each manager
+// sets it on its sets when it starts and refuses to start on a set another one
+// has marked; the mark stays when the manager stops (remove it by hand to hand
+// a set to another manager).
+const HubManagerLabel = "placement.lodestar.dev/hub-manager"
+
 // AgentIdentityAnnotation on a ClusterProfile names the hub user of the cluster's
 // agent, as registered by `kubectl lodestar join`.
 const AgentIdentityAnnotation = "placement.lodestar.dev/agent-identity"

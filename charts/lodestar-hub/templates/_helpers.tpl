@@ -25,3 +25,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "lodestar.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
+
+{{- /* The debug API is served by the hub-wide release only: its APIService is the hub's. */ -}}
+{{- define "lodestar.debug" -}}
+{{- if and .Values.debug.enabled .Values.hubWide }}true{{ end -}}
+{{- end -}}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -36,8 +37,9 @@ const profileWindow = time.Second
 // Reconciler writes ClusterSetBinding status.
 type Reconciler struct {
 	Client client.Client
-	// ClusterSets are the cluster sets the hub manages.
-	ClusterSets []string
+	// Scope is what this hub manager takes: the cluster sets it manages, and
+	// whether it is the hub-wide manager (docs/scale.md).
+	Scope lookup.Scope
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings,verbs=get;list;watch
@@ -56,6 +58,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	if answers, err := r.Scope.OwnsSet(ctx, r.Client, binding.Spec.ClusterSet); !answers || err != nil {
+		return ctrl.Result{}, err // Another hub manager's set (docs/scale.md).
+	}
 	// The namespace is a tenant's before the binding reports Bound: pods of
 	// workloads applied after that are refused on the hub from the start.
 	if err := lookup.MarkTenant(ctx, r.Client, binding.Namespace); err != nil {
@@ -64,18 +69,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterSetBinding", klog.KObj(binding)))
 
 	bound := metav1.Condition{Type: placementv1alpha1.BoundCondition, ObservedGeneration: binding.Generation}
-	var clusters int32
-	if slices.Contains(r.ClusterSets, binding.Spec.ClusterSet) {
-		n, err := r.count(ctx, binding.Spec.ClusterSet)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		clusters = n
-		bound.Status, bound.Reason = metav1.ConditionTrue, placementv1alpha1.ReasonClusterSetBound
-		bound.Message = "the Placements of this namespace may use the clusters of cluster set " + binding.Spec.ClusterSet
-	} else {
-		bound.Status, bound.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonClusterSetNotFound
-		bound.Message = "this hub manages no cluster set " + binding.Spec.ClusterSet
+	clusters, err := r.bound(ctx, binding, &bound)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if conditions.Same(binding.Status.Conditions, bound) && ptr.Equal(binding.Status.Clusters, &clusters) && binding.Status.ObservedGeneration == binding.Generation {
 		return ctrl.Result{}, nil
@@ -87,6 +83,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Clusters:           ptr.To(clusters),
 	}
 	return ctrl.Result{}, patch.ApplyStatus(ctx, r.Client, out, Name)
+}
+
+// bound sets the Bound condition of binding and returns the number of clusters
+// its Placements may use.
+func (r *Reconciler) bound(ctx context.Context, binding *placementv1alpha1.ClusterSetBinding, bound *metav1.Condition) (int32, error) {
+	set := binding.Spec.ClusterSet
+	if !slices.Contains(r.Scope.Sets, set) {
+		bound.Status, bound.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonClusterSetNotFound
+		bound.Message = "this hub manages no cluster set " + set
+		return 0, nil
+	}
+	deciding, err := r.Scope.DecidingSet(ctx, r.Client, binding.Namespace)
+	if err != nil {
+		return 0, err
+	}
+	if deciding != "" && !slices.Contains(r.Scope.Sets, deciding) {
+		bound.Status, bound.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonClusterSetOfOtherManager
+		bound.Message = "the Placements of this namespace are placed by the hub manager of cluster set " + deciding +
+			", bound here too, on its own sets only: bind the sets of one hub manager per namespace (docs/scale.md)"
+		return 0, nil
+	}
+	n, err := r.count(ctx, set)
+	if err != nil {
+		return 0, err
+	}
+	bound.Status, bound.Reason = metav1.ConditionTrue, placementv1alpha1.ReasonClusterSetBound
+	bound.Message = "the Placements of this namespace may use the clusters of cluster set " + set
+	return n, nil
 }
 
 // count is the number of ClusterProfiles Lodestar manages in set.
@@ -110,6 +134,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clustersetbinding").
 		For(&placementv1alpha1.ClusterSetBinding{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A binding coming or going may hand the namespace to another manager.
+		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameNamespace), builder.WithPredicates(deletionStarted)).
 		Watches(&cpv1alpha1.ClusterProfile{}, handlers.Coalescing(r.bindingsOf, profileWindow),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
 		Complete(r)
@@ -119,6 +145,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 var deletionStarted = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 }}
+
+// sameNamespace maps a binding to the other bindings of its namespace.
+func (r *Reconciler) sameNamespace(ctx context.Context, binding client.Object) []reconcile.Request {
+	list := &placementv1alpha1.ClusterSetBindingList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(binding.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the ClusterSetBindings of a namespace", "namespace", binding.GetNamespace())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if b := &list.Items[i]; b.Name != binding.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+		}
+	}
+	return reqs
+}
 
 // bindingsOf maps a ClusterProfile to the bindings of its cluster set.
 func (r *Reconciler) bindingsOf(ctx context.Context, profile client.Object) []reconcile.Request {

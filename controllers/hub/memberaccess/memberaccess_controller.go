@@ -54,9 +54,9 @@ type Reconciler struct {
 	Secrets client.Reader
 	// APIReader reads a Secret in the way of a copy, which the cache does not hold.
 	APIReader client.Reader
-	// ClusterSets are the cluster sets the hub manages; a grant of another set
-	// grants nothing.
-	ClusterSets []string
+	// Scope is what this hub manager takes: the cluster sets it manages, and
+	// whether it is the hub-wide manager (docs/scale.md).
+	Scope lookup.Scope
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=memberaccessgrants,verbs=get;list;watch;update;patch
@@ -71,6 +71,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	grant := &placementv1alpha1.MemberAccessGrant{}
 	if err := r.Client.Get(ctx, req.NamespacedName, grant); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if answers, err := r.Scope.OwnsSet(ctx, r.Client, grant.Spec.ClusterSet); !answers || err != nil {
+		return ctrl.Result{}, err // Another hub manager's set (docs/scale.md).
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("memberAccessGrant", klog.KObj(grant)))
 
@@ -162,7 +165,7 @@ func (r *Reconciler) credentials(ctx context.Context, clusters []string, now tim
 
 // granted are the names of the clusters the grant selects, sorted.
 func (r *Reconciler) granted(ctx context.Context, grant *placementv1alpha1.MemberAccessGrant, sel labels.Selector) ([]string, error) {
-	if !slices.Contains(r.ClusterSets, grant.Spec.ClusterSet) {
+	if !slices.Contains(r.Scope.Sets, grant.Spec.ClusterSet) {
 		return nil, nil
 	}
 	list := &cpv1alpha1.ClusterProfileList{}

@@ -57,6 +57,8 @@ type Reconciler struct {
 	// the watch of a kind the hub no longer serves; its Object must make
 	// unstructured objects.
 	Watches *watches.Set
+	// Scope is what this hub manager takes (docs/scale.md).
+	Scope lookup.Scope
 
 	controller controller.Controller
 	kinds      *watches.ServedKinds
@@ -71,6 +73,9 @@ type Reconciler struct {
 
 // Reconcile renders what a Placement selects into its current PlacementRevision.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
+		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
+	}
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -43,15 +43,17 @@ type Reconciler struct {
 	Client client.Client
 	// Workers is how many Placements are reconciled at once.
 	Workers int
-	// ClusterSets are the cluster sets the hub manages; a namespace uses those
-	// of them its ClusterSetBindings name.
-	ClusterSets []string
+	// Scope is what this hub manager takes: the cluster sets it manages, and
+	// whether it is the hub-wide manager (docs/scale.md).
+	Scope lookup.Scope
 
 	views views
 	// changes times Placement changes for the lodestar_placement_change_* histograms.
 	changes metrics.ChangeTimer
 	// pace spaces the writes that move no condition.
 	pace handlers.StatusPace
+	// compute spaces the computations of a large Placement's status.
+	compute computePace
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
@@ -61,18 +63,25 @@ type Reconciler struct {
 
 // Reconcile writes the Applied condition, appliedClusters and clusters of one Placement.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
+		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
+	}
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.views.forget(req.NamespacedName)
 			r.changes.Forget(req.NamespacedName)
 			r.pace.Forget(req.NamespacedName)
+			r.compute.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
+	if wait := r.compute.wait(req.NamespacedName, placement.Generation, ptr.Deref(placement.Status.SelectedClusters, 0), time.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 
-	decided, err := lookup.DecidedIn(ctx, r.Client, placement, r.ClusterSets)
+	decided, err := lookup.DecidedIn(ctx, r.Client, placement, r.Scope.Sets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

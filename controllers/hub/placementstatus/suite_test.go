@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 func startAggregator(cp *testenv.ControlPlane) (func(), error) {
 	hubCP = cp
 	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}), clusterSet, func(mgr ctrl.Manager) error {
-		return (&placementstatus.Reconciler{Client: mgr.GetClient(), ClusterSets: []string{clusterSet}}).SetupWithManager(mgr)
+		return (&placementstatus.Reconciler{Client: mgr.GetClient(), Scope: lookup.Scope{Sets: []string{clusterSet}}}).SetupWithManager(mgr)
 	})
 }
 

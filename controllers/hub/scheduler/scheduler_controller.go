@@ -61,9 +61,9 @@ const (
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// ClusterSets are the cluster sets the hub manages; a namespace uses those
-	// of them its ClusterSetBindings name.
-	ClusterSets []string
+	// Scope is what this hub manager takes: the cluster sets it manages, and
+	// whether it is the hub-wide manager (docs/scale.md).
+	Scope lookup.Scope
 
 	// explained remembers when each Placement's scheduling explanation was last
 	// written (client.ObjectKey to time.Time).
@@ -90,6 +90,9 @@ type Reconciler struct {
 
 // Reconcile writes the PlacementDecisions and the Scheduled condition of one Placement.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
+		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
+	}
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -127,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	sets, err := lookup.ClusterSets(ctx, r.Client, placement.Namespace, r.ClusterSets)
+	sets, err := lookup.ClusterSets(ctx, r.Client, placement.Namespace, r.Scope.Sets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

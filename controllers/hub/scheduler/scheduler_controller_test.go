@@ -23,6 +23,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
@@ -58,7 +59,7 @@ func startScheduler(cp *testenv.ControlPlane) (func(), error) {
 	hubCP = cp
 	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}), clusterSet, func(mgr ctrl.Manager) error {
 		return (&scheduler.Reconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), ClusterSets: append([]string{clusterSet}, fleetSets...),
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), Scope: lookup.Scope{Sets: append([]string{clusterSet}, fleetSets...)},
 		}).SetupWithManager(mgr)
 	})
 }

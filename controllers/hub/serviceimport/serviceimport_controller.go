@@ -49,8 +49,9 @@ const Name = "lodestar-serviceimport"
 // imports.
 type Reconciler struct {
 	Client client.Client
-	// ClusterSets are the cluster sets the hub manages.
-	ClusterSets []string
+	// Scope is what this hub manager takes: the cluster sets it manages, and
+	// whether it is the hub-wide manager (docs/scale.md).
+	Scope lookup.Scope
 	// ExportableNamespaces are the namespaces among kube-* and default that the
 	// platform lets members export from; exports from the others of them are
 	// Valid=False.
@@ -75,6 +76,9 @@ type Reconciler struct {
 
 // Reconcile merges the exports of req (a Service's namespace/name).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
+		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
+	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("service", req.NamespacedName))
 	exports := &servicesv1alpha1.ExportedServiceList{}
 	if err := r.Client.List(ctx, exports, client.MatchingFields{lookup.ServicesByName: req.String()}); err != nil {
@@ -87,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// The namespace's cluster set: the clusters of the sets its
 	// ClusterSetBindings name; a namespace bound to none shares a Service with
 	// the clusters of each exporter's sets.
-	bound, err := lookup.ClusterSets(ctx, r.Client, req.Namespace, r.ClusterSets)
+	bound, err := lookup.ClusterSets(ctx, r.Client, req.Namespace, r.Scope.Sets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -312,7 +316,7 @@ type clusterSets struct {
 
 func (r *Reconciler) clusterSets(ctx context.Context) (clusterSets, error) {
 	s := clusterSets{clusters: map[string][]string{}, of: map[string][]string{}}
-	for _, set := range r.ClusterSets {
+	for _, set := range r.Scope.Sets {
 		profiles := &cpv1alpha1.ClusterProfileList{}
 		if err := r.Client.List(ctx, profiles, client.InNamespace(set)); err != nil {
 			return s, err

@@ -53,7 +53,7 @@ func startWorkGenerator(cp *testenv.ControlPlane) (func(), error) {
 	hubCP = cp
 	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}), clusterSet, func(mgr ctrl.Manager) error {
 		return (&workgenerator.Reconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(workgenerator.Name), ClusterSets: []string{clusterSet},
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(workgenerator.Name), Scope: lookup.Scope{Sets: []string{clusterSet}},
 		}).SetupWithManager(mgr)
 	})
 }

@@ -47,9 +47,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Workers is how many Placements are reconciled at once.
 	Workers int
-	// ClusterSets are the cluster sets the hub manages; a namespace uses those
-	// of them its ClusterSetBindings name.
-	ClusterSets []string
+	// Scope is what this hub manager takes: the cluster sets it manages, and
+	// whether it is the hub-wide manager (docs/scale.md).
+	Scope lookup.Scope
 
 	// expected are Work writes the cache may not show yet (by
 	// expectationKey), so that the gate never counts a cluster twice.
@@ -89,6 +89,9 @@ type Reconciler struct {
 // and its PlacementDecisions, as far as its rollout strategy lets it: observe,
 // gate, write Works, remove the clusters it left, status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
+		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
+	}
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -96,7 +96,7 @@ func (r *Reconciler) observe(ctx context.Context, placement *placementv1alpha1.P
 	if ok, err := r.observeRevisions(ctx, s, st); !ok || err != nil {
 		return nil, err
 	}
-	if s.decided, err = lookup.DecidedIn(ctx, r.Client, placement, r.ClusterSets); err != nil {
+	if s.decided, err = lookup.DecidedIn(ctx, r.Client, placement, r.Scope.Sets); err != nil {
 		return nil, err
 	}
 	if len(s.decided.Rejected) > 0 {

@@ -1,0 +1,153 @@
+// Which hub manager release takes what, on a hub that runs several
+// (docs/scale.md). Each marks the namespaces of the cluster sets it manages
+// with placementv1alpha1.HubManagerLabel. A namespace's Placements, Service
+// exports and the like belong to the manager of the first of its bound cluster
+// sets (sorted) that a manager has marked; a namespace that binds none of
+// those, and the ClusterPlacements, belong to the hub-wide manager (the one
+// release that is not SetsOnly). Every manager reads the same marks, so each
+// namespace has one manager.
+
+package lookup
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+// Scope is what one hub manager takes.
+type Scope struct {
+	// Sets are the cluster sets it manages (and has marked).
+	Sets []string
+	// SetsOnly: it takes only what belongs to its sets, leaving namespaces that
+	// bind no marked set, the ClusterPlacements and cluster sets nobody manages
+	// to the hub-wide manager.
+	SetsOnly bool
+}
+
+// DecidingSet returns the cluster set that decides which manager takes
+// namespace's Placements: the first of its bound sets (sorted) that is one of
+// s.Sets or marked by another manager; "" when there is none (the hub-wide
+// manager's).
+func (s Scope) DecidingSet(ctx context.Context, c client.Reader, namespace string) (string, error) {
+	if namespace == placementv1alpha1.ClusterPlacementNamespace {
+		return "", nil
+	}
+	list := &placementv1alpha1.ClusterSetBindingList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return "", fmt.Errorf("listing ClusterSetBindings in %s: %w", namespace, err)
+	}
+	var bound []string
+	for i := range list.Items {
+		if b := &list.Items[i]; b.DeletionTimestamp.IsZero() {
+			bound = append(bound, b.Spec.ClusterSet)
+		}
+	}
+	slices.Sort(bound)
+	for _, set := range slices.Compact(bound) {
+		if slices.Contains(s.Sets, set) {
+			return set, nil
+		}
+		manager, err := managerOf(ctx, c, set)
+		if err != nil {
+			return "", err
+		}
+		if manager != "" {
+			return set, nil
+		}
+	}
+	return "", nil
+}
+
+// Owns tells whether this manager takes namespace's Placements (and what else
+// the namespace holds: its Service exports, its bindings' tenant mark).
+func (s Scope) Owns(ctx context.Context, c client.Reader, namespace string) (bool, error) {
+	set, err := s.DecidingSet(ctx, c, namespace)
+	if err != nil {
+		return false, err
+	}
+	if set == "" {
+		return !s.SetsOnly, nil
+	}
+	return slices.Contains(s.Sets, set), nil
+}
+
+// OwnsSet tells whether this manager answers for cluster set: one of its own,
+// or, for the hub-wide manager, a set no manager has marked (whose bindings
+// and grants it reports as not managed).
+func (s Scope) OwnsSet(ctx context.Context, c client.Reader, set string) (bool, error) {
+	if slices.Contains(s.Sets, set) {
+		return true, nil
+	}
+	if s.SetsOnly {
+		return false, nil
+	}
+	manager, err := managerOf(ctx, c, set)
+	return manager == "", err
+}
+
+// managerOf returns the hub manager that marked cluster set's namespace, ""
+// when none did or there is no such namespace.
+func managerOf(ctx context.Context, c client.Reader, set string) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: set}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading the namespace of cluster set %s: %w", set, err)
+	}
+	return ns.Labels[placementv1alpha1.HubManagerLabel], nil
+}
+
+// MarkClusterSets marks the namespaces of sets as manager's, creating those
+// that do not exist. It fails, changing nothing, when another manager marked one
+// of them: two managers must not take the same cluster set. c should read from
+// the API server (it runs before the manager's cache starts).
+func MarkClusterSets(ctx context.Context, c client.Client, manager string, sets []string) error {
+	namespaces := make([]*corev1.Namespace, 0, len(sets))
+	for _, set := range sets {
+		ns := &corev1.Namespace{}
+		err := c.Get(ctx, client.ObjectKey{Name: set}, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: set}}
+		case err != nil:
+			return fmt.Errorf("reading the namespace of cluster set %s: %w", set, err)
+		}
+		if other := ns.Labels[placementv1alpha1.HubManagerLabel]; other != "" && other != manager {
+			return fmt.Errorf("cluster set %s is managed by hub manager %q (label %s on namespace %s); "+
+				"remove it from this manager's cluster sets, or remove the label if %q is gone for good",
+				set, other, placementv1alpha1.HubManagerLabel, set, other)
+		}
+		namespaces = append(namespaces, ns)
+	}
+	for _, ns := range namespaces {
+		if ns.Labels[placementv1alpha1.HubManagerLabel] == manager {
+			continue
+		}
+		if ns.ResourceVersion == "" {
+			ns.Labels = map[string]string{placementv1alpha1.HubManagerLabel: manager}
+			if err := c.Create(ctx, ns); err != nil {
+				return fmt.Errorf("creating the namespace of cluster set %s: %w", ns.Name, err)
+			}
+			continue
+		}
+		base := ns.DeepCopy()
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[placementv1alpha1.HubManagerLabel] = manager
+		// The resourceVersion makes the patch fail if another manager marked it since.
+		if err := c.Patch(ctx, ns, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("marking the namespace of cluster set %s: %w", ns.Name, err)
+		}
+	}
+	return nil
+}

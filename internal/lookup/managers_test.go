@@ -1,0 +1,96 @@
+package lookup_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// Two hub managers on one API server: each marks its sets (a third cannot take
+// a marked one, and changes nothing trying), and every namespace, set and the
+// ClusterPlacements have exactly one of them.
+func TestHubManagersDivideTheHub(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	scheme := runtime.NewScheme()
+	g.Expect(placementv1alpha1.AddToScheme(scheme)).To(Succeed())
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	hub, err := testenv.StartHub(scheme, testenv.QuickShutdown)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = hub.Stop() })
+	c := hub.Client
+
+	// set-a exists already; set-b is created by its mark.
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "set-a", Labels: map[string]string{"team": "platform"}}})).To(Succeed())
+	g.Expect(lookup.MarkClusterSets(ctx, c, "main", []string{"set-a"})).To(Succeed())
+	g.Expect(lookup.MarkClusterSets(ctx, c, "edge", []string{"set-b"})).To(Succeed())
+	g.Expect(lookup.MarkClusterSets(ctx, c, "edge", []string{"set-b"})).To(Succeed(), "marking again is a no-op")
+	err = lookup.MarkClusterSets(ctx, c, "intruder", []string{"set-c", "set-b"})
+	g.Expect(err).To(MatchError(ContainSubstring(`cluster set set-b is managed by hub manager "edge"`)))
+	g.Expect(c.Get(ctx, client.ObjectKey{Name: "set-c"}, &corev1.Namespace{})).NotTo(Succeed(), "a refused manager changes nothing")
+	for set, manager := range map[string]string{"set-a": "main", "set-b": "edge"} {
+		ns := &corev1.Namespace{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: set}, ns)).To(Succeed())
+		g.Expect(ns.Labels).To(HaveKeyWithValue(placementv1alpha1.HubManagerLabel, manager))
+	}
+
+	main := lookup.Scope{Sets: []string{"set-a"}}
+	edge := lookup.Scope{Sets: []string{"set-b"}, SetsOnly: true}
+	for ns, sets := range map[string][]string{
+		"none": nil, "a": {"set-a"}, "b": {"set-b"}, "both": {"set-b", "set-a"}, "loose": {"loose"}, "loose-b": {"loose", "set-b"},
+	} {
+		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		for _, set := range sets {
+			g.Expect(fleet.BindClusterSet(ctx, c, ns, set)).To(Succeed())
+		}
+	}
+	for _, tc := range []struct {
+		namespace, deciding string
+		mainOwns             bool
+	}{
+		{"none", "", true},
+		{"a", "set-a", true},
+		{"b", "set-b", false},
+		{"both", "set-a", true}, // the first marked set, by name
+		{"loose", "", true},     // a set no manager marked decides nothing
+		{"loose-b", "set-b", false},
+		{placementv1alpha1.ClusterPlacementNamespace, "", true},
+	} {
+		deciding, err := main.DecidingSet(ctx, c, tc.namespace)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(deciding).To(Equal(tc.deciding), tc.namespace)
+		edgeDeciding, err := edge.DecidingSet(ctx, c, tc.namespace)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(edgeDeciding).To(Equal(tc.deciding), "both managers read the same marks: %s", tc.namespace)
+		mainOwns, err := main.Owns(ctx, c, tc.namespace)
+		g.Expect(err).NotTo(HaveOccurred())
+		edgeOwns, err := edge.Owns(ctx, c, tc.namespace)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(mainOwns).To(Equal(tc.mainOwns), tc.namespace)
+		g.Expect(edgeOwns).To(Equal(!tc.mainOwns), "exactly one manager: %s", tc.namespace)
+	}
+	for _, tc := range []struct {
+		set            string
+		main, edgeOwns bool
+	}{
+		{"set-a", true, false},
+		{"set-b", false, true},
+		{"loose", true, false}, // the hub-wide manager reports it not managed
+	} {
+		m, err := main.OwnsSet(ctx, c, tc.set)
+		g.Expect(err).NotTo(HaveOccurred())
+		e, err := edge.OwnsSet(ctx, c, tc.set)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect([]bool{m, e}).To(Equal([]bool{tc.main, tc.edgeOwns}), tc.set)
+	}
+}
