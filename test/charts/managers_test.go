@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -203,7 +204,7 @@ func expectPlacedOnly(g Gomega, hc client.Client, members map[string]*testenv.Co
 			if name == cluster {
 				g.Expect(err).NotTo(HaveOccurred(), "%s on %s", key, name)
 			} else {
-				g.Expect(err).To(HaveOccurred(), "%s not on %s", key, name)
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s not on %s: %v", key, name, err)
 			}
 		}
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
