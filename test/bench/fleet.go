@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
@@ -273,12 +274,36 @@ func (f *fleet) settled(ctx context.Context, n int) error {
 				done++
 			}
 		}
-		return done >= n, nil
+		if done < n {
+			return false, nil
+		}
+		return f.paced(ctx, n)
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the hub to take in %d clusters: %w", n, err)
 	}
 	return nil
+}
+
+// paced tells whether every agent Lease carries the heartbeat interval the hub
+// asks of a fleet of n: the hub re-paces every Lease when the fleet's size
+// crosses a step (at its next count, every 30 s), which would otherwise land in
+// the scenario after a registration.
+func (f *fleet) paced(ctx context.Context, n int) (bool, error) {
+	want := ""
+	if d := clusterhealth.HeartbeatInterval(n, clusterhealth.DefaultHeartbeatWriteBudget, clusterhealth.DefaultMaxHeartbeatInterval); d > 0 {
+		want = strconv.Itoa(int(d.Seconds()))
+	}
+	leases := &coordinationv1.LeaseList{}
+	if err := f.admin.List(ctx, leases, client.HasLabels{placementv1alpha1.AgentLeaseLabel}); err != nil {
+		return false, err
+	}
+	for i := range leases.Items {
+		if leases.Items[i].Annotations[placementv1alpha1.HeartbeatIntervalAnnotation] != want {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func (f *fleet) stop() {

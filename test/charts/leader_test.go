@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -116,30 +115,16 @@ func watchAll(t *testing.T, cl client.WithWatch, list client.ObjectList, namespa
 // Placement that read Available never reads otherwise through the handover.
 func TestHubSurvivesLosingItsLeader(t *testing.T) {
 	g := NewWithT(t)
-	hubCP, err := testenv.StartEmpty("hub", scheme.Hub())
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = hubCP.Stop() })
-	dir := t.TempDir()
-	g.Expect(testenv.WriteKubeconfig(hubCP.Config, "hub", filepath.Join(dir, "hub"))).To(Succeed())
+	hubCP, dir := emptyHub(t)
 	// The chart's defaults but the debug API (no process could serve the
 	// APIService's one port for both local replicas).
-	out, err := helm(t, "install", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", filepath.Join(dir, "hub"),
-		"--namespace", releaseNamespace, "--create-namespace", "--set", "debug.enabled=false")
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	chart, err := testenv.FromDeployment(t.Context(), hubCP.Client, client.ObjectKey{Namespace: releaseNamespace, Name: "lodestar-hub"}, "manager", filepath.Join(dir, "chart"))
-	g.Expect(err).NotTo(HaveOccurred())
+	release := installHubRelease(t, hubCP, dir, "lodestar-hub", "lodestar-hub", "--set", "debug.enabled=false")
+	chart := release.chart
 	g.Expect(chart.Args).To(ContainElement("--leader-elect=true"))
-	hubSA := filepath.Join(dir, "hub-sa")
-	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, hubCP.Config, "lodestar-hub"), "hub", hubSA)).To(Succeed())
 	leaseDuration, retryPeriod := chartDuration(g, chart.Args, "leader-election-lease-duration"), chartDuration(g, chart.Args, "leader-election-retry-period")
 	startReplica := func() *hubReplica {
 		r := &hubReplica{metrics: freeAddress(t)}
-		args := append([]string(nil), chart.Args...)
-		p := &testenv.ChartProcess{Args: args, Env: chart.Env}
-		p.Set("kubeconfig", hubSA)
-		p.Set("metrics-bind-address", r.metrics)
-		p.Set("health-probe-bind-address", "0")
-		r.process = runBinary(t, "lodestar-hub", p.Env, p.Args...)
+		r.process = release.run(r.metrics)
 		return r
 	}
 	replicas := []*hubReplica{startReplica(), startReplica()}

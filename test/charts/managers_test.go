@@ -40,7 +40,7 @@ type hubRelease struct {
 func installHubRelease(t *testing.T, cp *testenv.ControlPlane, dir, name, fullname string, args ...string) *hubRelease {
 	g := NewWithT(t)
 	out, err := helm(t, append([]string{"install", name, filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", filepath.Join(dir, "hub"),
-		"--namespace", releaseNamespace, "--create-namespace", "--set", "replicas=1"}, args...)...)
+		"--namespace", releaseNamespace, "--create-namespace"}, args...)...)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	chart, err := testenv.FromDeployment(t.Context(), cp.Client, client.ObjectKey{Namespace: releaseNamespace, Name: fullname}, "manager", filepath.Join(dir, fullname))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -49,18 +49,34 @@ func installHubRelease(t *testing.T, cp *testenv.ControlPlane, dir, name, fullna
 	return r
 }
 
-// args are the chart's arguments for the local process.
-func (r *hubRelease) args() (env, args []string) {
+// args are the chart's arguments for a local process serving its metrics on
+// metrics ("0": none).
+func (r *hubRelease) args(metrics string) (env, args []string) {
 	p := &testenv.ChartProcess{Args: append([]string(nil), r.chart.Args...), Env: r.chart.Env}
 	p.Set("kubeconfig", r.kubeconfig)
-	p.Set("metrics-bind-address", "0")
+	p.Set("metrics-bind-address", metrics)
 	p.Set("health-probe-bind-address", "0")
 	return p.Env, p.Args
 }
 
-func (r *hubRelease) start() {
-	env, args := r.args()
-	r.process = runBinary(r.t, "lodestar-hub", env, args...)
+// run starts a replica of the release, serving its metrics on metrics.
+func (r *hubRelease) run(metrics string) *os.Process {
+	env, args := r.args(metrics)
+	return runBinary(r.t, "lodestar-hub", env, args...)
+}
+
+func (r *hubRelease) start() { r.process = r.run("0") }
+
+// emptyHub starts a hub API server without CRDs (the chart installs them) and
+// writes its kubeconfig as dir/hub.
+func emptyHub(t *testing.T) (hub *testenv.ControlPlane, dir string) {
+	g := NewWithT(t)
+	hub, err := testenv.StartEmpty("hub", scheme.Hub())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = hub.Stop() })
+	dir = t.TempDir()
+	g.Expect(testenv.WriteKubeconfig(hub.Config, "hub", filepath.Join(dir, "hub"))).To(Succeed())
+	return hub, dir
 }
 
 // One hub, two hub manager releases, each with its own cluster set, its own
@@ -72,11 +88,7 @@ func (r *hubRelease) start() {
 // manager refuses to start on a set another one marked.
 func TestTwoHubManagersEachWithItsClusterSets(t *testing.T) {
 	g := NewWithT(t)
-	hubCP, err := testenv.StartEmpty("hub", scheme.Hub())
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = hubCP.Stop() })
-	dir := t.TempDir()
-	g.Expect(testenv.WriteKubeconfig(hubCP.Config, "hub", filepath.Join(dir, "hub"))).To(Succeed())
+	hubCP, dir := emptyHub(t)
 	hc := hubCP.Client
 	ctx := t.Context()
 
@@ -161,7 +173,7 @@ func TestTwoHubManagersEachWithItsClusterSets(t *testing.T) {
 	expectPlacedOnly(g, hc, members, client.ObjectKey{Namespace: "team-b", Name: "later"}, "b-1")
 
 	// A third manager on fleet-b refuses to start, and says whose set it is.
-	env, args := edge.args()
+	env, args := edge.args("0")
 	refused := &testenv.ChartProcess{Args: args, Env: env}
 	refused.Set("hub-manager-name", "intruder")
 	refused.Set("leader-elect", "false")
