@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -109,8 +110,16 @@ func managerOf(ctx context.Context, c client.Reader, set string) (string, error)
 // MarkClusterSets marks the namespaces of sets as manager's, creating those
 // that do not exist. It fails, changing nothing, when another manager marked one
 // of them: two managers must not take the same cluster set. c should read from
-// the API server (it runs before the manager's cache starts).
+// the API server (it runs before the manager's cache starts). The replicas of
+// one manager start together: a write that loses to another's is tried again
+// from a fresh read.
 func MarkClusterSets(ctx context.Context, c client.Client, manager string, sets []string) error {
+	return retry.OnError(retry.DefaultRetry, func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+	}, func() error { return markClusterSets(ctx, c, manager, sets) })
+}
+
+func markClusterSets(ctx context.Context, c client.Client, manager string, sets []string) error {
 	namespaces := make([]*corev1.Namespace, 0, len(sets))
 	for _, set := range sets {
 		ns := &corev1.Namespace{}

@@ -1,6 +1,7 @@
 package lookup_test
 
 import (
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -38,7 +39,15 @@ func TestHubManagersDivideTheHub(t *testing.T) {
 	err = lookup.MarkClusterSets(ctx, c, "intruder", []string{"set-c", "set-b"})
 	g.Expect(err).To(MatchError(ContainSubstring(`cluster set set-b is managed by hub manager "edge"`)))
 	g.Expect(c.Get(ctx, client.ObjectKey{Name: "set-c"}, &corev1.Namespace{})).NotTo(Succeed(), "a refused manager changes nothing")
-	for set, manager := range map[string]string{"set-a": "main", "set-b": "edge"} {
+	// The replicas of one manager start together: each marks, none fails.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = lookup.MarkClusterSets(ctx, c, "edge", []string{"set-b", "set-d"}) })
+	}
+	wg.Wait()
+	g.Expect(errs).To(HaveEach(Succeed()))
+	for set, manager := range map[string]string{"set-a": "main", "set-b": "edge", "set-d": "edge"} {
 		ns := &corev1.Namespace{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Name: set}, ns)).To(Succeed())
 		g.Expect(ns.Labels).To(HaveKeyWithValue(placementv1alpha1.HubManagerLabel, manager))
@@ -56,7 +65,7 @@ func TestHubManagersDivideTheHub(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		namespace, deciding string
-		mainOwns             bool
+		mainOwns            bool
 	}{
 		{"none", "", true},
 		{"a", "set-a", true},

@@ -674,7 +674,8 @@ func sliceFleet(t *testing.T, n int) (set, tenant string) {
 	i := int(nextSliceSet.Add(1)) - 1
 	g.Expect(i).To(BeNumerically("<", len(sliceSets)), "more slice fleets than the hub manages cluster sets for")
 	set = sliceSets[i]
-	g.Expect(hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: set}})).To(Succeed())
+	// The hub manager made the namespace when it marked the set as its own.
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Name: set}, &corev1.Namespace{})).To(Succeed())
 	tenant = newTenant(t, set)
 	for i := 1; i <= n; i++ {
 		addSliceCluster(t, set, fmt.Sprintf("c-%03d", i))
