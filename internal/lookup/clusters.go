@@ -57,19 +57,28 @@ func ClusterSets(ctx context.Context, c client.Reader, namespace string, managed
 		// ClusterPlacements are the platform admins': every managed set.
 		return slices.Sorted(slices.Values(managed)), nil
 	}
+	bound, err := boundSets(ctx, c, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(bound, func(set string) bool { return !slices.Contains(managed, set) }), nil
+}
+
+// boundSets returns the cluster sets namespace's ClusterSetBindings (those not
+// being deleted) name, sorted, each once.
+func boundSets(ctx context.Context, c client.Reader, namespace string) ([]string, error) {
 	list := &placementv1alpha1.ClusterSetBindingList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing ClusterSetBindings in %s: %w", namespace, err)
 	}
 	var sets []string
 	for i := range list.Items {
-		b := &list.Items[i]
-		if b.DeletionTimestamp.IsZero() && slices.Contains(managed, b.Spec.ClusterSet) && !slices.Contains(sets, b.Spec.ClusterSet) {
+		if b := &list.Items[i]; b.DeletionTimestamp.IsZero() {
 			sets = append(sets, b.Spec.ClusterSet)
 		}
 	}
 	slices.Sort(sets)
-	return sets, nil
+	return slices.Compact(sets), nil
 }
 
 // BulkReads is the number of cluster names above which their ClusterProfiles

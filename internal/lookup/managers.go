@@ -41,18 +41,11 @@ func (s Scope) DecidingSet(ctx context.Context, c client.Reader, namespace strin
 	if namespace == placementv1alpha1.ClusterPlacementNamespace {
 		return "", nil
 	}
-	list := &placementv1alpha1.ClusterSetBindingList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return "", fmt.Errorf("listing ClusterSetBindings in %s: %w", namespace, err)
+	bound, err := boundSets(ctx, c, namespace)
+	if err != nil {
+		return "", err
 	}
-	var bound []string
-	for i := range list.Items {
-		if b := &list.Items[i]; b.DeletionTimestamp.IsZero() {
-			bound = append(bound, b.Spec.ClusterSet)
-		}
-	}
-	slices.Sort(bound)
-	for _, set := range slices.Compact(bound) {
+	for _, set := range bound {
 		if slices.Contains(s.Sets, set) {
 			return set, nil
 		}

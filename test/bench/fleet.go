@@ -262,20 +262,9 @@ func (f *fleet) settled(ctx context.Context, n int) error {
 		return nil
 	}
 	_, err := waitFor(ctx, 5*time.Minute, 2*time.Second, func() (bool, error) {
-		list := &cpv1alpha1.ClusterProfileList{}
-		if err := f.admin.List(ctx, list, client.InNamespace(f.clusterSet())); err != nil {
+		taken, _, err := f.takenInCount(ctx, f.clusterSet())
+		if err != nil || taken < n {
 			return false, err
-		}
-		done := 0
-		for i := range list.Items {
-			p := &list.Items[i]
-			if controllerutil.ContainsFinalizer(p, placementv1alpha1.ClusterCleanupFinalizer) &&
-				meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) != nil {
-				done++
-			}
-		}
-		if done < n {
-			return false, nil
 		}
 		return f.paced(ctx, n)
 	})
@@ -285,15 +274,29 @@ func (f *fleet) settled(ctx context.Context, n int) error {
 	return nil
 }
 
+// takenInCount counts the ClusterProfiles of set the hub has taken in (the
+// cleanup finalizer and a reachability condition on each), and all of them.
+func (f *fleet) takenInCount(ctx context.Context, set string) (taken, all int, err error) {
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := f.admin.List(ctx, list, client.InNamespace(set)); err != nil {
+		return 0, 0, err
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if controllerutil.ContainsFinalizer(p, placementv1alpha1.ClusterCleanupFinalizer) &&
+			meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) != nil {
+			taken++
+		}
+	}
+	return taken, len(list.Items), nil
+}
+
 // paced tells whether every agent Lease carries the heartbeat interval the hub
 // asks of a fleet of n: the hub re-paces every Lease when the fleet's size
 // crosses a step (at its next count, every 30 s), which would otherwise land in
 // the scenario after a registration.
 func (f *fleet) paced(ctx context.Context, n int) (bool, error) {
-	want := ""
-	if d := clusterhealth.HeartbeatInterval(n, clusterhealth.DefaultHeartbeatWriteBudget, clusterhealth.DefaultMaxHeartbeatInterval); d > 0 {
-		want = strconv.Itoa(int(d.Seconds()))
-	}
+	want := clusterhealth.IntervalAnnotation(n, clusterhealth.DefaultHeartbeatWriteBudget, clusterhealth.DefaultMaxHeartbeatInterval)
 	leases := &coordinationv1.LeaseList{}
 	if err := f.admin.List(ctx, leases, client.HasLabels{placementv1alpha1.AgentLeaseLabel}); err != nil {
 		return false, err

@@ -9,10 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarfleet "github.com/lodestar-dev/lodestar/internal/fleet"
@@ -119,16 +116,9 @@ func (f *fleet) twoManagers(ctx context.Context, record func(*Result) error) err
 func (f *fleet) takenIn(ctx context.Context, sets []string) error {
 	_, err := waitFor(ctx, 5*time.Minute, 2*time.Second, func() (bool, error) {
 		for _, set := range sets {
-			list := &cpv1alpha1.ClusterProfileList{}
-			if err := f.admin.List(ctx, list, client.InNamespace(set)); err != nil {
+			taken, all, err := f.takenInCount(ctx, set)
+			if err != nil || taken < all {
 				return false, err
-			}
-			for i := range list.Items {
-				p := &list.Items[i]
-				if !controllerutil.ContainsFinalizer(p, placementv1alpha1.ClusterCleanupFinalizer) ||
-					meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) == nil {
-					return false, nil
-				}
 			}
 		}
 		return true, nil

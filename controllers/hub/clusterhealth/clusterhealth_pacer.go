@@ -60,6 +60,16 @@ func HeartbeatInterval(n int, budget float64, maxInterval time.Duration) time.Du
 	return min(d, maxInterval)
 }
 
+// IntervalAnnotation is the value of placementv1alpha1.HeartbeatIntervalAnnotation
+// the hub asks of every agent of a fleet of n (HeartbeatInterval, in seconds);
+// "" when the agents keep their own pace.
+func IntervalAnnotation(n int, budget float64, maxInterval time.Duration) string {
+	if d := HeartbeatInterval(n, budget, maxInterval); d > 0 {
+		return strconv.Itoa(int(d.Seconds()))
+	}
+	return ""
+}
+
 // Pacer sets the heartbeat interval of every agent's Lease
 // (placementv1alpha1.HeartbeatIntervalAnnotation) for the fleet's size, so that
 // heartbeats cost the hub a bounded write rate at 10 000 clusters while an agent
@@ -173,10 +183,7 @@ func (p *Pacer) Pace(ctx context.Context) error {
 		return err
 	}
 	agents := max(len(leases.Items), len(clusters.Items))
-	want := ""
-	if d := HeartbeatInterval(agents, p.WriteBudget, p.MaxInterval); d > 0 {
-		want = strconv.Itoa(int(d.Seconds()))
-	}
+	want := IntervalAnnotation(agents, p.WriteBudget, p.MaxInterval)
 	p.want.Store(&want)
 	var eg errgroup.Group
 	eg.SetLimit(paceWriters)
