@@ -161,7 +161,7 @@ func rulesFor(spec *placementv1alpha1.ReplicaDivision, candidates []Candidate) m
 // candidates carry (a candidate without one gets none) and is a Problem. A
 // Job keeps the shares it was placed with: its completions cannot change once
 // it runs.
-func Assign(spec *placementv1alpha1.ReplicaDivision, workloads []Workload, candidates []Candidate, seed string) *Assignment {
+func Assign(spec *placementv1alpha1.ReplicaDivision, workloads []Workload, candidates []Candidate, seed string, memo *Memo) *Assignment {
 	a := &Assignment{Shares: map[string]map[string]Share{}, Rebalance: spec.Rebalance, prevStarts: map[string]map[string]Share{}}
 	for _, c := range candidates {
 		a.Shares[c.Name] = map[string]Share{}
@@ -187,9 +187,9 @@ func Assign(spec *placementv1alpha1.ReplicaDivision, workloads []Workload, candi
 		case w.Kind.Kind == "Job" && placed:
 			a.set(w, prev, func(string) string { return "a Job keeps the shares it was placed with" })
 		case spec.Method == placementv1alpha1.DivisionCapacity:
-			a.byCapacity(w, spec, candidates, rules, prev, placed, seed)
+			a.byCapacity(memo, w, spec, candidates, rules, prev, placed, seed)
 		default:
-			a.byWeight(w, spec, candidates, rules, seed)
+			a.byWeight(memo, w, spec, candidates, rules, seed)
 		}
 	}
 	return a
@@ -212,7 +212,7 @@ func prevTargets(key string, candidates []Candidate) (map[string]int64, bool) {
 	return out, placed
 }
 
-func (a *Assignment) byWeight(w Workload, spec *placementv1alpha1.ReplicaDivision, candidates []Candidate, rules map[string]rule, seed string) {
+func (a *Assignment) byWeight(memo *Memo, w Workload, spec *placementv1alpha1.ReplicaDivision, candidates []Candidate, rules map[string]rule, seed string) {
 	clusters := make([]Cluster, 0, len(candidates))
 	var sum int64
 	for _, c := range candidates {
@@ -220,7 +220,7 @@ func (a *Assignment) byWeight(w Workload, spec *placementv1alpha1.ReplicaDivisio
 		clusters = append(clusters, Cluster{Name: c.Name, Weight: r.weight, Min: r.min, Max: r.max})
 		sum += r.weight
 	}
-	got, err := Divide(w.Total, clusters, seed)
+	got, err := memo.Divide(w.Total, clusters, seed)
 	if err != nil {
 		a.fail(w, candidates, err)
 		return
@@ -239,7 +239,7 @@ func (a *Assignment) byWeight(w Workload, spec *placementv1alpha1.ReplicaDivisio
 // (fresh) when nothing is placed yet or the rebalance token changed, counting
 // the workload's own pods there as room; else steadily, leaving the placed
 // replicas where they are.
-func (a *Assignment) byCapacity(w Workload, spec *placementv1alpha1.ReplicaDivision, candidates []Candidate, rules map[string]rule, prev map[string]int64, placed bool, seed string) {
+func (a *Assignment) byCapacity(memo *Memo, w Workload, spec *placementv1alpha1.ReplicaDivision, candidates []Candidate, rules map[string]rule, prev map[string]int64, placed bool, seed string) {
 	fresh := !placed || slices.ContainsFunc(candidates, func(c Candidate) bool { return c.Prev != nil && c.Prev.Rebalance != spec.Rebalance })
 	room := map[string]int64{}
 	freshClusters := make([]Cluster, 0, len(candidates))
@@ -259,7 +259,7 @@ func (a *Assignment) byCapacity(w Workload, spec *placementv1alpha1.ReplicaDivis
 		}
 		steadyClusters = append(steadyClusters, Cluster{Name: c.Name, Weight: steadyMax, Max: max(steadyMax, 0)})
 	}
-	freshShares, freshErr := Divide(w.Total, freshClusters, seed)
+	freshShares, freshErr := memo.Divide(w.Total, freshClusters, seed)
 	if fresh {
 		if freshErr != nil {
 			a.fail(w, candidates, freshErr)
@@ -268,7 +268,7 @@ func (a *Assignment) byCapacity(w Workload, spec *placementv1alpha1.ReplicaDivis
 		a.set(w, freshShares, func(name string) string { return bounded(roomReason(room[name]), freshShares[name], rules[name]) })
 		return
 	}
-	got, err := Steady(w.Total, prev, steadyClusters, seed)
+	got, err := steady(memo, w.Total, prev, steadyClusters, seed)
 	if err != nil {
 		a.fail(w, candidates, err)
 		return

@@ -44,18 +44,18 @@ func TestAssignWeights(t *testing.T) {
 	}}
 	w := Workload{Key: "Deployment/web", Kind: deployment, Total: 9}
 	cands := []Candidate{{Name: "a"}, {Name: "b", Labels: map[string]string{"tier": "big"}}, {Name: "c"}}
-	a := Assign(spec, []Workload{w}, cands, "uid")
+	a := Assign(spec, []Workload{w}, cands, "uid", nil)
 	g.Expect(a.Problems).To(BeEmpty())
 	g.Expect(targets(a, w.Key)).To(Equal(map[string]int64{"a": 3, "b": 6, "c": 0}))
 	g.Expect(a.Shares["b"][w.Key].Reason).To(Equal("weight 2 of 3"))
 
 	// No chosen cluster has a weight: all weigh the same.
-	a = Assign(spec, []Workload{w}, []Candidate{{Name: "x"}, {Name: "y"}, {Name: "z"}}, "uid")
+	a = Assign(spec, []Workload{w}, []Candidate{{Name: "x"}, {Name: "y"}, {Name: "z"}}, "uid", nil)
 	g.Expect(targets(a, w.Key)).To(Equal(map[string]int64{"x": 3, "y": 3, "z": 3}))
 
 	// Even, with a maximum that leaves replicas nowhere to go.
 	even := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionEven, Weights: []placementv1alpha1.ReplicaWeight{{Max: ptr.To[int32](2)}}}
-	a = Assign(even, []Workload{w}, cands, "uid")
+	a = Assign(even, []Workload{w}, cands, "uid", nil)
 	g.Expect(a.Problems).To(HaveLen(1))
 	g.Expect(a.Problems[0].Reason).To(Equal(placementv1alpha1.ReasonNotEnoughCapacity))
 	g.Expect(a.Problems[0].Message).To(ContainSubstring("a 2, b 2, c 2"))
@@ -66,7 +66,7 @@ func TestAssignCapacity(t *testing.T) {
 	spec := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionCapacity}
 	w := Workload{Key: "Deployment/web", Kind: deployment, Total: 12, Requests: map[string]resource.Quantity{"cpu": resource.MustParse("500m")}}
 	cands := []Candidate{{Name: "a", Free: free("3")}, {Name: "b", Free: free("6")}, {Name: "c", Free: free("9")}}
-	a := Assign(spec, []Workload{w}, cands, "uid")
+	a := Assign(spec, []Workload{w}, cands, "uid", nil)
 	g.Expect(a.Problems).To(BeEmpty())
 	g.Expect(targets(a, w.Key)).To(Equal(map[string]int64{"a": 2, "b": 4, "c": 6}))
 	g.Expect(a.Shares["a"][w.Key].Reason).To(Equal("room for 6 more pods"))
@@ -76,7 +76,7 @@ func TestAssignCapacity(t *testing.T) {
 	big := w
 	big.Total = 40
 	cands = []Candidate{{Name: "a", Free: free("3"), Prev: placed(w.Key, 2)}, {Name: "b", Free: free("6"), Prev: placed(w.Key, 4)}, {Name: "c", Free: free("1")}}
-	a = Assign(spec, []Workload{big}, cands, "uid")
+	a = Assign(spec, []Workload{big}, cands, "uid", nil)
 	g.Expect(a.Problems).To(ConsistOf(HaveField("Reason", placementv1alpha1.ReasonNotEnoughCapacity)))
 	g.Expect(a.Problems[0].Message).To(ContainSubstring("a 6, b 12, c 2"))
 	g.Expect(targets(a, w.Key)).To(Equal(map[string]int64{"a": 2, "b": 4, "c": 0}))
@@ -89,23 +89,23 @@ func TestAssignSteady(t *testing.T) {
 	spec := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionCapacity}
 	w := Workload{Key: "Deployment/web", Kind: deployment, Total: 6, Requests: map[string]resource.Quantity{"cpu": resource.MustParse("1")}}
 	cands := []Candidate{{Name: "a", Free: free("100"), Prev: placed(w.Key, 6)}, {Name: "b", Free: free("1"), Prev: placed(w.Key, 3)}}
-	a := Assign(spec, []Workload{w}, cands, "uid")
+	a := Assign(spec, []Workload{w}, cands, "uid", nil)
 	g.Expect(targets(a, w.Key)).To(Equal(map[string]int64{"a": 4, "b": 2}))
 
 	w.Total = 12
 	cands = []Candidate{{Name: "a", Free: free("3"), Prev: placed(w.Key, 3)}, {Name: "b", Free: free("10"), Prev: placed(w.Key, 6)}}
-	a = Assign(spec, []Workload{w}, cands, "uid")
+	a = Assign(spec, []Workload{w}, cands, "uid", nil)
 	g.Expect(targets(a, w.Key)).To(Equal(map[string]int64{"a": 4, "b": 8}))
 
 	// A cluster added gets nothing until a rebalance; its reason says what a
 	// rebalance would do.
 	w.Total = 9
 	cands = []Candidate{{Name: "a", Free: free("0"), Prev: placed(w.Key, 3)}, {Name: "b", Free: free("0"), Prev: placed(w.Key, 6)}, {Name: "c", Free: free("9")}}
-	a = Assign(spec, []Workload{w}, cands, "uid")
+	a = Assign(spec, []Workload{w}, cands, "uid", nil)
 	g.Expect(targets(a, w.Key)).To(Equal(map[string]int64{"a": 3, "b": 6, "c": 0}))
 	g.Expect(a.Shares["c"][w.Key].Reason).To(ContainSubstring("a rebalance would make it"))
 	spec.Rebalance = "2026-11-26"
-	a = Assign(spec, []Workload{w}, cands, "uid")
+	a = Assign(spec, []Workload{w}, cands, "uid", nil)
 	g.Expect(targets(a, w.Key)).To(Equal(map[string]int64{"a": 2, "b": 3, "c": 4}))
 	g.Expect(a.Of("c").Rebalance).To(Equal("2026-11-26"))
 }
@@ -120,7 +120,7 @@ func TestAssignJobs(t *testing.T) {
 	queue, _ := WorkloadOf([]byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"queue"},"spec":{"parallelism":4}}`))
 	g.Expect(queue.Invalid).To(ContainSubstring("without spec.completions"))
 	cands := []Candidate{{Name: "west"}, {Name: "east"}}
-	a := Assign(spec, []Workload{job, queue}, cands, "uid")
+	a := Assign(spec, []Workload{job, queue}, cands, "uid", nil)
 	g.Expect(a.Shares["west"]["Job/crunch"]).To(And(HaveField("Replicas", int64(6)), HaveField("Parallelism", int64(2))))
 	g.Expect(a.Shares["east"]["Job/crunch"]).To(And(HaveField("Replicas", int64(4)), HaveField("Parallelism", int64(2))))
 	g.Expect(a.Problems).To(ConsistOf(And(HaveField("Key", "Job/queue"), HaveField("Reason", placementv1alpha1.ReasonNotDivisible))))
@@ -134,7 +134,7 @@ func TestAssignJobs(t *testing.T) {
 	// Placed, a Job keeps its shares whatever the weights say now.
 	spec.Weights[0].Weight = ptr.To[int32](1)
 	cands = []Candidate{{Name: "west", Prev: placed("Job/crunch", 6)}, {Name: "east", Prev: placed("Job/crunch", 4)}}
-	a = Assign(spec, []Workload{job}, cands, "uid")
+	a = Assign(spec, []Workload{job}, cands, "uid", nil)
 	g.Expect(targets(a, "Job/crunch")).To(Equal(map[string]int64{"west": 6, "east": 4}))
 }
 
@@ -148,7 +148,7 @@ func TestSurge(t *testing.T) {
 	cands := []Candidate{{Name: "a"}, {Name: "b"}, {Name: "c"}}
 	carried := map[string]map[string]int64{"a": {sts.Key: 3}, "b": {sts.Key: 3}}
 
-	a := Assign(spec, []Workload{sts}, cands, "uid")
+	a := Assign(spec, []Workload{sts}, cands, "uid", nil)
 	g.Expect(a.Reached("c", carried["c"])).To(BeFalse())
 	a.Surge(carried, false, nil)
 	g.Expect(a.Shares["a"][sts.Key]).To(And(HaveField("Replicas", int64(3)), HaveField("Target", int64(2)), HaveField("Start", int64(0))))
@@ -156,7 +156,7 @@ func TestSurge(t *testing.T) {
 	g.Expect(a.Shares["c"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(6))))
 	g.Expect(a.Shares["a"][sts.Key].Reason).To(ContainSubstring("keeps 3 until the increases elsewhere are Available"))
 
-	a = Assign(spec, []Workload{sts}, cands, "uid")
+	a = Assign(spec, []Workload{sts}, cands, "uid", nil)
 	a.Surge(carried, true, nil)
 	g.Expect(a.Shares["a"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(0))))
 	g.Expect(a.Shares["b"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(2))))
@@ -205,26 +205,26 @@ func TestOrdinalsStayAndClaimsHold(t *testing.T) {
 	// 3/3 on a (0..2) and b (3..5) become 2/4: a keeps 0, b keeps 3 (3..6).
 	cands := []Candidate{{Name: "a", Prev: prev(3, 0)}, {Name: "b", Prev: prev(3, 3)}, {Name: "c"}}
 	carried := map[string]map[string]int64{"a": {sts.Key: 3}, "b": {sts.Key: 3}}
-	a := Assign(weights(1, 2, 0), []Workload{sts}, cands, "uid")
+	a := Assign(weights(1, 2, 0), []Workload{sts}, cands, "uid", nil)
 	a.Surge(carried, true, nil)
 	g.Expect(a.Shares["a"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(0))))
 	g.Expect(a.Shares["b"][sts.Key]).To(And(HaveField("Replicas", int64(4)), HaveField("Start", int64(3))))
 
 	// c joins: it starts after the highest range. Then a grows into b's
 	// range: the cluster that keeps fewer pods starts anew.
-	a = Assign(weights(2, 1, 1), []Workload{sts}, cands, "uid")
+	a = Assign(weights(2, 1, 1), []Workload{sts}, cands, "uid", nil)
 	a.Surge(carried, true, nil)
 	g.Expect(a.Shares["a"][sts.Key]).To(And(HaveField("Replicas", int64(3)), HaveField("Start", int64(0))))
 	g.Expect(a.Shares["b"][sts.Key]).To(And(HaveField("Replicas", int64(2)), HaveField("Start", int64(3))))
 	g.Expect(a.Shares["c"][sts.Key]).To(And(HaveField("Replicas", int64(1)), HaveField("Start", int64(5))))
-	a = Assign(weights(5, 1, 0), []Workload{sts}, cands, "uid")
+	a = Assign(weights(5, 1, 0), []Workload{sts}, cands, "uid", nil)
 	a.Surge(carried, true, nil)
 	// a keeps its 3 pods' names (0..4); b, keeping 1, starts after it.
 	g.Expect(a.Shares["a"][sts.Key]).To(And(HaveField("Replicas", int64(5)), HaveField("Start", int64(0))))
 	g.Expect(a.Shares["b"][sts.Key]).To(And(HaveField("Replicas", int64(1)), HaveField("Start", int64(5))))
 
 	// Held by its claims, b's share is not lowered, settled or not.
-	a = Assign(weights(5, 1, 0), []Workload{sts}, cands, "uid")
+	a = Assign(weights(5, 1, 0), []Workload{sts}, cands, "uid", nil)
 	a.Surge(carried, true, func(cluster, key string) string {
 		if cluster == "b" {
 			return "StatefulSet shop/db on b has 3 bound ReadWriteOnce claims"

@@ -6,6 +6,8 @@ package division
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -71,6 +73,11 @@ func WorkloadOf(raw []byte) (Workload, bool) {
 		w.Invalid = fmt.Sprintf("%d replicas are more than a division takes (%d)", w.Total, MaxValue)
 	}
 	w.Requests = podRequests(obj)
+	for _, name := range slices.Sorted(maps.Keys(w.Requests)) {
+		if q := w.Requests[name]; q.Cmp(*MaxRequest) > 0 && w.Invalid == "" {
+			w.Invalid = fmt.Sprintf("its pods request %s of %s, more than a division takes (at most %s)", q.String(), name, MaxRequest.String())
+		}
+	}
 	return w, true
 }
 

@@ -249,7 +249,7 @@ func shares(ctx context.Context, c client.Client, placement *placementv1alpha1.P
 		cand.Prev, carried[name] = division.Carried(byCluster[name])
 		candidates = append(candidates, cand)
 	}
-	a := division.Assign(placement.Spec.Scheduling.Replicas, division.Workloads(manifests), candidates, string(placement.UID))
+	a := division.Assign(placement.Spec.Scheduling.Replicas, division.Workloads(manifests), candidates, string(placement.UID), nil)
 	a.Surge(carried, true, nil)
 	shares := a.Of(cluster)
 	return &shares, nil

@@ -32,6 +32,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
@@ -68,6 +69,8 @@ type Reconciler struct {
 	statusPace handlers.StatusPace
 	// compiled are the compiled overrides of each Placement's revisions.
 	compiled compiledSets
+	// divisions are the replica divisions made, kept across reconciles.
+	divisions division.Memo
 	// failing are the clusters each Placement's overrides fail on, held those
 	// where the stateful gate holds its copy.
 	failing, held clusterIndex

@@ -28,6 +28,7 @@ import (
 // reports its objects Available.
 type divider struct {
 	seed       string
+	memo       *division.Memo
 	candidates []division.Candidate
 	// carried is what each cluster's Works carry now, by workload key.
 	carried map[string]map[string]int64
@@ -62,7 +63,7 @@ func (r *Reconciler) written(placement *placementv1alpha1.Placement, cluster str
 // where the cache does not show it yet) and whether the target revision's
 // division is settled on them.
 func (r *Reconciler) newDivider(s *scope, views map[string]scheduling.Cluster) *divider {
-	d := &divider{seed: string(s.placement.UID), carried: map[string]map[string]int64{}, holding: map[string]map[string]string{},
+	d := &divider{seed: string(s.placement.UID), memo: &r.divisions, carried: map[string]map[string]int64{}, holding: map[string]map[string]string{},
 		byHash: map[string]assigned{}}
 	hold := s.placement.Spec.Strategy.Stateful != placementv1alpha1.StatefulMove
 	for _, name := range s.decided.Clusters {
@@ -121,7 +122,7 @@ func (d *divider) assign(c content) assigned {
 		return a
 	}
 	workloads := division.Workloads(c.manifests)
-	a := assigned{workloads: workloads, assignment: division.Assign(c.division, workloads, d.candidates, d.seed)}
+	a := assigned{workloads: workloads, assignment: division.Assign(c.division, workloads, d.candidates, d.seed, d.memo)}
 	if d.known {
 		d.surge(a.assignment)
 	}
