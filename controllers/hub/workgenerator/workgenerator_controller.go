@@ -31,8 +31,8 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/division"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
