@@ -22,6 +22,7 @@ import (
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/diff"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/rbacguard"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
@@ -480,6 +481,11 @@ func (b *Bound) Apply(manifests []runtime.RawExtension) (Result, error) {
 			if err == nil {
 				action = "result"
 				err = keepsIdentity(after, id)
+			}
+			if err == nil && rbacguard.Guarded(id.APIVersion, id.Kind) {
+				// An override grants on a member no more than the hub object
+				// does (the hub's RBAC checked its author for that much).
+				err = rbacguard.Check(m.Raw, after)
 			}
 			if err != nil {
 				return Result{}, &Error{Rule: r.name, Action: action, Object: id.String(), Err: err}

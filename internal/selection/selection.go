@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,6 +31,25 @@ type InvalidSelectorError struct{ msg string }
 
 func (e *InvalidSelectorError) Error() string { return e.msg }
 
+// UnreadableKindError is a kind whose objects the hub could not list in time
+// (ReadTimeout): the selection cannot tell what it selects, so nothing is
+// made of it (and nothing of the revision it has is taken away).
+type UnreadableKindError struct {
+	Kind schema.GroupVersionKind
+	Err  error
+}
+
+func (e *UnreadableKindError) Error() string {
+	return fmt.Sprintf("the hub could not list kind %s within %s: %v", e.Kind, ReadTimeout, e.Err)
+}
+
+func (e *UnreadableKindError) Unwrap() error { return e.Err }
+
+// ReadTimeout bounds each list of a selected kind: a kind whose informer
+// cannot sync (its CRD deleted mid-way, a lagging aggregated API) holds a
+// revision maker's worker no longer than that.
+const ReadTimeout = 20 * time.Second
+
 // Lister lists the objects of a kind in a namespace whose labels match.
 type Lister func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error)
 
@@ -42,6 +62,9 @@ type Source struct {
 	// Kinds returns the namespaced kinds the hub serves, for selectors without
 	// kind; nil when the caller cannot discover them.
 	Kinds func(ctx context.Context) ([]schema.GroupVersionKind, error)
+	// Serves tells whether the hub serves a kind now, by discovery; an error
+	// when it cannot tell. nil when the caller cannot discover them.
+	Serves func(ctx context.Context, gk schema.GroupKind) (bool, error)
 	// Forbidden are the kinds the namespace's platform admin forbids
 	// (ForbiddenKinds); nil forbids none.
 	Forbidden func(schema.GroupKind) bool
@@ -207,6 +230,9 @@ func (s *selection) namespacedSelector(ctx context.Context, namespace string, se
 	if err := checkKind(src.Mapper, gvk, i); err != nil {
 		return withSuggestion(ctx, err, src, gvk)
 	}
+	if err := stillServed(ctx, src, gvk, i); err != nil {
+		return withSuggestion(ctx, err, src, gvk)
+	}
 	if src.Forbidden != nil && src.Forbidden(gvk.GroupKind()) {
 		return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the namespace's platform admin forbids placing %s (annotation %s)",
 			i, gvk.GroupKind(), placementv1alpha1.ForbiddenKindsAnnotation)}
@@ -332,7 +358,26 @@ func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind, i int) (namespa
 	if err != nil {
 		return false, fmt.Errorf("mapping %s: %w", gvk, err)
 	}
+	if mapping.GroupVersionKind.Kind != gvk.Kind {
+		// Kinds are case-sensitive; a mapper may still match another case.
+		return false, &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s (kinds are case-sensitive)", i, gvk)}
+	}
 	return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// stillServed checks selector i's kind against what the hub's discovery lists
+// now, when the caller discovers it: a kind whose CRD was deleted is still
+// mapped by a mapper that learnt it before (and its informer would wait for a
+// list that never succeeds), so that the selector would select nothing
+// without saying why. A group that discovery cannot read says nothing.
+func stillServed(ctx context.Context, src Source, gvk schema.GroupVersionKind, i int) error {
+	if src.Serves == nil {
+		return nil
+	}
+	if served, err := src.Serves(ctx, gvk.GroupKind()); err != nil || served {
+		return nil //nolint:nilerr // discovery failing is not the selector's fault: the mapping stands
+	}
+	return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s (any more: its CustomResourceDefinition was deleted?)", i, gvk)}
 }
 
 // withSuggestion adds to a selector's "does not serve" error the served kind

@@ -3,6 +3,7 @@ package selection
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -141,4 +142,54 @@ func TestSuggest(t *testing.T) {
 			t.Errorf("Suggest(%v) = %q, want %q", want, got, suggestion)
 		}
 	}
+}
+
+// caseBlindMapper maps kinds whatever their case, as a mapper may.
+type caseBlindMapper struct{ meta.RESTMapper }
+
+func (m caseBlindMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if gk.Kind != "" {
+		gk.Kind = strings.ToUpper(gk.Kind[:1]) + gk.Kind[1:]
+	}
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// A kind in lower case, and a kind whose CRD was deleted while the mapper
+// still maps it, are refused, the first with the kind meant; a group
+// discovery cannot read refuses nothing.
+func TestKindsNoLongerOrNeverServed(t *testing.T) {
+	g := NewWithT(t)
+	hub := fakeHub{kinds: []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}, {Group: "example.com", Version: "v1", Kind: "Widget"}}}
+	src := hub.source(nil)
+	src.Mapper = caseBlindMapper{src.Mapper}
+	served := map[schema.GroupKind]bool{{Group: "apps", Kind: "Deployment"}: true}
+	src.Serves = func(_ context.Context, gk schema.GroupKind) (bool, error) {
+		if gk.Group == "broken.example.com" {
+			return false, errors.New("discovery failed")
+		}
+		return served[gk], nil
+	}
+	src.Kinds = func(context.Context) ([]schema.GroupVersionKind, error) {
+		return []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}}, nil
+	}
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "shop"},
+		Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{
+			{Group: "apps", Version: "v1", Kind: "deployment"},
+			{Group: "example.com", Version: "v1", Kind: "Widget"},
+			{Group: "apps", Version: "v1", Kind: "Deployment"},
+		}}}
+	sel, err := SelectObjects(t.Context(), p, src)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kindsOf(sel.Objects)).To(ConsistOf("Deployment.apps"))
+	g.Expect(sel.Refused).To(HaveLen(2))
+	g.Expect(sel.Refused[0]).To(MatchError(ContainSubstring("kind apps/v1, Kind=deployment (kinds are case-sensitive); did you mean apps/v1 Deployment?")))
+	g.Expect(sel.Refused[1]).To(MatchError(ContainSubstring("the hub does not serve kind example.com/v1, Kind=Widget (any more: its CustomResourceDefinition was deleted?)")))
+
+	hub.kinds = append(hub.kinds, schema.GroupVersionKind{Group: "broken.example.com", Version: "v1", Kind: "Thing"})
+	src.Mapper = hub.source(nil).Mapper
+	p.Spec.ResourceSelectors = []placementv1alpha1.ResourceSelector{{Group: "broken.example.com", Version: "v1", Kind: "Thing"}}
+	sel, err = SelectObjects(t.Context(), p, src)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sel.Refused).To(BeEmpty())
+	g.Expect(kindsOf(sel.Objects)).To(ConsistOf("Thing.broken.example.com"))
 }

@@ -2,6 +2,9 @@ package watches
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +31,8 @@ type ServedKinds struct {
 	Discovery discovery.DiscoveryInterface
 	mu        sync.Mutex
 	kinds     []schema.GroupVersionKind
+	// failed are the groups the last discovery could not read.
+	failed map[string]bool
 	// at is when kinds were discovered, changed when a CRD last changed.
 	at, changed time.Time
 }
@@ -45,11 +50,35 @@ func (s *ServedKinds) Get(ctx context.Context) ([]schema.GroupVersionKind, error
 	if kinds == nil && err != nil {
 		return nil, err
 	}
+	s.failed = map[string]bool{}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Some API groups could not be discovered; selectors without kind skip them")
+		var failed *discovery.ErrGroupDiscoveryFailed
+		if errors.As(err, &failed) {
+			for gv := range failed.Groups {
+				s.failed[gv.Group] = true
+			}
+		}
 	}
 	s.kinds, s.at = kinds, time.Now()
 	return kinds, nil
+}
+
+// Serves tells whether the hub serves kind gk (in some version), by the kinds
+// Get discovers; an error when gk's group could not be discovered, so that a
+// group whose API server is down does not read as a kind removed.
+func (s *ServedKinds) Serves(ctx context.Context, gk schema.GroupKind) (bool, error) {
+	kinds, err := s.Get(ctx)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	failed := s.failed[gk.Group]
+	s.mu.Unlock()
+	if failed {
+		return false, fmt.Errorf("the hub's discovery of group %s failed", gk.Group)
+	}
+	return slices.ContainsFunc(kinds, func(k schema.GroupVersionKind) bool { return k.GroupKind() == gk }), nil
 }
 
 // Invalidate makes the next Get discover again.

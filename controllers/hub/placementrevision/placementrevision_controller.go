@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -37,6 +39,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
 	"github.com/lodestar-dev/lodestar/internal/render"
+	"github.com/lodestar-dev/lodestar/internal/selection"
 	"github.com/lodestar-dev/lodestar/internal/watches"
 )
 
@@ -71,6 +74,10 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// unreadableRetry is how soon a Placement with a kind the hub could not list
+// is looked at again.
+const unreadableRetry = 30 * time.Second
+
 // Reconcile renders what a Placement selects into its current PlacementRevision.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
@@ -93,6 +100,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionFalse, invalid.reason, "%v", invalid.err)
 		r.warnOnce(placement, st)
 		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if unreadable := (*selection.UnreadableKindError)(nil); errors.As(err, &unreadable) {
+		// Nothing new is made, nothing is taken away; looked at again later
+		// (and at once when a CRD changes).
+		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonInvalidResourceSelector,
+			"%v; the current revision stays", unreadable)
+		r.warnOnce(placement, st)
+		return ctrl.Result{RequeueAfter: wait.Jitter(unreadableRetry, 0.2)}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,13 +32,20 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		// The cache waits for the kind's informer to sync: bounded, so that a
+		// kind that cannot be listed holds no worker (docs/tenancy.md).
+		lctx, cancel := context.WithTimeout(ctx, selection.ReadTimeout)
+		defer cancel()
+		if err := r.Client.List(lctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			if lctx.Err() != nil && ctx.Err() == nil {
+				return nil, &selection.UnreadableKindError{Kind: gvk, Err: err}
+			}
 			return nil, err
 		}
 		return list.Items, nil
 	}}
 	if r.kinds != nil {
-		src.Kinds = r.kinds.Get
+		src.Kinds, src.Serves = r.kinds.Get, r.kinds.Serves
 	}
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: placement.Namespace}, ns); err != nil {
@@ -89,9 +97,10 @@ func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx c
 }
 
 // placementsByLabels maps a CRD change to every Placement with a selector
-// without kind, after forgetting the discovered kinds: a kind added later is
-// picked up without a restart (its watch uses kube.RecheckingHandler, as
-// discovery lags the CRD).
+// without kind, or naming a kind of the CRD's group, after forgetting the
+// discovered kinds: a kind added later is picked up without a restart (its
+// watch uses kube.RecheckingHandler, as discovery lags the CRD), and a kind
+// removed is noticed by the Placements that name it.
 func (r *Reconciler) placementsByLabels(ctx context.Context, crd client.Object) []reconcile.Request {
 	if r.kinds != nil {
 		r.kinds.Invalidate()
@@ -106,9 +115,11 @@ func (r *Reconciler) placementsByLabels(ctx context.Context, crd client.Object) 
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for a CRD change")
 		return nil
 	}
+	_, group, _ := strings.Cut(crd.GetName(), ".")
+	namesGroup := func(sel placementv1alpha1.ResourceSelector) bool { return sel.Kind != "" && sel.Group == group }
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if selection.SelectsByLabels(&list.Items[i]) {
+		if selection.SelectsByLabels(&list.Items[i]) || slices.ContainsFunc(list.Items[i].Spec.ResourceSelectors, namesGroup) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
