@@ -375,6 +375,7 @@ func TestReservedNamespacesAndMarks(t *testing.T) {
 	for _, patch := range []string{
 		`{"metadata":{"annotations":{"placement.lodestar.dev/forbidden-kinds":null}}}`,
 		`{"metadata":{"labels":{"placement.lodestar.dev/tenant":null}}}`,
+		`{"metadata":{"labels":{"placement.lodestar.dev/hub-manager":"another-release"}}}`,
 	} {
 		g.Expect(mark(patch)).To(MatchError(ContainSubstring("are set by the hub and its admins only")), patch)
 	}
