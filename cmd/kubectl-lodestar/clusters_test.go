@@ -50,7 +50,7 @@ func joinMember(t *testing.T, m fleetMember) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
-	args := []string{"join", m.name, "--cluster-set", m.set, "--output", t.TempDir() + "/agent.kubeconfig"}
+	args := []string{"join", m.name, "--cluster-set", m.set, "--cluster-id", "id-" + m.name, "--output", t.TempDir() + "/agent.kubeconfig"}
 	for k, v := range m.labels {
 		args = append(args, "--label", k+"="+v)
 	}
@@ -382,9 +382,9 @@ func TestHelpAndCompletion(t *testing.T) {
 		g.Expect(out).To(ContainSubstring("kubectl-lodestar"))
 	}
 
-	_, _, err := kubectlLodestar(t, "join", "complete-me-1")
+	_, _, err := join(t, "complete-me-1")
 	g.Expect(err).NotTo(HaveOccurred())
-	_, _, err = kubectlLodestar(t, "join", "complete-me-2")
+	_, _, err = join(t, "complete-me-2")
 	g.Expect(err).NotTo(HaveOccurred())
 	complete := func(args ...string) string {
 		var stdout, stderr bytes.Buffer

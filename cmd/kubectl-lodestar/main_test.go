@@ -59,10 +59,18 @@ func kubectlLodestar(t *testing.T, args ...string) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
+// join joins name as a platform admin does: with a cluster ID, the agent's
+// kubeconfig to a file.
+func join(t *testing.T, name string, extra ...string) (string, string, error) {
+	t.Helper()
+	args := []string{"join", name, "--cluster-id", "id-" + name, "--output", filepath.Join(t.TempDir(), name+".kubeconfig")}
+	return kubectlLodestar(t, append(args, extra...)...)
+}
+
 func TestJoinWritesTheAgentKubeconfig(t *testing.T) {
 	g := NewWithT(t)
 	out := filepath.Join(t.TempDir(), "agent.kubeconfig")
-	_, stderr, err := kubectlLodestar(t, "join", "edge-1", "--label", "env=edge", "--label", "site=42", "--output", out)
+	_, stderr, err := kubectlLodestar(t, "join", "edge-1", "--label", "env=edge", "--label", "site=42", "--cluster-id", "id-edge-1", "--output", out)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("lodestar-agent --cluster-name edge-1"))
 	stat, err := os.Stat(out)
@@ -84,18 +92,38 @@ func TestJoinWritesTheAgentKubeconfig(t *testing.T) {
 	err = c.List(t.Context(), &cpv1alpha1.ClusterProfileList{})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 
-	// Printed to standard output without --output; joining again is fine.
-	stdout, _, err := kubectlLodestar(t, "join", "--label", "env=edge", "edge-1")
+	// Printed to standard output only when asked (--output -); joining again
+	// with the same ID is fine.
+	stdout, _, err := kubectlLodestar(t, "join", "--label", "env=edge", "edge-1", "--cluster-id", "id-edge-1", "--output", "-")
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = clientcmd.Load([]byte(stdout))
 	g.Expect(err).NotTo(HaveOccurred())
 }
 
+// join never prints a live agent token unless asked, and never records a
+// cluster without its ID unless told to: on earlier mains `join <name>` did
+// both silently.
+func TestJoinAsksForAnIdentityAndAFile(t *testing.T) {
+	g := NewWithT(t)
+	stdout, _, err := kubectlLodestar(t, "join", "edge-5", "--cluster-id", "id-edge-5")
+	g.Expect(err).To(MatchError(ContainSubstring("--output is required: the agent's hub kubeconfig holds a live token")))
+	g.Expect(stdout).To(BeEmpty())
+	_, _, err = kubectlLodestar(t, "join", "edge-5", "--output", filepath.Join(t.TempDir(), "k"))
+	g.Expect(err).To(MatchError(ContainSubstring("give --member-kubeconfig or --cluster-id, or --allow-unverified-identity")))
+	p := &cpv1alpha1.ClusterProfile{}
+	err = hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-5"}, p)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing registered: %v", err)
+
+	_, stderr, err := kubectlLodestar(t, "join", "edge-5", "--allow-unverified-identity", "--output", filepath.Join(t.TempDir(), "k"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("Warning: cluster edge-5 joined without a cluster ID"))
+}
+
 func TestJoinRefusesATakenName(t *testing.T) {
 	g := NewWithT(t)
-	_, _, err := kubectlLodestar(t, "join", "edge-2", "--cluster-id", "aaa")
+	_, _, err := kubectlLodestar(t, "join", "edge-2", "--cluster-id", "aaa", "--output", "-")
 	g.Expect(err).NotTo(HaveOccurred())
-	_, _, err = kubectlLodestar(t, "join", "edge-2", "--cluster-id", "bbb")
+	_, _, err = kubectlLodestar(t, "join", "edge-2", "--cluster-id", "bbb", "--output", "-")
 	g.Expect(fleet.IsConflict(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`cluster "edge-2" is registered for the member with cluster ID aaa`))
 }
@@ -104,16 +132,16 @@ func TestJoinRefusesATakenName(t *testing.T) {
 // Lodestar's mark (someone else's, which unjoin would delete).
 func TestJoinRefusesReservedNamesAndNamespaces(t *testing.T) {
 	g := NewWithT(t)
-	_, _, err := kubectlLodestar(t, "join", "placements")
+	_, _, err := join(t, "placements")
 	g.Expect(err).To(MatchError(ContainSubstring(`cluster name "placements" is reserved`)))
 	g.Expect(hubCP.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.ClusterNamespace("squatted")}})).To(Succeed())
-	_, _, err = kubectlLodestar(t, "join", "squatted")
+	_, _, err = join(t, "squatted")
 	g.Expect(fleet.IsConflict(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("namespace lodestar-cluster-squatted exists and is not Lodestar's"))
 	err = hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "squatted"}, &cpv1alpha1.ClusterProfile{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no ClusterProfile for a refused join: %v", err)
 
-	_, _, err = kubectlLodestar(t, "join", "marked")
+	_, _, err = join(t, "marked")
 	g.Expect(err).NotTo(HaveOccurred())
 	ns := &corev1.Namespace{}
 	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Name: names.ClusterNamespace("marked")}, ns)).To(Succeed())
@@ -122,7 +150,7 @@ func TestJoinRefusesReservedNamesAndNamespaces(t *testing.T) {
 
 func TestCordonAndUncordon(t *testing.T) {
 	g := NewWithT(t)
-	_, _, err := kubectlLodestar(t, "join", "edge-3")
+	_, _, err := join(t, "edge-3")
 	g.Expect(err).NotTo(HaveOccurred())
 	taints := func() []placementv1alpha1.Taint {
 		p := &cpv1alpha1.ClusterProfile{}
@@ -181,7 +209,7 @@ func TestUsageErrors(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown command "frobnicate"`)))
 	_, _, err = kubectlLodestar(t, "cordon")
 	g.Expect(err).To(MatchError(ContainSubstring("takes one cluster name")))
-	_, _, err = kubectlLodestar(t, "join", "x", "--token-ttl", "1m")
+	_, _, err = join(t, "x", "--token-ttl", "1m")
 	g.Expect(err).To(MatchError(ContainSubstring("at least 10m")))
 	var stdout bytes.Buffer
 	g.Expect(run(context.Background(), nil, &stdout, &stdout)).To(Succeed())
@@ -196,7 +224,7 @@ func TestUsageErrors(t *testing.T) {
 func TestDrainAndUnjoin(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	_, _, err := kubectlLodestar(t, "join", "edge-4")
+	_, _, err := join(t, "edge-4")
 	g.Expect(err).NotTo(HaveOccurred())
 	key := client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: "edge-4"}
 	profile := &cpv1alpha1.ClusterProfile{}
@@ -250,7 +278,7 @@ func TestDrainAndUnjoin(t *testing.T) {
 func TestRevokeCutsOffTheAgentsTokens(t *testing.T) {
 	g := NewWithT(t)
 	old := filepath.Join(t.TempDir(), "old.kubeconfig")
-	_, _, err := kubectlLodestar(t, "join", "edge-9", "--output", old)
+	_, _, err := kubectlLodestar(t, "join", "edge-9", "--cluster-id", "id-edge-9", "--output", old)
 	g.Expect(err).NotTo(HaveOccurred())
 	asAgent := func(path string) client.Client {
 		cfg, err := clientcmd.BuildConfigFromFlags("", path)
@@ -275,7 +303,7 @@ func TestRevokeCutsOffTheAgentsTokens(t *testing.T) {
 	}).Should(Succeed())
 
 	fresh := filepath.Join(t.TempDir(), "new.kubeconfig")
-	_, _, err = kubectlLodestar(t, "join", "edge-9", "--output", fresh)
+	_, _, err = kubectlLodestar(t, "join", "edge-9", "--cluster-id", "id-edge-9", "--output", fresh)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() error { return works(asAgent(fresh)) }).Should(Succeed(), "a new join reconnects")
 

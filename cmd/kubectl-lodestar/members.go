@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -24,6 +25,7 @@ func newJoinCommand(o *options) *cobra.Command {
 		labels           map[string]string
 		memberKubeconfig string
 		clusterID        string
+		unverified       bool
 		ttl              time.Duration
 		server           string
 		output           string
@@ -33,11 +35,13 @@ func newJoinCommand(o *options) *cobra.Command {
 		Short: "Register a member cluster; writes the agent's hub kubeconfig",
 		Long: `Register a member cluster with the hub: its ClusterProfile in the cluster set,
 its hub namespace, and a hub identity for its agent that may read only its own
-namespace. The agent's hub kubeconfig goes to standard output, or to --output.
+namespace. The agent's hub kubeconfig, which holds a live hub token, goes to
+the file --output names (mode 0600); --output - prints it to standard output.
 
 The member's cluster ID (its kube-system namespace UID) is recorded so that no
 other cluster can take the name: give --member-kubeconfig (read once) or
---cluster-id. Joining again with the same ID is safe.`,
+--cluster-id; without either, join refuses unless --allow-unverified-identity
+says to record none. Joining again with the same ID is safe.`,
 		Example: `  # Join edge-12 with two labels and write the agent's kubeconfig to a file.
   kubectl lodestar join edge-12 --label env=edge --label region=eu \
       --member-kubeconfig edge-12.kubeconfig --output edge-12-agent.kubeconfig`,
@@ -46,6 +50,12 @@ other cluster can take the name: give --member-kubeconfig (read once) or
 			ctx := cmd.Context()
 			if ttl < 10*time.Minute {
 				return fmt.Errorf("--token-ttl %s: the API server issues tokens of at least 10m", ttl)
+			}
+			if output == "" {
+				return errors.New("--output is required: the agent's hub kubeconfig holds a live token; name a file for it (mode 0600), or - to print it to standard output")
+			}
+			if memberKubeconfig == "" && clusterID == "" && !unverified {
+				return errors.New("join records the member's cluster ID (its kube-system UID) so that no other cluster can take the name: give --member-kubeconfig or --cluster-id, or --allow-unverified-identity to record none")
 			}
 			id := clusterID
 			if memberKubeconfig != "" {
@@ -79,7 +89,10 @@ other cluster can take the name: give --member-kubeconfig (read once) or
 			if err != nil {
 				return err
 			}
-			if output == "" {
+			if id == "" {
+				fmt.Fprintf(o.ErrOut, "Warning: cluster %s joined without a cluster ID: another cluster holding its agent's kubeconfig can take its name\n", name)
+			}
+			if output == "-" {
 				_, err = o.Out.Write(b)
 				return err
 			}
@@ -95,9 +108,10 @@ other cluster can take the name: give --member-kubeconfig (read once) or
 	f.StringToStringVar(&labels, "label", nil, "A label of the ClusterProfile, key=value; repeat for more.")
 	f.StringVar(&memberKubeconfig, "member-kubeconfig", "", "Kubeconfig of the member, read once for its cluster ID (kube-system UID) so that no other cluster can take the name.")
 	f.StringVar(&clusterID, "cluster-id", "", "The member's cluster ID (kube-system UID), instead of --member-kubeconfig.")
+	f.BoolVar(&unverified, "allow-unverified-identity", false, "Join without a cluster ID (neither --member-kubeconfig nor --cluster-id): nothing stops another cluster from taking the name.")
 	f.DurationVar(&ttl, "token-ttl", fleet.DefaultTokenTTL, "Lifetime of the agent's first hub token (at least 10m); the agent renews its own.")
 	f.StringVar(&server, "hub-server", "", "The hub's address as the member reaches it (default: the kubeconfig's server).")
-	f.StringVar(&output, "output", "", "Write the agent's hub kubeconfig to this file (mode 0600) instead of standard output.")
+	f.StringVar(&output, "output", "", "Write the agent's hub kubeconfig, which holds a live token, to this file (mode 0600); - prints it to standard output. Required.")
 	return cmd
 }
 
