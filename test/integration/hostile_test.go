@@ -1,9 +1,13 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	mathrand "math/rand/v2"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,12 +15,16 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+	"github.com/lodestar-dev/lodestar/internal/testenv/hostile"
 )
 
 // The attacks of a hostile tenant (docs/tenancy.md, threat model), each as the
@@ -234,4 +242,60 @@ func TestDeletedCRDIsNoticedAndHoldsNoWorker(t *testing.T) {
 		}
 	}).Should(Succeed())
 	b.change()
+}
+
+// The hostile-tenant soak, short (make bench runs it for ten minutes, with its
+// figures): one tenant runs every attack at random, as it types them, while a
+// bystander's ConfigMap changes every two seconds. Every change reaches the
+// member, nothing of the bystander's is deleted, and every hostile Placement
+// gets its Rendered condition (none holds a worker).
+func TestHostileTenantSoak(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	identity(t, ns, "tenant", tenantAdmin, "lodestar:tenant")
+	// Its own client, unthrottled: a hostile tenant does not hold back.
+	cfg, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, ns, "tenant", time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg.QPS, cfg.Burst = 200, 400
+	tenant, err := client.New(cfg, client.Options{Scheme: scheme.Hub()})
+	g.Expect(err).NotTo(HaveOccurred())
+	byNS := newNamespace(t)
+	configMapOn(t, byNS, "bystander", func(s *placementv1alpha1.PlacementSpec) { s.Scheduling.ClusterNames = []string{member2} })
+	g.Eventually(func() error { // the tenant's bindings reach the authorizer
+		return tenant.List(ctx, &placementv1alpha1.PlacementList{}, client.InNamespace(ns))
+	}).Should(Succeed())
+
+	soak, stop := context.WithTimeout(ctx, 45*time.Second)
+	defer stop()
+	attacker := &hostile.Tenant{Client: tenant, Namespace: ns, Clusters: []string{member1, member2}, Rand: mathrand.New(mathrand.NewPCG(1, 2)), Every: 500 * time.Millisecond}
+	by := &hostile.Bystander{Hub: hubCP.Client, Member: members[member2].Client, Namespace: byNS, Name: "bystander",
+		Every: 2 * time.Second, Within: testenv.EventuallyTimeout}
+	var wg sync.WaitGroup
+	var attackErr, byErr error
+	wg.Go(func() { attackErr = attacker.Run(soak) })
+	wg.Go(func() { byErr = by.Run(soak) })
+	wg.Wait()
+	g.Expect(attackErr).NotTo(HaveOccurred())
+	g.Expect(byErr).NotTo(HaveOccurred())
+
+	runs, refused := attacker.Counts()
+	latencies, missed := by.Results()
+	t.Logf("attacks %v (refused at admission %v); the bystander's %d changes landed in p50 %s, p99 %s",
+		runs, refused, len(latencies), hostile.Quantile(latencies, 0.5), hostile.Quantile(latencies, 0.99))
+	g.Expect(missed).To(BeEmpty(), "every change of the bystander's reaches its member")
+	g.Expect(latencies).NotTo(BeEmpty())
+	g.Expect(by.Deleted()).To(BeZero(), "nothing of the bystander's is deleted")
+	for _, a := range hostile.Attacks {
+		g.Expect(runs).To(HaveKey(a), "every attack ran")
+	}
+	g.Eventually(func(g Gomega) {
+		list := &placementv1alpha1.PlacementList{}
+		g.Expect(hubCP.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(list.Items).NotTo(BeEmpty())
+		for _, p := range list.Items {
+			c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.RenderedCondition)
+			g.Expect(c).NotTo(BeNil(), "Placement %s has its Rendered condition", p.Name)
+		}
+	}).Should(Succeed())
 }

@@ -1,0 +1,405 @@
+// Package hostile is the hostile-tenant soak (docs/tenancy.md): a Tenant that
+// runs every attack of the threat model, at random, as a tenant types it (YAML
+// through its own identity), and a Bystander, another tenant whose ConfigMap
+// changes every few seconds and must reach its member all the same. `make
+// test` runs it briefly (test/integration), `make bench` for ten minutes with
+// the figures: how soon the bystander's changes land, the hub manager's
+// memory, and whether anything of the bystander's was deleted.
+package hostile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// The attacks, each named as the threat model names it.
+const (
+	AttackHugeTotals     = "huge totals"
+	AttackAbsurdRequests = "absurd requests"
+	AttackRBACRewrite    = "RBAC rewrites"
+	AttackUnservedKind   = "unserved kinds"
+	AttackDeepOverrides  = "deep overrides"
+	AttackServiceSpam    = "MCS spam"
+)
+
+// Attacks are every attack Tenant runs.
+var Attacks = []string{AttackHugeTotals, AttackAbsurdRequests, AttackRBACRewrite, AttackUnservedKind, AttackDeepOverrides, AttackServiceSpam}
+
+// MaxLive bounds the hostile Placements a Tenant keeps at once; past it the
+// oldest goes (with its objects), so that a long run stays a steady load.
+const MaxLive = 16
+
+// Tenant runs the attacks through Client, a tenant's own identity with a
+// namespace admin's rights in Namespace, against Clusters.
+type Tenant struct {
+	Client    client.Client
+	Namespace string
+	Clusters  []string
+	Rand      *rand.Rand
+	// Every is the pace: one attack each.
+	Every time.Duration
+
+	mu sync.Mutex
+	// Runs counts the attacks run, by name; Refused those the hub's
+	// admission refused outright (a Forbidden or Invalid answer).
+	runs, refused map[string]int
+	live          [][]*unstructured.Unstructured
+	n             int
+}
+
+// Counts are the attacks run and refused at admission, by name.
+func (t *Tenant) Counts() (runs, refused map[string]int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return clone(t.runs), clone(t.refused)
+}
+
+func clone(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Run attacks until ctx ends. An error is an unexpected answer of the hub (not
+// a refusal).
+func (t *Tenant) Run(ctx context.Context) error {
+	t.mu.Lock()
+	t.runs, t.refused = map[string]int{}, map[string]int{}
+	t.mu.Unlock()
+	tick := time.NewTicker(t.Every)
+	defer tick.Stop()
+	for {
+		attack := Attacks[t.Rand.IntN(len(Attacks))]
+		if err := t.attack(ctx, attack); err != nil {
+			if ending(ctx, err) {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", attack, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// ending tells whether err comes of ctx ending (a client's rate limiter
+// refuses a wait past ctx's deadline before the deadline).
+func ending(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "would exceed context deadline")
+}
+
+// attack creates one attack's objects (the oldest attack's go past MaxLive).
+func (t *Tenant) attack(ctx context.Context, attack string) error {
+	t.n++
+	name := fmt.Sprintf("h%d", t.n)
+	docs := t.documents(attack, name)
+	var objs []*unstructured.Unstructured
+	refused := false
+	for _, doc := range docs {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+			return fmt.Errorf("the attack's own YAML: %w", err)
+		}
+		obj.SetNamespace(t.Namespace)
+		err := t.Client.Create(ctx, obj)
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			refused = true
+			continue
+		case err != nil:
+			return err
+		}
+		objs = append(objs, obj)
+	}
+	t.mu.Lock()
+	t.runs[attack]++
+	if refused {
+		t.refused[attack]++
+	}
+	t.live = append(t.live, objs)
+	var oldest []*unstructured.Unstructured
+	if len(t.live) > MaxLive {
+		oldest, t.live = t.live[0], t.live[1:]
+	}
+	t.mu.Unlock()
+	for _, obj := range oldest {
+		if err := t.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// documents are the YAML documents of one attack, named after name.
+func (t *Tenant) documents(attack, name string) []string {
+	clusters := "[" + strings.Join(t.Clusters, ", ") + "]"
+	r := t.Rand
+	switch attack {
+	case AttackHugeTotals:
+		// Totals at and past the cap, divided evenly or by weight.
+		replicas := []int64{1 << 30, 1<<30 + 1 + r.Int64N(1<<30-2), 1<<31 - 1}[r.IntN(3)]
+		method := []string{"Even", "Weighted"}[r.IntN(2)]
+		return []string{deployment(name, replicas, ""), placement(name, clusters, fmt.Sprintf(`
+    replicas:
+      method: %s
+      weights:
+        - weight: %d
+          min: %d`, method, 1+r.IntN(1000), r.IntN(3)), "apps", "Deployment")}
+	case AttackAbsurdRequests:
+		cpu := []string{"1e16", "9e18", "1Ei", "100000000000000000000m"}[r.IntN(4)]
+		return []string{deployment(name, 1+r.Int64N(1000), cpu), placement(name, clusters, `
+    replicas:
+      method: Capacity`, "apps", "Deployment")}
+	case AttackRBACRewrite:
+		rule := []string{
+			`{apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [create, update]}`,
+			`{apiGroups: [""], resources: [endpoints], verbs: [create]}`,
+			`{apiGroups: ["*"], resources: ["*"], verbs: ["*"]}`,
+			`{apiGroups: [""], resources: [pods/exec], verbs: [create]}`,
+		}[r.IntN(4)]
+		return []string{fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: %s
+rules:
+  - apiGroups: [""]
+    resources: [configmaps]
+    verbs: [get]`, name), placement(name, clusters, "", "rbac.authorization.k8s.io", "Role") + fmt.Sprintf(`
+  overrides:
+    - name: more
+      jsonPatch:
+        - op: replace
+          path: /rules
+          value: [%s]`, rule)}
+	case AttackUnservedKind:
+		group, kind := []string{"apps", "", fmt.Sprintf("x%d.example.com", r.IntN(1<<20))}[r.IntN(3)], []string{"deployment", "configmap", "Thing", "DEPLOYMENT"}[r.IntN(4)]
+		return []string{placement(name, clusters, "", group, kind)}
+	case AttackDeepOverrides:
+		var ops strings.Builder
+		for i := range 32 {
+			fmt.Fprintf(&ops, `
+        - op: add
+          path: /metadata/annotations/a%d
+          value: %q`, i, strings.Repeat("x", 1<<r.IntN(12)))
+		}
+		return []string{fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: %s
+  annotations: {seed: "x"}
+data: {k: v}`, name), placement(name, clusters, "", "", "ConfigMap") + `
+  overrides:
+    - name: deep
+      jsonPatch:` + ops.String() + `
+    - name: copies
+      jsonPatch:
+        - op: copy
+          from: /metadata/annotations
+          path: /data/copied`}
+	default: // AttackServiceSpam
+		docs := []string{}
+		for i := range 5 {
+			docs = append(docs, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata:
+  name: %s-%d
+  labels: {spam: %q}
+spec:
+  ports: [{port: %d}]`, name, i, name, 1+r.IntN(65000)))
+		}
+		return append(docs, placement(name, clusters, "", "", "Service")+`
+  services:
+    export: All`)
+	}
+}
+
+func deployment(name string, replicas int64, cpu string) string {
+	requests := ""
+	if cpu != "" {
+		requests = fmt.Sprintf(`
+          resources:
+            requests: {cpu: %q}`, cpu)
+	}
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %s
+spec:
+  paused: true
+  replicas: %d
+  selector:
+    matchLabels: {app: %s}
+  template:
+    metadata:
+      labels: {app: %s}
+    spec:
+      containers:
+        - name: app
+          image: nginx:1.27%s`, name, replicas, name, name, requests)
+}
+
+// placement selects the attack's objects of group and kind (by name, or by its
+// label for Services).
+func placement(name, clusters, scheduling, group, kind string) string {
+	selector := fmt.Sprintf(`
+    - group: %q
+      version: v1
+      kind: %s
+      name: %s`, group, kind, name)
+	if kind == "Service" {
+		selector = fmt.Sprintf(`
+    - version: v1
+      kind: Service
+      labelSelector:
+        matchLabels: {spam: %q}`, name)
+	}
+	return fmt.Sprintf(`apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata:
+  name: %s
+spec:
+  resourceSelectors:%s
+  scheduling:
+    clusterNames: %s%s`, name, selector, clusters, scheduling)
+}
+
+// Bystander is another tenant: its ConfigMap Name in Namespace on the hub,
+// placed on a member, changed every Every; each change's value must reach
+// the member.
+type Bystander struct {
+	Hub, Member     client.Client
+	Namespace, Name string
+	Every           time.Duration
+	// Within is how long a change may take before it counts as missed.
+	Within time.Duration
+
+	mu        sync.Mutex
+	latencies []time.Duration
+	missed    []string
+	// uid is the member copy's UID when first seen; deleted counts the times
+	// it was seen gone or made anew since.
+	uid     string
+	deleted int
+}
+
+// Run changes the ConfigMap until ctx ends, each change once the last one
+// landed (or was missed).
+func (b *Bystander) Run(ctx context.Context) error {
+	tick := time.NewTicker(b.Every)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		if err := b.change(ctx, fmt.Sprintf("v%d-%d", i, time.Now().UnixNano())); err != nil {
+			if ending(ctx, err) {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (b *Bystander) change(ctx context.Context, value string) error {
+	key := client.ObjectKey{Namespace: b.Namespace, Name: b.Name}
+	patch := []byte(fmt.Sprintf(`{"data":{"k":%q}}`, value))
+	cm := &unstructured.Unstructured{}
+	cm.SetAPIVersion("v1")
+	cm.SetKind("ConfigMap")
+	cm.SetNamespace(b.Namespace)
+	cm.SetName(b.Name)
+	start := time.Now()
+	if err := b.Hub.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		return err
+	}
+	deadline := start.Add(b.Within)
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		got := &unstructured.Unstructured{}
+		got.SetAPIVersion("v1")
+		got.SetKind("ConfigMap")
+		err := b.Member.Get(ctx, key, got)
+		if client.IgnoreNotFound(err) != nil && ctx.Err() == nil {
+			return err
+		}
+		b.seen(err, string(got.GetUID()))
+		if v, _, _ := unstructured.NestedString(got.Object, "data", "k"); v == value {
+			b.mu.Lock()
+			b.latencies = append(b.latencies, time.Since(start))
+			b.mu.Unlock()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			b.mu.Lock()
+			b.missed = append(b.missed, fmt.Sprintf("%s (changed at %s)", value, start.Format("15:04:05.000")))
+			b.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-poll.C:
+		}
+	}
+}
+
+// seen records what one read of the member's copy found (its UID, or an
+// error): a copy gone, or made anew, once it was there counts as deleted.
+func (b *Bystander) seen(err error, uid string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case apierrors.IsNotFound(err) && b.uid != "":
+		b.deleted++
+		b.uid = ""
+	case err == nil && b.uid == "":
+		b.uid = uid
+	case err == nil && uid != b.uid:
+		b.deleted++
+		b.uid = uid
+	}
+}
+
+// Deleted is how often the member's copy was found deleted (or made anew)
+// after it was first there: nothing of the bystander's may be.
+func (b *Bystander) Deleted() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.deleted
+}
+
+// Results are how long the changes took to land, sorted, and those that did
+// not land within Within.
+func (b *Bystander) Results() (latencies []time.Duration, missed []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := slices.Clone(b.latencies)
+	slices.Sort(out)
+	return out, slices.Clone(b.missed)
+}
+
+// Quantile is the q-quantile (0 to 1) of sorted durations; 0 for none.
+func Quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(int(q*float64(len(sorted))), len(sorted)-1)]
+}
