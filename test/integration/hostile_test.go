@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 	"github.com/lodestar-dev/lodestar/internal/testenv/hostile"
 )
@@ -34,7 +33,7 @@ import (
 
 // tenantApplies creates the objects of an example of docs/examples/tenancy in
 // a namespace of its own, as a ServiceAccount with only a namespace admin's
-// rights there (tenantAdmin).
+// rights there (hostile.AdminRules).
 func tenantApplies(t *testing.T, example string) string {
 	t.Helper()
 	g := NewWithT(t)
@@ -42,23 +41,12 @@ func tenantApplies(t *testing.T, example string) string {
 	file := filepath.Join(filepath.Dir(files[0]), example)
 	g.Expect(files).To(ContainElement(file))
 	ns := newNamespace(t)
-	tenant := identity(t, ns, "tenant", tenantAdmin, "lodestar:tenant")
+	tenant := identity(t, ns, "tenant", hostile.AdminRules, "lodestar:tenant")
 	for _, obj := range exampleObjects(t, file, doc, ns) {
 		// The authorizer learns the new bindings a moment later.
 		g.Eventually(func() error { return tenant.Create(t.Context(), obj) }).Should(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
 	}
 	return ns
-}
-
-// tenantAdmin is what the standard `admin` role grants of the kinds these
-// attacks use (the test hub runs no clusterrole-aggregation controller, so
-// its `admin` is empty): since Kubernetes 1.22 no write of endpoints or
-// endpointslices. lodestar:tenant, which the hub chart aggregates into admin,
-// is bound beside it.
-var tenantAdmin = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "serviceaccounts"}, Verbs: []string{"*"}},
-	{APIGroups: []string{"apps"}, Resources: []string{"*"}, Verbs: []string{"*"}},
-	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
 }
 
 // bystander is another tenant's ConfigMap placed on member-2; change checks
@@ -98,7 +86,7 @@ func TestOverrideCannotMintMemberRights(t *testing.T) {
 	key := client.ObjectKey{Namespace: ns, Name: "reader"}
 
 	// The tenant itself may not write such a Role on the hub.
-	tenant := identity(t, ns, "other", tenantAdmin, "lodestar:tenant")
+	tenant := identity(t, ns, "other", hostile.AdminRules, "lodestar:tenant")
 	g.Eventually(func(g Gomega) {
 		err := tenant.Create(t.Context(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "direct", Namespace: ns},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"create"}}}})
@@ -253,18 +241,10 @@ func TestHostileTenantSoak(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	identity(t, ns, "tenant", tenantAdmin, "lodestar:tenant")
-	// Its own client, unthrottled: a hostile tenant does not hold back.
-	cfg, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, ns, "tenant", time.Hour)
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg.QPS, cfg.Burst = 200, 400
-	tenant, err := client.New(cfg, client.Options{Scheme: scheme.Hub()})
+	tenant, err := hostile.NewTenant(ctx, hubCP.Client, hubCP.Config, ns, "tenant")
 	g.Expect(err).NotTo(HaveOccurred())
 	byNS := newNamespace(t)
-	configMapOn(t, byNS, "bystander", func(s *placementv1alpha1.PlacementSpec) { s.Scheduling.ClusterNames = []string{member2} })
-	g.Eventually(func() error { // the tenant's bindings reach the authorizer
-		return tenant.List(ctx, &placementv1alpha1.PlacementList{}, client.InNamespace(ns))
-	}).Should(Succeed())
+	g.Expect(hostile.PlaceBystander(ctx, hubCP.Client, byNS, "bystander", member2)).To(Succeed())
 
 	soak, stop := context.WithTimeout(ctx, 45*time.Second)
 	defer stop()

@@ -361,6 +361,22 @@ func (b *Bystander) change(ctx context.Context, value string) error {
 	}
 }
 
+// Settle makes one change and waits for it to land (within Within), then
+// forgets it: a start for the figures once the bystander is placed.
+func (b *Bystander) Settle(ctx context.Context) error {
+	if err := b.change(ctx, fmt.Sprintf("settle-%d", time.Now().UnixNano())); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	missed := b.missed
+	b.latencies, b.missed = nil, nil
+	if len(missed) > 0 {
+		return fmt.Errorf("the bystander's first change did not reach its member within %s", b.Within)
+	}
+	return nil
+}
+
 // seen records what one read of the member's copy found (its UID, or an
 // error): a copy gone, or made anew, once it was there counts as deleted.
 func (b *Bystander) seen(err error, uid string) {
