@@ -11,6 +11,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
 // Field indexes of the hub manager's cache.
@@ -26,6 +27,9 @@ const (
 	// ServicesByName indexes ExportedServices and ImportedServices by the
 	// namespace/name of their Service, in every cluster namespace.
 	ServicesByName = "lodestar.service"
+	// WorksByNamespace indexes Works by their Placement's namespace, to find
+	// the clusters the hub places a namespace's objects on.
+	WorksByNamespace = "lodestar.placementNamespace"
 )
 
 // AddIndexes registers every index of this package with a manager's indexer. The
@@ -39,6 +43,14 @@ func AddIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{workIndexKey(l[placementv1alpha1.PlacementNamespaceLabel], l[placementv1alpha1.PlacementNameLabel])}
 	}); err != nil {
 		return fmt.Errorf("indexing Works by Placement: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &workv1alpha1.Work{}, WorksByNamespace, func(o client.Object) []string {
+		if ns := o.GetLabels()[placementv1alpha1.PlacementNamespaceLabel]; ns != "" {
+			return []string{ns}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing Works by their Placement's namespace: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &cpv1alpha1.ClusterProfile{}, ClusterProfilesByName, func(o client.Object) []string {
 		return []string{o.GetName()}
@@ -67,6 +79,22 @@ func AddServiceIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}
 	}
 	return nil
+}
+
+// PlacedOn are the clusters that hold a Work of a Placement of namespace ns
+// (from an indexed cache, AddIndexes).
+func PlacedOn(ctx context.Context, c client.Reader, ns string) (map[string]bool, error) {
+	works := &workv1alpha1.WorkList{}
+	if err := c.List(ctx, works, client.MatchingFields{WorksByNamespace: ns}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the Works of namespace %s: %w", ns, err)
+	}
+	out := map[string]bool{}
+	for i := range works.Items {
+		if cluster, ok := names.ClusterFromNamespace(works.Items[i].Namespace); ok {
+			out[cluster] = true
+		}
+	}
+	return out, nil
 }
 
 // ServiceOf is the Service an ExportedService or ImportedService is about.

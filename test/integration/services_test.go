@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
@@ -216,6 +217,23 @@ func TestServicesAcrossTheFleet(t *testing.T) {
 // involved is told, naming it; ExternalName and missing Services are invalid,
 // and so is an export from default unless the platform opens it. On member-2
 // and member-4 (API servers only: the Services have no endpoints).
+// shareNamespace has the hub place namespace ns's web ConfigMap
+// (rolloutNamespace) on clusters, which may then export and import the
+// namespace's Services: a cluster shares a namespace's Services only where
+// the hub places it.
+func shareNamespace(t *testing.T, ns string, clusters ...string) {
+	t.Helper()
+	g := NewWithT(t)
+	p := greetingPlacement(ns, clusters, placementv1alpha1.RolloutStrategy{})
+	p.Name = "share"
+	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, c := range clusters {
+			workOf(g, p, c)
+		}
+	}).Should(Succeed())
+}
+
 func TestServiceExportConflicts(t *testing.T) {
 	extraMembers(t)
 	g := NewWithT(t)
@@ -224,6 +242,7 @@ func TestServiceExportConflicts(t *testing.T) {
 	for _, c := range []string{member2, member4} {
 		createOn(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
+	shareNamespace(t, ns, member2, member4)
 	// Ports: member-2 exports http 80 first; member-4 http 8080.
 	createOn(t, member2, webService(ns))
 	exportOn(t, member2, ns, "web")
@@ -299,15 +318,13 @@ func TestServiceExportConflicts(t *testing.T) {
 		}
 	}).Should(Succeed())
 
-	// Importers without the namespace (member-1, member-3) say so on the hub.
-	g.Eventually(func(g Gomega) {
-		im := &servicesv1alpha1.ImportedService{}
-		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(member1), Name: ns + ".web"}, im)).To(Succeed())
-		ready := meta.FindStatusCondition(im.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Reason).To(Equal(servicesv1alpha1.ReasonNamespaceMissing))
-		g.Expect(serviceImportOn(g, member1, ns, "web")).To(BeNil())
-	}).Should(Succeed())
+	// The clusters the hub places nothing of the namespace on (member-1,
+	// member-3) get no import.
+	for _, c := range []string{member1, member3} {
+		err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(c), Name: ns + ".web"}, &servicesv1alpha1.ImportedService{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no import for %s: %v", c, err)
+		g.Expect(serviceImportOn(g, c, ns, "web")).To(BeNil())
+	}
 }
 
 // An exporting cluster whose agent stops has its endpoints withdrawn from
@@ -319,6 +336,7 @@ func TestLostExporterWithdrawn(t *testing.T) {
 	ns := rolloutNamespace(t)
 	createOn(t, member1, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	createOn(t, member3, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	shareNamespace(t, ns, member1, member3)
 	_, deploy, _ := webObjects(ns)
 	deploy.Spec.Replicas = ptr.To[int32](1)
 	createOn(t, member3, deploy)
@@ -386,6 +404,7 @@ func TestMoveKeepsTraffic(t *testing.T) {
 	ctx := t.Context()
 	ns := rolloutNamespace(t)
 	createOn(t, member2, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	shareNamespace(t, ns, member2)
 	_, deploy, _ := webObjects(ns)
 	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
 	g.Expect(hubCP.Client.Create(ctx, webService(ns))).To(Succeed())
@@ -535,6 +554,7 @@ func TestImporterWithoutMCS(t *testing.T) {
 
 	ns := rolloutNamespace(t)
 	createOn(t, member3, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	shareNamespace(t, ns, member3, name)
 	createOn(t, member3, webService(ns))
 	exportOn(t, member3, ns, "web")
 	g.Eventually(func(g Gomega) {
@@ -544,5 +564,85 @@ func TestImporterWithoutMCS(t *testing.T) {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Reason).To(Equal(servicesv1alpha1.ReasonNotServed))
 		g.Expect(im.Status.ObservedGeneration).To(Equal(im.Generation))
+	}).Should(Succeed())
+}
+
+// A cluster shares a namespace's Services only where the hub places that
+// namespace: an export from a namespace the hub places nothing of on the
+// cluster is refused (NamespaceNotPlaced) and imported nowhere; once the hub
+// places the namespace there, it is exported, and imported only on the
+// clusters the hub places the namespace on. Only the EndpointSlice
+// controller's slices are exported: a slice anyone else wrote on the member
+// (any address) never reaches an importer. On earlier mains the export was
+// taken at once, imported on every member of the set, with the forged slice.
+func TestServicesOnlyWhereTheHubPlaces(t *testing.T) {
+	extraMembers(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := rolloutNamespace(t)
+	createOn(t, member3, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.Replicas = ptr.To[int32](1)
+	createOn(t, member3, deploy)
+	createOn(t, member3, webService(ns))
+	// 192.0.2.0/24 is documentation space: an address nothing is sent to.
+	createOn(t, member3, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "web-forged", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "someone-else"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+	})
+	exportOn(t, member3, ns, "web")
+	g.Eventually(func(g Gomega) {
+		c := exportCondition(g, member3, ns, "web", mcsv1beta1.ServiceExportConditionValid)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(servicesv1alpha1.ReasonNamespaceNotPlaced))
+	}).Should(Succeed())
+	imported := func(cluster string) error {
+		return hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(cluster), Name: ns + ".web"}, &servicesv1alpha1.ImportedService{})
+	}
+	for _, c := range []string{member1, member2, member3} {
+		g.Expect(apierrors.IsNotFound(imported(c))).To(BeTrue(), "no import on %s", c)
+	}
+
+	shareNamespace(t, ns, member3, member2)
+	g.Eventually(func(g Gomega) {
+		ips := readyPodIPs(g, member3, ns)
+		g.Expect(ips).To(HaveLen(1))
+		g.Expect(importedEndpoints(g, member2, ns)).To(Equal(map[string][]string{member3: ips}), "the EndpointSlice controller's addresses alone")
+		g.Expect(exportCondition(g, member3, ns, "web", mcsv1beta1.ServiceExportConditionValid).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+	g.Expect(apierrors.IsNotFound(imported(member1))).To(BeTrue(), "member-1, where the hub places nothing of the namespace, imports nothing")
+}
+
+// Removing a namespace's ClusterSetBinding revokes at once a Placement that
+// exports Services: its Works go without waiting to move traffic to clusters
+// it may no longer use. On earlier mains they stayed until the progress
+// deadline (600 s).
+func TestRevocationDoesNotWaitForTraffic(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.Replicas = ptr.To[int32](1)
+	g.Expect(hubCP.Client.Create(ctx, deploy)).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, webService(ns))).To(Succeed())
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: placementv1alpha1.PlacementSpec{
+		ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}, {Version: "v1", Kind: "Service", Name: "web"}},
+		Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1}},
+		Services:          &placementv1alpha1.PlacedServices{Export: placementv1alpha1.ServiceExportAll},
+	}}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(exportCondition(g, member1, ns, "web", mcsv1beta1.ServiceExportConditionValid).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(readyPodIPs(g, member1, ns)).To(HaveLen(1))
+	}).Should(Succeed())
+	work := workOf(g, p, member1)
+
+	g.Expect(hubCP.Client.Delete(ctx, newBinding(ns, placementv1alpha1.DefaultClusterSet))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, client.ObjectKeyFromObject(work), &workv1alpha1.Work{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Work is gone: %v", err)
+		err = members[member1].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Service{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the member's copy is gone: %v", err)
 	}).Should(Succeed())
 }

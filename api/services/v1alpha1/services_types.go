@@ -275,6 +275,12 @@ const (
 	// ReasonClusterNotBound is the Valid=False reason of an export from a
 	// cluster outside the cluster sets the namespace is bound to on the hub.
 	ReasonClusterNotBound = "ClusterNotBound"
+	// ReasonNamespaceNotPlaced is the Valid=False reason of an export from a
+	// namespace the hub places nothing of on the exporting cluster (no Work of
+	// it there), and an import's Ready=False reason on a member the hub
+	// places nothing of the namespace on: a cluster shares Services only in
+	// the namespaces the hub gives it.
+	ReasonNamespaceNotPlaced = "NamespaceNotPlaced"
 	// ReasonNamespaceMissing is an import's Ready=False reason when the member
 	// has no such namespace.
 	ReasonNamespaceMissing = "NamespaceMissing"

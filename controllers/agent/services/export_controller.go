@@ -161,15 +161,21 @@ func Properties(svc *corev1.Service, export *mcsv1beta1.ServiceExport) *services
 	return p
 }
 
+// EndpointSliceController is the managed-by label value of the slices the
+// Kubernetes EndpointSlice controller makes from a Service's pods.
+const EndpointSliceController = "endpointslice-controller.k8s.io"
+
 // Slices are the exported form of a Service's EndpointSlices: the endpoints
-// ready, or serving while terminating, in the slices' name order; Lodestar's
-// own (imported) slices are never exported again.
+// ready, or serving while terminating, in the slices' name order. Only the
+// EndpointSlice controller's slices are exported: a slice anyone else wrote
+// (a tenant with endpointslices create, CVE-2021-25740; Lodestar's own imports)
+// could name any address, and would reach every importer.
 func Slices(items []discoveryv1.EndpointSlice) []servicesv1alpha1.Slice {
 	items = slices.Clone(items)
 	slices.SortFunc(items, func(a, b discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	var out []servicesv1alpha1.Slice
 	for _, s := range items {
-		if s.Labels[discoveryv1.LabelManagedBy] == servicesv1alpha1.ManagedBy {
+		if s.Labels[discoveryv1.LabelManagedBy] != EndpointSliceController {
 			continue
 		}
 		out1 := servicesv1alpha1.Slice{AddressType: s.AddressType, Ports: s.Ports}
@@ -227,7 +233,7 @@ func (e *Exporter) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	ofSlice := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		name := obj.GetLabels()[discoveryv1.LabelServiceName]
-		if name == "" || obj.GetLabels()[discoveryv1.LabelManagedBy] == servicesv1alpha1.ManagedBy {
+		if name == "" || obj.GetLabels()[discoveryv1.LabelManagedBy] != EndpointSliceController {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}

@@ -26,7 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
@@ -74,9 +76,21 @@ func (im *Importer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, im.report(ctx, imported, nil, ready)
 	}
 	var ips []string
+	placed, err := im.placed(ctx, req.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	ns := &corev1.Namespace{}
 	err = im.MemberCache.Get(ctx, client.ObjectKey{Name: req.Namespace}, ns)
 	switch {
+	case !placed:
+		// A hub places imports only where it places the namespace: one that
+		// does not (forged, or late) is not served, and what was is removed.
+		ready.Status, ready.Reason = metav1.ConditionFalse, servicesv1alpha1.ReasonNamespaceNotPlaced
+		ready.Message = fmt.Sprintf("the hub places nothing of namespace %s on this cluster: imports land only in namespaces the hub places here", req.Namespace)
+		if err := im.remove(ctx, req.NamespacedName); err != nil {
+			return ctrl.Result{}, err
+		}
 	case apierrors.IsNotFound(err):
 		ready.Status, ready.Reason = metav1.ConditionFalse, servicesv1alpha1.ReasonNamespaceMissing
 		ready.Message = fmt.Sprintf("the member has no namespace %s: the import appears when it does", req.Namespace)
@@ -92,6 +106,16 @@ func (im *Importer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		}
 	}
 	return ctrl.Result{}, im.report(ctx, imported, ips, ready)
+}
+
+// placed tells whether the hub places anything of namespace ns on this
+// cluster: a Work of a Placement of ns in the cluster's hub namespace.
+func (im *Importer) placed(ctx context.Context, ns string) (bool, error) {
+	works := &workv1alpha1.WorkList{}
+	if err := im.Hub.List(ctx, works, client.InNamespace(im.Namespace), client.MatchingLabels{placementv1alpha1.PlacementNamespaceLabel: ns}); err != nil {
+		return false, fmt.Errorf("listing the Works of namespace %s: %w", ns, err)
+	}
+	return len(works.Items) > 0, nil
 }
 
 type notOursError struct{ svc types.NamespacedName }

@@ -99,6 +99,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, set := range bound {
 		members = append(members, sets.clusters[set]...)
 	}
+	// A cluster shares the Services of a namespace only where the hub places
+	// that namespace's objects: it exports from it, and imports into it.
+	placed, err := lookup.PlacedOn(ctx, r.Client, req.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	var valid []mcs.Export
 	invalid := map[string]*servicesv1alpha1.Invalid{}
 	byCluster := map[string]*servicesv1alpha1.ExportedService{}
@@ -118,6 +124,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		case len(bound) > 0 && !slices.Contains(members, cluster):
 			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: servicesv1alpha1.ReasonClusterNotBound,
 				Message: fmt.Sprintf("namespace %s shares Services among the clusters of cluster sets %s, and %s is in none of them", req.Namespace, strings.Join(bound, ", "), cluster)}
+		case !placed[cluster]:
+			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: servicesv1alpha1.ReasonNamespaceNotPlaced,
+				Message: fmt.Sprintf("the hub places nothing of namespace %s on %s: a cluster exports only from the namespaces the hub places there", req.Namespace, cluster)}
 		case e.Spec.Service == nil:
 			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: string(mcsv1beta1.ServiceExportReasonNoService), Message: "the export reports no Service"}
 		default:
@@ -138,6 +147,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				}
 			}
 			for _, importer := range domain {
+				if !placed[importer] {
+					continue // imports land only in namespaces the hub places there
+				}
 				if !slices.Contains(importers[importer], e.Cluster) {
 					importers[importer] = append(importers[importer], e.Cluster)
 				}
@@ -374,8 +386,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A cluster joining or leaving a set changes the importers of every
 		// Service; a cluster whose lease changed, the Services it exports.
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(membership())).
-		// A move withdraws (or gives back) a cluster's endpoints.
+		// A move withdraws (or gives back) a cluster's endpoints; a namespace
+		// placed on a cluster, or no longer, lets it export and import there.
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(withdrawnServices), builder.WithPredicates(withdrawalChanged())).
+		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.servicesOfNamespace), builder.WithPredicates(comesOrGoes())).
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(changes, handler.EnqueueRequestsFromMapFunc(r.exportsOf))).
 		Complete(r)
@@ -389,6 +403,30 @@ func (r *Reconciler) allServices(ctx context.Context, _ client.Object) []reconci
 		return nil
 	}
 	return requests(list.Items)
+}
+
+// servicesOfNamespace are the exported Services of a Work's Placement's
+// namespace.
+func (r *Reconciler) servicesOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	ns := obj.GetLabels()[placementv1alpha1.PlacementNamespaceLabel]
+	if ns == "" {
+		return nil
+	}
+	list := &servicesv1alpha1.ExportedServiceList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ExportedServices")
+		return nil
+	}
+	list.Items = slices.DeleteFunc(list.Items, func(e servicesv1alpha1.ExportedService) bool { return e.Spec.Namespace != ns })
+	return requests(list.Items)
+}
+
+// comesOrGoes passes a Work's creation and deletion.
+func comesOrGoes() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // exportsOf are the Services a cluster (the object's name) exports.

@@ -42,11 +42,20 @@ const defaultDrain = 5 * time.Second
 // cluster that exports it, then the leaving cluster's endpoints are withdrawn
 // from every importer (ServicesWithdrawnAnnotation on its Work, which the
 // import controller honours), and the drain time has passed since. A removal
-// forced by the progress deadline is not held.
+// forced by the progress deadline is not held, nor one of a cluster the
+// namespace may no longer use (its binding or ClusterProfile removed): a
+// revocation is immediate, and there is nothing to move traffic for.
 func (r *Reconciler) servicesGate(ctx context.Context, s *scope) error {
+	if len(s.removal.Remove) == 0 {
+		return nil
+	}
+	usable, err := r.usable(ctx, s.placement.Namespace, s.removal.Remove)
+	if err != nil {
+		return err
+	}
 	var kept []string
 	for _, cluster := range s.removal.Remove {
-		if slices.Contains(s.removal.Forced, cluster) {
+		if slices.Contains(s.removal.Forced, cluster) || !usable[cluster] {
 			continue
 		}
 		why, recheck, err := r.moveTraffic(ctx, s, cluster)
@@ -65,6 +74,29 @@ func (r *Reconciler) servicesGate(ctx context.Context, s *scope) error {
 	s.removal.Remove = slices.DeleteFunc(s.removal.Remove, func(c string) bool { return slices.Contains(kept, c) })
 	s.removal.Kept = append(s.removal.Kept, kept...)
 	return nil
+}
+
+// usable are those of clusters that namespace's Placements may still use: a
+// ClusterProfile of theirs, not being deleted, in a cluster set bound to it.
+func (r *Reconciler) usable(ctx context.Context, namespace string, clusters []string) (map[string]bool, error) {
+	sets, err := lookup.ClusterSets(ctx, r.Client, namespace, r.Scope.Sets)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, cluster := range clusters {
+		for _, set := range sets {
+			p, err := lookup.ManagedProfile(ctx, r.Client, client.ObjectKey{Namespace: set, Name: cluster}, sets)
+			if err != nil {
+				return nil, err
+			}
+			if p != nil && p.DeletionTimestamp.IsZero() {
+				out[cluster] = true
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // moveTraffic says why the copy on cluster (which the Placement left) must
