@@ -1,6 +1,7 @@
 package debugapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,11 +11,16 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/tunnel"
 )
 
@@ -35,6 +41,10 @@ type Options struct {
 	// StreamsPerUser, Streams and Recheck are the Server's.
 	StreamsPerUser, Streams int
 	Recheck                 time.Duration
+	// TunnelRecheck is how often an open tunnel's ServiceAccount is compared
+	// (tunnel.DefaultRecheck), TunnelAuthorizeEvery how often its opener is
+	// authorised again (DefaultAuthorizeEvery).
+	TunnelRecheck, TunnelAuthorizeEvery time.Duration
 }
 
 // Defaults of Options, as the hub chart installs it.
@@ -75,6 +85,27 @@ func (r *Runnable) Addr() net.Addr {
 	return r.addr
 }
 
+// agentAccounts is a cache of the agents' ServiceAccounts alone (their
+// metadata, by name across the cluster namespaces), started and synced.
+func agentAccounts(ctx context.Context, mgr manager.Manager) (client.Reader, error) {
+	sa := &metav1.PartialObjectMetadata{}
+	sa.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
+	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), ByObject: map[client.Object]cache.ByObject{
+		sa: {Field: fields.OneTermEqualSelector("metadata.name", fleet.AgentServiceAccount)},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.GetInformer(ctx, sa); err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, errors.New("the agents' ServiceAccounts did not sync")
+	}
+	return c, nil
+}
+
 // Start serves until ctx ends.
 func (r *Runnable) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("debug-server")
@@ -97,9 +128,17 @@ func (r *Runnable) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	accounts, err := agentAccounts(ctx, r.mgr)
+	if err != nil {
+		return err
+	}
+	ta := &tunnelAuth{Direct: direct, Accounts: accounts, Reviews: cs.AuthorizationV1().SubjectAccessReviews(),
+		AuthorizeEvery: cmp.Or(r.TunnelAuthorizeEvery, DefaultAuthorizeEvery)}
+	r.Tunnels.Check, r.Tunnels.Recheck = ta.Check, r.TunnelRecheck
+	go func() { _ = r.Tunnels.Run(ctx) }()
 	srv := &Server{
 		Reader: r.mgr.GetClient(), Reviews: cs.AuthorizationV1().SubjectAccessReviews(), Tunnels: r.Tunnels, Auth: auth,
-		StreamsPerUser: r.StreamsPerUser, Streams: r.Streams, Recheck: r.Recheck, Log: log,
+		StreamsPerUser: r.StreamsPerUser, Streams: r.Streams, Recheck: r.Recheck, Log: log, tunnelAuth: ta,
 	}
 	l := r.Listener
 	if l == nil {

@@ -61,6 +61,8 @@ type Server struct {
 	// Recheck is how often an open stream is authorised again (DefaultRecheck).
 	Recheck time.Duration
 	Log     logr.Logger
+	// tunnelAuth binds tunnels to the agent ServiceAccount that opened them.
+	tunnelAuth *tunnelAuth
 
 	once  sync.Once
 	proxy *httputil.ReverseProxy
@@ -180,7 +182,12 @@ func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request, user User, 
 			fmt.Errorf("only the agent of cluster %s (%s) opens its tunnel, in namespace %s; %s may not", cluster, fleet.Identity(cluster), names.ClusterNamespace(cluster), user.Name)))
 		return
 	}
-	if err := s.Tunnels.Accept(w, r, cluster); err != nil {
+	id, err := s.tunnelAuth.identity(r.Context(), cluster, user)
+	if err != nil {
+		WriteStatus(w, apierrors.NewForbidden(schema.GroupResource{Group: Group, Resource: Tunnels}, cluster, err))
+		return
+	}
+	if err := s.Tunnels.Accept(w, r, cluster, id); err != nil {
 		WriteStatus(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}

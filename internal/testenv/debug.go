@@ -48,6 +48,7 @@ func frontProxy(dir string) ([]APIServerFlag, error) {
 		{Name: "requestheader-client-ca-file", Value: filepath.Join(dir, "front-proxy-ca.crt")},
 		{Name: "requestheader-allowed-names", Value: FrontProxyClient},
 		{Name: "requestheader-username-headers", Value: "X-Remote-User"},
+		{Name: "requestheader-uid-headers", Value: "X-Remote-Uid"},
 		{Name: "requestheader-group-headers", Value: "X-Remote-Group"},
 		{Name: "requestheader-extra-headers-prefix", Value: "X-Remote-Extra-"},
 		{Name: "proxy-client-cert-file", Value: filepath.Join(dir, "front-proxy-client.crt")},

@@ -132,23 +132,23 @@ func (a *Agent) dial(ctx context.Context, rt http.RoundTripper) (string, int, er
 	if err != nil || count < 1 {
 		count = 1
 	}
-	a.mu.Lock()
-	_, held := a.sessions[id]
-	a.mu.Unlock()
-	if held {
-		_ = conn.Close()
-		return "", count, nil
-	}
 	sess, err := yamux.Server(conn, sessionConfig())
 	if err != nil {
 		_ = conn.Close()
 		return "", 0, err
 	}
+	// A replica holds one tunnel per cluster, the newest: one the agent
+	// already held to it is replaced there, so here too.
 	a.mu.Lock()
+	old, held := a.sessions[id]
 	a.sessions[id] = sess
 	a.mu.Unlock()
-	a.Log.Info("hub tunnel open", "replica", id, "replicas", count)
 	go a.serve(ctx, id, sess)
+	if held {
+		_ = old.Close()
+		return "", count, nil
+	}
+	a.Log.Info("hub tunnel open", "replica", id, "replicas", count)
 	return id, count, nil
 }
 

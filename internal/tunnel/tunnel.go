@@ -15,10 +15,18 @@
 // (the replica says its identity and how many there are when it answers, and
 // the agent dials again through the load balancer until it holds them all),
 // so whichever replica a request reaches has the agent's tunnel.
+//
+// A replica holds one tunnel per cluster: a new one replaces the one it held
+// (an agent restarted, or dialling again after a cut, is never locked out by
+// a half-dead connection), and each is checked again (Registry.Check) every
+// Recheck while it is open: the identity that opened it may be revoked or
+// stolen. The hub never accepts a stream the agent opens: each is closed as
+// it comes, so an agent cannot make the hub buffer streams without bound.
 package tunnel
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,25 +66,50 @@ func sessionConfig() *yamux.Config {
 	return cfg
 }
 
+// Identity is who opened a tunnel, as the hub authenticated it.
+type Identity struct {
+	User, UID string
+	Groups    []string
+	Extra     map[string][]string
+	// ServiceAccountUID is the UID of the agent's ServiceAccount the tunnel
+	// was opened with (a revoke makes the ServiceAccount anew).
+	ServiceAccountUID string
+}
+
+// DefaultRecheck is how often an open tunnel's identity is checked again.
+const DefaultRecheck = 5 * time.Second
+
 // Registry holds the tunnels the agents opened to one hub replica.
 type Registry struct {
 	// ID is this replica's identity, Count how many replicas there are.
 	ID    string
 	Count int
+	// Check, when set, says whether the identity that opened cluster's tunnel
+	// may still hold it; an error closes the tunnel. Recheck (DefaultRecheck)
+	// is how often it runs for each open tunnel.
+	Check   func(ctx context.Context, cluster string, id Identity) error
+	Recheck time.Duration
 
 	mu       sync.Mutex
-	sessions map[string][]*yamux.Session
+	sessions map[string]*held
+}
+
+// held is a cluster's open tunnel and who opened it.
+type held struct {
+	sess *yamux.Session
+	id   Identity
 }
 
 // NewRegistry returns an empty registry for replica id of count.
 func NewRegistry(id string, count int) *Registry {
-	return &Registry{ID: id, Count: max(count, 1), sessions: map[string][]*yamux.Session{}}
+	return &Registry{ID: id, Count: max(count, 1), sessions: map[string]*held{}}
 }
 
 // Accept answers a tunnel request of cluster's agent: it takes the connection
-// over and holds it as the cluster's tunnel until either end closes it. The
-// caller has authenticated the agent and bound it to cluster.
-func (r *Registry) Accept(w http.ResponseWriter, req *http.Request, cluster string) error {
+// over and holds it as the cluster's tunnel until either end closes it, or a
+// newer tunnel of the cluster replaces it, or Check refuses it. The caller
+// has authenticated the agent as id and bound it to cluster.
+func (r *Registry) Accept(w http.ResponseWriter, req *http.Request, cluster string, id Identity) error {
 	if req.Header.Get("Upgrade") != Protocol {
 		return fmt.Errorf("a tunnel request upgrades to %s", Protocol)
 	}
@@ -98,32 +131,79 @@ func (r *Registry) Accept(w http.ResponseWriter, req *http.Request, cluster stri
 		_ = conn.Close()
 		return err
 	}
-	sess, err := yamux.Client(bufferedConn{Conn: conn, r: buf.Reader}, sessionConfig())
+	cfg := sessionConfig()
+	cfg.AcceptBacklog = 1 // streams the agent opens: closed as they come
+	sess, err := yamux.Client(bufferedConn{Conn: conn, r: buf.Reader}, cfg)
 	if err != nil {
 		_ = conn.Close()
 		return err
 	}
 	r.mu.Lock()
-	r.sessions[cluster] = append(r.sessions[cluster], sess)
+	old := r.sessions[cluster]
+	r.sessions[cluster] = &held{sess: sess, id: id}
 	r.mu.Unlock()
+	if old != nil {
+		_ = old.sess.Close() // one tunnel per cluster: the newest
+	}
+	go refuseStreams(sess)
 	go func() {
 		<-sess.CloseChan()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		list := r.sessions[cluster]
-		for i, s := range list {
-			if s == sess {
-				list = append(list[:i], list[i+1:]...)
-				break
-			}
-		}
-		if len(list) == 0 {
+		if h := r.sessions[cluster]; h != nil && h.sess == sess {
 			delete(r.sessions, cluster)
-		} else {
-			r.sessions[cluster] = list
 		}
 	}()
 	return nil
+}
+
+// refuseStreams closes each stream the agent opens: the hub opens them, never
+// the agent.
+func refuseStreams(sess *yamux.Session) {
+	for {
+		stream, err := sess.AcceptStream()
+		if err != nil {
+			return
+		}
+		_ = stream.Close()
+	}
+}
+
+// Run checks every open tunnel again every Recheck until ctx ends, closing
+// those Check refuses.
+func (r *Registry) Run(ctx context.Context) error {
+	if r.Check == nil {
+		return nil
+	}
+	t := time.NewTicker(cmp.Or(r.Recheck, DefaultRecheck))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		r.CheckAll(ctx)
+	}
+}
+
+// CheckAll checks every open tunnel now (a revoke, say), closing those Check
+// refuses.
+func (r *Registry) CheckAll(ctx context.Context) {
+	if r.Check == nil {
+		return
+	}
+	r.mu.Lock()
+	open := make(map[string]*held, len(r.sessions))
+	for cluster, h := range r.sessions {
+		open[cluster] = h
+	}
+	r.mu.Unlock()
+	for cluster, h := range open {
+		if err := r.Check(ctx, cluster, h.id); err != nil && ctx.Err() == nil {
+			_ = h.sess.Close()
+		}
+	}
 }
 
 // Close closes every tunnel: the agents dial again (another replica, or this
@@ -131,10 +211,8 @@ func (r *Registry) Accept(w http.ResponseWriter, req *http.Request, cluster stri
 func (r *Registry) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, list := range r.sessions {
-		for _, s := range list {
-			_ = s.Close()
-		}
+	for _, h := range r.sessions {
+		_ = h.sess.Close()
 	}
 }
 
@@ -142,12 +220,8 @@ func (r *Registry) Close() {
 func (r *Registry) Connected(cluster string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, s := range r.sessions[cluster] {
-		if !s.IsClosed() {
-			return true
-		}
-	}
-	return false
+	h := r.sessions[cluster]
+	return h != nil && !h.sess.IsClosed()
 }
 
 // Clusters is how many clusters hold a tunnel to this replica.
@@ -157,16 +231,13 @@ func (r *Registry) Clusters() int {
 	return len(r.sessions)
 }
 
-// Dial opens a stream to cluster's agent, on its newest tunnel.
+// Dial opens a stream to cluster's agent, on its tunnel.
 func (r *Registry) Dial(ctx context.Context, cluster string) (net.Conn, error) {
 	r.mu.Lock()
-	list := append([]*yamux.Session(nil), r.sessions[cluster]...)
+	h := r.sessions[cluster]
 	r.mu.Unlock()
-	for i := len(list) - 1; i >= 0; i-- {
-		if list[i].IsClosed() {
-			continue
-		}
-		if stream, err := list[i].Open(); err == nil {
+	if h != nil && !h.sess.IsClosed() {
+		if stream, err := h.sess.Open(); err == nil {
 			return stream, nil
 		}
 		if ctx.Err() != nil {

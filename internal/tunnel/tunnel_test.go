@@ -2,6 +2,7 @@ package tunnel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/hashicorp/yamux"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 
@@ -36,7 +38,7 @@ func startReplicas(t *testing.T, n int) *replicas {
 	for i := range n {
 		reg := tunnel.NewRegistry(fmt.Sprintf("hub-%d", i), n)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if err := reg.Accept(w, req, "member-1"); err != nil {
+			if err := reg.Accept(w, req, "member-1", tunnel.Identity{}); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 			}
 		}))
@@ -135,7 +137,7 @@ func TestAgentHoldsATunnelToEveryReplica(t *testing.T) {
 func TestAcceptRefusesOtherProtocols(t *testing.T) {
 	reg := tunnel.NewRegistry("hub-0", 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if err := reg.Accept(w, req, "member-1"); err != nil {
+		if err := reg.Accept(w, req, "member-1", tunnel.Identity{}); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 		}
 	}))
@@ -151,4 +153,83 @@ func TestAcceptRefusesOtherProtocols(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || reg.Connected("member-1") {
 		t.Errorf("answered %s, connected %v", resp.Status, reg.Connected("member-1"))
 	}
+}
+
+// openTunnel dials reg's server as an agent would and returns the agent's end
+// of the tunnel.
+func openTunnel(t *testing.T, url string) *yamux.Session {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", tunnel.Protocol)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("answered %s", resp.Status)
+	}
+	sess, err := yamux.Server(resp.Body.(io.ReadWriteCloser), yamux.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	return sess
+}
+
+// One tunnel per cluster and replica: a second replaces the first (closed);
+// a tunnel whose identity Check refuses is closed within Recheck; a stream
+// the agent opens is closed by the hub at once, whatever it writes.
+func TestOneCheckedTunnelPerCluster(t *testing.T) {
+	reg := tunnel.NewRegistry("hub-0", 1)
+	var revoked atomic.Value // the ServiceAccount UID revoked
+	revoked.Store("")
+	reg.Recheck = 20 * time.Millisecond
+	reg.Check = func(_ context.Context, cluster string, id tunnel.Identity) error {
+		if id.ServiceAccountUID == revoked.Load().(string) {
+			return errors.New("revoked")
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = reg.Run(ctx) }()
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		id := tunnel.Identity{ServiceAccountUID: fmt.Sprintf("uid-%d", n.Add(1))}
+		if err := reg.Accept(w, req, "member-1", id); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	defer reg.Close()
+
+	first := openTunnel(t, srv.URL)
+	eventually(t, "the first tunnel is held", func() bool { return reg.Connected("member-1") })
+	second := openTunnel(t, srv.URL)
+	eventually(t, "the second replaces the first", func() bool { return first.IsClosed() })
+	if second.IsClosed() || !reg.Connected("member-1") {
+		t.Fatal("the newest tunnel is held")
+	}
+
+	// A stream the agent opens: closed by the hub, not buffered.
+	stream, err := second.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = stream.Write(make([]byte, 64<<10))
+	_ = stream.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.ReadAll(stream); err != nil {
+		t.Fatalf("the hub closes a stream the agent opens: %v", err)
+	}
+
+	// Revoking an earlier identity (uid-1) keeps the held tunnel (uid-2);
+	// revoking its own closes it at the next recheck.
+	revoked.Store("uid-1")
+	reg.CheckAll(ctx)
+	if second.IsClosed() {
+		t.Fatal("a tunnel whose identity stands is kept")
+	}
+	revoked.Store("uid-2")
+	eventually(t, "a refused identity's tunnel is closed at the next recheck", func() bool { return second.IsClosed() && !reg.Connected("member-1") })
 }

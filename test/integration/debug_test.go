@@ -30,8 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/debug"
 	"github.com/lodestar-dev/lodestar/internal/debugapi"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 	"github.com/lodestar-dev/lodestar/internal/tunnel"
 )
@@ -414,4 +416,19 @@ func TestDebuggingExamples(t *testing.T) {
 			g.Expect(errOut).To(And(ContainSubstring(`"alice"`), ContainSubstring("placements/exec")))
 		},
 	})
+}
+
+// Revoking a cluster's agent identity cuts its open tunnel: no debug session
+// reaches the member through it any more (the agent's renewed token is refused
+// too, so it stays cut until the cluster joins again). On earlier mains a
+// tunnel was authorised once, when it opened, and lived on.
+func TestRevokeCutsTheOpenTunnel(t *testing.T) {
+	g := NewWithT(t)
+	name, _, _ := runAux(t, "tunnel", func(o *agent.Options) { o.Debug = debugOptions })
+	g.Eventually(func() bool { return debugServer.Tunnels.Connected(name) }).Should(BeTrue())
+	revoked := time.Now()
+	g.Expect(fleet.Revoke(t.Context(), hubCP.Client, name)).To(Succeed())
+	g.Eventually(func() bool { return debugServer.Tunnels.Connected(name) }).Should(BeFalse())
+	t.Logf("the tunnel was cut %s after the revoke", time.Since(revoked).Round(time.Millisecond))
+	g.Consistently(func() bool { return debugServer.Tunnels.Connected(name) }, "3s").Should(BeFalse(), "the revoked identity opens no tunnel again")
 }

@@ -1,0 +1,103 @@
+package debugapi
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/tunnel"
+)
+
+// DefaultAuthorizeEvery is how often an open tunnel's opener is authorised
+// again (a SubjectAccessReview); its ServiceAccount is compared every
+// tunnel.DefaultRecheck.
+const DefaultAuthorizeEvery = time.Minute
+
+// tunnelAuth binds a tunnel to the agent ServiceAccount that opened it and
+// checks, while it is open, that the ServiceAccount is still that one (a
+// `kubectl lodestar revoke` makes it anew) and that the hub still lets it
+// open the tunnel.
+type tunnelAuth struct {
+	// Direct reads the ServiceAccount when a tunnel opens; Accounts (a cache
+	// of the agents' ServiceAccounts alone) while it is open.
+	Direct, Accounts client.Reader
+	Reviews          authorizationclient.SubjectAccessReviewInterface
+	AuthorizeEvery   time.Duration
+
+	mu         sync.Mutex
+	authorized map[string]time.Time // by cluster and ServiceAccount UID
+}
+
+// identity is the tunnel.Identity of user opening cluster's tunnel: refused
+// when the agent's ServiceAccount is not the one the user's token was for.
+func (a *tunnelAuth) identity(ctx context.Context, cluster string, user User) (tunnel.Identity, error) {
+	sa, err := a.account(ctx, a.Direct, cluster)
+	if err != nil {
+		return tunnel.Identity{}, err
+	}
+	if user.UID != "" && user.UID != string(sa.UID) {
+		return tunnel.Identity{}, fmt.Errorf("the token is of an earlier ServiceAccount %s (revoked); join the cluster again", fleet.Identity(cluster))
+	}
+	return tunnel.Identity{User: user.Name, UID: user.UID, Groups: user.Groups, Extra: user.Extra, ServiceAccountUID: string(sa.UID)}, nil
+}
+
+func (a *tunnelAuth) account(ctx context.Context, r client.Reader, cluster string) (*metav1.PartialObjectMetadata, error) {
+	sa := &metav1.PartialObjectMetadata{}
+	sa.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
+	if err := r.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(cluster), Name: fleet.AgentServiceAccount}, sa); err != nil {
+		return nil, fmt.Errorf("reading the agent's ServiceAccount %s: %w", fleet.Identity(cluster), err)
+	}
+	return sa, nil
+}
+
+// Check says whether the identity that opened cluster's tunnel may still hold
+// it (tunnel.Registry.Check).
+func (a *tunnelAuth) Check(ctx context.Context, cluster string, id tunnel.Identity) error {
+	sa, err := a.account(ctx, a.Accounts, cluster)
+	if err != nil {
+		return err
+	}
+	if string(sa.UID) != id.ServiceAccountUID {
+		return fmt.Errorf("the agent's ServiceAccount %s was made anew (revoked)", fleet.Identity(cluster))
+	}
+	key := cluster + "/" + id.ServiceAccountUID
+	a.mu.Lock()
+	due := time.Since(a.authorized[key]) >= a.AuthorizeEvery
+	a.mu.Unlock()
+	if !due {
+		return nil
+	}
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range id.Extra {
+		extra[k] = v
+	}
+	review, err := a.Reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: id.User, UID: id.UID, Groups: id.Groups, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: names.ClusterNamespace(cluster), Verb: "create", Group: Group, Version: Version,
+			Resource: Tunnels, Subresource: TunnelSubresource, Name: cluster,
+		},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil //nolint:nilerr // the hub API server unreachable for a moment cuts no tunnel
+	}
+	if !review.Status.Allowed {
+		return fmt.Errorf("%s may no longer open cluster %s's tunnel", id.User, cluster)
+	}
+	a.mu.Lock()
+	if a.authorized == nil {
+		a.authorized = map[string]time.Time{}
+	}
+	a.authorized[key] = time.Now()
+	a.mu.Unlock()
+	return nil
+}
