@@ -61,6 +61,7 @@ func main() {
 	flag.StringVar(&debugOpts.ReplicaID, "debug-replica-id", os.Getenv("POD_NAME"), "This replica's identity to the agents' tunnels (default $POD_NAME).")
 	flag.IntVar(&debugOpts.Replicas, "debug-replicas", 1, "How many hub replicas serve the debug API: each agent holds a tunnel to every one.")
 	flag.IntVar(&debugOpts.StreamsPerUser, "debug-streams-per-user", debugapi.DefaultStreamsPerUser, "Most open debug streams (logs, exec, port-forward) of one user on one replica.")
+	flag.IntVar(&debugOpts.StreamsPerNamespace, "debug-streams-per-namespace", debugapi.DefaultStreamsPerNamespace, "Most open debug streams of one namespace's Placements on one replica, whoever opens them.")
 	flag.IntVar(&debugOpts.Streams, "debug-streams", debugapi.DefaultStreams, "Most open debug streams on one replica.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)

@@ -206,7 +206,7 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 		}
 		log := ctrl.Log.WithName("debug-tunnel").WithValues("cluster", opts.ClusterName)
 		if err := mgr.Add(&tunnel.Agent{Hub: mgr.GetConfig(), Path: debugapi.TunnelPath(opts.ClusterName), Log: log, Handler: &debug.Handler{
-			Member: opts.Member, MemberClient: m.client, Hub: mgr.GetClient(), ClusterNamespace: names.ClusterNamespace(opts.ClusterName),
+			Member: opts.Member, MemberClient: m.client, Hub: mgr.GetClient(), ClusterNamespace: names.ClusterNamespace(opts.ClusterName), HubID: works.HubID,
 			TenantAccess: access, Log: log,
 		}}); err != nil {
 			return nil, err

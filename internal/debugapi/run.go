@@ -39,7 +39,7 @@ type Options struct {
 	ReplicaID string
 	Replicas  int
 	// StreamsPerUser, Streams and Recheck are the Server's.
-	StreamsPerUser, Streams int
+	StreamsPerUser, StreamsPerNamespace, Streams int
 	Recheck                 time.Duration
 	// TunnelRecheck is how often an open tunnel's ServiceAccount is compared
 	// (tunnel.DefaultRecheck), TunnelAuthorizeEvery how often its opener is
@@ -138,7 +138,7 @@ func (r *Runnable) Start(ctx context.Context) error {
 	go func() { _ = r.Tunnels.Run(ctx) }()
 	srv := &Server{
 		Reader: r.mgr.GetClient(), Reviews: cs.AuthorizationV1().SubjectAccessReviews(), Tunnels: r.Tunnels, Auth: auth,
-		StreamsPerUser: r.StreamsPerUser, Streams: r.Streams, Recheck: r.Recheck, Log: log, tunnelAuth: ta,
+		StreamsPerUser: r.StreamsPerUser, StreamsPerNamespace: r.StreamsPerNamespace, Streams: r.Streams, Recheck: r.Recheck, Log: log, tunnelAuth: ta,
 	}
 	l := r.Listener
 	if l == nil {

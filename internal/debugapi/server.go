@@ -31,7 +31,11 @@ import (
 // Default limits of open streams (logs, exec and port-forward sessions).
 const (
 	DefaultStreamsPerUser = 50
-	DefaultStreams        = 1000
+	// DefaultStreamsPerNamespace bounds the streams of one namespace's
+	// Placements, whoever opens them: a namespace admin can mint users
+	// (ServiceAccounts) without end.
+	DefaultStreamsPerNamespace = 100
+	DefaultStreams             = 1000
 	// DefaultRecheck is how often an open stream's authorisation is checked
 	// again: a revoked RoleBinding ends it within this.
 	DefaultRecheck = 20 * time.Second
@@ -55,9 +59,10 @@ type Server struct {
 	Tunnels *tunnel.Registry
 	// Auth authenticates the hub API server's proxy.
 	Auth *FrontProxy
-	// StreamsPerUser and Streams bound the open streams of one user and of
-	// the replica (defaults DefaultStreamsPerUser, DefaultStreams).
-	StreamsPerUser, Streams int
+	// StreamsPerUser, StreamsPerNamespace and Streams bound the open streams of
+	// one user, of one namespace's Placements and of the replica (defaults
+	// DefaultStreamsPerUser, DefaultStreamsPerNamespace, DefaultStreams).
+	StreamsPerUser, StreamsPerNamespace, Streams int
 	// Recheck is how often an open stream is authorised again (DefaultRecheck).
 	Recheck time.Duration
 	Log     logr.Logger
@@ -66,9 +71,10 @@ type Server struct {
 
 	once  sync.Once
 	proxy *httputil.ReverseProxy
-	mu    sync.Mutex
-	open  map[string]int
-	total int
+	mu     sync.Mutex
+	open   map[string]int
+	openNS map[string]int
+	total  int
 }
 
 type proxiedKey struct{}
@@ -83,13 +89,16 @@ func (s *Server) init() {
 		if s.StreamsPerUser <= 0 {
 			s.StreamsPerUser = DefaultStreamsPerUser
 		}
+		if s.StreamsPerNamespace <= 0 {
+			s.StreamsPerNamespace = DefaultStreamsPerNamespace
+		}
 		if s.Streams <= 0 {
 			s.Streams = DefaultStreams
 		}
 		if s.Recheck <= 0 {
 			s.Recheck = DefaultRecheck
 		}
-		s.open = map[string]int{}
+		s.open, s.openNS = map[string]int{}, map[string]int{}
 		s.proxy = &httputil.ReverseProxy{
 			Rewrite: s.rewrite,
 			Transport: &http.Transport{
@@ -239,7 +248,7 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 		WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("cluster %s: its agent holds no tunnel to this hub replica (%s); the agent dials again within seconds if it runs and reaches the hub", req.Cluster, s.Tunnels.ID)))
 		return
 	}
-	release, err := s.acquire(user.Name)
+	release, err := s.acquire(user.Name, req.Namespace)
 	if err != nil {
 		WriteStatus(w, err)
 		return
@@ -298,17 +307,22 @@ func (s *Server) recheck(ctx context.Context, cancel context.CancelFunc, user Us
 	}
 }
 
-// acquire counts an open request against the limits.
-func (s *Server) acquire(user string) (func(), error) {
+// acquire counts an open request against the limits: of its user, of its
+// Placement's namespace, and of the replica.
+func (s *Server) acquire(user, namespace string) (func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.open[user] >= s.StreamsPerUser {
 		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("user %q has %d debug streams open, the most one user may (close some, or narrow the command with --cluster)", user, s.open[user]), 1)
 	}
+	if s.openNS[namespace] >= s.StreamsPerNamespace {
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("the Placements of namespace %s have %d debug streams open, the most one namespace may; try again later", namespace, s.openNS[namespace]), 1)
+	}
 	if s.total >= s.Streams {
 		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("this hub replica has %d debug streams open, the most it serves; try again later", s.total), 1)
 	}
 	s.open[user]++
+	s.openNS[namespace]++
 	s.total++
 	return func() {
 		s.mu.Lock()
@@ -316,6 +330,9 @@ func (s *Server) acquire(user string) (func(), error) {
 		s.total--
 		if s.open[user]--; s.open[user] <= 0 {
 			delete(s.open, user)
+		}
+		if s.openNS[namespace]--; s.openNS[namespace] <= 0 {
+			delete(s.openNS, namespace)
 		}
 	}, nil
 }

@@ -132,7 +132,7 @@ func (f *fleet) hubWideArgs() []string {
 		return nil
 	}
 	return []string{"--debug-bind-address", f.debugAddr, "--debug-namespace", debugNamespace,
-		"--debug-streams-per-user", "20000", "--debug-streams", "20000"}
+		"--debug-streams-per-user", "20000", "--debug-streams-per-namespace", "20000", "--debug-streams", "20000"}
 }
 
 // spawnManager starts a hub manager process with args added to the bench's.

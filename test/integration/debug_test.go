@@ -26,10 +26,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/debug"
 	"github.com/lodestar-dev/lodestar/internal/debugapi"
@@ -431,4 +433,57 @@ func TestRevokeCutsTheOpenTunnel(t *testing.T) {
 	g.Eventually(func() bool { return debugServer.Tunnels.Connected(name) }).Should(BeFalse())
 	t.Logf("the tunnel was cut %s after the revoke", time.Since(revoked).Round(time.Millisecond))
 	g.Consistently(func() bool { return debugServer.Tunnels.Connected(name) }, "3s").Should(BeFalse(), "the revoked identity opens no tunnel again")
+}
+
+// Debugging acts only on what Lodestar placed, by UID: a member-local
+// Deployment that shares its name with a ReportOnly manifest (which the agent
+// compares and never applies) is not the Placement's, so neither its logs
+// nor its pods are reachable through it. On earlier mains ownership went by
+// the names in the Work, and the member-local pods were the tenant's to read
+// and exec into.
+func TestDebugActsOnlyOnWhatLodestarPlaced(t *testing.T) {
+	f := newDebugFleet(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	_, local, _ := webObjects(f.ns)
+	local.Name, local.Spec.Replicas = "local", ptr.To[int32](1)
+	local.Spec.Selector.MatchLabels = map[string]string{"app": "local"}
+	local.Spec.Template.Labels = map[string]string{"app": "local"}
+	createOn(t, member1, local.DeepCopy())
+	g.Expect(hubCP.Client.Create(ctx, local)).To(Succeed())
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: f.ns}, Spec: placementv1alpha1.PlacementSpec{
+		ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "local"}},
+		Scheduling:        placementv1alpha1.Scheduling{ClusterNames: []string{member1}},
+		ApplyStrategy:     &lodestarworkv1alpha1.ApplyStrategy{Type: lodestarworkv1alpha1.ApplyReportOnly},
+	}}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	var pod string
+	g.Eventually(func(g Gomega) {
+		w := workOf(g, p, member1)
+		g.Expect(w).NotTo(BeNil(), "the Work is there")
+		if w == nil {
+			return
+		}
+		c := manifestCondition(g, w, 0, lodestarworkv1alpha1.ConditionApplied)
+		if c == nil {
+			return
+		}
+		g.Expect(c.ObservedGeneration).To(Equal(w.Generation))
+		pods := &corev1.PodList{}
+		g.Expect(members[member1].Client.List(ctx, pods, client.InNamespace(f.ns), client.MatchingLabels{"app": "local"})).To(Succeed())
+		g.Expect(pods.Items).NotTo(BeEmpty())
+		pod = pods.Items[0].Name
+	}).Should(Succeed())
+
+	cfg := rest.CopyConfig(hubCP.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: f.user}
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(f.ns, "local", debugapi.Log, member1)
+	err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
+	g.Expect(err).To(HaveOccurred(), "the member-local pod's logs are not the Placement's")
+	g.Expect(err.Error()).To(ContainSubstring("places nothing in namespace"))
+	out, _, err := f.run(t, "pods", "local", "--cluster", member1)
+	g.Expect(out).NotTo(ContainSubstring(pod))
+	_ = err
+	_, errOut, err := f.run(t, "exec", "--placement", "local", "--cluster", member1, pod, "--", "echo", "ok")
+	g.Expect(err).To(HaveOccurred(), "no exec into the member-local pod: %s", errOut)
 }

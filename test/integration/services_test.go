@@ -229,7 +229,7 @@ func shareNamespace(t *testing.T, ns string, clusters ...string) {
 	g.Expect(hubCP.Client.Create(t.Context(), p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		for _, c := range clusters {
-			workOf(g, p, c)
+			g.Expect(workOf(g, p, c)).NotTo(BeNil(), "a Work on %s", c)
 		}
 	}).Should(Succeed())
 }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -22,6 +23,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,8 +61,9 @@ type Handler struct {
 	MemberClient client.Client
 	// Hub reads the cluster's Works (the agent's hub cache).
 	Hub client.Reader
-	// ClusterNamespace is the cluster's namespace on the hub.
-	ClusterNamespace string
+	// ClusterNamespace is the cluster's namespace on the hub; HubID the hub's
+	// identity in the names of the member's AppliedWorks.
+	ClusterNamespace, HubID string
 	// TenantAccess is what the agent grants the tenant groups (TenantAccess*).
 	TenantAccess string
 	Log          logr.Logger
@@ -132,7 +135,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx := r.Context()
-	owned, err := placedWorkloads(ctx, h.Hub, h.MemberClient, h.ClusterNamespace, namespace, name)
+	owned, err := placedWorkloads(ctx, h.Hub, h.MemberClient, h.HubID, h.ClusterNamespace, namespace, name)
 	if err != nil {
 		debugapi.WriteStatus(w, apierrors.NewInternalError(err))
 		return
@@ -166,87 +169,138 @@ var (
 	placementsResource = debugapi.PlacementsResource
 )
 
-// list lists pods or events as the user and keeps those of the Placement's
-// workloads.
+// Bounds of a list of pods or events: read from the member a page at a time,
+// at most maxListed of the Placement's kept.
+const (
+	listPage  = 500
+	maxListed = 5000
+)
+
+// list lists pods or events as the user, a page at a time, and keeps those of
+// the Placement's workloads. It lists only: a watch is refused, never passed
+// to the member.
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, sub string, owned *workloads) {
+	query := r.URL.Query()
+	if v := query.Get("watch"); v != "" && v != "false" && v != "0" {
+		debugapi.WriteStatus(w, apierrors.NewBadRequest("the debug API lists pods and events; it does not watch them (follow logs with kubectl lodestar logs -f)"))
+		return
+	}
+	for _, k := range []string{"watch", "allowWatchBookmarks", "sendInitialEvents", "resourceVersionMatch", "continue"} {
+		query.Del(k)
+	}
+	var pods map[types.UID]*corev1.Pod
+	if sub == debugapi.Events {
+		var err error
+		if pods, err = h.podsByUID(r.Context(), namespaceOf(r.URL.Path)); err != nil {
+			debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+			return
+		}
+	}
+	podList, eventList := &corev1.PodList{}, &corev1.EventList{}
+	kept, truncated := 0, false
+	for next := ""; ; {
+		query.Set("limit", strconv.Itoa(listPage))
+		query.Set("continue", next)
+		status, body, err := h.get(r, query)
+		if err != nil {
+			debugapi.WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the member's API server: %v", err)))
+			return
+		}
+		if status != http.StatusOK {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write(body)
+			return
+		}
+		var meta metav1.ListMeta
+		switch sub {
+		case debugapi.Pods:
+			page := &corev1.PodList{}
+			if err := json.Unmarshal(body, page); err != nil {
+				debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+				return
+			}
+			for i := range page.Items {
+				if owned.ownsPod(&page.Items[i]) && kept < maxListed {
+					podList.Items = append(podList.Items, page.Items[i])
+					kept++
+				}
+			}
+			meta = page.ListMeta
+		case debugapi.Events:
+			page := &corev1.EventList{}
+			if err := json.Unmarshal(body, page); err != nil {
+				debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+				return
+			}
+			for i := range page.Items {
+				if owned.ownsEvent(&page.Items[i], pods) && kept < maxListed {
+					eventList.Items = append(eventList.Items, page.Items[i])
+					kept++
+				}
+			}
+			meta = page.ListMeta
+		}
+		if kept >= maxListed && meta.Continue != "" {
+			truncated = true
+			break
+		}
+		if next = meta.Continue; next == "" {
+			break
+		}
+	}
+	if truncated {
+		w.Header().Add("Warning", fmt.Sprintf(`299 - "more than %d %s of the Placement on this cluster: the first %d are listed"`, maxListed, sub, maxListed))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	var out any = podList
+	if sub == debugapi.Events {
+		out = eventList
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// get reads one page of a list from the member as the user (r's headers), at
+// most maxPageBytes of it.
+func (h *Handler) get(r *http.Request, query url.Values) (int, []byte, error) {
 	u := *h.base
 	u.Path = strings.TrimSuffix(h.base.Path, "/") + r.URL.Path
-	u.RawQuery = r.URL.RawQuery
+	u.RawQuery = query.Encode()
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
 	if err != nil {
-		debugapi.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
-		return
+		return 0, nil, err
 	}
 	req.Header = r.Header.Clone()
 	req.Header.Set("Accept", "application/json")
 	req.Header.Del("Accept-Encoding")
 	resp, err := h.transport.RoundTrip(req)
 	if err != nil {
-		debugapi.WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the member's API server: %v", err)))
-		return
+		return 0, nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPageBytes+1))
 	if err != nil {
-		debugapi.WriteStatus(w, apierrors.NewServiceUnavailable(err.Error()))
-		return
+		return 0, nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-		w.WriteHeader(resp.StatusCode)
-		_, _ = w.Write(body)
-		return
+	if len(body) > maxPageBytes {
+		return 0, nil, fmt.Errorf("a page of %d items is more than %d MiB", listPage, maxPageBytes>>20)
 	}
-	var out any
-	switch sub {
-	case debugapi.Pods:
-		list := &corev1.PodList{}
-		if err := json.Unmarshal(body, list); err != nil {
-			debugapi.WriteStatus(w, apierrors.NewInternalError(err))
-			return
-		}
-		kept := list.Items[:0]
-		for i := range list.Items {
-			if owned.ownsPod(&list.Items[i]) {
-				kept = append(kept, list.Items[i])
-			}
-		}
-		list.Items = kept
-		out = list
-	case debugapi.Events:
-		list := &corev1.EventList{}
-		if err := json.Unmarshal(body, list); err != nil {
-			debugapi.WriteStatus(w, apierrors.NewInternalError(err))
-			return
-		}
-		pods, err := h.podsByName(r.Context(), namespaceOf(r.URL.Path))
-		if err != nil {
-			debugapi.WriteStatus(w, apierrors.NewInternalError(err))
-			return
-		}
-		kept := list.Items[:0]
-		for i := range list.Items {
-			if owned.ownsEvent(&list.Items[i], pods) {
-				kept = append(kept, list.Items[i])
-			}
-		}
-		list.Items = kept
-		out = list
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	return resp.StatusCode, body, nil
 }
 
-// podsByName reads the namespace's pods as the agent: an event names its pod,
+// maxPageBytes bounds one page read from the member.
+const maxPageBytes = 64 << 20
+
+// podsByUID reads the namespace's pods as the agent: an event names its pod,
 // whose controllers say whose it is.
-func (h *Handler) podsByName(ctx context.Context, namespace string) (map[string]*corev1.Pod, error) {
+func (h *Handler) podsByUID(ctx context.Context, namespace string) (map[types.UID]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := h.MemberClient.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, err
 	}
-	out := make(map[string]*corev1.Pod, len(list.Items))
+	out := make(map[types.UID]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
-		out[list.Items[i].Name] = &list.Items[i]
+		out[list.Items[i].UID] = &list.Items[i]
 	}
 	return out, nil
 }
@@ -260,14 +314,37 @@ func namespaceOf(path string) string {
 }
 
 // grantTenantAccess binds the namespace's tenant group to the role the member
-// admin chose, once per namespace and agent run; a binding that exists is
-// left as it is (the member admin's), and none is ever deleted.
+// admin chose, once per namespace and agent run. A binding the agent made
+// earlier for another choice (the member admin turned exec off, or all
+// access) is replaced or removed, so that the member's word stands; one the
+// agent did not make is left as it is (the member admin's), and never deleted.
 func (h *Handler) grantTenantAccess(ctx context.Context, namespace string) {
 	role := map[string]string{TenantAccessLogs: LogsRole, TenantAccessExec: ExecRole}[h.TenantAccess]
-	if role == "" {
+	if _, done := h.bound.Load(namespace); done {
 		return
 	}
-	if _, done := h.bound.Load(namespace); done {
+	have := &rbacv1.RoleBinding{}
+	err := h.MemberClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: TenantRoleBinding}, have)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		h.Log.Error(err, "reading the tenant group's access to its namespace", "namespace", namespace)
+		return
+	case have.Labels[tenantBindingLabel] == "":
+		h.bound.Store(namespace, true) // the member admin's own
+		return
+	case have.RoleRef.Name == role:
+		h.bound.Store(namespace, true)
+		return
+	default:
+		// Ours, for an earlier choice: its role cannot change, so it goes.
+		if err := h.MemberClient.Delete(ctx, have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
+			h.Log.Error(err, "withdrawing the tenant group's earlier access", "namespace", namespace, "role", have.RoleRef.Name)
+			return
+		}
+	}
+	if role == "" {
+		h.bound.Store(namespace, true)
 		return
 	}
 	rb := &rbacv1.RoleBinding{

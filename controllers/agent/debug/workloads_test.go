@@ -9,61 +9,63 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func controlledBy(apiVersion, kind, name string) []metav1.OwnerReference {
-	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, Controller: ptr.To(true)}}
+func controlledBy(apiVersion, kind, name, uid string) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
 }
 
 // A pod belongs to a Placement when it, its controller or its controller's
-// controller was placed; nothing else of the namespace does.
+// controller is one the agent applied for it, by UID: a namesake (the same
+// name, another UID) is not, nor is anything else of the namespace.
 func TestWorkloadsOwnership(t *testing.T) {
 	w := &workloads{
-		placed: map[objectKey]bool{
-			{"apps", "Deployment", "web"}: true, {"batch", "CronJob", "report"}: true,
-			{"apps", "StatefulSet", "db"}: true, {"", "Pod", "debug"}: true,
-		},
-		controllers: map[objectKey]*metav1.OwnerReference{
-			{"apps", "ReplicaSet", "web-7c9f"}:   &controlledBy("apps/v1", "Deployment", "web")[0],
-			{"apps", "ReplicaSet", "other-1"}:    &controlledBy("apps/v1", "Deployment", "other")[0],
-			{"batch", "Job", "report-123"}:       &controlledBy("batch/v1", "CronJob", "report")[0],
-			{"apps", "ReplicaSet", "standalone"}: nil,
+		placed: map[types.UID]bool{"deploy-web": true, "cronjob-report": true, "sts-db": true, "pod-debug": true},
+		controllers: map[types.UID]*metav1.OwnerReference{
+			"rs-web-7c9f":   &controlledBy("apps/v1", "Deployment", "web", "deploy-web")[0],
+			"rs-other-1":    &controlledBy("apps/v1", "Deployment", "other", "deploy-other")[0],
+			"rs-namesake":   &controlledBy("apps/v1", "Deployment", "web", "deploy-web-member-local")[0],
+			"job-report":    &controlledBy("batch/v1", "CronJob", "report", "cronjob-report")[0],
+			"rs-standalone": nil,
 		},
 	}
 	pod := func(name string, owners []metav1.OwnerReference) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), OwnerReferences: owners}}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("pod-" + name), OwnerReferences: owners}}
 	}
 	pods := map[*corev1.Pod]bool{
-		pod("web-7c9f-abc", controlledBy("apps/v1", "ReplicaSet", "web-7c9f")): true,
-		pod("report-123-x", controlledBy("batch/v1", "Job", "report-123")):     true,
-		pod("db-0", controlledBy("apps/v1", "StatefulSet", "db")):              true,
+		pod("web-7c9f-abc", controlledBy("apps/v1", "ReplicaSet", "web-7c9f", "rs-web-7c9f")): true,
+		pod("report-123-x", controlledBy("batch/v1", "Job", "report-123", "job-report")):      true,
+		pod("db-0", controlledBy("apps/v1", "StatefulSet", "db", "sts-db")):                   true,
 		pod("debug", nil): true,
-		pod("other-1-x", controlledBy("apps/v1", "ReplicaSet", "other-1")):       false,
-		pod("standalone-x", controlledBy("apps/v1", "ReplicaSet", "standalone")): false,
+		pod("other-1-x", controlledBy("apps/v1", "ReplicaSet", "other-1", "rs-other-1")):          false,
+		pod("standalone-x", controlledBy("apps/v1", "ReplicaSet", "standalone", "rs-standalone")): false,
 		pod("stray", nil): false,
-		// Same name, another group: not the placed Deployment.
-		pod("fake-x", controlledBy("example.com/v1", "Deployment", "web")): false,
+		// A member-local Deployment named web (its own UID): not the placed one.
+		pod("web-local-x", controlledBy("apps/v1", "ReplicaSet", "web-local", "rs-namesake")): false,
+		// A ReplicaSet named like the placed one's, another UID.
+		pod("web-7c9f-forged", controlledBy("apps/v1", "ReplicaSet", "web-7c9f", "rs-forged")): false,
 	}
 	for p, want := range pods {
 		if got := w.ownsPod(p); got != want {
 			t.Errorf("ownsPod(%s) = %v, want %v", p.Name, got, want)
 		}
 	}
-	byName := map[string]*corev1.Pod{}
+	byUID := map[types.UID]*corev1.Pod{}
 	for p := range pods {
-		byName[p.Name] = p
+		byUID[p.UID] = p
 	}
 	event := func(apiVersion, kind, name, uid string) *corev1.Event {
 		return &corev1.Event{InvolvedObject: corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid)}}
 	}
 	for e, want := range map[*corev1.Event]bool{
-		event("apps/v1", "Deployment", "web", ""):          true,
-		event("apps/v1", "ReplicaSet", "web-7c9f", ""):     true,
-		event("v1", "Pod", "web-7c9f-abc", "web-7c9f-abc"): true,
-		event("v1", "Pod", "web-7c9f-abc", "an-older-pod"): false,
-		event("v1", "Pod", "stray", "stray"):               false,
-		event("apps/v1", "Deployment", "other", ""):        false,
-		event("v1", "ConfigMap", "web", ""):                false,
+		event("apps/v1", "Deployment", "web", "deploy-web"):              true,
+		event("apps/v1", "ReplicaSet", "web-7c9f", "rs-web-7c9f"):        true,
+		event("v1", "Pod", "web-7c9f-abc", "pod-web-7c9f-abc"):           true,
+		event("v1", "Pod", "web-7c9f-abc", "an-older-pod"):               false,
+		event("v1", "Pod", "stray", "pod-stray"):                         false,
+		event("apps/v1", "Deployment", "other", "deploy-other"):          false,
+		event("apps/v1", "Deployment", "web", "deploy-web-member-local"): false,
+		event("v1", "ConfigMap", "web", "cm-web"):                        false,
 	} {
-		if got := w.ownsEvent(e, byName); got != want {
+		if got := w.ownsEvent(e, byUID); got != want {
 			t.Errorf("ownsEvent(%s %s) = %v, want %v", e.InvolvedObject.Kind, e.InvolvedObject.Name, got, want)
 		}
 	}
