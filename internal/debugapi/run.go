@@ -40,7 +40,7 @@ type Options struct {
 	Replicas  int
 	// StreamsPerUser, Streams and Recheck are the Server's.
 	StreamsPerUser, StreamsPerNamespace, Streams int
-	Recheck                 time.Duration
+	Recheck                                      time.Duration
 	// TunnelRecheck is how often an open tunnel's ServiceAccount is compared
 	// (tunnel.DefaultRecheck), TunnelAuthorizeEvery how often its opener is
 	// authorised again (DefaultAuthorizeEvery).

@@ -69,8 +69,8 @@ type Server struct {
 	// tunnelAuth binds tunnels to the agent ServiceAccount that opened them.
 	tunnelAuth *tunnelAuth
 
-	once  sync.Once
-	proxy *httputil.ReverseProxy
+	once   sync.Once
+	proxy  *httputil.ReverseProxy
 	mu     sync.Mutex
 	open   map[string]int
 	openNS map[string]int
