@@ -264,17 +264,10 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 
 // allowed asks the hub whether user may act on the Placement's subresource.
 func (s *Server) allowed(ctx context.Context, user User, req Request, method string) (bool, string, error) {
-	extra := map[string]authorizationv1.ExtraValue{}
-	for k, v := range user.Extra {
-		extra[k] = v
-	}
-	review, err := s.Reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user.Name, UID: user.UID, Groups: user.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: req.Namespace, Verb: Verb(method), Group: Group, Version: Version,
-			Resource: Placements, Subresource: req.Subresource, Name: req.Name,
-		},
-	}}, metav1.CreateOptions{})
+	review, err := askHub(ctx, s.Reviews, user, authorizationv1.ResourceAttributes{
+		Namespace: req.Namespace, Verb: Verb(method), Group: Group, Version: Version,
+		Resource: Placements, Subresource: req.Subresource, Name: req.Name,
+	})
 	if err != nil {
 		return false, "", err
 	}
@@ -283,6 +276,17 @@ func (s *Server) allowed(ctx context.Context, user User, req Request, method str
 		reason = ": " + review.Status.Reason
 	}
 	return review.Status.Allowed, reason, nil
+}
+
+// askHub asks the hub (a SubjectAccessReview) whether user may do attrs.
+func askHub(ctx context.Context, reviews authorizationclient.SubjectAccessReviewInterface, user User, attrs authorizationv1.ResourceAttributes) (*authorizationv1.SubjectAccessReview, error) {
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range user.Extra {
+		extra[k] = v
+	}
+	return reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user.Name, UID: user.UID, Groups: user.Groups, Extra: extra, ResourceAttributes: &attrs,
+	}}, metav1.CreateOptions{})
 }
 
 // recheck ends a request whose access the hub revoked while it is open.

@@ -76,17 +76,10 @@ func (a *tunnelAuth) Check(ctx context.Context, cluster string, id tunnel.Identi
 	if !due {
 		return nil
 	}
-	extra := map[string]authorizationv1.ExtraValue{}
-	for k, v := range id.Extra {
-		extra[k] = v
-	}
-	review, err := a.Reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: id.User, UID: id.UID, Groups: id.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: names.ClusterNamespace(cluster), Verb: "create", Group: Group, Version: Version,
-			Resource: Tunnels, Subresource: TunnelSubresource, Name: cluster,
-		},
-	}}, metav1.CreateOptions{})
+	review, err := askHub(ctx, a.Reviews, User{Name: id.User, UID: id.UID, Groups: id.Groups, Extra: id.Extra}, authorizationv1.ResourceAttributes{
+		Namespace: names.ClusterNamespace(cluster), Verb: "create", Group: Group, Version: Version,
+		Resource: Tunnels, Subresource: TunnelSubresource, Name: cluster,
+	})
 	if err != nil {
 		return nil //nolint:nilerr // the hub API server unreachable for a moment cuts no tunnel
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -35,15 +33,9 @@ const (
 // changes reach its member, the hub manager's memory growth, and any of the
 // bystander's objects deleted.
 func (f *fleet) hostile(ctx context.Context, duration time.Duration, record func(*Result) error) error {
-	s := &soakFleet{dir: filepath.Join(f.dir, "hostile"), bin: f.bin, placements: map[string]*soakPlacement{},
-		removed: map[string]int{}, faults: map[string]int{}, ops: map[string]int{}}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	s, err := f.startSoakFleet(ctx, "T1")
+	if err != nil {
 		return err
-	}
-	say("T1: starting a hub and %d members", soakMembers)
-	if err := s.start(ctx); err != nil {
-		s.stop()
-		return fmt.Errorf("T1: %w", err)
 	}
 	defer s.stop()
 	tenantNS, byNS := "hostile", "bystander"

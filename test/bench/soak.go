@@ -101,15 +101,9 @@ type soakPlacement struct {
 // it there is a violation, as is any convergence or cleanup that does not
 // happen in time.
 func (f *fleet) soak(ctx context.Context, duration time.Duration, record func(*Result) error) error {
-	s := &soakFleet{dir: filepath.Join(f.dir, "soak"), bin: f.bin, placements: map[string]*soakPlacement{},
-		removed: map[string]int{}, faults: map[string]int{}, ops: map[string]int{}}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	s, err := f.startSoakFleet(ctx, "soak")
+	if err != nil {
 		return err
-	}
-	say("soak: starting a hub and %d members", soakMembers)
-	if err := s.start(ctx); err != nil {
-		s.stop()
-		return fmt.Errorf("soak: %w", err)
 	}
 	defer s.stop()
 
@@ -166,6 +160,23 @@ func (f *fleet) soak(ctx context.Context, duration time.Duration, record func(*R
 		return fmt.Errorf("soak: %d invariant violations, the first: %s", len(s.violations), s.violations[0])
 	}
 	return nil
+}
+
+// startSoakFleet starts a soak fleet of its own (a hub, its manager and
+// soakMembers members with their agents) for scenario name; the caller stops
+// it.
+func (f *fleet) startSoakFleet(ctx context.Context, name string) (*soakFleet, error) {
+	s := &soakFleet{dir: filepath.Join(f.dir, name), bin: f.bin, placements: map[string]*soakPlacement{},
+		removed: map[string]int{}, faults: map[string]int{}, ops: map[string]int{}}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, err
+	}
+	say("%s: starting a hub and %d members", name, soakMembers)
+	if err := s.start(ctx); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
 }
 
 func (s *soakFleet) violate(format string, args ...any) {
