@@ -55,6 +55,7 @@ cluster. Which rules changed which fields goes to standard error.
 					return err
 				}
 			}
+			opts.Note = func(msg string) { fmt.Fprintf(o.ErrOut, "# %s\n", msg) }
 			base, res, err := renderctl.Render(ctx, c, opts)
 			if err != nil {
 				return err

@@ -188,3 +188,48 @@ func TestRenderRefuses(t *testing.T) {
 	_, _, err = kubectlLodestar(t, "render", "web", "-n", ns, "--cluster", "plain", "-f", file)
 	g.Expect(err).To(MatchError(ContainSubstring("spec.overrides[0] (both): jsonPatch[0]: add takes exactly one of value and valueExpression")))
 }
+
+// A Deployment requesting cpu 1e16 under method Capacity is rendered, its
+// replicas not divided and the reason given: on earlier mains the division
+// divided by zero and render panicked.
+func TestRenderAbsurdRequests(t *testing.T) {
+	g := NewWithT(t)
+	ns := renderFixture(t)
+	file := filepath.Join(t.TempDir(), "greedy.yaml")
+	g.Expect(os.WriteFile(file, []byte(`apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata:
+  name: web
+spec:
+  resourceSelectors:
+    - group: apps
+      version: v1
+      kind: Deployment
+      name: greedy
+  scheduling:
+    clusterSelector: {}
+    replicas:
+      method: Capacity
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: greedy
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: greedy}
+  template:
+    metadata:
+      labels: {app: greedy}
+    spec:
+      containers:
+        - name: app
+          image: nginx:1.27
+          resources:
+            requests: {cpu: "1e16"}
+`), 0o600)).To(Succeed())
+	_, stderr, err := kubectlLodestar(t, "render", "web", "-n", ns, "--cluster", "edge-eu", "-f", file)
+	g.Expect(err).NotTo(HaveOccurred(), stderr)
+	g.Expect(stderr).To(ContainSubstring("more than a division takes"))
+}

@@ -45,6 +45,9 @@ type Options struct {
 	// Kinds returns the namespaced kinds the hub serves, for resource selectors
 	// without kind (watches.NamespacedKinds).
 	Kinds func(ctx context.Context) ([]schema.GroupVersionKind, error)
+	// Note, when set, is told what the hub would say beside the Work (a
+	// workload whose replicas are not divided, and why).
+	Note func(string)
 }
 
 // Render returns the manifests before overrides (base) and what the cluster's
@@ -75,7 +78,7 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 		return nil, overrides.Result{}, err
 	}
 	base, res, err := render.Preview(sel.Objects, placement, view, func(base []runtime.RawExtension) (*division.Shares, error) {
-		return shares(ctx, c, placement, d.clusters, base, o.Cluster)
+		return shares(ctx, c, placement, d.clusters, base, o.Cluster, o.Note)
 	})
 	if err != nil {
 		return nil, overrides.Result{}, fmt.Errorf("placement %s on cluster %s: %w", o.Placement.Name, o.Cluster, err)
@@ -225,7 +228,7 @@ func hubAndLocal(c client.Client, local []*unstructured.Unstructured) selection.
 // clusters its decisions name (decided; the cluster alone when there are
 // none yet), with the shares their Works carry for a steady division by
 // capacity.
-func shares(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement, decided []string, manifests []runtime.RawExtension, cluster string) (*division.Shares, error) {
+func shares(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement, decided []string, manifests []runtime.RawExtension, cluster string, note func(string)) (*division.Shares, error) {
 	if !slices.Contains(decided, cluster) {
 		decided = append(slices.Clone(decided), cluster)
 	}
@@ -251,6 +254,11 @@ func shares(ctx context.Context, c client.Client, placement *placementv1alpha1.P
 	}
 	a := division.Assign(placement.Spec.Scheduling.Replicas, division.Workloads(manifests), candidates, string(placement.UID), nil)
 	a.Surge(carried, true, nil)
+	for _, p := range a.Problems {
+		if note != nil {
+			note(fmt.Sprintf("%s: %s: %s (the shares already placed stay)", p.Key, p.Reason, p.Message))
+		}
+	}
 	shares := a.Of(cluster)
 	return &shares, nil
 }
