@@ -252,27 +252,36 @@ func (r *Reconciler) withdrawn(ctx context.Context, svc types.NamespacedName, ex
 	return out, nil
 }
 
-// withdrawnServices maps a Work to the Services its withdrawal annotation
-// names.
-func withdrawnServices(_ context.Context, obj client.Object) []reconcile.Request {
+// servicesOfWork maps a Work to the Services its withdrawal annotation names
+// and, when it comes or goes, the exported Services of its namespace.
+func (r *Reconciler) servicesOfWork(ctx context.Context, obj client.Object) []reconcile.Request {
 	ns := obj.GetLabels()[placementv1alpha1.PlacementNamespaceLabel]
+	if ns == "" {
+		return nil
+	}
+	seen := map[types.NamespacedName]bool{}
 	var out []reconcile.Request
-	for _, name := range strings.Split(obj.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation], ",") {
-		if name != "" && ns != "" {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	add := func(svc types.NamespacedName) {
+		if !seen[svc] {
+			seen[svc] = true
+			out = append(out, reconcile.Request{NamespacedName: svc})
 		}
+	}
+	for _, name := range strings.Split(obj.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation], ",") {
+		if name != "" {
+			add(types.NamespacedName{Namespace: ns, Name: name})
+		}
+	}
+	for _, req := range r.servicesOfNamespace(ctx, ns) {
+		add(req.NamespacedName)
 	}
 	return out
 }
 
-// withdrawalChanged passes Work events that change what a Work withdraws.
-func withdrawalChanged() predicate.Predicate {
-	has := func(o client.Object) bool {
-		return o.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation] != ""
-	}
+// workChanged passes a Work's creation and deletion (its namespace placed on
+// its cluster, or no longer), and a change of what it withdraws.
+func workChanged() predicate.Predicate {
 	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return has(e.Object) },
-		DeleteFunc: func(e event.DeleteEvent) bool { return has(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation] != e.ObjectNew.GetAnnotations()[placementv1alpha1.ServicesWithdrawnAnnotation]
 		},
@@ -388,8 +397,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(membership())).
 		// A move withdraws (or gives back) a cluster's endpoints; a namespace
 		// placed on a cluster, or no longer, lets it export and import there.
-		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(withdrawnServices), builder.WithPredicates(withdrawalChanged())).
-		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.servicesOfNamespace), builder.WithPredicates(comesOrGoes())).
+		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.servicesOfWork), builder.WithPredicates(workChanged())).
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(changes, handler.EnqueueRequestsFromMapFunc(r.exportsOf))).
 		Complete(r)
@@ -405,13 +413,8 @@ func (r *Reconciler) allServices(ctx context.Context, _ client.Object) []reconci
 	return requests(list.Items)
 }
 
-// servicesOfNamespace are the exported Services of a Work's Placement's
-// namespace.
-func (r *Reconciler) servicesOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
-	ns := obj.GetLabels()[placementv1alpha1.PlacementNamespaceLabel]
-	if ns == "" {
-		return nil
-	}
+// servicesOfNamespace are the exported Services of namespace ns.
+func (r *Reconciler) servicesOfNamespace(ctx context.Context, ns string) []reconcile.Request {
 	list := &servicesv1alpha1.ExportedServiceList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing ExportedServices")
@@ -419,14 +422,6 @@ func (r *Reconciler) servicesOfNamespace(ctx context.Context, obj client.Object)
 	}
 	list.Items = slices.DeleteFunc(list.Items, func(e servicesv1alpha1.ExportedService) bool { return e.Spec.Namespace != ns })
 	return requests(list.Items)
-}
-
-// comesOrGoes passes a Work's creation and deletion.
-func comesOrGoes() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
 }
 
 // exportsOf are the Services a cluster (the object's name) exports.
