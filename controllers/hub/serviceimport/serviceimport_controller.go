@@ -105,11 +105,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	valid, invalid, byCluster := r.classify(req, exports.Items, sets, bound, members, placed)
+	merged, importers := importersOf(valid, sets, bound, members, placed)
+	withdrawn, err := r.withdrawn(ctx, req.NamespacedName, valid)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// One importer that cannot be written does not hold the others, nor the
+	// exports' answers: the errors are returned together, and retried.
+	errs := []error{r.writeImports(ctx, req.NamespacedName, merged, importers, byCluster, withdrawn)}
+	for cluster, e := range byCluster {
+		errs = append(errs, r.answer(ctx, e, invalid[cluster], merged, len(importers)))
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// classify sorts a Service's exports into the valid ones and, by cluster, the
+// invalid ones' reasons; byCluster are the reports of clusters still in a set.
+func (r *Reconciler) classify(req ctrl.Request, exports []servicesv1alpha1.ExportedService, sets clusterSets, bound, members []string, placed map[string]bool) (
+	[]mcs.Export, map[string]*servicesv1alpha1.Invalid, map[string]*servicesv1alpha1.ExportedService) {
 	var valid []mcs.Export
 	invalid := map[string]*servicesv1alpha1.Invalid{}
 	byCluster := map[string]*servicesv1alpha1.ExportedService{}
-	for i := range exports.Items {
-		e := &exports.Items[i]
+	for i := range exports {
+		e := &exports[i]
 		cluster, ok := names.ClusterFromNamespace(e.Namespace)
 		if !ok || len(sets.of[cluster]) == 0 || !e.DeletionTimestamp.IsZero() {
 			continue // not a cluster's report, or of a cluster gone
@@ -133,6 +152,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			valid = append(valid, mcs.Export{Cluster: cluster, Created: e.Spec.ExportCreated, Service: *e.Spec.Service, UID: e.UID})
 		}
 	}
+	return valid, invalid, byCluster
+}
+
+// importersOf merges the valid exports and says which exporting clusters each
+// importer sees: the namespace's cluster set (or each exporter's sets when it
+// is bound to none), only where the hub places the namespace.
+func importersOf(valid []mcs.Export, sets clusterSets, bound, members []string, placed map[string]bool) (mcs.Merged, map[string][]string) {
 	var merged mcs.Merged
 	importers := map[string][]string{} // importing cluster -> exporting clusters it sees
 	if len(valid) > 0 {
@@ -156,17 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
-	withdrawn, err := r.withdrawn(ctx, req.NamespacedName, valid)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	// One importer that cannot be written does not hold the others, nor the
-	// exports' answers: the errors are returned together, and retried.
-	errs := []error{r.writeImports(ctx, req.NamespacedName, merged, importers, byCluster, withdrawn)}
-	for cluster, e := range byCluster {
-		errs = append(errs, r.answer(ctx, e, invalid[cluster], merged, len(importers)))
-	}
-	return ctrl.Result{}, errors.Join(errs...)
+	return merged, importers
 }
 
 // writeImports makes each importer's ImportedService what it should be and
