@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -272,4 +273,60 @@ func TestWholeNamespaceKeepsItsLimits(t *testing.T) {
 		err := member.Get(ctx, client.ObjectKeyFromObject(rb), &rbacv1.RoleBinding{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the forbidden RoleBinding stays on the hub: %v", err)
 	}).Should(Succeed())
+}
+
+// The ClusterPlacement examples, applied as users apply them (kubectl apply of
+// the files, which leave strategy and reporting out), get a status: kubectl
+// wait sees them Available, `kubectl get clusterplacements` shows their
+// clusters, and what they place is on the members. Before their carriers'
+// defaults were the ClusterPlacements' own, such a ClusterPlacement never got
+// a status.
+func TestClusterPlacementExamplesFromYAML(t *testing.T) {
+	files, doc := examplesOn(t, "cluster-placement", "placement", 2)
+	expect := map[string]struct {
+		name     string
+		clusters []string
+		on       client.Object
+	}{
+		"01-platform-rbac.yaml": {"example-platform", []string{member1, member2},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "retention", Namespace: "example-monitoring"}}},
+		"02-rolling-one-at-a-time.yaml": {"example-node-viewer", []string{member1},
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "example-node-viewer"}}},
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			g := NewWithT(t)
+			want, ok := expect[filepath.Base(file)]
+			g.Expect(ok).To(BeTrue(), "a check for %s", file)
+			exampleObjects(t, file, doc, "") // the page shows it as it is
+			out, err := hubKubectl(t, "apply", "-f", file)
+			g.Expect(err).NotTo(HaveOccurred(), out)
+			t.Cleanup(func() {
+				if out, err := hubKubectl(t, "delete", "--wait=false", "-f", file); err != nil {
+					t.Logf("deleting %s: %v: %s", file, err, out)
+				}
+			})
+			g.Eventually(func() (string, error) {
+				return hubKubectl(t, "wait", "--for=condition=Available", "--timeout=5s", "clusterplacement/"+want.name)
+			}).Should(ContainSubstring("condition met"))
+			cp := &placementv1alpha1.ClusterPlacement{}
+			g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Name: want.name}, cp)).To(Succeed())
+			g.Expect(cp.Spec.Strategy.Type).NotTo(BeEmpty(), "defaulted as the carrier is")
+			g.Expect(cp.Status.ObservedGeneration).To(Equal(cp.Generation))
+			g.Expect(cp.Status.SelectedClusters).To(HaveValue(BeEquivalentTo(len(want.clusters))))
+			var names []string
+			for _, c := range cp.Status.Clusters {
+				names = append(names, c.Name)
+			}
+			g.Expect(names).To(ConsistOf(want.clusters))
+			table, err := hubKubectl(t, "get", "clusterplacements", want.name)
+			g.Expect(err).NotTo(HaveOccurred(), table)
+			g.Expect(table).To(MatchRegexp(`%s\s+True\s+%d\s+%d\s+%d`, want.name, len(want.clusters), len(want.clusters), len(want.clusters)))
+			for _, c := range want.clusters {
+				g.Eventually(func() error {
+					return members[c].Client.Get(t.Context(), client.ObjectKeyFromObject(want.on), want.on)
+				}).Should(Succeed(), "%s on %s", want.on.GetName(), c)
+			}
+		})
+	}
 }

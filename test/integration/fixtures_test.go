@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -899,11 +900,18 @@ func externalDecision(p *placementv1alpha1.Placement, name string, refs ...cpv1a
 // of docs/<feature>.md, which shows them.
 func examples(t *testing.T, feature string, n int) ([]string, []byte) {
 	t.Helper()
+	return examplesOn(t, feature, feature, n)
+}
+
+// examplesOn are the n example files of docs/examples/<dir>/ and the text of
+// docs/<page>.md, which shows them.
+func examplesOn(t *testing.T, dir, page string, n int) ([]string, []byte) {
+	t.Helper()
 	g := NewWithT(t)
-	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "examples", feature, "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "examples", dir, "*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(files).To(HaveLen(n))
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", feature+".md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", page+".md"))
 	g.Expect(err).NotTo(HaveOccurred())
 	return files, doc
 }
@@ -960,4 +968,21 @@ func restartExtraAgent(t *testing.T, name string) {
 	if err := startExtraAgent(name); err != nil {
 		t.Errorf("restarting the agent of %s: %v", name, err)
 	}
+}
+
+// hubKubectl runs the kubectl the tests are built with against the hub, as its
+// administrator (a kubeconfig written once per test), and returns its combined
+// output.
+func hubKubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hub.kubeconfig")
+	if err := testenv.WriteKubeconfig(hubCP.Config, "hub", path); err != nil {
+		return "", err
+	}
+	// Not t.Context(): cleanups run kubectl too.
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.EventuallyTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(os.Getenv(testenv.AssetsEnv), "kubectl"), append([]string{"--kubeconfig", path}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

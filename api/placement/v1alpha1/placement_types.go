@@ -36,6 +36,7 @@ type PlacementSpec struct {
 	// keep the objects until the clusters added in their place report them
 	// Available, or the progress deadline passes.
 	// +optional
+	// +kubebuilder:default={type: AllAtOnce}
 	Strategy RolloutStrategy `json:"strategy,omitempty"`
 
 	// applyStrategy says how the agents apply the placed objects: ServerSideApply by
@@ -60,6 +61,7 @@ type PlacementSpec struct {
 	// reductions over the fleet (summaries), and whether the hub's own objects
 	// get their clusters' status (reflection).
 	// +optional
+	// +kubebuilder:default={}
 	Reporting Reporting `json:"reporting,omitempty"`
 
 	// services says how the Services this Placement places take part in the
