@@ -5,7 +5,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -221,5 +223,59 @@ func TestReflectedStatusGoesWithThePlacement(t *testing.T) {
 		g.Expect(st.Replicas).To(BeZero(), "the fleet's status is taken back")
 		g.Expect(st.ReadyReplicas).To(BeZero())
 		g.Expect(st.ObservedGeneration).To(BeZero())
+	}).Should(Succeed())
+}
+
+// A Job that ran keeps the status it reflected on the hub when its Placement
+// goes (helm uninstall of a chart with a hook Job): the API server refuses to
+// unset a terminal condition or lower the succeeded count, so Lodestar does not
+// try in a loop; the Placement goes at once and an event says why the status
+// stays.
+func TestFinishedJobKeepsItsReflectedStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createYAML(t, ns, `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: busybox:1.36, command: [sh, -c, "echo done"]}]
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: migrate}
+spec:
+  resourceSelectors: [{group: batch, version: v1, kind: Job, name: migrate}]
+  scheduling: {clusterNames: [`+fullMember+`]}
+  reporting: {reflection: Aggregate}
+`)
+	key := client.ObjectKey{Namespace: ns, Name: "migrate"}
+	complete := ContainElement(And(HaveField("Type", batchv1.JobComplete), HaveField("Status", corev1.ConditionTrue)))
+	g.Eventually(func(g Gomega) {
+		job := &batchv1.Job{}
+		g.Expect(hubCP.Client.Get(ctx, key, job)).To(Succeed())
+		g.Expect(job.Status.Conditions).To(complete)
+		g.Expect(job.Status.Succeeded).To(BeEquivalentTo(1))
+	}).Should(Succeed())
+
+	g.Expect(hubCP.Client.Delete(ctx, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "migrate"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := hubCP.Client.Get(ctx, key, &placementv1alpha1.Placement{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Placement is gone: %v", err)
+	}).Should(Succeed())
+	job := &batchv1.Job{}
+	g.Expect(hubCP.Client.Get(ctx, key, job)).To(Succeed())
+	g.Expect(job.Status.Conditions).To(complete, "the record of the run stays")
+	g.Expect(job.Status.Succeeded).To(BeEquivalentTo(1))
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(hubCP.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(
+			HaveField("Reason", placementv1alpha1.ReasonStatusKept),
+			HaveField("Note", ContainSubstring("Job "+ns+"/migrate keeps the status its clusters reported: the Job finished on its clusters")))))
 	}).Should(Succeed())
 }

@@ -185,6 +185,10 @@ const (
 	// ReasonReflectionFailed: a placed object's status could not be written on the
 	// hub.
 	ReasonReflectionFailed = "ReflectionFailed"
+	// ReasonStatusKept (event): a deleted Placement leaves the status it
+	// reflected on a hub object, because the object's kind does not let it be
+	// undone (a Job that ran keeps its terminal conditions and counts).
+	ReasonStatusKept = "StatusKept"
 
 	// Reasons of the Progressing condition.
 

@@ -29,7 +29,9 @@ import (
 // the Placement's current revision, so that a deleted Placement leaves no
 // fleet status behind (`kubectl get deploy` reading 3/2 for ever): server-side
 // apply of an empty status by the reflection's field owner removes what only it
-// set. Objects whose status something else writes are left as they are.
+// set. Objects whose status something else writes are left as they are, and so
+// are those whose kind's rules refuse to undo it (a finished Job): an event
+// says so, and the deletion goes on.
 func (r *Reconciler) releaseReflected(ctx context.Context, placement *placementv1alpha1.Placement, revs []placementv1alpha1.PlacementRevision) error {
 	i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == placement.Status.Revision })
 	if i < 0 {
@@ -57,15 +59,31 @@ func (r *Reconciler) releaseReflected(ctx context.Context, placement *placementv
 		}) {
 			continue
 		}
+		st, _, _ := unstructured.NestedMap(hub.Object, "status")
+		if why := reflection.Kept(obj.GroupVersionKind().GroupKind(), st); why != "" {
+			r.statusKept(placement, obj, why)
+			continue
+		}
 		empty := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{}}}
 		empty.SetGroupVersionKind(obj.GroupVersionKind())
 		empty.SetNamespace(obj.GetNamespace())
 		empty.SetName(obj.GetName())
-		if err := patch.ApplyStatus(ctx, r.Client, empty, reflection.FieldOwner); err != nil {
+		if err := patch.ApplyStatus(ctx, r.Client, empty, reflection.FieldOwner); apierrors.IsInvalid(err) {
+			// A kind's own rules refuse: retrying would refuse again, and
+			// the Placement's deletion would wait for ever.
+			r.statusKept(placement, obj, "the API server refuses to take it back: "+err.Error())
+		} else if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// statusKept says, in a Normal event StatusKept on the Placement being
+// deleted, that a hub object keeps the status reflection wrote, and why.
+func (r *Reconciler) statusKept(placement *placementv1alpha1.Placement, obj *unstructured.Unstructured, why string) {
+	r.Recorder.Eventf(placement, nil, corev1.EventTypeNormal, placementv1alpha1.ReasonStatusKept, "Release",
+		"%s %s/%s keeps the status its clusters reported: %s", obj.GetKind(), obj.GetNamespace(), obj.GetName(), message.Truncate(why, 512))
 }
 
 // noteRetainedClaims records, when a Work of a cluster the Placement leaves (or
