@@ -32,6 +32,9 @@ const (
 	// HubGenerationValue is the hub object's generation the member's copy was
 	// rendered from (placementv1alpha1.HubGenerationAnnotation).
 	HubGenerationValue = "lodestar.hubGeneration"
+	// ReplicasValue is the member object's spec.replicas (of the kinds that
+	// have it), what that cluster was given to run.
+	ReplicasValue = "lodestar.replicas"
 )
 
 // summed are the status fields added up over the clusters, per workload kind.
@@ -95,6 +98,9 @@ func Rules(rules []lodestarworkv1alpha1.FeedbackRule, kinds []schema.GroupKind) 
 			r.Fields = append(r.Fields, lodestarworkv1alpha1.FeedbackField{Name: "status", JSONPath: ".status"})
 		}
 		r.Fields = append(r.Fields, extra...)
+		if perCluster[gk] {
+			r.Fields = append(r.Fields, lodestarworkv1alpha1.FeedbackField{Name: ReplicasValue, JSONPath: ".spec.replicas"})
+		}
 	}
 	return out
 }
@@ -110,13 +116,18 @@ type Copy struct {
 	// Rank orders copies from best (0, available) to worst; the worst copy's
 	// conditions are reflected.
 	Rank int
+	// Replicas is the member object's spec.replicas, -1 when not reported.
+	Replicas int64
 }
 
 // NewCopy reads a copy from its feedback values; reported says the agent
 // reported them at the Work's current generation.
 func NewCopy(cluster string, values map[string]any, reported bool, hubGeneration int64, rank int) Copy {
-	c := Copy{Cluster: cluster, Rank: rank}
+	c := Copy{Cluster: cluster, Rank: rank, Replicas: -1}
 	c.Status, _ = normalize(values[StatusValue]).(map[string]any)
+	if n, ok := integer(values[ReplicasValue]); ok {
+		c.Replicas = n
+	}
 	gen, hasGen := integer(values[GenerationValue])
 	observed, hasObserved := integer(c.Status["observedGeneration"])
 	hub, _ := integer(values[HubGenerationValue])
@@ -124,12 +135,28 @@ func NewCopy(cluster string, values map[string]any, reported bool, hubGeneration
 	return c
 }
 
+// Hub is what Status needs of the hub object and its Placement.
+type Hub struct {
+	// Selected is how many clusters the object's status is made of: the
+	// decided clusters, or those that run a share of a divided workload.
+	Selected int
+	// Generation and ObservedGeneration are the hub object's: its
+	// metadata.generation and the status.observedGeneration written before.
+	Generation, ObservedGeneration int64
+	// Replicas is the hub object's spec.replicas (1 when it leaves it out, as
+	// the API server defaults it).
+	Replicas int64
+	// Divided: the Placement divides the workload's replicas over the clusters,
+	// so its spec.replicas is the fleet's total, not each cluster's.
+	Divided bool
+}
+
 // Status is the status the hub object of kind gk shows for its copies, and false
 // when it shows none (a kind that is not summed placed on other than exactly one
-// cluster, or no copy reports a status). observedGeneration is hubGeneration
-// once every copy is current on every selected cluster, else previous (0: left
-// out).
-func Status(gk schema.GroupKind, copies []Copy, selected int, hubGeneration, previous int64) (map[string]any, bool) {
+// cluster, or no copy reports a status). observedGeneration is the hub's
+// generation once every copy is current on every selected cluster, else the
+// previous one (0: left out).
+func Status(gk schema.GroupKind, copies []Copy, hub Hub) (map[string]any, bool) {
 	if len(copies) == 0 {
 		return nil, false
 	}
@@ -143,6 +170,8 @@ func Status(gk schema.GroupKind, copies []Copy, selected int, hubGeneration, pre
 	out := map[string]any{}
 	fields, isSummed := summed[gk]
 	switch {
+	case isSummed && perCluster[gk] && !hub.Divided:
+		shortfalls(out, fields, copies, hub)
 	case isSummed:
 		for _, f := range fields {
 			var sum int64
@@ -152,6 +181,14 @@ func Status(gk schema.GroupKind, copies []Copy, selected int, hubGeneration, pre
 			}
 			out[f] = sum
 		}
+	case hub.Selected == 1 && len(copies) == 1 && worst.Status != nil:
+		for k, v := range worst.Status {
+			out[k] = v
+		}
+	default:
+		return nil, false
+	}
+	if isSummed {
 		for _, f := range append([]string{"conditions"}, fromWorst[gk]...) {
 			if v, ok := worst.Status[f]; ok {
 				out[f] = v
@@ -160,12 +197,6 @@ func Status(gk schema.GroupKind, copies []Copy, selected int, hubGeneration, pre
 		if gk == (schema.GroupKind{Group: "batch", Kind: "Job"}) {
 			jobTimes(out, copies)
 		}
-	case selected == 1 && len(copies) == 1 && worst.Status != nil:
-		for k, v := range worst.Status {
-			out[k] = v
-		}
-	default:
-		return nil, false
 	}
 	// observedGeneration only where the kind has one: the workload kinds, and a
 	// kind whose member status carries it (a Service's status has none, and the
@@ -175,17 +206,68 @@ func Status(gk schema.GroupKind, copies []Copy, selected int, hubGeneration, pre
 	if !isSummed && !hasGeneration || noObservedGeneration[gk] {
 		return out, true
 	}
-	current := len(copies) == selected
+	current := len(copies) == hub.Selected
 	for _, c := range copies {
 		current = current && c.Current
 	}
 	switch {
 	case current:
-		out["observedGeneration"] = hubGeneration
-	case previous > 0:
-		out["observedGeneration"] = previous
+		out["observedGeneration"] = hub.Generation
+	case hub.ObservedGeneration > 0:
+		out["observedGeneration"] = hub.ObservedGeneration
 	}
 	return out, true
+}
+
+// perCluster are the workload kinds whose spec.replicas, when the Placement
+// does not divide them, is what each cluster runs (less or more, when an
+// override says so). Their hub object shows its own spec.replicas less the
+// worst cluster's shortfall against what that cluster was given: every
+// cluster's full count reads as the hub's spec.replicas (2/2 on any number
+// of clusters), and one cluster short of one ready replica reads 1/2. So the
+// status compares with the spec as kstatus, helm's wait and kubectl rollout
+// status compare them. A sum (4/2 on two clusters) would read as two pods too
+// many to every one of them.
+var perCluster = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "Deployment"}: true, {Group: "apps", Kind: "StatefulSet"}: true, {Group: "apps", Kind: "ReplicaSet"}: true,
+}
+
+// excesses are the counts of perCluster kinds that grow with what is wrong:
+// the hub shows the worst cluster's.
+var excesses = map[string]bool{"unavailableReplicas": true}
+
+// shortfalls writes the counts of a perCluster kind: the hub's replicas less
+// the largest shortfall of a cluster against the replicas it was given (its
+// copy's spec.replicas); replicas itself also shows the largest excess (a
+// rollout's surge). A selected cluster without a copy falls short by all.
+func shortfalls(out map[string]any, fields []string, copies []Copy, hub Hub) {
+	for _, f := range fields {
+		var short, excess int64
+		if len(copies) < hub.Selected {
+			short = hub.Replicas
+		}
+		for _, c := range copies {
+			v, _ := integer(c.Status[f])
+			if excesses[f] {
+				excess = max(excess, v)
+				continue
+			}
+			want := c.Replicas
+			if want < 0 {
+				want = hub.Replicas
+			}
+			short = max(short, want-v)
+			excess = max(excess, v-want)
+		}
+		switch {
+		case excesses[f]:
+			out[f] = excess
+		case f == "replicas" && excess > 0:
+			out[f] = hub.Replicas + excess
+		default:
+			out[f] = max(0, hub.Replicas-short)
+		}
+	}
 }
 
 // jobTimes sets a Job's startTime to the earliest of its copies and, once every

@@ -91,7 +91,8 @@ func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.P
 	for _, k := range keys {
 		ro := objects[k]
 		what := fmt.Sprintf("%s %s/%s", ro.gvk.Kind, placement.Namespace, ro.name)
-		err := r.reflectOne(ctx, placement.Namespace, ro, carriers(placement, ro, decided, vs))
+		selected, divided := carriers(placement, ro, decided, vs)
+		err := r.reflectOne(ctx, placement.Namespace, ro, selected, divided)
 		var other *otherWriterError
 		switch {
 		case err == nil:
@@ -119,12 +120,12 @@ func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.P
 	return &c
 }
 
-// carriers is how many of the decided clusters an object's status is summed
-// over: every one, except for a workload whose replicas the Placement divides,
+// carriers is how many of the decided clusters an object's status is made of:
+// every one, except for a workload whose replicas the Placement divides (true),
 // which only the clusters whose Works carry it (a share above 0) run.
-func carriers(placement *placementv1alpha1.Placement, ro *reflected, decided []string, vs map[string]*view) int {
+func carriers(placement *placementv1alpha1.Placement, ro *reflected, decided []string, vs map[string]*view) (int, bool) {
 	if placement.Spec.Scheduling.Replicas == nil || !division.Divisible(ro.gvk.GroupKind()) {
-		return len(decided)
+		return len(decided), false
 	}
 	id := workv1alpha1.ResourceIdentifier{Group: ro.gvk.Group, Kind: ro.gvk.Kind, Namespace: placement.Namespace, Name: ro.name}
 	n := 0
@@ -133,7 +134,7 @@ func carriers(placement *placementv1alpha1.Placement, ro *reflected, decided []s
 			n++
 		}
 	}
-	return n
+	return n, true
 }
 
 var errNothingToReflect = errors.New("nothing to reflect")
@@ -143,7 +144,7 @@ type otherWriterError struct{ manager string }
 func (e *otherWriterError) Error() string { return "status written by " + e.manager }
 
 // reflectOne writes one hub object's status from its copies, when it changes.
-func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *reflected, selected int) error {
+func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *reflected, selected int, divided bool) error {
 	hub := &unstructured.Unstructured{}
 	hub.SetGroupVersionKind(ro.gvk)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ro.name}, hub); err != nil {
@@ -160,7 +161,13 @@ func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *refle
 		copies = append(copies, reflection.NewCopy(c.cluster, c.object.values, c.object.current, hub.GetGeneration(), rank[c.object.state]))
 	}
 	previous, _, _ := unstructured.NestedInt64(hub.Object, "status", "observedGeneration")
-	st, ok := reflection.Status(ro.gvk.GroupKind(), copies, selected, hub.GetGeneration(), previous)
+	replicas, found, _ := unstructured.NestedInt64(hub.Object, "spec", "replicas")
+	if !found {
+		replicas = 1
+	}
+	st, ok := reflection.Status(ro.gvk.GroupKind(), copies, reflection.Hub{
+		Selected: selected, Generation: hub.GetGeneration(), ObservedGeneration: previous, Replicas: replicas, Divided: divided,
+	})
 	if !ok {
 		return errNothingToReflect
 	}
