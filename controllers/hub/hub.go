@@ -18,6 +18,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterplacement"
+	"github.com/lodestar-dev/lodestar/controllers/hub/fleetview"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustersetbinding"
 	"github.com/lodestar-dev/lodestar/controllers/hub/memberaccess"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementrevision"
@@ -176,8 +177,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 }
 
 // setupHubWide adds what only the hub-wide manager runs: the heartbeat pacer
-// (the agents' Lease writes are the whole hub's budget) and the ClusterPlacement
-// controller.
+// (the agents' Lease writes are the whole hub's budget), the ClusterPlacement
+// controller, and the ReplicaSets of reflected Deployments (whichever manager
+// reflects them).
 func setupHubWide(mgr ctrl.Manager, opts Options) error {
 	if opts.SetsOnly {
 		return nil
@@ -187,6 +189,9 @@ func setupHubWide(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&clusterplacement.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster placement controller: %w", err)
+	}
+	if err := (&fleetview.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the fleet view controller: %w", err)
 	}
 	return nil
 }
