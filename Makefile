@@ -18,6 +18,9 @@ KUBE_VERSION             := $(call modversion,k8s.io/kubernetes)
 ETCD_VERSION             := $(call modversion,go.etcd.io/etcd/server/v3)
 KWOK_VERSION             := $(call modversion,sigs.k8s.io/kwok)
 HELM_VERSION             := $(call modversion,helm.sh/helm/v3)
+# helm v4 is built on a newer Kubernetes minor: its own tools module.
+HELM4_MOD                := hack/tools/helm4/go.mod
+HELM4_VERSION            := $(shell sed -n 's|^require helm.sh/helm/v4 \(v[^ ]*\).*|\1|p' $(HELM4_MOD))
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 GOLANGCI_LINT_VERSION    ?= v2.15.0
 
@@ -30,6 +33,7 @@ CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)/control
 GOLANGCI_LINT  := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 KUBECTL        := $(KUBE_BIN_DIR)/kubectl
 HELM           := $(KUBE_BIN_DIR)/helm
+HELM4          := $(LOCALBIN)/helm-$(HELM4_VERSION)/helm
 
 # The SIG-Multicluster API packages whose CRDs we ship, generated from the pinned modules.
 SIGMC_API_PACKAGES := sigs.k8s.io/work-api/pkg/apis/v1alpha1 \
@@ -112,11 +116,11 @@ build: ## Build the hub manager, the agent, the kubectl plugin, the local fleet 
 	go build -o $(LOCALBIN)/secretreader-plugin sigs.k8s.io/cluster-inventory-api/plugins/secretreader/cmd/plugin
 
 .PHONY: test-binaries
-test-binaries: $(KUBE_STAMP) $(KWOK_STAGES_FILE) $(LOCALBIN)/kubectl ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok and helm (once per version).
+test-binaries: $(KUBE_STAMP) $(KWOK_STAGES_FILE) $(LOCALBIN)/kubectl $(HELM4) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok, helm v3 and v4 (once per version).
 
 .PHONY: test
 test: test-binaries build ## Run every test (unit, charts, and on real API servers; the metrics test runs bin/'s binaries).
-	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" LODESTAR_HELM="$(HELM)" LODESTAR_BIN="$(LOCALBIN)" \
+	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" LODESTAR_HELM="$(HELM)" LODESTAR_HELM4="$(HELM4)" LODESTAR_BIN="$(LOCALBIN)" \
 		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) -count=1 ./...
 
 ##@ Benchmarks
@@ -156,6 +160,11 @@ $(KUBE_STAMP):
 	touch $@
 
 $(KWOK) $(HELM) $(KUBECTL): $(KUBE_STAMP) ;
+
+$(HELM4):
+	@echo ">> building helm $(HELM4_VERSION) from source into $(dir $@) (first time only: about 2 minutes on 2 cores)"
+	mkdir -p $(dir $@)
+	cd hack/tools/helm4 && go build -trimpath -ldflags='-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM4_VERSION)' -o $@ helm.sh/helm/v4/cmd/helm
 
 # bin/kubectl: the kubectl of the pinned release, whatever directories older
 # releases left in bin/ (the README's commands use it).

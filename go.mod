@@ -29,6 +29,7 @@ require (
 	k8s.io/streaming v0.36.3
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
 	sigs.k8s.io/about-api v0.0.0-20250131010323-518069c31c03
+	sigs.k8s.io/cli-utils v0.37.2
 	sigs.k8s.io/cluster-inventory-api v0.1.3
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/mcs-api v0.5.2

@@ -25,6 +25,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/controllers/hub/serviceimport"
+	"github.com/lodestar-dev/lodestar/controllers/hub/settled"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
@@ -165,6 +166,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)
+	}
+	if err := (&settled.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, Scope: scope}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the settled controller: %w", err)
 	}
 	if err := (&memberaccess.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the member access controller: %w", err)

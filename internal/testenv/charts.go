@@ -19,6 +19,9 @@ import (
 // HelmEnv names the helm binary that tests and the quick start use.
 const HelmEnv = "LODESTAR_HELM"
 
+// Helm4Env names the helm v4 binary that tests run beside helm v3.
+const Helm4Env = "LODESTAR_HELM4"
+
 // ReleaseNamespace is where the quick start and the tests install the charts.
 const ReleaseNamespace = "lodestar-system"
 
