@@ -171,11 +171,13 @@ func helmAndRollout(t *testing.T, helmBin string) {
 }
 
 // kstatus (sigs.k8s.io/cli-utils, as Flux, kpt and helm v4 read status) reads
-// a placed Deployment, StatefulSet and Job, their Placement and a
-// ClusterPlacement Current once the fleet runs them; a Placement whose cluster
-// runs nothing yet is InProgress (and so is its Deployment), and one that
-// cannot be carried out (no ClusterSetBinding) is Failed.
-func TestKstatusReadsTheFleet(t *testing.T) {
+// a placed Deployment, StatefulSet and Job (on two members), their Placement
+// and a ClusterPlacement Current once the fleet runs them; a Placement whose
+// cluster runs nothing yet is InProgress (and so is its Deployment), and one
+// that cannot be carried out (no ClusterSetBinding) is Failed. Argo CD, with
+// the health checks of docs/examples/hub-tools/argocd-cm.yaml, reads the same
+// Placements Healthy, Progressing and Degraded.
+func TestKstatusAndArgoCDReadTheFleet(t *testing.T) {
 	extraMembers(t)
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -290,6 +292,27 @@ spec:
 		g.Expect(res.Status).To(Equal(kstatus.FailedStatus), res.Message)
 		g.Expect(res.Message).To(ContainSubstring("ClusterSetBinding"))
 	}).Should(Succeed())
+
+	scripts, err := argoHealthScripts()
+	g.Expect(err).NotTo(HaveOccurred())
+	argo := func(g Gomega, kind, namespace, name string) (string, string) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(placements)
+		u.SetKind(kind)
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)).To(Succeed())
+		status, msg, err := argoHealth(scripts[kind], u)
+		g.Expect(err).NotTo(HaveOccurred())
+		return status, msg
+	}
+	for _, want := range [][4]string{
+		{"Placement", ns, "app", "Healthy"}, {"ClusterPlacement", "", name, "Healthy"},
+		{"Placement", unbound, "nowhere", "Degraded"}, {"Placement", ns, "idle", "Progressing"},
+	} {
+		g.Eventually(func(g Gomega) {
+			status, msg := argo(g, want[0], want[1], want[2])
+			g.Expect(status).To(Equal(want[3]), "%s %s: %s", want[0], want[2], msg)
+		}).Should(Succeed())
+	}
 	// member-2 runs no controllers: its copy never becomes available.
 	g.Eventually(func(g Gomega) {
 		c := placementCondition(g, t, client.ObjectKey{Namespace: ns, Name: "idle"}, settled.ReconcilingCondition)
