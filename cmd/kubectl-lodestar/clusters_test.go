@@ -132,6 +132,12 @@ func TestGetAndDescribeClusters(t *testing.T) {
 		HaveKeyWithValue("TAINTS", "placement.lodestar.dev/drain:NoExecute,gpu=true:NoSchedule"), HaveKeyWithValue("NODES", "-"),
 		HaveKeyWithValue("WORKS", "0"), HaveKeyWithValue("REGION", "us")))
 
+	// A set that does not exist is an error, not an empty table.
+	_, _, err = kubectlLodestar(t, "get", "clusters", "--cluster-set", "nosuch-"+set)
+	g.Expect(err).To(MatchError(ContainSubstring(`cluster set "nosuch-` + set + `" does not exist`)))
+	_, _, err = kubectlLodestar(t, "get", "clusters", "--cluster-set", "default")
+	g.Expect(err).To(MatchError(ContainSubstring("namespace default is not a cluster set")))
+
 	// A label selector, wide columns, and every set.
 	out, _, err = kubectlLodestar(t, "get", "clusters", "--cluster-set", set, "-l", "env=prod", "-o", "wide")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -85,6 +85,9 @@ func divide(total int64, clusters []Cluster, seed string) (map[string]int64, int
 		return nil, 0, fmt.Errorf("the clusters' minimums add up to %d, more than the %d replicas", mins, total)
 	}
 	if left := total - mins; !unbounded && room < left {
+		if len(clusters) == 0 {
+			return nil, 0, fmt.Errorf("%w: no cluster is selected for the %d replicas", ErrNotEnoughRoom, total)
+		}
 		return nil, 0, fmt.Errorf("%w: %d of %d replicas have no cluster to go to (%s)", ErrNotEnoughRoom, left-room, total, rooms(clusters))
 	}
 	estimate(open, total-mins)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -70,6 +72,11 @@ func Clusters(ctx context.Context, c client.Reader, opts ClustersOptions) ([]Clu
 	}
 	if err := c.List(ctx, list, listOpts...); err != nil {
 		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
+	}
+	if len(list.Items) == 0 && opts.ClusterSet != "" {
+		if err := clusterSetExists(ctx, c, opts.ClusterSet); err != nil {
+			return nil, err
+		}
 	}
 	leases := &coordinationv1.LeaseList{}
 	if err := c.List(ctx, leases, client.MatchingFields{"metadata.name": placementv1alpha1.AgentLeaseName}); err != nil {
@@ -148,4 +155,26 @@ func ChosenBy(ctx context.Context, c client.Reader, clusterSet, cluster string) 
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// clusterSetExists fails when set names no cluster set of the hub: no
+// namespace of that name, or one no hub manager manages. A set without
+// clusters is one; a user who may not read namespaces is not told more.
+func clusterSetExists(ctx context.Context, c client.Reader, set string) error {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := c.Get(ctx, client.ObjectKey{Name: set}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("cluster set %q does not exist: the hub has no namespace %s (kubectl lodestar get clusters -A lists every set)", set, set)
+	case err != nil:
+		return nil
+	case ns.Labels[placementv1alpha1.HubManagerLabel] != "":
+		return nil
+	}
+	any := &cpv1alpha1.ClusterProfileList{}
+	if err := c.List(ctx, any, client.InNamespace(set), client.Limit(1)); err != nil || len(any.Items) > 0 {
+		return nil //nolint:nilerr // a set whose profiles a label selector left out
+	}
+	return fmt.Errorf("namespace %s is not a cluster set: no hub manager manages it and it has no cluster (kubectl lodestar get clusters -A lists every set)", set)
 }

@@ -38,3 +38,20 @@ func List(items []string, n int, sep string) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], sep), len(items)-n)
 }
+
+// Count is n and noun, plural unless n is 1: "1 cluster", "3 clusters",
+// "0 clusters". noun is singular and takes an s.
+func Count[N ~int | ~int32 | ~int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// All is "all" of n nouns: "all 3 clusters", and "the 1 cluster".
+func All[N ~int | ~int32 | ~int64](n N, noun string) string {
+	if n == 1 {
+		return "the 1 " + noun
+	}
+	return "all " + Count(n, noun)
+}

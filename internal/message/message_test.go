@@ -55,3 +55,13 @@ func TestList(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{Count(1, "cluster"), "1 cluster"}, {Count(0, "cluster"), "0 clusters"}, {Count(int32(3), "object"), "3 objects"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}

@@ -46,7 +46,7 @@ var stalls = map[string]bool{
 	placementv1alpha1.ReasonCarrierInTheWay: true, placementv1alpha1.ReasonWorkTooLarge: true,
 	placementv1alpha1.ReasonNotDivisible: true, placementv1alpha1.ReasonDecisionRejected: true,
 	placementv1alpha1.ReasonFailureBudgetExceeded: true, placementv1alpha1.ReasonProgressDeadlineExceeded: true,
-	placementv1alpha1.ReasonRolloutBlocked: true,
+	placementv1alpha1.ReasonRolloutBlocked: true, placementv1alpha1.ReasonUnknownClusterNames: true,
 }
 
 // done tells whether a condition says its part is carried out: True, and for

@@ -60,6 +60,9 @@ const (
 	ReasonCarrierInTheWay = "CarrierInTheWay"
 	// ReasonNoMatchingClusters: no cluster matches the cluster selector.
 	ReasonNoMatchingClusters = "NoMatchingClusters"
+	// ReasonUnknownClusterNames: spec.scheduling.clusterNames names clusters that
+	// no cluster set bound to the namespace has; the others are chosen.
+	ReasonUnknownClusterNames = "UnknownClusterNames"
 	// ReasonInvalidClusterSelector: the cluster selector cannot be parsed.
 	ReasonInvalidClusterSelector = "InvalidClusterSelector"
 	// ReasonInvalidClusterExpression: spec.scheduling.clusterExpression does not
@@ -161,7 +164,8 @@ const (
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonApplyPending: at least one cluster has not reported the current Work yet.
 	ReasonApplyPending = "ApplyPending"
-	// ReasonNoClusters: no cluster is selected, so there is nothing to apply.
+	// ReasonNoClusters (Applied, Available, Progressing): no cluster is selected,
+	// so there is nothing to apply or roll out.
 	ReasonNoClusters = "NoClusters"
 
 	// ReasonAvailable: every selected cluster reports every placed object available.

@@ -140,9 +140,9 @@ func (t *tally) add(res result, conds []metav1.Condition) {
 func (t *tally) conditions(n int, p plan) []metav1.Condition {
 	out := []metav1.Condition{
 		summary(lodestarworkv1alpha1.ConditionApplied, len(t.notApplied) == 0, lodestarworkv1alpha1.ReasonAllApplied, lodestarworkv1alpha1.ReasonSomeNotApplied,
-			fmt.Sprintf("all %d manifests applied", n), fmt.Sprintf("%d of %d manifests not applied", len(t.notApplied), n), t.notApplied),
+			message.All(n, "manifest")+" applied", fmt.Sprintf("%d of %d manifests not applied", len(t.notApplied), n), t.notApplied),
 		summary(lodestarworkv1alpha1.ConditionAvailable, len(t.notAvailable) == 0, lodestarworkv1alpha1.ReasonAllAvailable, lodestarworkv1alpha1.ReasonSomeNotAvailable,
-			fmt.Sprintf("all %d manifests available", n), fmt.Sprintf("%d of %d manifests not available", len(t.notAvailable), n), t.notAvailable),
+			message.All(n, "manifest")+" available", fmt.Sprintf("%d of %d manifests not available", len(t.notAvailable), n), t.notAvailable),
 		summary(lodestarworkv1alpha1.ConditionProgressing, len(t.progressing) > 0, lodestarworkv1alpha1.ReasonSomeProgressing, lodestarworkv1alpha1.ReasonNoneProgressing,
 			fmt.Sprintf("%d of %d manifests progressing", len(t.progressing), n), "no manifest is progressing", t.progressing),
 		summary(lodestarworkv1alpha1.ConditionDegraded, len(t.degraded) > 0, lodestarworkv1alpha1.ReasonSomeDegraded, lodestarworkv1alpha1.ReasonNoneDegraded,

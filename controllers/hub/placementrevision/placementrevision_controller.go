@@ -36,6 +36,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
 	"github.com/lodestar-dev/lodestar/internal/render"
@@ -121,11 +122,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		// A refused selector takes only its own objects away: the others'
 		// roll out, and the condition says which selectors place nothing.
 		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonInvalidResourceSelector,
-			"%s; the other selectors' %d objects are at revision %d (%s)", refusals(rd.refused), len(rd.manifests), rev.Spec.Revision, rev.Spec.Hash)
+			"%s; the other selectors' %s are at revision %d (%s)", refusals(rd.refused), message.Count(len(rd.manifests), "object"), rev.Spec.Revision, rev.Spec.Hash)
 		r.warnOnce(placement, st)
 	} else {
 		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonRendered,
-			"%d objects at revision %d (%s)", len(rd.manifests), rev.Spec.Revision, rev.Spec.Hash)
+			"%s at revision %d (%s)", message.Count(len(rd.manifests), "object"), rev.Spec.Revision, rev.Spec.Hash)
 	}
 	if err := r.prune(ctx, placement, rev.Name); err != nil {
 		return ctrl.Result{}, err

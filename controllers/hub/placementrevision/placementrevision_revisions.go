@@ -110,7 +110,7 @@ func changeCause(placement *placementv1alpha1.Placement, previous *placementv1al
 		return message.Truncate(cause, 1024)
 	}
 	if previous == nil {
-		return fmt.Sprintf("first revision: %d objects", len(rd.manifests))
+		return "first revision: " + message.Count(len(rd.manifests), "object")
 	}
 	before := map[string][]byte{}
 	if manifests, err := render.RevisionManifests(&previous.Spec); err == nil {

@@ -106,15 +106,15 @@ func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.P
 		}
 	}
 	c := condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonStatusReflected,
-		"the status of %d placed objects on the hub is written from their clusters", written)
+		"the status of %s on the hub is written from their clusters", message.Count(written, "placed object"))
 	switch {
 	case len(others) > 0:
 		c = condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonOtherStatusWriter,
-			"something else writes the status of %d placed objects on the hub, so Lodestar does not (a hub that runs workload controllers; see docs/hub.md): %s",
-			len(others), message.List(others, maxNamedFailures, "; "))
+			"something else writes the status of %s on the hub, so Lodestar does not (a hub that runs workload controllers; see docs/hub.md): %s",
+			message.Count(len(others), "placed object"), message.List(others, maxNamedFailures, "; "))
 	case len(failed) > 0:
 		c = condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonReflectionFailed,
-			"the status of %d placed objects could not be written on the hub: %s", len(failed), message.List(failed, maxNamedFailures, "; "))
+			"the status of %s could not be written on the hub: %s", message.Count(len(failed), "placed object"), message.List(failed, maxNamedFailures, "; "))
 	}
 	c.Message = message.Truncate(c.Message, 4096)
 	return &c

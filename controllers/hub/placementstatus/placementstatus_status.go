@@ -83,7 +83,7 @@ func Aggregate(decided []string, works []workv1alpha1.Work, reportsDrift bool, o
 		c := condition(placementv1alpha1.DriftedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonNoDrift, "no cluster reports a placed object changed on the member")
 		if len(t.drifted) > 0 {
 			c = condition(placementv1alpha1.DriftedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonDriftDetected,
-				"%d of %d clusters report placed objects changed on the member and left so: %s", len(t.drifted), len(decided), sample(t.drifted))
+				"%d of %s report placed objects changed on the member and left so: %s", len(t.drifted), message.Count(len(decided), "cluster"), sample(t.drifted))
 		}
 		agg.DriftCondition = &c
 	}
@@ -153,17 +153,17 @@ func (agg *Aggregation) appliedCondition(decided int, t tally, empty, overridesF
 		return condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters, "no cluster is selected")
 	case len(t.failed) > 0 && overridesFail:
 		return condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonOverrideFailed,
-			"%d of %d clusters cannot apply the revision: %s", len(t.failed), decided, failures(t.failed, byCluster))
+			"%d of %s cannot apply the revision: %s", len(t.failed), message.Count(decided, "cluster"), failures(t.failed, byCluster))
 	case len(t.failed) > 0:
 		return condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonApplyFailed,
-			"%d of %d clusters failed to apply: %s", len(t.failed), decided, sample(t.failed))
+			"%d of %s failed to apply: %s", len(t.failed), message.Count(decided, "cluster"), sample(t.failed))
 	case len(t.pending) > 0:
 		return condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonApplyPending,
-			"%d of %d clusters applied; waiting for %s", agg.Applied, decided, sample(t.pending))
+			"%d of %s applied; waiting for %s", agg.Applied, message.Count(decided, "cluster"), sample(t.pending))
 	case empty:
 		return condition(applied, metav1.ConditionFalse, placementv1alpha1.ReasonNothingSelected, "%s", nothingSelected)
 	}
-	return condition(applied, metav1.ConditionTrue, placementv1alpha1.ReasonApplied, "applied on all %d clusters", decided)
+	return condition(applied, metav1.ConditionTrue, placementv1alpha1.ReasonApplied, "applied on %s", message.All(decided, "cluster"))
 }
 
 // availableCondition is the Available condition of a tally over decided clusters.
@@ -174,11 +174,11 @@ func (agg *Aggregation) availableCondition(decided int, t tally, empty bool) met
 		return condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters, "no cluster is selected")
 	case len(t.unavailable) > 0:
 		return condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNotAvailable,
-			"%d of %d clusters available; not yet: %s", agg.Available, decided, sample(t.unavailable))
+			"%d of %s available; not yet: %s", agg.Available, message.Count(decided, "cluster"), sample(t.unavailable))
 	case empty:
 		return condition(available, metav1.ConditionFalse, placementv1alpha1.ReasonNothingSelected, "%s", nothingSelected)
 	}
-	return condition(available, metav1.ConditionTrue, placementv1alpha1.ReasonAvailable, "available on all %d clusters", decided)
+	return condition(available, metav1.ConditionTrue, placementv1alpha1.ReasonAvailable, "available on %s", message.All(decided, "cluster"))
 }
 
 // nothingSelected is the Applied and Available message of a Placement that

@@ -60,7 +60,7 @@ var aggregateCases = []struct {
 	{
 		name: "a stale report is pending", decided: []string{"a"},
 		works:      []workv1alpha1.Work{work("a", 3, 2, metav1.ConditionTrue)},
-		wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyPending, wantMessage: "0 of 1 clusters applied; waiting for a",
+		wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyPending, wantMessage: "0 of 1 cluster applied; waiting for a",
 		wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionUnknown},
 	},
 	{
@@ -110,7 +110,7 @@ var aggregateCases = []struct {
 		name: "a part that failed fails its cluster", decided: []string{"a"},
 		works:      []workv1alpha1.Work{part("a", 0, metav1.ConditionTrue), part("a", 1, metav1.ConditionFalse)},
 		wantStatus: metav1.ConditionFalse, wantReason: placementv1alpha1.ReasonApplyFailed,
-		wantMessage: "1 of 1 clusters failed to apply: a",
+		wantMessage: "1 of 1 cluster failed to apply: a",
 		wantCluster: map[string]metav1.ConditionStatus{"a": metav1.ConditionFalse},
 	},
 }

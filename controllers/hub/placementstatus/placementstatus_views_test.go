@@ -55,7 +55,7 @@ func TestDescribeNamesTheObjects(t *testing.T) {
 	g.Expect(cs.Objects[0]).To(And(HaveField("Kind", "PersistentVolumeClaim"), HaveField("State", placementv1alpha1.ObjectProgressing), HaveField("Feedback", BeNil())))
 	g.Expect(cs.Objects[1]).To(And(HaveField("Kind", "Deployment"), HaveField("State", placementv1alpha1.ObjectAvailable), HaveField("Message", "")))
 	g.Expect(string(cs.Objects[1].Feedback.Raw)).To(Equal(`{"ready":3}`), "without the values status reflection reads")
-	g.Expect(agg.AvailableCondition.Message).To(Equal("0 of 1 clusters available; not yet: a (a: PersistentVolumeClaim shop/uploads: the claim is Pending)"))
+	g.Expect(agg.AvailableCondition.Message).To(Equal("0 of 1 cluster available; not yet: a (a: PersistentVolumeClaim shop/uploads: the claim is Pending)"))
 }
 
 func TestViewsAreKeptWhileWorksDoNotChange(t *testing.T) {

@@ -35,6 +35,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
@@ -158,13 +159,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// A second late, so that what it waits for has passed.
 		result.RequeueAfter = d + time.Second
 	}
-	r.scheduled(placement, st, sets, len(clusters), res, failover)
+	r.scheduled(placement, st, sets, clusters, res, failover)
 	return result, nil
+}
+
+// unknownNames are the names of spec.scheduling.clusterNames that no cluster of
+// the bound cluster sets has.
+func unknownNames(names []string, clusters []scheduling.Cluster) []string {
+	known := map[string]bool{}
+	for _, c := range clusters {
+		known[c.Name] = true
+	}
+	var out []string
+	for _, n := range names {
+		if !known[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // scheduled decides the Scheduled condition from what scheduling found, with a
 // Warning event when it turns to a problem.
-func (r *Reconciler) scheduled(placement *placementv1alpha1.Placement, st *status, sets []string, clusters int, res scheduling.Result, failover scheduling.FailoverPlan) {
+func (r *Reconciler) scheduled(placement *placementv1alpha1.Placement, st *status, sets []string, profiles []scheduling.Cluster, res scheduling.Result, failover scheduling.FailoverPlan) {
+	clusters := len(profiles)
+	unknown := unknownNames(placement.Spec.Scheduling.ClusterNames, profiles)
 	switch {
 	case len(sets) == 0:
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoClusterSetBinding, "namespace %s has no ClusterSetBinding to a cluster set of this hub; a platform admin binds one (docs/tenancy.md)", placement.Namespace)
@@ -173,17 +192,25 @@ func (r *Reconciler) scheduled(placement *placementv1alpha1.Placement, st *statu
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters,
 			"spec.scheduling has no clusterSelector and no clusterNames, so no cluster is chosen: clusterSelector: {} chooses every cluster of the bound cluster sets (%s)", strings.Join(sets, ", "))
 		r.warnOnce(placement, placementv1alpha1.ReasonNoMatchingClusters, st)
+	case len(unknown) > 0:
+		// A typo, or a cluster of a set the namespace is not bound to: the
+		// clusters named that exist are chosen, and the condition says which
+		// names are not.
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonUnknownClusterNames,
+			"%s chosen; spec.scheduling.clusterNames names %s that no cluster of cluster sets %s has",
+			message.Count(len(res.Selected), "cluster"), message.List(unknown, 5, ", "), strings.Join(sets, ", "))
+		r.warnOnce(placement, placementv1alpha1.ReasonUnknownClusterNames, st)
 	case len(res.Selected) == 0:
-		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters, "none of %d clusters in cluster sets %s can be chosen%s", clusters, strings.Join(sets, ", "), summary(res))
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNoMatchingClusters, "none of the %s in cluster sets %s can be chosen%s", message.Count(clusters, "cluster"), strings.Join(sets, ", "), summary(res))
 		r.warnOnce(placement, placementv1alpha1.ReasonNoMatchingClusters, st)
 	case res.Unsatisfied:
-		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNotEnoughClusters, "%d of the %d clusters asked for could be chosen%s", len(res.Selected), *placement.Spec.Scheduling.NumberOfClusters, summary(res))
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonNotEnoughClusters, "%d of the %s asked for could be chosen%s", len(res.Selected), message.Count(*placement.Spec.Scheduling.NumberOfClusters, "cluster"), summary(res))
 		r.warnOnce(placement, placementv1alpha1.ReasonNotEnoughClusters, st)
 	case failover.Blocked != "":
-		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonFailoverBlocked, "%d clusters chosen; %s", len(res.Selected), failover.Blocked)
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonFailoverBlocked, "%s chosen; %s", message.Count(len(res.Selected), "cluster"), failover.Blocked)
 		r.warnOnce(placement, placementv1alpha1.ReasonFailoverBlocked, st)
 	default:
-		st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%d clusters chosen", len(res.Selected))
+		st.set(metav1.ConditionTrue, placementv1alpha1.ReasonScheduled, "%s chosen", message.Count(len(res.Selected), "cluster"))
 	}
 }
 

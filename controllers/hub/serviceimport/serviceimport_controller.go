@@ -39,6 +39,7 @@ import (
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/mcs"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -318,7 +319,7 @@ func (r *Reconciler) answer(ctx context.Context, e *servicesv1alpha1.ExportedSer
 	} else {
 		cond(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, string(mcsv1beta1.ServiceExportReasonValid), "the Service is exported")
 		cond(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, string(mcsv1beta1.ServiceExportReasonExported),
-			fmt.Sprintf("imported by %d clusters", importers))
+			"imported by "+message.Count(importers, "cluster"))
 		if c, ok := merged.Conflicts[cluster]; ok {
 			cond(mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionTrue, c.Reason, c.Message)
 		} else {

@@ -34,6 +34,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
@@ -149,7 +150,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 		r.noteRetainedClaims(placement, &remaining[i])
 	}
 	if len(remaining) > 0 {
-		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonDeleting, "waiting for %d Works to be removed from their clusters", len(remaining))
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonDeleting, "waiting for %s to be removed from their clusters", message.Count(len(remaining), "Work"))
 		return nil // Work deletions trigger the next reconcile.
 	}
 	if err := r.deleteOwned(ctx, placement); err != nil {

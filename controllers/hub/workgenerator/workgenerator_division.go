@@ -208,8 +208,8 @@ func surgeMessage(a *division.Assignment) string {
 // override changed (with a Warning event when that changes).
 func (r *Reconciler) divisionGate(s *scope, cond metav1.ConditionStatus, reason, msg string) (metav1.ConditionStatus, string, string) {
 	a := s.division
-	if a == nil {
-		return cond, reason, msg
+	if a == nil || len(s.decided.Clusters) == 0 {
+		return cond, reason, msg // no cluster to divide over: Progressing says so
 	}
 	if why, m := divisionProblems(a); why != "" {
 		r.warnOnce(s.placement, why, m)

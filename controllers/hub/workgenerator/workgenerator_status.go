@@ -155,7 +155,7 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 		return result
 	}
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
-		"revision %d (%s); the Works of %d clusters hold what the rollout gives them", s.target.Spec.Revision, s.target.Spec.Hash, len(s.decided.Clusters))
+		"revision %d (%s); the Works of %s hold what the rollout gives them", s.target.Spec.Revision, s.target.Spec.Hash, message.Count(len(s.decided.Clusters), "cluster"))
 	return result
 }
 
@@ -289,7 +289,7 @@ const maxListedRollout = 100
 
 // progressing is the Progressing condition for a plan and a removal.
 func progressing(target *placementv1alpha1.PlacementRevision, plan rollout.Plan, removal rollout.Removal, paused bool, selected int) (metav1.ConditionStatus, string, string) {
-	head := fmt.Sprintf("revision %d: %d of %d clusters updated", target.Spec.Revision, selected-len(plan.Failed)-pendingCount(plan), selected)
+	head := fmt.Sprintf("revision %d: %d of %s updated", target.Spec.Revision, selected-len(plan.Failed)-pendingCount(plan), message.Count(selected, "cluster"))
 	failed := ""
 	if len(plan.Failed) > 0 {
 		failed = fmt.Sprintf("; failed: %s", failedSummary(plan))
@@ -297,6 +297,10 @@ func progressing(target *placementv1alpha1.PlacementRevision, plan rollout.Plan,
 	switch {
 	case plan.BudgetExceeded:
 		return metav1.ConditionFalse, placementv1alpha1.ReasonFailureBudgetExceeded, head + failed
+	case selected == 0 && len(removal.Kept) == 0:
+		// Nothing rolled out is not a rollout complete.
+		return metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters,
+			fmt.Sprintf("revision %d: no cluster is selected, so it goes nowhere (the Scheduled condition says why)", target.Spec.Revision)
 	case plan.Done && len(removal.Kept) == 0:
 		if len(removal.Forced) > 0 {
 			return metav1.ConditionFalse, placementv1alpha1.ReasonProgressDeadlineExceeded,
