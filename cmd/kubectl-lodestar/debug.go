@@ -11,8 +11,12 @@ import (
 	"strings"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,6 +57,13 @@ func (o *options) debugSession(ctx context.Context, arg, only string) (*debugSes
 	s := &debugSession{base: cfg, namespace: ns, placement: arg}
 	if kind, name, ok := strings.Cut(arg, "/"); ok {
 		s.workloadKind, s.workloadName = workloadKind(kind), name
+		if s.workloadKind == "" {
+			return nil, fmt.Errorf("%s: %q is not a kind whose pods Lodestar can find: name a Placement, or a placed workload as "+
+				"deploy/<name>, sts/<name>, ds/<name>, job/<name>, cronjob/<name> or pod/<name>", arg, kind)
+		}
+		if err := workloadExists(ctx, c, ns, s.workloadKind, name); err != nil {
+			return nil, err
+		}
 		if s.placement, err = placementOf(ctx, c, ns, s.workloadKind, name); err != nil {
 			return nil, err
 		}
@@ -83,7 +94,15 @@ func (o *options) debugSession(ctx context.Context, arg, only string) (*debugSes
 	return s, nil
 }
 
-// workloadKind is the kind a kubectl short name or resource stands for.
+// workloadKinds are the kinds whose pods the debug verbs find, with their
+// API groups and versions.
+var workloadKinds = map[string]schema.GroupVersion{
+	"Deployment": appsv1.SchemeGroupVersion, "StatefulSet": appsv1.SchemeGroupVersion, "DaemonSet": appsv1.SchemeGroupVersion,
+	"Job": batchv1.SchemeGroupVersion, "CronJob": batchv1.SchemeGroupVersion, "Pod": corev1.SchemeGroupVersion,
+}
+
+// workloadKind is the kind a kubectl short name or resource stands for, ""
+// for a kind that has no pods of its own.
 func workloadKind(s string) string {
 	switch strings.ToLower(s) {
 	case "deploy", "deployment", "deployments":
@@ -94,10 +113,30 @@ func workloadKind(s string) string {
 		return "DaemonSet"
 	case "job", "jobs":
 		return "Job"
+	case "cj", "cronjob", "cronjobs":
+		return "CronJob"
 	case "po", "pod", "pods":
 		return "Pod"
 	}
-	return s
+	return ""
+}
+
+// workloadExists fails when the hub has no workload of the kind and name (a
+// pod is the members' only: it is looked for there).
+func workloadExists(ctx context.Context, c client.Client, ns, kind, name string) error {
+	if kind == "Pod" {
+		return nil
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(workloadKinds[kind].WithKind(kind))
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s %s/%s does not exist on the hub", kind, ns, name)
+	}
+	if err != nil && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("reading %s %s/%s: %w", kind, ns, name, err)
+	}
+	return nil
 }
 
 // placementOf is the Placement of the namespace whose selectors place the
@@ -224,7 +263,7 @@ func ownedBy(pod *corev1.Pod, kind, name string) bool {
 	case ref.Kind == kind:
 		return ref.Name == name
 	case kind == "Deployment" && ref.Kind == "ReplicaSet", kind == "CronJob" && ref.Kind == "Job":
-		return strings.HasPrefix(ref.Name, name+"-")
+		return namedAfter(ref.Name, name, 0)
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -23,6 +24,7 @@ func TestOwnedBy(t *testing.T) {
 	}{
 		{pod("ReplicaSet", "web-7c9f"), workloadKind("deploy"), "web", true},
 		{pod("ReplicaSet", "webhook-7c9f"), "Deployment", "web", false},
+		{pod("ReplicaSet", "web-api-7c9f"), "Deployment", "web", false},
 		{pod("StatefulSet", "db"), workloadKind("sts"), "db", true},
 		{pod("Job", "report-1"), "CronJob", "report", true},
 		{pod("Job", "report-1"), "Job", "report-1", true},
@@ -54,3 +56,21 @@ func TestDebugSessionConfig(t *testing.T) {
 }
 
 var restConfigForTest = rest.Config{Host: "https://hub.example:6443"}
+
+func TestNamedAfter(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(namedAfter("web-7d9f8", "web", 0)).To(BeTrue(), "a ReplicaSet of web")
+	g.Expect(namedAfter("web-7d9f8-x2kq1", "web", 1)).To(BeTrue(), "a pod of web")
+	g.Expect(namedAfter("web-config-x2kq1", "web", 0)).To(BeFalse(), "a pod of web-config")
+	g.Expect(namedAfter("web-api-7d9f8", "web", 0)).To(BeFalse(), "a ReplicaSet of web-api")
+	g.Expect(namedAfter("web-api-7d9f8-x2kq1", "web", 1)).To(BeFalse(), "a pod of web-api")
+	g.Expect(namedAfter("web-", "web", 0)).To(BeFalse())
+	g.Expect(namedAfter("db-0", "db", 0)).To(BeTrue(), "a StatefulSet's pod")
+}
+
+func TestWorkloadKind(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(workloadKind("deploy")).To(Equal("Deployment"))
+	g.Expect(workloadKind("cj")).To(Equal("CronJob"))
+	g.Expect(workloadKind("cm")).To(BeEmpty(), "a ConfigMap has no pods")
+}

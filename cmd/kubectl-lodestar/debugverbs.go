@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/debugapi"
+	"github.com/lodestar-dev/lodestar/internal/message"
 )
 
 // newPodsCommand is `kubectl lodestar pods`.
@@ -155,12 +157,15 @@ Needs get on placements/log in debug.lodestar.dev (view, edit, admin).`,
 			}
 			out, errOut := &lineWriter{w: o.Out}, &lineWriter{w: o.ErrOut}
 			var wg sync.WaitGroup
+			var found, failed atomic.Int32
 			s.each(func(c string) {
 				pods, err := s.clusterPods(ctx, c)
 				if err != nil {
+					failed.Add(1)
 					errOut.line("error:", fmt.Sprintf("%s: %s", c, statusMessage(err)))
 					return
 				}
+				found.Add(int32(len(pods))) //nolint:gosec // a cluster's pods of one namespace
 				for _, p := range pods {
 					for _, name := range containersOf(&p, container) {
 						prefix := c + "/" + p.Name
@@ -180,6 +185,9 @@ Needs get on placements/log in debug.lodestar.dev (view, edit, admin).`,
 				}
 			})
 			wg.Wait()
+			if found.Load() == 0 && failed.Load() == 0 {
+				return fmt.Errorf("%s has no pods on %s", args[0], message.List(s.clusters, 5, ", "))
+			}
 			return nil
 		},
 	}
@@ -295,14 +303,62 @@ func (s *debugSession) events(ctx context.Context) ([]clusterEvent, map[string]e
 		if err != nil {
 			return nil, fmt.Errorf("%s", statusMessage(err))
 		}
+		of := s.eventFilter(ctx, cluster)
 		var out []clusterEvent
 		for _, e := range list.Items {
-			out = append(out, clusterEvent{cluster: cluster, event: e})
+			if of(e.InvolvedObject) {
+				out = append(out, clusterEvent{cluster: cluster, event: e})
+			}
 		}
 		return out, nil
 	})
 	slices.SortStableFunc(out, func(a, b clusterEvent) int { return coreEventTime(&a.event).Compare(coreEventTime(&b.event)) })
 	return out, errs
+}
+
+// eventFilter tells which events of a cluster are about the session's
+// workload, when it names one: the workload's own, its pods' and their
+// controllers' (a Deployment's ReplicaSets, a CronJob's Jobs), also of those
+// already gone (named after the workload). Without a workload, every event of
+// the Placement's.
+func (s *debugSession) eventFilter(ctx context.Context, cluster string) func(corev1.ObjectReference) bool {
+	if s.workloadName == "" {
+		return func(corev1.ObjectReference) bool { return true }
+	}
+	names := map[string]bool{}
+	if pods, err := s.clusterPods(ctx, cluster); err == nil {
+		for _, p := range pods {
+			names["Pod/"+p.Name] = true
+			if ref := metav1.GetControllerOf(&p); ref != nil {
+				names[ref.Kind+"/"+ref.Name] = true
+			}
+		}
+	}
+	// Between the workload's name and a pod's random suffix, a Deployment's
+	// and a CronJob's pods have their controller's suffix too.
+	between := 0
+	if s.workloadKind == "Deployment" || s.workloadKind == "CronJob" {
+		between = 1
+	}
+	return func(ref corev1.ObjectReference) bool {
+		switch {
+		case ref.Kind == s.workloadKind && ref.Name == s.workloadName, names[ref.Kind+"/"+ref.Name]:
+			return true
+		case s.workloadKind == "Deployment" && ref.Kind == "ReplicaSet", s.workloadKind == "CronJob" && ref.Kind == "Job":
+			return namedAfter(ref.Name, s.workloadName, 0)
+		case ref.Kind == "Pod" && s.workloadKind != "Pod":
+			return namedAfter(ref.Name, s.workloadName, between)
+		}
+		return false
+	}
+}
+
+// namedAfter tells whether name is owner's name, a dash, and a generated
+// suffix of dashes+1 parts: web-7d9f8 (0) or web-7d9f8-x2kq1 (1), not
+// web-config-x2kq1, another workload's.
+func namedAfter(name, owner string, dashes int) bool {
+	rest, ok := strings.CutPrefix(name, owner+"-")
+	return ok && rest != "" && strings.Count(rest, "-") == dashes
 }
 
 // coreEventTime is when a core/v1 event last happened.

@@ -487,3 +487,74 @@ func TestDebugActsOnlyOnWhatLodestarPlaced(t *testing.T) {
 	_, errOut, err := f.run(t, "exec", "--placement", "local", "--cluster", member1, pod, "--", "echo", "ok")
 	g.Expect(err).To(HaveOccurred(), "no exec into the member-local pod: %s", errOut)
 }
+
+// The debug verbs' kind/name names a real workload: one the hub does not have,
+// or a kind without pods, is an error (exit non-zero) that says so, and the
+// events of one workload are its own, not every workload's of its Placement
+// or namespace.
+func TestDebugVerbsTakeRealWorkloads(t *testing.T) {
+	f := newDebugFleet(t)
+	g := NewWithT(t)
+	// What admin or edit give a tenant on a real hub (the test hub does not
+	// aggregate them): reading the namespace's workloads.
+	createYAML(t, f.ns, `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: read-workloads}
+rules: [{apiGroups: [apps, batch], resources: [deployments, statefulsets, daemonsets, jobs, cronjobs], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: read-workloads}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: read-workloads}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: `+f.user+`}]
+`)
+	// Two workloads of one Placement, one named after the other.
+	createYAML(t, f.ns, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: nginx:1.27}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api-worker}
+spec:
+  selector: {matchLabels: {app: api-worker}}
+  template:
+    metadata: {labels: {app: api-worker}}
+    spec: {containers: [{name: worker, image: nginx:1.27}]}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: api}
+spec:
+  resourceSelectors: [{group: apps, version: v1, kind: Deployment}]
+  scheduling: {clusterNames: [`+member1+`]}
+`)
+	g.Eventually(func(g Gomega) {
+		out, errOut, err := f.run(t, "events", "deploy/api-worker")
+		g.Expect(err).NotTo(HaveOccurred(), errOut)
+		g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+`+member1+`\s+Normal\s+ScalingReplicaSet\s+deployment/api-worker\s`))
+		g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+`+member1+`\s+Normal\s+Scheduled\s+pod/api-worker-`))
+	}).Should(Succeed())
+	out, errOut, err := f.run(t, "events", "deploy/api")
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+`+member1+`\s+Normal\s+ScalingReplicaSet\s+deployment/api\s`))
+	g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+`+member1+`\s+Normal\s+Scheduled\s+pod/api-[a-z0-9]+-[a-z0-9]+\s`))
+	g.Expect(out).NotTo(ContainSubstring("api-worker"), "the events of api only, not of the other workload of its Placement")
+
+	_, errOut, err = f.run(t, "logs", "deploy/nosuch")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(errOut).To(ContainSubstring("Deployment " + f.ns + "/nosuch does not exist on the hub"))
+	_, errOut, err = f.run(t, "pods", "cm/web-config")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(errOut).To(ContainSubstring(`"cm" is not a kind whose pods Lodestar can find`))
+	_, errOut, err = f.run(t, "logs", "deploy/api", "--cluster", member3)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(errOut).To(ContainSubstring("places nothing on cluster " + member3))
+}
