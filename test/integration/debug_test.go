@@ -539,13 +539,13 @@ spec:
 	g.Eventually(func(g Gomega) {
 		out, errOut, err := f.run(t, "events", "deploy/api-worker")
 		g.Expect(err).NotTo(HaveOccurred(), errOut)
-		g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+`+member1+`\s+Normal\s+ScalingReplicaSet\s+deployment/api-worker\s`))
-		g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+`+member1+`\s+Normal\s+Scheduled\s+pod/api-worker-`))
+		g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+` + member1 + `\s+Normal\s+ScalingReplicaSet\s+deployment/api-worker\s`))
+		g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+` + member1 + `\s+Normal\s+Scheduled\s+pod/api-worker-`))
 	}).Should(Succeed())
 	out, errOut, err := f.run(t, "events", "deploy/api")
 	g.Expect(err).NotTo(HaveOccurred(), errOut)
-	g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+`+member1+`\s+Normal\s+ScalingReplicaSet\s+deployment/api\s`))
-	g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+`+member1+`\s+Normal\s+Scheduled\s+pod/api-[a-z0-9]+-[a-z0-9]+\s`))
+	g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+` + member1 + `\s+Normal\s+ScalingReplicaSet\s+deployment/api\s`))
+	g.Expect(out).To(MatchRegexp(`(?m)^\S+\s+` + member1 + `\s+Normal\s+Scheduled\s+pod/api-[a-z0-9]+-[a-z0-9]+\s`))
 	g.Expect(out).NotTo(ContainSubstring("api-worker"), "the events of api only, not of the other workload of its Placement")
 
 	_, errOut, err = f.run(t, "logs", "deploy/nosuch")
