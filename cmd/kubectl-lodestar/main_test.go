@@ -333,6 +333,14 @@ func TestKubectlPluginCompletion(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	g.Expect(lines).To(ContainElements(HavePrefix("approve"), HavePrefix("status"), HavePrefix("undo")))
 	g.Expect(lines[len(lines)-1]).To(HavePrefix(":"), "cobra's directive, which kubectl reads")
+
+	// Through kubectl itself, as `source <(kubectl completion bash)` asks it:
+	// kubectl finds the link on the PATH.
+	kubectl := exec.CommandContext(t.Context(), filepath.Join(os.Getenv(testenv.AssetsEnv), "kubectl"), "__complete", "lodestar", "")
+	kubectl.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err = kubectl.Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.Split(string(out), "\n")).To(ContainElements(HavePrefix("cordon"), HavePrefix("render"), HavePrefix("why")))
 }
 
 // heldWork makes a Placement db (in a namespace of its own, returned) whose

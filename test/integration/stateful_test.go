@@ -529,11 +529,18 @@ func TestStatefulExamples(t *testing.T) {
 			g := NewWithT(t)
 			p := &placementv1alpha1.Placement{}
 			g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "orders"}, p)).To(Succeed())
-			// The orchestrator names the Placement as the decision's owner.
-			refs := decision.GetOwnerReferences()
-			refs[0].UID = p.UID
-			decision.SetOwnerReferences(refs)
+			// As written, the decision is not the Placement's: nothing goes
+			// anywhere, and the Placement says why.
+			g.Expect(decision.GetOwnerReferences()).To(BeEmpty(), "the example needs no UID filled in")
 			g.Expect(hubCP.Client.Create(t.Context(), decision)).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				c := placementCondition(g, t, client.ObjectKeyFromObject(p), placementv1alpha1.WorkSynchronizedCondition)
+				g.Expect(c.Message).To(ContainSubstring("PlacementDecision orders-dr is not owned by the Placement"))
+			}).Should(Succeed())
+			// The orchestrator names the Placement as the decision's owner.
+			g.Expect(updateWith(hubCP.Client, decision, func(d *unstructured.Unstructured) {
+				d.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: placementv1alpha1.GroupVersion.String(), Kind: "Placement", Name: p.Name, UID: p.UID}})
+			})).To(Succeed())
 			bindClaims(t, member2, ns, "orders", 1, corev1.ReadWriteOnce)
 			expectClaims(t, client.ObjectKeyFromObject(p), member2, 1)
 			// Failover by the orchestrator, once it promoted member-1's replica.

@@ -107,7 +107,11 @@ func (r *Reconciler) observe(ctx context.Context, placement *placementv1alpha1.P
 	if !s.decided.Found {
 		// Without decisions nothing is known of where the objects belong: the
 		// Works stay as they are.
-		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForDecisions, "no PlacementDecision names this Placement yet")
+		msg := "no PlacementDecision names this Placement yet"
+		if len(s.decided.Rejected) > 0 {
+			msg += "; ignored: " + message.List(s.decided.Rejected, 3, "; ")
+		}
+		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForDecisions, "%s", msg)
 		return nil, nil
 	}
 	works, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
