@@ -100,6 +100,23 @@ up() {
   "${LODESTAR_BIN:?}/kubectl-lodestar" pods web -n demo --kubeconfig "$dir/hub.kubeconfig"
   echo
   "${LODESTAR_BIN:?}/kubectl-lodestar" logs web -n demo --tail 2 --kubeconfig "$dir/hub.kubeconfig"
+  echo
+  say "A chart installed on the hub with helm install --wait: helm returns once the fleet runs it (docs/hub.md#tools-on-the-hub)"
+  "$kubectl" "${hub[@]}" apply --server-side --force-conflicts -f docs/examples/hub-tools/namespace.yaml
+  HELM_CONFIG_HOME="$dir/helm/config" HELM_CACHE_HOME="$dir/helm/cache" HELM_DATA_HOME="$dir/helm/data" \
+    "${LODESTAR_HELM:?}" --kubeconfig "$dir/hub.kubeconfig" upgrade --install shop docs/examples/hub-tools/shop -n shop \
+    --wait --wait-for-jobs --timeout 3m
+  "$kubectl" "${hub[@]}" -n shop rollout status deployment/shop-web --timeout=60s
+  "$kubectl" "${hub[@]}" -n shop get deployments,replicasets,services,placements
+  echo
+  # Each agent lets the namespace's users in (debug.tenantAccess) once it placed there.
+  local pods
+  for _ in $(seq 1 60); do
+    pods=$("${LODESTAR_BIN:?}/kubectl-lodestar" pods shop -n shop --kubeconfig "$dir/hub.kubeconfig" 2>&1 || true)
+    [[ "$pods" == *member-1* && "$pods" == *member-2* && "$pods" != *error:* ]] && break
+    sleep 1
+  done
+  "${LODESTAR_BIN:?}/kubectl-lodestar" pods shop -n shop --kubeconfig "$dir/hub.kubeconfig"
   cat <<MSG
 
 The fleet keeps running. Look further with:

@@ -51,7 +51,7 @@ func TestReadmeTourRunsTwice(t *testing.T) {
 	// developer runs in the repository is left alone.
 	dir := t.TempDir()
 	for link, target := range map[string]string{"bin": env[testenv.BinEnv], "config": filepath.Join(root, "config"),
-		"charts": filepath.Join(root, "charts"), "hack": filepath.Join(root, "hack")} {
+		"charts": filepath.Join(root, "charts"), "hack": filepath.Join(root, "hack"), "docs": filepath.Join(root, "docs")} {
 		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
 			t.Fatal(err)
 		}

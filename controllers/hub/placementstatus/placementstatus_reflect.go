@@ -158,9 +158,17 @@ func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *refle
 	}
 	copies := make([]reflection.Copy, 0, len(ro.copies))
 	for _, c := range ro.copies {
-		copies = append(copies, reflection.NewCopy(c.cluster, c.object.values, c.object.current, hub.GetGeneration(), rank[c.object.state]))
+		if cp := reflection.NewCopy(c.cluster, c.object.values, c.object.current, hub.GetGeneration(), rank[c.object.state]); cp.Status != nil {
+			copies = append(copies, cp) // a copy whose status is not reported (yet) is none
+		}
 	}
 	previous, _, _ := unstructured.NestedInt64(hub.Object, "status", "observedGeneration")
+	if len(copies) < selected && previous > 0 && previous == hub.GetGeneration() {
+		// A cluster whose Work changed for another object (its manifests
+		// renumbered) has not reported this one again yet: what the hub shows
+		// for this generation stands until it does, rather than dropping.
+		return nil
+	}
 	replicas, found, _ := unstructured.NestedInt64(hub.Object, "spec", "replicas")
 	if !found {
 		replicas = 1
