@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,9 +13,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/lodestar-dev/lodestar/internal/debugapi"
 	"github.com/lodestar-dev/lodestar/internal/renderctl"
 )
 
@@ -56,6 +59,12 @@ cluster. Which rules changed which fields goes to standard error.
 				}
 			}
 			opts.Note = func(msg string) { fmt.Fprintf(o.ErrOut, "# %s\n", msg) }
+			opts.Fleet = func(ctx context.Context) (renderctl.Fleet, error) {
+				// A tenant may not read the clusters' ClusterProfiles and Works:
+				// the hub manager reads them for the Placement (debug API).
+				fmt.Fprintf(o.ErrOut, "# the clusters read through the hub manager (placements/fleet in debug.lodestar.dev): you may not read their ClusterProfiles\n")
+				return o.fleetOf(ctx, namespace, args[0], cluster)
+			}
 			base, res, err := renderctl.Render(ctx, c, opts)
 			if err != nil {
 				return err
@@ -151,4 +160,26 @@ func objectID(raw []byte) (string, error) {
 		return "", err
 	}
 	return u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName(), nil
+}
+
+// fleetOf reads what a render needs of the clusters through the hub
+// manager's debug API (placements/fleet), as the user.
+func (o *options) fleetOf(ctx context.Context, namespace, placement, cluster string) (renderctl.Fleet, error) {
+	cfg, _, err := o.hub()
+	if err != nil {
+		return renderctl.Fleet{}, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return renderctl.Fleet{}, err
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath(debugapi.PlacementPath(namespace, placement, debugapi.Fleet, cluster)).DoRaw(ctx)
+	if err != nil {
+		return renderctl.Fleet{}, fmt.Errorf("reading the clusters through the hub manager (placements/fleet in debug.lodestar.dev): %w", err)
+	}
+	var f renderctl.Fleet
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return renderctl.Fleet{}, fmt.Errorf("reading placements/fleet: %w", err)
+	}
+	return f, nil
 }

@@ -65,8 +65,14 @@ const (
 // PlacementsResource is the debug API's placements, for errors.
 var PlacementsResource = schema.GroupResource{Group: Group, Resource: Placements}
 
+// Fleet is a Placement's subresource the hub manager answers itself (no
+// member is asked): what `kubectl lodestar render` reads of the clusters
+// beyond the Placement's namespace, for a user who may not read them
+// (Options.Local).
+const Fleet = "fleet"
+
 // Subresources are all of them, for discovery and roles.
-var Subresources = []string{Pods, Events, Log, Exec, PortForward}
+var Subresources = []string{Pods, Events, Log, Exec, PortForward, Fleet}
 
 // Headers the hub's debug server sets on a request it sends through a tunnel;
 // the agent acts on them (the tunnel is the hub's alone) and removes them.

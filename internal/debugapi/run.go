@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/tunnel"
 )
@@ -45,7 +46,15 @@ type Options struct {
 	// (tunnel.DefaultRecheck), TunnelAuthorizeEvery how often its opener is
 	// authorised again (DefaultAuthorizeEvery).
 	TunnelRecheck, TunnelAuthorizeEvery time.Duration
+	// Local are the subresources the hub manager answers itself, such as
+	// Fleet, by name.
+	Local map[string]LocalHandler
 }
+
+// LocalHandler answers a GET of a Placement's subresource on the hub itself
+// (a user the hub authorised for it), for cluster, with what reader reads
+// (the hub manager's cache); the answer is written as JSON.
+type LocalHandler func(ctx context.Context, reader client.Reader, placement *placementv1alpha1.Placement, cluster string) (any, error)
 
 // Defaults of Options, as the hub chart installs it.
 const (
@@ -139,6 +148,7 @@ func (r *Runnable) Start(ctx context.Context) error {
 	srv := &Server{
 		Reader: r.mgr.GetClient(), Reviews: cs.AuthorizationV1().SubjectAccessReviews(), Tunnels: r.Tunnels, Auth: auth,
 		StreamsPerUser: r.StreamsPerUser, StreamsPerNamespace: r.StreamsPerNamespace, Streams: r.Streams, Recheck: r.Recheck, Log: log, tunnelAuth: ta,
+		Local: r.Local,
 	}
 	l := r.Listener
 	if l == nil {

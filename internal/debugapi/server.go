@@ -65,7 +65,9 @@ type Server struct {
 	StreamsPerUser, StreamsPerNamespace, Streams int
 	// Recheck is how often an open stream is authorised again (DefaultRecheck).
 	Recheck time.Duration
-	Log     logr.Logger
+	// Local answer the subresources the hub manager serves itself.
+	Local map[string]LocalHandler
+	Log   logr.Logger
 	// tunnelAuth binds tunnels to the agent ServiceAccount that opened them.
 	tunnelAuth *tunnelAuth
 
@@ -207,6 +209,10 @@ func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request, user User, 
 // and passes it to the cluster's agent.
 func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user User, req Request) {
 	gr := schema.GroupResource{Group: Group, Resource: Placements + "/" + req.Subresource}
+	if local, ok := s.Local[req.Subresource]; ok {
+		s.serveLocal(w, r, user, req, local)
+		return
+	}
 	target, err := ParseMemberPath(req.Subresource, r.Method, req.MemberPath)
 	if err != nil || req.Cluster == "" {
 		if err == nil {
@@ -260,6 +266,35 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 	defer cancel()
 	go s.recheck(ctx, cancel, user, req, r.Method)
 	s.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// serveLocal answers a GET of a subresource the hub manager serves itself,
+// once the hub authorised the user for it.
+func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, user User, req Request, local LocalHandler) {
+	gr := schema.GroupResource{Group: Group, Resource: Placements + "/" + req.Subresource}
+	if r.Method != http.MethodGet || req.Cluster == "" || req.MemberPath != "" {
+		WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("placements/%s takes a GET of .../%s/<cluster>", req.Subresource, req.Subresource)))
+		return
+	}
+	ctx := r.Context()
+	if allowed, reason, err := s.allowed(ctx, user, req, r.Method); err != nil {
+		WriteStatus(w, apierrors.NewInternalError(fmt.Errorf("checking access: %w", err)))
+		return
+	} else if !allowed {
+		WriteStatus(w, apierrors.NewForbidden(gr, req.Name, fmt.Errorf("user %q may not get placements/%s in namespace %s on the hub%s", user.Name, req.Subresource, req.Namespace, reason)))
+		return
+	}
+	placement := &placementv1alpha1.Placement{}
+	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, placement); err != nil {
+		WriteStatus(w, err)
+		return
+	}
+	out, err := local(ctx, s.Reader, placement, req.Cluster)
+	if err != nil {
+		WriteStatus(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // allowed asks the hub whether user may act on the Placement's subresource.

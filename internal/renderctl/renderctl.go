@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,6 +47,74 @@ type Options struct {
 	// Note, when set, is told what the hub would say beside the Work (a
 	// workload whose replicas are not divided, and why).
 	Note func(string)
+	// Fleet, when set, reads the Fleet another way when the user may not read
+	// the clusters' ClusterProfiles and Works (a tenant): through the hub
+	// manager (the debug API's placements/fleet).
+	Fleet func(ctx context.Context) (Fleet, error)
+}
+
+// Fleet is what a render reads beyond the Placement's namespace: the clusters
+// it may render for (those of the namespace's cluster sets that it names or
+// the Placement decided), as the work generator sees them, with the shares of
+// divided workloads their Works carry now.
+type Fleet struct {
+	Clusters map[string]FleetCluster `json:"clusters"`
+}
+
+// FleetCluster is one cluster of a Fleet.
+type FleetCluster struct {
+	Name       string            `json:"name"`
+	Namespace  string            `json:"namespace"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Properties map[string]string `json:"properties,omitempty"`
+	// Prev are the shares its Works carry, and Carried the replicas, by
+	// workload (division.Carried).
+	Prev    *division.Shares `json:"prev,omitempty"`
+	Carried map[string]int64 `json:"carried,omitempty"`
+}
+
+// view is the cluster as overrides and division see it.
+func (f FleetCluster) view() scheduling.Cluster {
+	return scheduling.Cluster{Name: f.Name, Namespace: f.Namespace, Labels: f.Labels, Properties: f.Properties}
+}
+
+// FleetOf is ReadFleet as the hub manager's debug API answers it for a user
+// who may not read the fleet (debugapi.Fleet).
+func FleetOf(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, cluster string) (any, error) {
+	return ReadFleet(ctx, c, placement, cluster)
+}
+
+// ReadFleet reads the Fleet of a render of placement for cluster with c: the
+// cluster's ClusterProfile in a cluster set its namespace may use, and those
+// of the clusters the Placement decided, with their Works' shares.
+func ReadFleet(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, cluster string) (Fleet, error) {
+	d, err := decidedClusters(ctx, c, placement)
+	if err != nil {
+		return Fleet{}, err
+	}
+	views, err := clusterViews(ctx, c, placement.Namespace)
+	if err != nil {
+		return Fleet{}, err
+	}
+	var byCluster map[string][]*workv1alpha1.Work
+	if placement.UID != "" {
+		works := &workv1alpha1.WorkList{}
+		if err := c.List(ctx, works, client.MatchingLabels(lookup.WorkLabels(placement))); err != nil {
+			return Fleet{}, fmt.Errorf("listing the Works of placement %s: %w", placement.Name, err)
+		}
+		byCluster = clusterworks.ByCluster(works.Items)
+	}
+	out := Fleet{Clusters: map[string]FleetCluster{}}
+	for _, name := range append(slices.Clone(d.clusters), cluster) {
+		v, ok := views[name]
+		if !ok {
+			continue
+		}
+		fc := FleetCluster{Name: v.Name, Namespace: v.Namespace, Labels: v.Labels, Properties: v.Properties}
+		fc.Prev, fc.Carried = division.Carried(byCluster[name])
+		out.Clusters[name] = fc
+	}
+	return out, nil
 }
 
 // Render returns the manifests before overrides (base) and what the cluster's
@@ -57,9 +124,16 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	view, err := clusterView(ctx, c, o.Placement.Namespace, o.Cluster)
+	fleet, err := ReadFleet(ctx, c, placement, o.Cluster)
+	if apierrors.IsForbidden(err) && o.Fleet != nil {
+		fleet, err = o.Fleet(ctx)
+	}
 	if err != nil {
 		return nil, overrides.Result{}, err
+	}
+	target, ok := fleet.Clusters[o.Cluster]
+	if !ok {
+		return nil, overrides.Result{}, fmt.Errorf("cluster %s has no ClusterProfile in the cluster sets namespace %s may use", o.Cluster, o.Placement.Namespace)
 	}
 	d, err := decidedClusters(ctx, c, placement)
 	if err != nil {
@@ -77,8 +151,8 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	base, res, err := render.Preview(sel.Objects, placement, view, func(base []runtime.RawExtension) (*division.Shares, error) {
-		return shares(ctx, c, placement, d.clusters, base, o.Cluster, o.Note)
+	base, res, err := render.Preview(sel.Objects, placement, target.view(), func(base []runtime.RawExtension) (*division.Shares, error) {
+		return shares(fleet, placement, d.clusters, base, o.Cluster, o.Note), nil
 	})
 	if err != nil {
 		return nil, overrides.Result{}, fmt.Errorf("placement %s on cluster %s: %w", o.Placement.Name, o.Cluster, err)
@@ -144,7 +218,7 @@ type decided struct {
 	found    bool
 }
 
-func decidedClusters(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement) (decided, error) {
+func decidedClusters(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement) (decided, error) {
 	if placement.UID == "" {
 		return decided{}, nil
 	}
@@ -172,29 +246,6 @@ func chosen(placement *placementv1alpha1.Placement, d decided, cluster string) e
 	named := d.clusters
 	return fmt.Errorf("placement %s does not choose cluster %s (it chooses %d: %s); `kubectl lodestar why %s --cluster %s` says why",
 		client.ObjectKeyFromObject(placement), cluster, len(named), message.List(named, 5, ", "), placement.Name, cluster)
-}
-
-// clusterView is the cluster as the work generator sees it: its ClusterProfile in
-// a cluster set the namespace may use.
-func clusterView(ctx context.Context, c client.Client, namespace, name string) (scheduling.Cluster, error) {
-	sets, err := lookup.ClusterSets(ctx, c, namespace, []string{placementv1alpha1.DefaultClusterSet})
-	if err != nil {
-		return scheduling.Cluster{}, err
-	}
-	for _, set := range sets {
-		p := &cpv1alpha1.ClusterProfile{}
-		err := c.Get(ctx, client.ObjectKey{Namespace: set, Name: name}, p)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return scheduling.Cluster{}, err
-		}
-		if lookup.Managed(p) {
-			return scheduling.ClusterOf(p), nil
-		}
-	}
-	return scheduling.Cluster{}, fmt.Errorf("cluster %s has no ClusterProfile in the cluster sets namespace %s may use (%s)", name, namespace, strings.Join(sets, ", "))
 }
 
 // hubAndLocal lists the hub's objects, with those of the file in place of the
@@ -228,29 +279,19 @@ func hubAndLocal(c client.Client, local []*unstructured.Unstructured) selection.
 // clusters its decisions name (decided; the cluster alone when there are
 // none yet), with the shares their Works carry for a steady division by
 // capacity.
-func shares(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement, decided []string, manifests []runtime.RawExtension, cluster string, note func(string)) (*division.Shares, error) {
+func shares(fleet Fleet, placement *placementv1alpha1.Placement, decided []string, manifests []runtime.RawExtension, cluster string, note func(string)) *division.Shares {
 	if !slices.Contains(decided, cluster) {
 		decided = append(slices.Clone(decided), cluster)
 	}
-	views, err := clusterViews(ctx, c, placement.Namespace)
-	if err != nil {
-		return nil, err
-	}
 	carried := map[string]map[string]int64{}
-	var byCluster map[string][]*workv1alpha1.Work
-	if placement.UID != "" {
-		works := &workv1alpha1.WorkList{}
-		if err := c.List(ctx, works, client.MatchingLabels(lookup.WorkLabels(placement))); err != nil {
-			return nil, fmt.Errorf("listing the Works of placement %s: %w", placement.Name, err)
-		}
-		byCluster = clusterworks.ByCluster(works.Items)
-	}
 	candidates := make([]division.Candidate, 0, len(decided))
 	for _, name := range decided {
-		v := views[name]
-		cand := division.Candidate{Name: name, Labels: v.Labels, Free: division.FreeCapacity(v.Properties)}
-		cand.Prev, carried[name] = division.Carried(byCluster[name])
-		candidates = append(candidates, cand)
+		fc := fleet.Clusters[name]
+		candidates = append(candidates, division.Candidate{Name: name, Labels: fc.Labels, Free: division.FreeCapacity(fc.Properties), Prev: fc.Prev})
+		carried[name] = fc.Carried
+		if carried[name] == nil {
+			carried[name] = map[string]int64{}
+		}
 	}
 	a := division.Assign(placement.Spec.Scheduling.Replicas, division.Workloads(manifests), candidates, string(placement.UID), nil)
 	a.Surge(carried, true, nil)
@@ -260,11 +301,11 @@ func shares(ctx context.Context, c client.Client, placement *placementv1alpha1.P
 		}
 	}
 	shares := a.Of(cluster)
-	return &shares, nil
+	return &shares
 }
 
 // clusterViews are the clusters of the cluster sets namespace may use, by name.
-func clusterViews(ctx context.Context, c client.Client, namespace string) (map[string]scheduling.Cluster, error) {
+func clusterViews(ctx context.Context, c client.Reader, namespace string) (map[string]scheduling.Cluster, error) {
 	sets, err := lookup.ClusterSets(ctx, c, namespace, []string{placementv1alpha1.DefaultClusterSet})
 	if err != nil {
 		return nil, err

@@ -558,3 +558,71 @@ spec:
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(errOut).To(ContainSubstring("places nothing on cluster " + member3))
 }
+
+// A tenant renders its Placement for a cluster (kubectl lodestar render), though
+// it may not read the clusters' ClusterProfiles or Works: the hub manager reads
+// them for it through the debug API (placements/fleet), which the hub
+// authorises like the other debug subresources. Without that right, the
+// render fails, saying which.
+func TestTenantRendersThroughTheHub(t *testing.T) {
+	f := newDebugFleet(t)
+	g := NewWithT(t)
+	createYAML(t, f.ns, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: where}
+data: {region: unknown}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: where}
+spec:
+  resourceSelectors: [{version: v1, kind: ConfigMap, name: where}]
+  scheduling: {clusterNames: [`+member1+`]}
+  overrides:
+    - name: region
+      targets: [{kind: ConfigMap}]
+      jsonPatch:
+        - {op: replace, path: /data/region, valueExpression: "cluster.labels['region']"}
+`)
+	// What admin or edit give a tenant on a real hub: reading the namespace's ConfigMaps.
+	createYAML(t, f.ns, `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: read-configmaps}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: read-configmaps}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: read-configmaps}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: `+f.user+`}]
+`)
+	g.Eventually(func(g Gomega) {
+		out, errOut, err := f.run(t, "render", "where", "--cluster", member1)
+		g.Expect(err).NotTo(HaveOccurred(), errOut)
+		g.Expect(out).To(ContainSubstring("region: eu-west"), "member-1's label, read by the hub manager")
+		g.Expect(errOut).To(ContainSubstring("the clusters read through the hub manager"))
+	}).Should(Succeed())
+
+	// Without placements/fleet (a user with the tenant role alone), a clear refusal.
+	other := "bob-" + rand.String(4)
+	bindUser(t, f.ns, other, "lodestar:tenant")
+	bindUserRole(t, f.ns, other, "read-configmaps")
+	var errOut bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), filepath.Join(os.Getenv("LODESTAR_BIN"), "kubectl-lodestar"),
+		"--kubeconfig", f.kubeconfig, "--as", other, "-n", f.ns, "render", "where", "--cluster", member1)
+	cmd.Stderr = &errOut
+	g.Expect(cmd.Run()).To(HaveOccurred())
+	g.Expect(errOut.String()).To(ContainSubstring("placements/fleet"))
+}
+
+// bindUserRole binds user to the Role role of ns.
+func bindUserRole(t *testing.T, ns, user, role string) {
+	t.Helper()
+	NewWithT(t).Expect(hubCP.Client.Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user + "-" + role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	})).To(Succeed())
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/debugapi"
+	"github.com/lodestar-dev/lodestar/internal/renderctl"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
@@ -157,7 +158,8 @@ func startFleet(ctx context.Context) error {
 	if err := testenv.InstallDebugAPI(ctx, hubCP.Client, debugNamespace, testenv.Port(debugListener.Addr().String())); err != nil {
 		return err
 	}
-	if debugServer, err = debugapi.Add(mgr, debugapi.Options{Listener: debugListener, Namespace: debugNamespace, ReplicaID: "hub-0", Recheck: 2 * time.Second}); err != nil {
+	if debugServer, err = debugapi.Add(mgr, debugapi.Options{Listener: debugListener, Namespace: debugNamespace, ReplicaID: "hub-0", Recheck: 2 * time.Second,
+		Local: map[string]debugapi.LocalHandler{debugapi.Fleet: renderctl.FleetOf}}); err != nil {
 		return err
 	}
 	go func() {
