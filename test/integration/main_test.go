@@ -25,9 +25,9 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/debugapi"
-	"github.com/lodestar-dev/lodestar/internal/renderctl"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
+	"github.com/lodestar-dev/lodestar/internal/renderctl"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
