@@ -165,21 +165,27 @@ func objectID(raw []byte) (string, error) {
 // fleetOf reads what a render needs of the clusters through the hub
 // manager's debug API (placements/fleet), as the user.
 func (o *options) fleetOf(ctx context.Context, namespace, placement, cluster string) (renderctl.Fleet, error) {
+	var f renderctl.Fleet
+	if err := o.debugGet(ctx, namespace, placement, debugapi.Fleet, cluster, &f); err != nil {
+		return renderctl.Fleet{}, fmt.Errorf("reading the clusters through the hub manager (placements/fleet in debug.lodestar.dev): %w", err)
+	}
+	return f, nil
+}
+
+// debugGet reads a subresource the hub manager answers itself (debugapi.Local)
+// of a Placement, as the user, into out.
+func (o *options) debugGet(ctx context.Context, namespace, placement, subresource, cluster string, out any) error {
 	cfg, _, err := o.hub()
 	if err != nil {
-		return renderctl.Fleet{}, err
+		return err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return renderctl.Fleet{}, err
+		return err
 	}
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath(debugapi.PlacementPath(namespace, placement, debugapi.Fleet, cluster)).DoRaw(ctx)
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath(debugapi.PlacementPath(namespace, placement, subresource, cluster)).DoRaw(ctx)
 	if err != nil {
-		return renderctl.Fleet{}, fmt.Errorf("reading the clusters through the hub manager (placements/fleet in debug.lodestar.dev): %w", err)
+		return err
 	}
-	var f renderctl.Fleet
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return renderctl.Fleet{}, fmt.Errorf("reading placements/fleet: %w", err)
-	}
-	return f, nil
+	return json.Unmarshal(raw, out)
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/mcs"
 )
 
 // statusReport is what `status -o json` prints.
@@ -26,7 +27,7 @@ type statusReport struct {
 	UnlistedClusters  int32                             `json:"unlistedClusters"`
 	Summaries         []placementv1alpha1.SummaryStatus `json:"summaries"`
 	// Services are the exported Services of the Placement's namespace.
-	Services []serviceReport `json:"services,omitempty"`
+	Services []mcs.Report `json:"services,omitempty"`
 	// ServicesNote says why Services are not shown.
 	ServicesNote string `json:"servicesNote,omitempty"`
 }
@@ -76,7 +77,7 @@ are shown to identities that may list them.`,
 					return fmt.Errorf("cluster %s is not listed in placement %s/%s's status (it lists those with a Work, problems first, at most 100)", cluster, namespace, name)
 				}
 			}
-			if report.Services, report.ServicesNote, err = readServiceReports(cmd.Context(), c, namespace); err != nil {
+			if report.Services, report.ServicesNote, err = o.readServiceReports(cmd.Context(), c, namespace, args[0]); err != nil {
 				return err
 			}
 			if output == "json" {

@@ -17,6 +17,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/debugapi"
+	"github.com/lodestar-dev/lodestar/internal/mcs"
 	"github.com/lodestar-dev/lodestar/internal/renderctl"
 	"github.com/lodestar-dev/lodestar/internal/run"
 )
@@ -99,7 +100,7 @@ func main() {
 		if debugOpts.ReplicaID == "" {
 			debugOpts.ReplicaID, _ = os.Hostname()
 		}
-		debugOpts.Local = map[string]debugapi.LocalHandler{debugapi.Fleet: renderctl.FleetOf}
+		debugOpts.Local = map[string]debugapi.LocalHandler{debugapi.Fleet: renderctl.FleetOf, debugapi.Services: mcs.ReportsOf}
 		if _, err := debugapi.Add(mgr, debugOpts); err != nil {
 			log.Error(err, "Setting up the debug API")
 			os.Exit(1)

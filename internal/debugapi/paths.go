@@ -71,8 +71,13 @@ var PlacementsResource = schema.GroupResource{Group: Group, Resource: Placements
 // (Options.Local).
 const Fleet = "fleet"
 
+// Services is a Placement's subresource the hub manager answers itself: the
+// exported Services of its namespace, as `kubectl lodestar status` shows them,
+// for a user who may not read the clusters' namespaces.
+const Services = "services"
+
 // Subresources are all of them, for discovery and roles.
-var Subresources = []string{Pods, Events, Log, Exec, PortForward, Fleet}
+var Subresources = []string{Pods, Events, Log, Exec, PortForward, Fleet, Services}
 
 // Headers the hub's debug server sets on a request it sends through a tunnel;
 // the agent acts on them (the tunnel is the hub's alone) and removes them.

@@ -272,8 +272,8 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 // once the hub authorised the user for it.
 func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, user User, req Request, local LocalHandler) {
 	gr := schema.GroupResource{Group: Group, Resource: Placements + "/" + req.Subresource}
-	if r.Method != http.MethodGet || req.Cluster == "" || req.MemberPath != "" {
-		WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("placements/%s takes a GET of .../%s/<cluster>", req.Subresource, req.Subresource)))
+	if r.Method != http.MethodGet || req.MemberPath != "" {
+		WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("placements/%s takes a GET of .../%s/[<cluster>]", req.Subresource, req.Subresource)))
 		return
 	}
 	ctx := r.Context()

@@ -563,7 +563,8 @@ spec:
 // it may not read the clusters' ClusterProfiles or Works: the hub manager reads
 // them for it through the debug API (placements/fleet), which the hub
 // authorises like the other debug subresources. Without that right, the
-// render fails, saying which.
+// render fails, saying which. Likewise `kubectl lodestar status` shows the
+// tenant its exported Services (placements/services).
 func TestTenantRendersThroughTheHub(t *testing.T) {
 	f := newDebugFleet(t)
 	g := NewWithT(t)
@@ -603,6 +604,30 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: `+f.user+`}]
 		g.Expect(err).NotTo(HaveOccurred(), errOut)
 		g.Expect(out).To(ContainSubstring("region: eu-west"), "member-1's label, read by the hub manager")
 		g.Expect(errOut).To(ContainSubstring("the clusters read through the hub manager"))
+	}).Should(Succeed())
+
+	// Its exported Service, as status shows it.
+	createYAML(t, f.ns, `
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: web-svc}
+spec:
+  resourceSelectors: [{version: v1, kind: Service, name: web}]
+  scheduling: {clusterNames: [`+member1+`, `+member3+`]}
+  services: {export: All}
+`)
+	g.Eventually(func(g Gomega) {
+		out, errOut, err := f.run(t, "status", "web-svc")
+		g.Expect(err).NotTo(HaveOccurred(), errOut)
+		g.Expect(out).NotTo(ContainSubstring("not shown"))
+		g.Expect(out).To(MatchRegexp(`web\s+ClusterSetIP\s+(`+member1+` \(2\), `+member3+` \(2\))`))
 	}).Should(Succeed())
 
 	// Without placements/fleet (a user with the tenant role alone), a clear refusal.

@@ -25,6 +25,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/debugapi"
+	"github.com/lodestar-dev/lodestar/internal/mcs"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 	"github.com/lodestar-dev/lodestar/internal/renderctl"
@@ -159,7 +160,7 @@ func startFleet(ctx context.Context) error {
 		return err
 	}
 	if debugServer, err = debugapi.Add(mgr, debugapi.Options{Listener: debugListener, Namespace: debugNamespace, ReplicaID: "hub-0", Recheck: 2 * time.Second,
-		Local: map[string]debugapi.LocalHandler{debugapi.Fleet: renderctl.FleetOf}}); err != nil {
+		Local: map[string]debugapi.LocalHandler{debugapi.Fleet: renderctl.FleetOf, debugapi.Services: mcs.ReportsOf}}); err != nil {
 		return err
 	}
 	go func() {
