@@ -627,7 +627,7 @@ spec:
 		out, errOut, err := f.run(t, "status", "web-svc")
 		g.Expect(err).NotTo(HaveOccurred(), errOut)
 		g.Expect(out).NotTo(ContainSubstring("not shown"))
-		g.Expect(out).To(MatchRegexp(`web\s+ClusterSetIP\s+(`+member1+` \(2\), `+member3+` \(2\))`))
+		g.Expect(out).To(MatchRegexp(`web\s+ClusterSetIP\s+(` + member1 + ` \(2\), ` + member3 + ` \(2\))`))
 	}).Should(Succeed())
 
 	// Without placements/fleet (a user with the tenant role alone), a clear refusal.
