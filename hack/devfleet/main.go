@@ -148,6 +148,10 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 			return err
 		}
 		planes = append(planes, cp)
+		// The storage the docs' stateful examples name (docs/stateful.md).
+		if err := testenv.StandInStorage(ctx, cp.Client, []string{"standard", "replicated"}, time.Second); err != nil {
+			return err
+		}
 		memberKubeconfig := filepath.Join(dir, m.Name+".kubeconfig")
 		if err := testenv.WriteKubeconfig(cp.Config, m.Name, memberKubeconfig); err != nil {
 			return err

@@ -89,6 +89,19 @@ func TestReadmeTourRunsTwice(t *testing.T) {
 			t.Errorf("docs/member-access.md on the quick start does not print %q:\n%s", want, out)
 		}
 	}
+	// The stateful examples need storage classes the quick start's members
+	// provide (docs/stateful.md): the first one, as written, in a namespace of
+	// its own, is placed, its claim bound and its StatefulSet Available.
+	stateful := `set -euo pipefail -x
+export KUBECONFIG=.lodestar/quickstart/hub.kubeconfig
+bin/kubectl create namespace stateful-example --dry-run=client -o yaml | bin/kubectl apply -f -
+sed 's/namespace: shop/namespace: stateful-example/' docs/examples/hub-tools/namespace.yaml | bin/kubectl apply -f -
+bin/kubectl -n stateful-example apply -f docs/examples/stateful/01-hold.yaml
+bin/kubectl -n stateful-example wait placement/db --for=condition=Available --timeout=180s
+`
+	if out, err := run(t.Context(), dir, env, "bash", "-c", stateful); err != nil {
+		t.Errorf("docs/examples/stateful/01-hold.yaml on the quick start: %v\n%s%s", err, out, logs(env["QUICKSTART_DIR"]))
+	}
 	scrapeEach(t, filepath.Join(env["QUICKSTART_DIR"], "metrics"), map[string]string{
 		// Both hub replicas count from their caches; the standby's are filled too.
 		"lodestar-hub-0": "lodestar_placements{", "lodestar-hub-1": "lodestar_placements{", "lodestar-agent-member-1": "lodestar_agent_heartbeats_total ",
