@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -59,6 +60,8 @@ type Options struct {
 // divided workloads their Works carry now.
 type Fleet struct {
 	Clusters map[string]FleetCluster `json:"clusters"`
+	// Sets are the cluster sets the namespace may use.
+	Sets []string `json:"sets,omitempty"`
 }
 
 // FleetCluster is one cluster of a Fleet.
@@ -92,7 +95,11 @@ func ReadFleet(ctx context.Context, c client.Reader, placement *placementv1alpha
 	if err != nil {
 		return Fleet{}, err
 	}
-	views, err := clusterViews(ctx, c, placement.Namespace)
+	sets, err := lookup.ClusterSets(ctx, c, placement.Namespace, []string{placementv1alpha1.DefaultClusterSet})
+	if err != nil {
+		return Fleet{}, err
+	}
+	views, err := clusterViews(ctx, c, sets)
 	if err != nil {
 		return Fleet{}, err
 	}
@@ -104,7 +111,7 @@ func ReadFleet(ctx context.Context, c client.Reader, placement *placementv1alpha
 		}
 		byCluster = clusterworks.ByCluster(works.Items)
 	}
-	out := Fleet{Clusters: map[string]FleetCluster{}}
+	out := Fleet{Clusters: map[string]FleetCluster{}, Sets: sets}
 	for _, name := range append(slices.Clone(d.clusters), cluster) {
 		v, ok := views[name]
 		if !ok {
@@ -133,7 +140,8 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	}
 	target, ok := fleet.Clusters[o.Cluster]
 	if !ok {
-		return nil, overrides.Result{}, fmt.Errorf("cluster %s has no ClusterProfile in the cluster sets namespace %s may use", o.Cluster, o.Placement.Namespace)
+		return nil, overrides.Result{}, fmt.Errorf("cluster %s has no ClusterProfile in the cluster sets namespace %s may use (%s)",
+			o.Cluster, o.Placement.Namespace, strings.Join(fleet.Sets, ", "))
 	}
 	d, err := decidedClusters(ctx, c, placement)
 	if err != nil {
@@ -304,12 +312,8 @@ func shares(fleet Fleet, placement *placementv1alpha1.Placement, decided []strin
 	return &shares
 }
 
-// clusterViews are the clusters of the cluster sets namespace may use, by name.
-func clusterViews(ctx context.Context, c client.Reader, namespace string) (map[string]scheduling.Cluster, error) {
-	sets, err := lookup.ClusterSets(ctx, c, namespace, []string{placementv1alpha1.DefaultClusterSet})
-	if err != nil {
-		return nil, err
-	}
+// clusterViews are the clusters of the cluster sets, by name.
+func clusterViews(ctx context.Context, c client.Reader, sets []string) (map[string]scheduling.Cluster, error) {
 	out := map[string]scheduling.Cluster{}
 	for _, set := range sets {
 		list := &cpv1alpha1.ClusterProfileList{}

@@ -1,6 +1,7 @@
 package crdrules
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -99,10 +100,11 @@ func TestTypedObjectsAreStoredAsYAML(t *testing.T) {
 			name := u.GetName()
 			if u.GetKind() == "ClusterSetBinding" {
 				// Its name is its set's; two cannot share a namespace.
-				fromTyped.SetNamespace(ns.Name + "-t")
-				g.Expect(client.IgnoreAlreadyExists(apiServer.Client.Create(t.Context(),
-					&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name + "-t"}}))).To(Succeed())
-				u.SetNamespace(ns.Name)
+				for _, obj := range []client.Object{u, fromTyped} {
+					other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d-%s", ns.Name, i, rand.String(3))}}
+					g.Expect(apiServer.Client.Create(t.Context(), other)).To(Succeed())
+					obj.SetNamespace(other.Name)
+				}
 			} else {
 				u.SetName(fmt.Sprintf("%s-%d-yaml", name, i))
 				fromTyped.SetName(fmt.Sprintf("%s-%d-typed", name, i))
@@ -114,8 +116,8 @@ func TestTypedObjectsAreStoredAsYAML(t *testing.T) {
 			g.Expect(apiServer.Client.Create(t.Context(), u)).To(Succeed())
 			g.Expect(apiServer.Client.Create(t.Context(), fromTyped)).To(Succeed())
 			t.Cleanup(func() {
-				_ = apiServer.Client.Delete(t.Context(), u)
-				_ = apiServer.Client.Delete(t.Context(), fromTyped)
+				_ = apiServer.Client.Delete(context.Background(), u)
+				_ = apiServer.Client.Delete(context.Background(), fromTyped)
 			})
 			stored := func(obj client.Object) map[string]any {
 				out := &unstructured.Unstructured{}

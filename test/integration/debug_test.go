@@ -494,6 +494,7 @@ func TestDebugActsOnlyOnWhatLodestarPlaced(t *testing.T) {
 // or namespace.
 func TestDebugVerbsTakeRealWorkloads(t *testing.T) {
 	f := newDebugFleet(t)
+	placementsGoAtEnd(t, f.ns)
 	g := NewWithT(t)
 	// What admin or edit give a tenant on a real hub (the test hub does not
 	// aggregate them): reading the namespace's workloads.
@@ -567,6 +568,7 @@ spec:
 // tenant its exported Services (placements/services).
 func TestTenantRendersThroughTheHub(t *testing.T) {
 	f := newDebugFleet(t)
+	placementsGoAtEnd(t, f.ns)
 	g := NewWithT(t)
 	createYAML(t, f.ns, `
 apiVersion: v1

@@ -1003,3 +1003,20 @@ func createYAML(t *testing.T, ns, text string) []*unstructured.Unstructured {
 	}
 	return out
 }
+
+// placementsGoAtEnd deletes, when the test ends, the Placements of ns and
+// waits until they are gone, so that what they run on the members (pods that
+// take the fake nodes' capacity) does not outlive the test.
+func placementsGoAtEnd(t *testing.T, ns string) {
+	t.Helper()
+	t.Cleanup(func() {
+		g := NewWithT(t)
+		ctx := context.Background()
+		g.Expect(hubCP.Client.DeleteAllOf(ctx, &placementv1alpha1.Placement{}, client.InNamespace(ns))).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			list := &placementv1alpha1.PlacementList{}
+			g.Expect(hubCP.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			g.Expect(list.Items).To(BeEmpty())
+		}).Should(Succeed())
+	})
+}

@@ -216,7 +216,7 @@ func TestDeletedCRDIsNoticedAndHoldsNoWorker(t *testing.T) {
 		for _, key := range keys {
 			c := placementCondition(g, t, key, placementv1alpha1.RenderedCondition)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
-			g.Expect(c.Message).To(HavePrefix("1 objects"))
+			g.Expect(c.Message).To(HavePrefix("1 object at"))
 		}
 	}).Should(Succeed())
 

@@ -182,6 +182,7 @@ func TestKstatusAndArgoCDReadTheFleet(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newTenant(t, placementv1alpha1.DefaultClusterSet, auxSet)
+	placementsGoAtEnd(t, ns)
 	createYAML(t, ns, `
 apiVersion: apps/v1
 kind: Deployment
@@ -242,6 +243,7 @@ spec:
   reporting: {reflection: Aggregate}
 `)
 	unbound := newTenant(t) // no ClusterSetBinding
+	placementsGoAtEnd(t, unbound)
 	createYAML(t, unbound, `
 apiVersion: placement.lodestar.dev/v1alpha1
 kind: Placement

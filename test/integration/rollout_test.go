@@ -85,7 +85,7 @@ func TestRollingUpdateKeepsMaxUnavailable(t *testing.T) {
 	revs, err := rolloutctl.History(t.Context(), hubCP.Client, key)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(revs).To(HaveLen(3))
-	g.Expect(revs[0].Spec.ChangeCause).To(Equal("first revision: 1 objects"))
+	g.Expect(revs[0].Spec.ChangeCause).To(Equal("first revision: 1 object"))
 	g.Expect(revs[1].Spec.ChangeCause).To(Equal("changed ConfigMap/web-config"))
 	g.Expect(revs[2].Name).To(Equal(names.Revision("web", revs[2].Spec.Hash)))
 	g.Expect(revs[2].OwnerReferences).To(ContainElement(HaveField("Name", "web")))

@@ -122,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		// A refused selector takes only its own objects away: the others'
 		// roll out, and the condition says which selectors place nothing.
 		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonInvalidResourceSelector,
-			"%s; the other selectors' %s are at revision %d (%s)", refusals(rd.refused), message.Count(len(rd.manifests), "object"), rev.Spec.Revision, rev.Spec.Hash)
+			"%s; revision %d (%s) holds the other selectors' %s", refusals(rd.refused), rev.Spec.Revision, rev.Spec.Hash, message.Count(len(rd.manifests), "object"))
 		r.warnOnce(placement, st)
 	} else {
 		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonRendered,
