@@ -163,18 +163,15 @@ func ChosenBy(ctx context.Context, c client.Reader, clusterSet, cluster string) 
 func clusterSetExists(ctx context.Context, c client.Reader, set string) error {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	err := c.Get(ctx, client.ObjectKey{Name: set}, ns)
-	switch {
-	case apierrors.IsNotFound(err):
+	if err := c.Get(ctx, client.ObjectKey{Name: set}, ns); apierrors.IsNotFound(err) {
 		return fmt.Errorf("cluster set %q does not exist: the hub has no namespace %s (kubectl lodestar get clusters -A lists every set)", set, set)
-	case err != nil:
-		return nil
-	case ns.Labels[placementv1alpha1.HubManagerLabel] != "":
-		return nil
+	} else if err != nil || ns.Labels[placementv1alpha1.HubManagerLabel] != "" {
+		return nil //nolint:nilerr // one the user may not read is not judged
 	}
-	any := &cpv1alpha1.ClusterProfileList{}
-	if err := c.List(ctx, any, client.InNamespace(set), client.Limit(1)); err != nil || len(any.Items) > 0 {
-		return nil //nolint:nilerr // a set whose profiles a label selector left out
+	// An unmarked namespace with profiles (that a label selector left out).
+	some := &cpv1alpha1.ClusterProfileList{}
+	if err := c.List(ctx, some, client.InNamespace(set), client.Limit(1)); err != nil || len(some.Items) > 0 {
+		return nil //nolint:nilerr // one the user may not read is not judged
 	}
 	return fmt.Errorf("namespace %s is not a cluster set: no hub manager manages it and it has no cluster (kubectl lodestar get clusters -A lists every set)", set)
 }

@@ -990,18 +990,15 @@ func hubKubectl(t *testing.T, args ...string) (string, error) {
 // createYAML creates the objects of a YAML text (documents separated by
 // "---") in namespace ns as a user's kubectl does: as they are written, with
 // nothing the Go types would add.
-func createYAML(t *testing.T, ns, text string) []*unstructured.Unstructured {
+func createYAML(t *testing.T, ns, text string) {
 	t.Helper()
 	g := NewWithT(t)
-	var out []*unstructured.Unstructured
 	for _, part := range strings.Split(strings.TrimSpace(text), "\n---\n") {
 		obj := &unstructured.Unstructured{}
 		g.Expect(yaml.Unmarshal([]byte(part), &obj.Object)).To(Succeed(), part)
 		obj.SetNamespace(ns)
 		g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
-		out = append(out, obj)
 	}
-	return out
 }
 
 // placementsGoAtEnd deletes, when the test ends, the Placements of ns and
