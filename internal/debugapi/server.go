@@ -226,16 +226,7 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 		return
 	}
 	ctx := r.Context()
-	if allowed, reason, err := s.allowed(ctx, user, req, r.Method); err != nil {
-		WriteStatus(w, apierrors.NewInternalError(fmt.Errorf("checking access: %w", err)))
-		return
-	} else if !allowed {
-		WriteStatus(w, apierrors.NewForbidden(gr, req.Name, fmt.Errorf("user %q may not %s placements/%s in namespace %s on the hub%s", user.Name, Verb(r.Method), req.Subresource, req.Namespace, reason)))
-		return
-	}
-	placement := &placementv1alpha1.Placement{}
-	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, placement); err != nil {
-		WriteStatus(w, err)
+	if _, ok := s.authorizedPlacement(w, r, user, req); !ok {
 		return
 	}
 	works := &workv1alpha1.WorkList{}
@@ -271,30 +262,41 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 // serveLocal answers a GET of a subresource the hub manager serves itself,
 // once the hub authorised the user for it.
 func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, user User, req Request, local LocalHandler) {
-	gr := schema.GroupResource{Group: Group, Resource: Placements + "/" + req.Subresource}
 	if r.Method != http.MethodGet || req.MemberPath != "" {
 		WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("placements/%s takes a GET of .../%s/[<cluster>]", req.Subresource, req.Subresource)))
 		return
 	}
-	ctx := r.Context()
-	if allowed, reason, err := s.allowed(ctx, user, req, r.Method); err != nil {
-		WriteStatus(w, apierrors.NewInternalError(fmt.Errorf("checking access: %w", err)))
-		return
-	} else if !allowed {
-		WriteStatus(w, apierrors.NewForbidden(gr, req.Name, fmt.Errorf("user %q may not get placements/%s in namespace %s on the hub%s", user.Name, req.Subresource, req.Namespace, reason)))
+	placement, ok := s.authorizedPlacement(w, r, user, req)
+	if !ok {
 		return
 	}
-	placement := &placementv1alpha1.Placement{}
-	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, placement); err != nil {
-		WriteStatus(w, err)
-		return
-	}
-	out, err := local(ctx, s.Reader, placement, req.Cluster)
+	out, err := local(r.Context(), s.Reader, placement, req.Cluster)
 	if err != nil {
 		WriteStatus(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// authorizedPlacement reads the request's Placement once the hub authorised
+// the user for its subresource; false when it answered the request already
+// (a refusal, a Placement that is not there).
+func (s *Server) authorizedPlacement(w http.ResponseWriter, r *http.Request, user User, req Request) (*placementv1alpha1.Placement, bool) {
+	gr := schema.GroupResource{Group: Group, Resource: Placements + "/" + req.Subresource}
+	ctx := r.Context()
+	if allowed, reason, err := s.allowed(ctx, user, req, r.Method); err != nil {
+		WriteStatus(w, apierrors.NewInternalError(fmt.Errorf("checking access: %w", err)))
+		return nil, false
+	} else if !allowed {
+		WriteStatus(w, apierrors.NewForbidden(gr, req.Name, fmt.Errorf("user %q may not %s placements/%s in namespace %s on the hub%s", user.Name, Verb(r.Method), req.Subresource, req.Namespace, reason)))
+		return nil, false
+	}
+	placement := &placementv1alpha1.Placement{}
+	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, placement); err != nil {
+		WriteStatus(w, err)
+		return nil, false
+	}
+	return placement, true
 }
 
 // allowed asks the hub whether user may act on the Placement's subresource.
