@@ -161,6 +161,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster cleanup controller: %w", err)
 	}
+	return setupStatus(mgr, opts, scope)
+}
+
+// setupStatus adds the controllers that report to tenants and serve them: the
+// bindings' status, the status aggregator and the settled conditions, member
+// access, and the Service imports.
+func setupStatus(mgr ctrl.Manager, opts Options, scope lookup.Scope) error {
 	if err := (&clustersetbinding.Reconciler{Client: mgr.GetClient(), Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster-set binding controller: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/settled"
 )
 
 // A cluster whose objects are not available says why on the Placement, naming
@@ -279,5 +280,82 @@ spec:
 		g.Expect(events.Items).To(ContainElement(And(
 			HaveField("Reason", placementv1alpha1.ReasonStatusKept),
 			HaveField("Note", ContainSubstring("Job "+ns+"/migrate keeps the status its clusters reported: the Job finished on its clusters")))))
+	}).Should(Succeed())
+}
+
+// What a user sees when a Placement goes nowhere, or partly nowhere, as they
+// type it: a namespace without a ClusterSetBinding, whose divided Deployment is
+// not "NotEnoughCapacity ... ()" but no cluster; a selector that matches none,
+// which is no "RolloutComplete"; a name in clusterNames that no cluster has,
+// which is named, not ignored; and "1 cluster", not "1 clusters".
+func TestMessagesSayWhereItGoes(t *testing.T) {
+	g := NewWithT(t)
+	unbound := newTenant(t)
+	createYAML(t, unbound, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 9
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx:1.27}]}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: web}
+spec:
+  resourceSelectors: [{group: apps, version: v1, kind: Deployment, name: web}]
+  scheduling: {clusterSelector: {}, replicas: {}}
+`)
+	g.Eventually(func(g Gomega) {
+		key := client.ObjectKey{Namespace: unbound, Name: "web"}
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.ScheduledCondition).Reason).To(Equal(placementv1alpha1.ReasonNoClusterSetBinding))
+		g.Expect(placementCondition(g, t, key, settled.StalledCondition).Reason).To(Equal(placementv1alpha1.ReasonNoClusterSetBinding))
+		p := placementCondition(g, t, key, placementv1alpha1.ProgressingCondition)
+		g.Expect(p.Reason).NotTo(Equal(placementv1alpha1.ReasonNotEnoughCapacity), p.Message)
+		g.Expect(p.Message).NotTo(ContainSubstring("()"))
+	}).Should(Succeed())
+
+	ns := newNamespace(t)
+	placementsGoAtEnd(t, ns)
+	createYAML(t, ns, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {k: v}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: nowhere}
+spec:
+  resourceSelectors: [{version: v1, kind: ConfigMap, name: settings}]
+  scheduling: {clusterSelector: {matchLabels: {env: nowhere}}}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: typo}
+spec:
+  resourceSelectors: [{version: v1, kind: ConfigMap, name: settings}]
+  scheduling: {clusterNames: [`+member1+`, membr-2]}
+`)
+	g.Eventually(func(g Gomega) {
+		key := client.ObjectKey{Namespace: ns, Name: "nowhere"}
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.ScheduledCondition).Reason).To(Equal(placementv1alpha1.ReasonNoMatchingClusters))
+		p := placementCondition(g, t, key, placementv1alpha1.ProgressingCondition)
+		g.Expect(p.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(p.Reason).To(Equal(placementv1alpha1.ReasonNoClusters), p.Message)
+		g.Expect(p.Message).To(ContainSubstring("no cluster is selected"))
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		key := client.ObjectKey{Namespace: ns, Name: "typo"}
+		s := placementCondition(g, t, key, placementv1alpha1.ScheduledCondition)
+		g.Expect(s.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(s.Reason).To(Equal(placementv1alpha1.ReasonUnknownClusterNames))
+		g.Expect(s.Message).To(Equal("1 cluster chosen; spec.scheduling.clusterNames names membr-2 that no cluster of cluster sets " +
+			placementv1alpha1.DefaultClusterSet + " has"))
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.AppliedCondition).Message).To(Equal("applied on the 1 cluster"))
+		g.Expect(placementCondition(g, t, key, settled.StalledCondition).Reason).To(Equal(placementv1alpha1.ReasonUnknownClusterNames))
 	}).Should(Succeed())
 }
