@@ -25,8 +25,10 @@ const (
 	StalledCondition     = "Stalled"
 )
 
-// The reasons of Reconciling and Stalled when neither is True.
+// The reasons of Reconciling (InProgress while True) and Stalled when
+// neither is True.
 const (
+	ReasonInProgress = "InProgress"
 	ReasonSettled    = "Settled"
 	ReasonNotStalled = "NotStalled"
 )
@@ -66,31 +68,32 @@ func stalled(c *metav1.Condition) bool {
 }
 
 // Conditions are the Reconciling and Stalled conditions of a Placement at
-// generation gen with these conditions.
+// generation gen with these conditions. Reconciling's reason and message name
+// no step (the other conditions do): it changes twice per generation, when
+// the generation starts and when it is carried out, and costs the hub two
+// status writes per rollout, not one per step.
 func Conditions(existing []metav1.Condition, gen int64) (reconciling, stall metav1.Condition) {
 	reconciling = metav1.Condition{Type: ReconcilingCondition, Status: metav1.ConditionFalse, Reason: ReasonSettled, ObservedGeneration: gen,
 		Message: fmt.Sprintf("generation %d is carried out on every selected cluster", gen)}
 	stall = metav1.Condition{Type: StalledCondition, Status: metav1.ConditionFalse, Reason: ReasonNotStalled, ObservedGeneration: gen,
 		Message: "nothing stops the Placement"}
+	inProgress := false
 	for _, t := range carriedOut {
 		c := meta.FindStatusCondition(existing, t)
 		switch {
 		case c == nil || c.ObservedGeneration < gen:
-			if reconciling.Status == metav1.ConditionFalse {
-				reconciling.Status, reconciling.Reason = metav1.ConditionTrue, "Waiting"+t
-				reconciling.Message = fmt.Sprintf("%s is not yet reported for generation %d", t, gen)
-			}
+			inProgress = true
 		case stalled(c):
 			stall.Status, stall.Reason, stall.Message = metav1.ConditionTrue, c.Reason, fmt.Sprintf("%s: %s", t, c.Message)
-			reconciling.Status, reconciling.Reason, reconciling.Message = metav1.ConditionFalse, c.Reason,
-				fmt.Sprintf("stalled: %s is False (%s)", t, c.Reason)
+			reconciling.Reason, reconciling.Message = c.Reason, fmt.Sprintf("stalled: %s is False (%s)", t, c.Reason)
 			return reconciling, stall
-		case !done(c) && reconciling.Status == metav1.ConditionFalse:
-			// Not the condition's message, which moves with every cluster
-			// counted: this one changes when the step does.
-			reconciling.Status, reconciling.Reason = metav1.ConditionTrue, c.Reason
-			reconciling.Message = fmt.Sprintf("%s is %s (%s) at generation %d: see that condition", t, c.Status, c.Reason, gen)
+		case !done(c):
+			inProgress = true
 		}
+	}
+	if inProgress {
+		reconciling.Status, reconciling.Reason = metav1.ConditionTrue, ReasonInProgress
+		reconciling.Message = fmt.Sprintf("generation %d is being carried out (Scheduled, Progressing, Applied and Available say where it is)", gen)
 	}
 	return reconciling, stall
 }

@@ -36,14 +36,14 @@ func TestConditions(t *testing.T) {
 		reason            string
 	}{
 		{"carried out", all(3), metav1.ConditionFalse, metav1.ConditionFalse, ReasonSettled},
-		{"an earlier generation", all(2), metav1.ConditionTrue, metav1.ConditionFalse, "WaitingScheduled"},
-		{"nothing written yet", nil, metav1.ConditionTrue, metav1.ConditionFalse, "WaitingScheduled"},
+		{"an earlier generation", all(2), metav1.ConditionTrue, metav1.ConditionFalse, ReasonInProgress},
+		{"nothing written yet", nil, metav1.ConditionTrue, metav1.ConditionFalse, ReasonInProgress},
 		{"a rollout going on", all(3, metav1.Condition{Type: placementv1alpha1.ProgressingCondition, Status: metav1.ConditionTrue,
-			Reason: placementv1alpha1.ReasonRolloutInProgress, ObservedGeneration: 3}), metav1.ConditionTrue, metav1.ConditionFalse, placementv1alpha1.ReasonRolloutInProgress},
+			Reason: placementv1alpha1.ReasonRolloutInProgress, ObservedGeneration: 3}), metav1.ConditionTrue, metav1.ConditionFalse, ReasonInProgress},
 		{"waiting for approval", all(3, metav1.Condition{Type: placementv1alpha1.ProgressingCondition, Status: metav1.ConditionUnknown,
-			Reason: placementv1alpha1.ReasonWaitingForApproval, ObservedGeneration: 3}), metav1.ConditionTrue, metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForApproval},
+			Reason: placementv1alpha1.ReasonWaitingForApproval, ObservedGeneration: 3}), metav1.ConditionTrue, metav1.ConditionFalse, ReasonInProgress},
 		{"not available yet", all(3, metav1.Condition{Type: placementv1alpha1.AvailableCondition, Status: metav1.ConditionFalse,
-			Reason: placementv1alpha1.ReasonNotAvailable, ObservedGeneration: 3}), metav1.ConditionTrue, metav1.ConditionFalse, placementv1alpha1.ReasonNotAvailable},
+			Reason: placementv1alpha1.ReasonNotAvailable, ObservedGeneration: 3}), metav1.ConditionTrue, metav1.ConditionFalse, ReasonInProgress},
 		{"an invalid override", all(3, metav1.Condition{Type: placementv1alpha1.RenderedCondition, Status: metav1.ConditionFalse,
 			Reason: placementv1alpha1.ReasonInvalidOverride, ObservedGeneration: 3}), metav1.ConditionFalse, metav1.ConditionTrue, placementv1alpha1.ReasonInvalidOverride},
 		{"no binding", all(3, metav1.Condition{Type: placementv1alpha1.ScheduledCondition, Status: metav1.ConditionFalse,
@@ -64,4 +64,10 @@ func TestConditions(t *testing.T) {
 			g.Expect(r.ObservedGeneration).To(BeEquivalentTo(3))
 		})
 	}
+	// Every step of a rollout reads the same: no write per step.
+	a, _ := Conditions(all(3, metav1.Condition{Type: placementv1alpha1.ProgressingCondition, Status: metav1.ConditionTrue,
+		Reason: placementv1alpha1.ReasonRolloutInProgress, ObservedGeneration: 3}), 3)
+	b, _ := Conditions(all(3, metav1.Condition{Type: placementv1alpha1.AvailableCondition, Status: metav1.ConditionFalse,
+		Reason: placementv1alpha1.ReasonNotAvailable, ObservedGeneration: 3}), 3)
+	NewWithT(t).Expect(a).To(Equal(b))
 }
