@@ -1017,3 +1017,15 @@ func placementsGoAtEnd(t *testing.T, ns string) {
 		}).Should(Succeed())
 	})
 }
+
+// migrateJob is a Job that runs once, as a user writes it (YAML).
+const migrateJob = `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: busybox:1.36, command: [sh, -c, "echo done"]}]
+`

@@ -205,15 +205,7 @@ spec:
     metadata: {labels: {app: db}}
     spec: {containers: [{name: db, image: postgres:17}]}
 ---
-apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{name: migrate, image: busybox:1.36, command: [sh, -c, "echo done"]}]
----
+`+migrateJob+`---
 apiVersion: placement.lodestar.dev/v1alpha1
 kind: Placement
 metadata: {name: app}

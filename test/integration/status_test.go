@@ -238,16 +238,7 @@ func TestFinishedJobKeepsItsReflectedStatus(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createYAML(t, ns, `
-apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{name: migrate, image: busybox:1.36, command: [sh, -c, "echo done"]}]
----
+	createYAML(t, ns, migrateJob+`---
 apiVersion: placement.lodestar.dev/v1alpha1
 kind: Placement
 metadata: {name: migrate}
