@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -113,8 +114,13 @@ func printStatus(out io.Writer, r statusReport) {
 	if r.UnlistedClusters > 0 {
 		fmt.Fprintf(w, "(%d more clusters, all applied and available unless 100 listed have problems)\n", r.UnlistedClusters)
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "CLUSTER\tOBJECT\tSTATE\tMESSAGE / FEEDBACK")
+	if slices.ContainsFunc(r.Clusters, func(cs placementv1alpha1.ClusterStatus) bool {
+		return len(cs.Objects) > 0 || ptr.Deref(cs.UnlistedObjects, 0) > 0
+	}) {
+		// Only objects not available or reporting feedback are listed.
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "CLUSTER\tOBJECT\tSTATE\tMESSAGE / FEEDBACK")
+	}
 	for _, cs := range r.Clusters {
 		for _, o := range cs.Objects {
 			detail := o.Message

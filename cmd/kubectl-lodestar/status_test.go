@@ -163,3 +163,17 @@ func TestStatusShowsExportedServices(t *testing.T) {
 	g.Expect(run(ctx, []string{"status", "shop", "-n", ns, "--kubeconfig", tenantKubeconfig(t, ns)}, &stdout, &stderr)).To(Succeed(), stderr.String())
 	g.Expect(stdout.String()).To(ContainSubstring("exported services: not shown"))
 }
+
+// The objects table is printed only when a cluster lists objects (those not
+// available or reporting feedback): no header alone.
+func TestStatusPrintsNoEmptyObjectsTable(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	r := statusReport{Namespace: "shop", Name: "web", Clusters: []placementv1alpha1.ClusterStatus{{Name: "a", Applied: metav1.ConditionTrue}}}
+	printStatus(&out, r)
+	g.Expect(out.String()).NotTo(ContainSubstring("MESSAGE / FEEDBACK"))
+	r.Clusters[0].Objects = []placementv1alpha1.ObjectStatus{{Kind: "Deployment", Namespace: "shop", Name: "web", State: placementv1alpha1.ObjectAvailable}}
+	out.Reset()
+	printStatus(&out, r)
+	g.Expect(out.String()).To(MatchRegexp(`a\s+Deployment shop/web\s+Available`))
+}
