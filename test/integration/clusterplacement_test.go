@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -305,6 +306,18 @@ func TestClusterPlacementExamplesFromYAML(t *testing.T) {
 				if out, err := hubKubectl(t, "delete", "--wait=false", "-f", file); err != nil {
 					t.Logf("deleting %s: %v: %s", file, err, out)
 				}
+				// member-2 runs no namespace controller: the placed namespace
+				// it deletes is finalized here, as its controller would, so
+				// that the ClusterPlacement's Work goes.
+				finalizer := kubernetes.NewForConfigOrDie(members[member2].Config).CoreV1().Namespaces()
+				NewWithT(t).Eventually(func(g Gomega) {
+					if ns, err := finalizer.Get(context.Background(), "example-monitoring", metav1.GetOptions{}); err == nil && !ns.DeletionTimestamp.IsZero() {
+						ns.Spec.Finalizers = nil
+						_, _ = finalizer.Finalize(context.Background(), ns, metav1.UpdateOptions{})
+					}
+					err := hubCP.Client.Get(context.Background(), client.ObjectKey{Name: want.name}, &placementv1alpha1.ClusterPlacement{})
+					g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ClusterPlacement %s is gone: %v", want.name, err)
+				}).Should(Succeed())
 			})
 			g.Eventually(func() (string, error) {
 				return hubKubectl(t, "wait", "--for=condition=Available", "--timeout=5s", "clusterplacement/"+want.name)

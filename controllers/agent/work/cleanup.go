@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/message"
 )
 
 // DefaultUnservedKindGracePeriod is how long cleanup waits for the member to serve
@@ -62,7 +63,7 @@ func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1al
 		}
 	}
 	if len(blocked) > 0 {
-		return kept, blocked, fmt.Errorf("waiting for %d objects to be removed from the member", len(blocked))
+		return kept, blocked, fmt.Errorf("waiting for %s to be removed from the member", message.Count(len(blocked), "object"))
 	}
 	return kept, nil, nil
 }

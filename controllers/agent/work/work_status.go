@@ -174,7 +174,7 @@ func cleanupBlocked(blocked []held) metav1.Condition {
 	for i, h := range blocked {
 		what[i] = h.what
 	}
-	msg := fmt.Sprintf("%d objects are being deleted on the member and held there", len(blocked))
+	msg := message.Count(len(blocked), "object") + " being deleted on the member and held there"
 	if blocked[0].reason == lodestarworkv1alpha1.ReasonKindNotServed {
 		msg = fmt.Sprintf("%d objects to remove are of a kind the member does not serve now, so the agent cannot look them up; they are kept in the AppliedWork until the kind is served again", len(blocked))
 	}
