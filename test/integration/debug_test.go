@@ -72,6 +72,16 @@ func newDebugFleet(t *testing.T) *debugFleet {
 			g.Expect(debugServer.Tunnels.Connected(c)).To(BeTrue(), "the agent of %s holds its tunnel", c)
 		}
 	}).Should(Succeed())
+	// Each agent lets the namespace's hub users in (debug.tenantAccess) once it
+	// placed there, a moment after the pods may already run.
+	g.Eventually(func(g Gomega) {
+		out, errOut, err := f.run(t, "pods", "web")
+		g.Expect(err).NotTo(HaveOccurred(), errOut)
+		g.Expect(errOut).To(BeEmpty())
+		for _, c := range []string{member1, member3} {
+			g.Expect(out).To(MatchRegexp(`(?m)^`+c+`\s+web-`), "the user reads the pods on %s", c)
+		}
+	}).Should(Succeed())
 	return f
 }
 
