@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -975,16 +974,7 @@ func restartExtraAgent(t *testing.T, name string) {
 // output.
 func hubKubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "hub.kubeconfig")
-	if err := testenv.WriteKubeconfig(hubCP.Config, "hub", path); err != nil {
-		return "", err
-	}
-	// Not t.Context(): cleanups run kubectl too.
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.EventuallyTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(os.Getenv(testenv.AssetsEnv), "kubectl"), append([]string{"--kubeconfig", path}, args...)...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return hubTool(t, testenv.EventuallyTimeout, filepath.Join(os.Getenv(testenv.AssetsEnv), "kubectl"), args...)
 }
 
 // createYAML creates the objects of a YAML text (documents separated by
