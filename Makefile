@@ -100,7 +100,15 @@ verify: generate manifests ## Fail when generated code or CRDs are stale, code i
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 	@test -z "$$(git ls-files --others --exclude-standard -- api config)" || { echo "untracked generated files: run 'make generate manifests' and commit"; git ls-files --others --exclude-standard -- api config; exit 1; }
 	go mod tidy -diff
-	$(MAKE) vet lint
+	$(MAKE) vet lint agent-deps
+
+# HUB_PACKAGES are what lodestar-agent never links (the depguard rule
+# agent-links-only-agent checks each file; this checks the whole tree).
+HUB_PACKAGES = github.com/lodestar-dev/lodestar/(controllers/hub|config|internal/(debugapi|division|fleet|fleetview|handlers|kubeconfig|lookup|mcs|overrides|pki|rbacguard|reflection|render|renderctl|requeue|rollout|rolloutctl|scheduling|selection|settled|summary|teardown|testenv))(/|$$)
+
+.PHONY: agent-deps
+agent-deps: ## Fail when lodestar-agent's dependency tree reaches a hub package.
+	@! go list -deps ./cmd/lodestar-agent | grep -E '^$(HUB_PACKAGES)' || { echo "lodestar-agent links the hub packages above (docs/development.md)"; exit 1; }
 
 ##@ Build
 

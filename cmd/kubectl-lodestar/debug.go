@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/debugapi"
 )
 
 // fanOut is how many clusters a debug verb reads at once.
@@ -176,7 +176,7 @@ func placementOf(ctx context.Context, c client.Client, ns, kind, name string) (s
 // streams and dialers work unchanged.
 func (s *debugSession) config(subresource, cluster string) *rest.Config {
 	cfg := rest.CopyConfig(s.base)
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(s.namespace, s.placement, subresource, cluster)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugv1alpha1.PlacementPath(s.namespace, s.placement, subresource, cluster)
 	return cfg
 }
 
@@ -232,7 +232,7 @@ func fanIn[T any](s *debugSession, read func(cluster string) ([]T, error)) ([]T,
 // clusterPods lists the Placement's pods on one cluster (of the workload, when
 // one is named).
 func (s *debugSession) clusterPods(ctx context.Context, cluster string) ([]corev1.Pod, error) {
-	cs, err := s.client(debugapi.Pods, cluster)
+	cs, err := s.client(debugv1alpha1.Pods, cluster)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/lodestar-dev/lodestar/internal/debugapi"
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 )
 
 func TestOwnedBy(t *testing.T) {
@@ -41,7 +41,7 @@ func TestOwnedBy(t *testing.T) {
 // paths under the Placement's prefix.
 func TestDebugSessionConfig(t *testing.T) {
 	s := &debugSession{base: &restConfigForTest, namespace: "shop", placement: "web"}
-	cs, err := s.client(debugapi.Log, "member-1")
+	cs, err := s.client(debugv1alpha1.Log, "member-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +50,8 @@ func TestDebugSessionConfig(t *testing.T) {
 	if u.String() != want {
 		t.Errorf("URL %s, want %s", u, want)
 	}
-	if !strings.HasSuffix(s.config(debugapi.Exec, "edge-7").Host, "/placements/web/exec/edge-7") {
-		t.Errorf("exec host %s", s.config(debugapi.Exec, "edge-7").Host)
+	if !strings.HasSuffix(s.config(debugv1alpha1.Exec, "edge-7").Host, "/placements/web/exec/edge-7") {
+		t.Errorf("exec host %s", s.config(debugv1alpha1.Exec, "edge-7").Host)
 	}
 }
 

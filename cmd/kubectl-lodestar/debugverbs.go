@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/debugapi"
 	"github.com/lodestar-dev/lodestar/internal/message"
 )
 
@@ -215,7 +215,7 @@ func containersOf(p *corev1.Pod, only string) []string {
 
 // streamLogs prints one container's log, line by line with prefix.
 func (s *debugSession) streamLogs(ctx context.Context, cluster, pod string, opts *corev1.PodLogOptions, prefix string, out *lineWriter) error {
-	cs, err := s.client(debugapi.Log, cluster)
+	cs, err := s.client(debugv1alpha1.Log, cluster)
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ type clusterEvent struct {
 // events lists the Placement's events on every cluster, oldest first.
 func (s *debugSession) events(ctx context.Context) ([]clusterEvent, map[string]error) {
 	out, errs := fanIn(s, func(cluster string) ([]clusterEvent, error) {
-		cs, err := s.client(debugapi.Events, cluster)
+		cs, err := s.client(debugv1alpha1.Events, cluster)
 		if err != nil {
 			return nil, err
 		}
@@ -392,7 +392,7 @@ exec: the agent's tenant access exec, or the member admin's binding.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cfg, req, err := o.podRequest(ctx, placement, cluster, args[0], debugapi.Exec)
+			cfg, req, err := o.podRequest(ctx, placement, cluster, args[0], debugv1alpha1.Exec)
 			if err != nil {
 				return err
 			}
@@ -501,7 +501,7 @@ admin) and the member's consent as for exec.`,
 		Args:    cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cfg, req, err := o.podRequest(ctx, placement, cluster, args[0], debugapi.PortForward)
+			cfg, req, err := o.podRequest(ctx, placement, cluster, args[0], debugv1alpha1.PortForward)
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/kubeconfig"
 )
@@ -109,7 +110,7 @@ says to record none. Joining again with the same ID is safe.`,
 	f.StringVar(&memberKubeconfig, "member-kubeconfig", "", "Kubeconfig of the member, read once for its cluster ID (kube-system UID) so that no other cluster can take the name.")
 	f.StringVar(&clusterID, "cluster-id", "", "The member's cluster ID (kube-system UID), instead of --member-kubeconfig.")
 	f.BoolVar(&unverified, "allow-unverified-identity", false, "Join without a cluster ID (neither --member-kubeconfig nor --cluster-id): nothing stops another cluster from taking the name.")
-	f.DurationVar(&ttl, "token-ttl", fleet.DefaultTokenTTL, "Lifetime of the agent's first hub token (at least 10m); the agent renews its own.")
+	f.DurationVar(&ttl, "token-ttl", agentidentity.DefaultTokenTTL, "Lifetime of the agent's first hub token (at least 10m); the agent renews its own.")
 	f.StringVar(&server, "hub-server", "", "The hub's address as the member reaches it (default: the kubeconfig's server).")
 	f.StringVar(&output, "output", "", "Write the agent's hub kubeconfig, which holds a live token, to this file (mode 0600); - prints it to standard output. Required.")
 	return cmd

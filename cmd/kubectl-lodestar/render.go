@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/lodestar-dev/lodestar/internal/debugapi"
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/renderctl"
 )
 
@@ -166,7 +166,7 @@ func objectID(raw []byte) (string, error) {
 // manager's debug API (placements/fleet), as the user.
 func (o *options) fleetOf(ctx context.Context, namespace, placement, cluster string) (renderctl.Fleet, error) {
 	var f renderctl.Fleet
-	if err := o.debugGet(ctx, namespace, placement, debugapi.Fleet, cluster, &f); err != nil {
+	if err := o.debugGet(ctx, namespace, placement, debugv1alpha1.Fleet, cluster, &f); err != nil {
 		return renderctl.Fleet{}, fmt.Errorf("reading the clusters through the hub manager (placements/fleet in debug.lodestar.dev): %w", err)
 	}
 	return f, nil
@@ -183,7 +183,7 @@ func (o *options) debugGet(ctx context.Context, namespace, placement, subresourc
 	if err != nil {
 		return err
 	}
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath(debugapi.PlacementPath(namespace, placement, subresource, cluster)).DoRaw(ctx)
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath(debugv1alpha1.PlacementPath(namespace, placement, subresource, cluster)).DoRaw(ctx)
 	if err != nil {
 		return err
 	}

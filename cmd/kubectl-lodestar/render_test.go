@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 )
 
@@ -57,7 +58,7 @@ func renderFixture(t *testing.T) string {
 		},
 	})).To(Succeed())
 	for name, l := range map[string]map[string]string{"edge-eu": {"region": "eu", "tier": "edge"}, "plain": nil} {
-		if _, err := fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: name, Labels: l, ClusterID: rand.String(8), TokenTTL: fleet.DefaultTokenTTL}); err != nil {
+		if _, err := fleet.Join(ctx, hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: name, Labels: l, ClusterID: rand.String(8), TokenTTL: agentidentity.DefaultTokenTTL}); err != nil {
 			g.Expect(err).To(MatchError(ContainSubstring("already")), "joining %s", name)
 		}
 	}

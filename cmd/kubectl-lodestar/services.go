@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lodestar-dev/lodestar/internal/debugapi"
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/mcs"
 )
 
@@ -26,7 +26,7 @@ func (o *options) readServiceReports(ctx context.Context, c client.Reader, ns, p
 		return nil, "", nil // a hub without the Multicluster Services API
 	case apierrors.IsForbidden(err):
 		var viaHub []mcs.Report
-		if err := o.debugGet(ctx, ns, placement, debugapi.Services, "", &viaHub); err != nil {
+		if err := o.debugGet(ctx, ns, placement, debugv1alpha1.Services, "", &viaHub); err != nil {
 			return nil, "exported services: not shown (" + statusMessage(err) + ")", nil
 		}
 		return viaHub, "", nil

@@ -21,7 +21,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent/debug"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
-	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/run"
 )
 
@@ -44,7 +44,7 @@ func main() {
 	flag.StringVar(&clusterName, "cluster-name", "", "Name of this member cluster's ClusterProfile on the hub (required).")
 	flag.StringVar(&clusterSet, "cluster-set", placementv1alpha1.DefaultClusterSet, "Cluster-set namespace of the cluster's ClusterProfile on the hub.")
 	flag.StringVar(&tokenFile, "hub-token-file", "", "A writable file where the agent keeps its renewed hub token across restarts; empty keeps it in memory only.")
-	flag.DurationVar(&tokenTTL, "hub-token-ttl", fleet.DefaultTokenTTL, "Lifetime of the hub tokens the agent renews itself (at least 10m).")
+	flag.DurationVar(&tokenTTL, "hub-token-ttl", agentidentity.DefaultTokenTTL, "Lifetime of the hub tokens the agent renews itself (at least 10m).")
 	flag.StringVar(&agentNamespace, "agent-namespace", agentNamespace, "The agent's own namespace on the member (default $POD_NAMESPACE or lodestar-system); Works may never write it.")
 	flag.DurationVar(&missingWorkGrace, "missing-work-grace-period", work.DefaultMissingWorkGracePeriod, "How long a Work may be gone from the hub (its finalizer removed while the agent was away, say) before the agent removes what it placed for it.")
 	flag.DurationVar(&unservedGrace, "unserved-kind-grace-period", work.DefaultUnservedKindGracePeriod, "How long cleanup waits for the member to serve a recorded object's kind again before it releases the record.")

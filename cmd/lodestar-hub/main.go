@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
@@ -100,7 +101,7 @@ func main() {
 		if debugOpts.ReplicaID == "" {
 			debugOpts.ReplicaID, _ = os.Hostname()
 		}
-		debugOpts.Local = map[string]debugapi.LocalHandler{debugapi.Fleet: renderctl.FleetOf, debugapi.Services: mcs.ReportsOf}
+		debugOpts.Local = map[string]debugapi.LocalHandler{debugv1alpha1.Fleet: renderctl.FleetOf, debugv1alpha1.Services: mcs.ReportsOf}
 		if _, err := debugapi.Add(mgr, debugOpts); err != nil {
 			log.Error(err, "Setting up the debug API")
 			os.Exit(1)

@@ -30,13 +30,13 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/debug"
 	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
 	"github.com/lodestar-dev/lodestar/controllers/agent/services"
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
-	"github.com/lodestar-dev/lodestar/internal/debugapi"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/policy"
@@ -205,7 +205,7 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("debug tenant access %q is not one of %s, %s, %s", access, debug.TenantAccessNone, debug.TenantAccessLogs, debug.TenantAccessExec)
 		}
 		log := ctrl.Log.WithName("debug-tunnel").WithValues("cluster", opts.ClusterName)
-		if err := mgr.Add(&tunnel.Agent{Hub: mgr.GetConfig(), Path: debugapi.TunnelPath(opts.ClusterName), Log: log, Handler: &debug.Handler{
+		if err := mgr.Add(&tunnel.Agent{Hub: mgr.GetConfig(), Path: debugv1alpha1.TunnelPath(opts.ClusterName), Log: log, Handler: &debug.Handler{
 			Member: opts.Member, MemberClient: m.client, Hub: mgr.GetClient(), ClusterNamespace: names.ClusterNamespace(opts.ClusterName), HubID: works.HubID,
 			TenantAccess: access, Log: log,
 		}}); err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/pki"
 )
 
@@ -65,10 +66,10 @@ func PublishCA(ctx context.Context, c client.Client, ca []byte) error {
 	svc := &unstructured.Unstructured{}
 	svc.SetAPIVersion("apiregistration.k8s.io/v1")
 	svc.SetKind("APIService")
-	svc.SetName(APIServiceName)
+	svc.SetName(debugv1alpha1.APIServiceName)
 	patch := fmt.Appendf(nil, `{"spec":{"caBundle":%q,"insecureSkipTLSVerify":false}}`, base64.StdEncoding.EncodeToString(ca))
 	if err := c.Patch(ctx, svc, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("publishing the debug server's CA in APIService %s: %w", APIServiceName, err)
+		return fmt.Errorf("publishing the debug server's CA in APIService %s: %w", debugv1alpha1.APIServiceName, err)
 	}
 	return nil
 }

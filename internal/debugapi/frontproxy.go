@@ -13,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 )
 
 // User is the hub identity a request is for, as the hub API server
@@ -52,7 +54,7 @@ func LoadFrontProxy(ctx context.Context, c client.Reader) (*FrontProxy, error) {
 	}
 	ca := cm.Data["requestheader-client-ca-file"]
 	if ca == "" {
-		return nil, fmt.Errorf("the hub API server has no request-header CA (--requestheader-client-ca-file): it cannot serve aggregated APIs such as %s", Group)
+		return nil, fmt.Errorf("the hub API server has no request-header CA (--requestheader-client-ca-file): it cannot serve aggregated APIs such as %s", debugv1alpha1.Group)
 	}
 	f := &FrontProxy{CAs: x509.NewCertPool()}
 	if !f.CAs.AppendCertsFromPEM([]byte(ca)) {

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/tunnel"
 )
 
@@ -100,7 +100,7 @@ func agentAccounts(ctx context.Context, mgr manager.Manager) (client.Reader, err
 	sa := &metav1.PartialObjectMetadata{}
 	sa.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
 	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), ByObject: map[client.Object]cache.ByObject{
-		sa: {Field: fields.OneTermEqualSelector("metadata.name", fleet.AgentServiceAccount)},
+		sa: {Field: fields.OneTermEqualSelector("metadata.name", agentidentity.ServiceAccount)},
 	}})
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package debugapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -22,8 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/tunnel"
 )
@@ -120,7 +120,7 @@ func (s *Server) init() {
 				if r.Context().Err() != nil {
 					return // The client left, or its access was revoked.
 				}
-				WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching cluster %s through its agent's tunnel: %v", p.cluster, err)))
+				debugv1alpha1.WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching cluster %s through its agent's tunnel: %v", p.cluster, err)))
 			},
 		}
 	})
@@ -135,71 +135,71 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.Auth.Verified(r); err != nil {
-		WriteStatus(w, apierrors.NewUnauthorized(err.Error()))
+		debugv1alpha1.WriteStatus(w, apierrors.NewUnauthorized(err.Error()))
 		return
 	}
 	switch strings.TrimSuffix(r.URL.Path, "/") {
-	case groupVersionPath:
-		writeJSON(w, http.StatusOK, Discovery())
+	case debugv1alpha1.GroupVersionPath:
+		debugv1alpha1.WriteJSON(w, http.StatusOK, Discovery())
 		return
-	case "/apis/" + Group:
-		writeJSON(w, http.StatusOK, &metav1.APIGroup{
-			TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: Group,
-			Versions:         []metav1.GroupVersionForDiscovery{{GroupVersion: Group + "/" + Version, Version: Version}},
-			PreferredVersion: metav1.GroupVersionForDiscovery{GroupVersion: Group + "/" + Version, Version: Version},
+	case "/apis/" + debugv1alpha1.Group:
+		debugv1alpha1.WriteJSON(w, http.StatusOK, &metav1.APIGroup{
+			TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: debugv1alpha1.Group,
+			Versions:         []metav1.GroupVersionForDiscovery{{GroupVersion: debugv1alpha1.Group + "/" + debugv1alpha1.Version, Version: debugv1alpha1.Version}},
+			PreferredVersion: metav1.GroupVersionForDiscovery{GroupVersion: debugv1alpha1.Group + "/" + debugv1alpha1.Version, Version: debugv1alpha1.Version},
 		})
 		return
 	}
-	req, ok := ParseRequest(r.URL.Path)
+	req, ok := debugv1alpha1.ParseRequest(r.URL.Path)
 	if !ok {
-		WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: Group}, r.URL.Path))
+		debugv1alpha1.WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: debugv1alpha1.Group}, r.URL.Path))
 		return
 	}
 	user, err := s.Auth.Authenticate(r)
 	if err != nil {
-		WriteStatus(w, apierrors.NewUnauthorized(err.Error()))
+		debugv1alpha1.WriteStatus(w, apierrors.NewUnauthorized(err.Error()))
 		return
 	}
 	switch req.Resource {
-	case Tunnels:
+	case debugv1alpha1.Tunnels:
 		s.serveTunnel(w, r, user, req)
-	case Placements:
+	case debugv1alpha1.Placements:
 		s.servePlacement(w, r, user, req)
 	default:
-		WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: Group, Resource: req.Resource}, req.Name))
+		debugv1alpha1.WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: debugv1alpha1.Group, Resource: req.Resource}, req.Name))
 	}
 }
 
 // Discovery is the debug API's resource list.
 func Discovery() *metav1.APIResourceList {
-	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: Group + "/" + Version}
-	for _, sub := range Subresources {
-		list.APIResources = append(list.APIResources, metav1.APIResource{Name: Placements + "/" + sub, Namespaced: true, Kind: "Placement", Verbs: []string{"get", "create"}})
+	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: debugv1alpha1.Group + "/" + debugv1alpha1.Version}
+	for _, sub := range debugv1alpha1.Subresources {
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: debugv1alpha1.Placements + "/" + sub, Namespaced: true, Kind: "Placement", Verbs: []string{"get", "create"}})
 	}
-	list.APIResources = append(list.APIResources, metav1.APIResource{Name: Tunnels + "/" + TunnelSubresource, Namespaced: true, Kind: "Tunnel", Verbs: []string{"create"}})
+	list.APIResources = append(list.APIResources, metav1.APIResource{Name: debugv1alpha1.Tunnels + "/" + debugv1alpha1.TunnelSubresource, Namespaced: true, Kind: "Tunnel", Verbs: []string{"create"}})
 	return list
 }
 
 // serveTunnel takes an agent's tunnel: only the agent of the cluster the path
 // names, by its own hub identity, whatever it says of itself.
-func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request, user User, req Request) {
+func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request, user User, req debugv1alpha1.Request) {
 	cluster := req.Name
-	if req.Subresource != TunnelSubresource || req.Cluster != "" {
-		WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: Group, Resource: Tunnels}, cluster))
+	if req.Subresource != debugv1alpha1.TunnelSubresource || req.Cluster != "" {
+		debugv1alpha1.WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: debugv1alpha1.Group, Resource: debugv1alpha1.Tunnels}, cluster))
 		return
 	}
-	if req.Namespace != names.ClusterNamespace(cluster) || user.Name != fleet.Identity(cluster) {
-		WriteStatus(w, apierrors.NewForbidden(schema.GroupResource{Group: Group, Resource: Tunnels}, cluster,
-			fmt.Errorf("only the agent of cluster %s (%s) opens its tunnel, in namespace %s; %s may not", cluster, fleet.Identity(cluster), names.ClusterNamespace(cluster), user.Name)))
+	if req.Namespace != names.ClusterNamespace(cluster) || user.Name != agentidentity.User(cluster) {
+		debugv1alpha1.WriteStatus(w, apierrors.NewForbidden(schema.GroupResource{Group: debugv1alpha1.Group, Resource: debugv1alpha1.Tunnels}, cluster,
+			fmt.Errorf("only the agent of cluster %s (%s) opens its tunnel, in namespace %s; %s may not", cluster, agentidentity.User(cluster), names.ClusterNamespace(cluster), user.Name)))
 		return
 	}
 	id, err := s.tunnelAuth.identity(r.Context(), cluster, user)
 	if err != nil {
-		WriteStatus(w, apierrors.NewForbidden(schema.GroupResource{Group: Group, Resource: Tunnels}, cluster, err))
+		debugv1alpha1.WriteStatus(w, apierrors.NewForbidden(schema.GroupResource{Group: debugv1alpha1.Group, Resource: debugv1alpha1.Tunnels}, cluster, err))
 		return
 	}
 	if err := s.Tunnels.Accept(w, r, cluster, id); err != nil {
-		WriteStatus(w, apierrors.NewBadRequest(err.Error()))
+		debugv1alpha1.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
 	s.Log.V(1).Info("agent tunnel open", "cluster", cluster)
@@ -207,22 +207,22 @@ func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request, user User, 
 
 // servePlacement authorises a request for a member on behalf of a Placement
 // and passes it to the cluster's agent.
-func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user User, req Request) {
-	gr := schema.GroupResource{Group: Group, Resource: Placements + "/" + req.Subresource}
+func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user User, req debugv1alpha1.Request) {
+	gr := schema.GroupResource{Group: debugv1alpha1.Group, Resource: debugv1alpha1.Placements + "/" + req.Subresource}
 	if local, ok := s.Local[req.Subresource]; ok {
 		s.serveLocal(w, r, user, req, local)
 		return
 	}
-	target, err := ParseMemberPath(req.Subresource, r.Method, req.MemberPath)
+	target, err := debugv1alpha1.ParseMemberPath(req.Subresource, r.Method, req.MemberPath)
 	if err != nil || req.Cluster == "" {
 		if err == nil {
 			err = errors.New("no cluster in the path")
 		}
-		WriteStatus(w, apierrors.NewBadRequest(err.Error()))
+		debugv1alpha1.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
 	if target.Namespace != req.Namespace {
-		WriteStatus(w, apierrors.NewForbidden(gr, req.Name, fmt.Errorf("a Placement of namespace %s reaches only namespace %s on its clusters, not %s", req.Namespace, req.Namespace, target.Namespace)))
+		debugv1alpha1.WriteStatus(w, apierrors.NewForbidden(gr, req.Name, fmt.Errorf("a Placement of namespace %s reaches only namespace %s on its clusters, not %s", req.Namespace, req.Namespace, target.Namespace)))
 		return
 	}
 	ctx := r.Context()
@@ -233,21 +233,21 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 	if err := s.Reader.List(ctx, works, client.InNamespace(names.ClusterNamespace(req.Cluster)), client.MatchingLabels{
 		placementv1alpha1.PlacementNameLabel: names.LabelValue(req.Name), placementv1alpha1.PlacementNamespaceLabel: req.Namespace,
 	}); err != nil {
-		WriteStatus(w, err)
+		debugv1alpha1.WriteStatus(w, err)
 		return
 	}
 	if len(works.Items) == 0 {
-		WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: placementv1alpha1.GroupVersion.Group, Resource: "placements"},
+		debugv1alpha1.WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: placementv1alpha1.GroupVersion.Group, Resource: "placements"},
 			fmt.Sprintf("%s on cluster %s (the Placement places nothing there)", req.Name, req.Cluster)))
 		return
 	}
 	if !s.Tunnels.Connected(req.Cluster) {
-		WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("cluster %s: its agent holds no tunnel to this hub replica (%s); the agent dials again within seconds if it runs and reaches the hub", req.Cluster, s.Tunnels.ID)))
+		debugv1alpha1.WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("cluster %s: its agent holds no tunnel to this hub replica (%s); the agent dials again within seconds if it runs and reaches the hub", req.Cluster, s.Tunnels.ID)))
 		return
 	}
 	release, err := s.acquire(user.Name, req.Namespace)
 	if err != nil {
-		WriteStatus(w, err)
+		debugv1alpha1.WriteStatus(w, err)
 		return
 	}
 	defer release()
@@ -261,9 +261,9 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 
 // serveLocal answers a GET of a subresource the hub manager serves itself,
 // once the hub authorised the user for it.
-func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, user User, req Request, local LocalHandler) {
+func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, user User, req debugv1alpha1.Request, local LocalHandler) {
 	if r.Method != http.MethodGet || req.MemberPath != "" {
-		WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("placements/%s takes a GET of .../%s/[<cluster>]", req.Subresource, req.Subresource)))
+		debugv1alpha1.WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("placements/%s takes a GET of .../%s/[<cluster>]", req.Subresource, req.Subresource)))
 		return
 	}
 	placement, ok := s.authorizedPlacement(w, r, user, req)
@@ -272,38 +272,38 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, user User, r
 	}
 	out, err := local(r.Context(), s.Reader, placement, req.Cluster)
 	if err != nil {
-		WriteStatus(w, err)
+		debugv1alpha1.WriteStatus(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	debugv1alpha1.WriteJSON(w, http.StatusOK, out)
 }
 
 // authorizedPlacement reads the request's Placement once the hub authorised
 // the user for its subresource; false when it answered the request already
 // (a refusal, a Placement that is not there).
-func (s *Server) authorizedPlacement(w http.ResponseWriter, r *http.Request, user User, req Request) (*placementv1alpha1.Placement, bool) {
-	gr := schema.GroupResource{Group: Group, Resource: Placements + "/" + req.Subresource}
+func (s *Server) authorizedPlacement(w http.ResponseWriter, r *http.Request, user User, req debugv1alpha1.Request) (*placementv1alpha1.Placement, bool) {
+	gr := schema.GroupResource{Group: debugv1alpha1.Group, Resource: debugv1alpha1.Placements + "/" + req.Subresource}
 	ctx := r.Context()
 	if allowed, reason, err := s.allowed(ctx, user, req, r.Method); err != nil {
-		WriteStatus(w, apierrors.NewInternalError(fmt.Errorf("checking access: %w", err)))
+		debugv1alpha1.WriteStatus(w, apierrors.NewInternalError(fmt.Errorf("checking access: %w", err)))
 		return nil, false
 	} else if !allowed {
-		WriteStatus(w, apierrors.NewForbidden(gr, req.Name, fmt.Errorf("user %q may not %s placements/%s in namespace %s on the hub%s", user.Name, Verb(r.Method), req.Subresource, req.Namespace, reason)))
+		debugv1alpha1.WriteStatus(w, apierrors.NewForbidden(gr, req.Name, fmt.Errorf("user %q may not %s placements/%s in namespace %s on the hub%s", user.Name, debugv1alpha1.Verb(r.Method), req.Subresource, req.Namespace, reason)))
 		return nil, false
 	}
 	placement := &placementv1alpha1.Placement{}
 	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, placement); err != nil {
-		WriteStatus(w, err)
+		debugv1alpha1.WriteStatus(w, err)
 		return nil, false
 	}
 	return placement, true
 }
 
 // allowed asks the hub whether user may act on the Placement's subresource.
-func (s *Server) allowed(ctx context.Context, user User, req Request, method string) (bool, string, error) {
+func (s *Server) allowed(ctx context.Context, user User, req debugv1alpha1.Request, method string) (bool, string, error) {
 	review, err := askHub(ctx, s.Reviews, user, authorizationv1.ResourceAttributes{
-		Namespace: req.Namespace, Verb: Verb(method), Group: Group, Version: Version,
-		Resource: Placements, Subresource: req.Subresource, Name: req.Name,
+		Namespace: req.Namespace, Verb: debugv1alpha1.Verb(method), Group: debugv1alpha1.Group, Version: debugv1alpha1.Version,
+		Resource: debugv1alpha1.Placements, Subresource: req.Subresource, Name: req.Name,
 	})
 	if err != nil {
 		return false, "", err
@@ -327,7 +327,7 @@ func askHub(ctx context.Context, reviews authorizationclient.SubjectAccessReview
 }
 
 // recheck ends a request whose access the hub revoked while it is open.
-func (s *Server) recheck(ctx context.Context, cancel context.CancelFunc, user User, req Request, method string) {
+func (s *Server) recheck(ctx context.Context, cancel context.CancelFunc, user User, req debugv1alpha1.Request, method string) {
 	t := time.NewTicker(s.Recheck)
 	defer t.Stop()
 	for {
@@ -389,24 +389,7 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 			pr.Out.Header.Del(name)
 		}
 	}
-	pr.Out.Header.Set(UserHeader, p.user)
-	pr.Out.Header.Set(PlacementHeader, p.placement)
-	pr.Out.Header.Set(SubresourceHeader, p.subresource)
-}
-
-// WriteStatus answers with a Kubernetes Status, which kubectl and client-go show.
-func WriteStatus(w http.ResponseWriter, err error) {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		status = apierrors.NewInternalError(err)
-	}
-	st := status.Status()
-	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	writeJSON(w, int(st.Code), &st)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	pr.Out.Header.Set(debugv1alpha1.UserHeader, p.user)
+	pr.Out.Header.Set(debugv1alpha1.PlacementHeader, p.placement)
+	pr.Out.Header.Set(debugv1alpha1.SubresourceHeader, p.subresource)
 }

@@ -12,7 +12,8 @@ import (
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lodestar-dev/lodestar/internal/fleet"
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/tunnel"
 )
@@ -45,7 +46,7 @@ func (a *tunnelAuth) identity(ctx context.Context, cluster string, user User) (t
 		return tunnel.Identity{}, err
 	}
 	if user.UID != "" && user.UID != string(sa.UID) {
-		return tunnel.Identity{}, fmt.Errorf("the token is of an earlier ServiceAccount %s (revoked); join the cluster again", fleet.Identity(cluster))
+		return tunnel.Identity{}, fmt.Errorf("the token is of an earlier ServiceAccount %s (revoked); join the cluster again", agentidentity.User(cluster))
 	}
 	return tunnel.Identity{User: user.Name, UID: user.UID, Groups: user.Groups, Extra: user.Extra, ServiceAccountUID: string(sa.UID)}, nil
 }
@@ -53,8 +54,8 @@ func (a *tunnelAuth) identity(ctx context.Context, cluster string, user User) (t
 func (a *tunnelAuth) account(ctx context.Context, r client.Reader, cluster string) (*metav1.PartialObjectMetadata, error) {
 	sa := &metav1.PartialObjectMetadata{}
 	sa.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
-	if err := r.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(cluster), Name: fleet.AgentServiceAccount}, sa); err != nil {
-		return nil, fmt.Errorf("reading the agent's ServiceAccount %s: %w", fleet.Identity(cluster), err)
+	if err := r.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(cluster), Name: agentidentity.ServiceAccount}, sa); err != nil {
+		return nil, fmt.Errorf("reading the agent's ServiceAccount %s: %w", agentidentity.User(cluster), err)
 	}
 	return sa, nil
 }
@@ -67,7 +68,7 @@ func (a *tunnelAuth) Check(ctx context.Context, cluster string, id tunnel.Identi
 		return err
 	}
 	if string(sa.UID) != id.ServiceAccountUID {
-		return fmt.Errorf("the agent's ServiceAccount %s was made anew (revoked)", fleet.Identity(cluster))
+		return fmt.Errorf("the agent's ServiceAccount %s was made anew (revoked)", agentidentity.User(cluster))
 	}
 	key := cluster + "/" + id.ServiceAccountUID
 	a.mu.Lock()
@@ -77,8 +78,8 @@ func (a *tunnelAuth) Check(ctx context.Context, cluster string, id tunnel.Identi
 		return nil
 	}
 	review, err := askHub(ctx, a.Reviews, User{Name: id.User, UID: id.UID, Groups: id.Groups, Extra: id.Extra}, authorizationv1.ResourceAttributes{
-		Namespace: names.ClusterNamespace(cluster), Verb: "create", Group: Group, Version: Version,
-		Resource: Tunnels, Subresource: TunnelSubresource, Name: cluster,
+		Namespace: names.ClusterNamespace(cluster), Verb: "create", Group: debugv1alpha1.Group, Version: debugv1alpha1.Version,
+		Resource: debugv1alpha1.Tunnels, Subresource: debugv1alpha1.TunnelSubresource, Name: cluster,
 	})
 	if err != nil {
 		return nil //nolint:nilerr // the hub API server unreachable for a moment cuts no tunnel

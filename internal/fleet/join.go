@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,25 +18,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/config"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/teardown"
 )
-
-// AgentServiceAccount is the name of each agent's ServiceAccount in its cluster's
-// namespace on the hub.
-const AgentServiceAccount = "lodestar-agent"
-
-// DefaultTokenTTL is the lifetime of the agent's hub token; the agent renews it
-// before it expires.
-const DefaultTokenTTL = time.Hour
 
 // maxNameLength keeps lodestar-cluster-<name> a valid namespace name.
 var maxNameLength = validation.DNS1123LabelMaxLength - len(names.ClusterNamespace(""))
@@ -55,11 +47,6 @@ type JoinOptions struct {
 	ClusterID string
 	// TokenTTL is the lifetime of the first token (at least 10 minutes).
 	TokenTTL time.Duration
-}
-
-// Identity is the hub user name of a cluster's agent.
-func Identity(cluster string) string {
-	return "system:serviceaccount:" + names.ClusterNamespace(cluster) + ":" + AgentServiceAccount
 }
 
 // ConflictError says that the name is taken by another cluster or identity.
@@ -90,7 +77,7 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 		opts.ClusterSet = placementv1alpha1.DefaultClusterSet
 	}
 	if opts.TokenTTL == 0 {
-		opts.TokenTTL = DefaultTokenTTL
+		opts.TokenTTL = agentidentity.DefaultTokenTTL
 	}
 	if err := checkFree(ctx, c, opts); err != nil {
 		return nil, err
@@ -126,7 +113,7 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 		if profile.Annotations == nil {
 			profile.Annotations = map[string]string{}
 		}
-		profile.Annotations[placementv1alpha1.AgentIdentityAnnotation] = Identity(opts.Name)
+		profile.Annotations[placementv1alpha1.AgentIdentityAnnotation] = agentidentity.User(opts.Name)
 		if opts.ClusterID != "" {
 			profile.Annotations[placementv1alpha1.ClusterIDAnnotation] = opts.ClusterID
 		}
@@ -157,7 +144,7 @@ func Join(ctx context.Context, hub *rest.Config, c client.Client, opts JoinOptio
 
 // undoJoin removes what a failed join of a new cluster made: its ClusterProfile
 // (with the cleanup finalizer, which no Work needs yet) and its hub side
-// (RemoveHubSide). The profile is deleted before its finalizer is removed: the
+// (teardown.RemoveHubSide). The profile is deleted before its finalizer is removed: the
 // hub's cleanup controller adds the finalizer to a profile that lacks it, but
 // nothing can add one to a profile being deleted.
 func undoJoin(ctx context.Context, c client.Client, opts JoinOptions) error {
@@ -174,37 +161,11 @@ func undoJoin(ctx context.Context, c client.Client, opts JoinOptions) error {
 	} else if !apierrors.IsNotFound(err) {
 		errs = append(errs, err)
 	}
-	_, err := RemoveHubSide(ctx, c, opts.ClusterSet, opts.Name)
+	_, err := teardown.RemoveHubSide(ctx, c, opts.ClusterSet, opts.Name)
 	if err := errors.Join(append(errs, err)...); err != nil {
 		return fmt.Errorf("undoing the failed join of %s (remove it with kubectl lodestar unjoin %s): %w", opts.Name, opts.Name, err)
 	}
 	return nil
-}
-
-// RemoveHubSide deletes a cluster's hub side that join made: the agent's Role
-// and RoleBinding in the cluster set, and the cluster's namespace (with the
-// agent's identity, Lease and tokens) when it carries join's mark. A namespace
-// of that name without the mark is someone else's and stays: kept says so.
-func RemoveHubSide(ctx context.Context, c client.Client, clusterSet, cluster string) (kept bool, err error) {
-	owned := []client.Object{
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ProfileRoleName(cluster), Namespace: clusterSet}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: ProfileRoleName(cluster), Namespace: clusterSet}},
-	}
-	namespace := &corev1.Namespace{}
-	switch err := c.Get(ctx, client.ObjectKey{Name: names.ClusterNamespace(cluster)}, namespace); {
-	case err == nil && namespace.Labels[placementv1alpha1.ReservedNamespaceLabel] == placementv1alpha1.ReservedForCluster:
-		owned = append(owned, namespace)
-	case err == nil:
-		kept = true
-	case !apierrors.IsNotFound(err):
-		return false, err
-	}
-	for _, obj := range owned {
-		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return kept, fmt.Errorf("deleting %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
-		}
-	}
-	return kept, nil
 }
 
 // checkFree refuses a join whose name belongs to another cluster: a ClusterProfile
@@ -232,8 +193,8 @@ func checkFree(ctx context.Context, c client.Client, opts JoinOptions) error {
 			return &ConflictError{fmt.Sprintf("cluster %q is already registered in cluster set %q (ClusterProfile %s); cluster names are unique across sets: unjoin it there first or choose another name", opts.Name, p.Namespace, where)}
 		case p.Spec.ClusterManager.Name != placementv1alpha1.ClusterManagerName:
 			return &ConflictError{fmt.Sprintf("ClusterProfile %s is managed by %q, not %s: refusing to take it over", where, p.Spec.ClusterManager.Name, placementv1alpha1.ClusterManagerName)}
-		case p.Annotations[placementv1alpha1.AgentIdentityAnnotation] != "" && p.Annotations[placementv1alpha1.AgentIdentityAnnotation] != Identity(opts.Name):
-			return &ConflictError{fmt.Sprintf("ClusterProfile %s belongs to agent identity %s, not %s: unjoin it first", where, p.Annotations[placementv1alpha1.AgentIdentityAnnotation], Identity(opts.Name))}
+		case p.Annotations[placementv1alpha1.AgentIdentityAnnotation] != "" && p.Annotations[placementv1alpha1.AgentIdentityAnnotation] != agentidentity.User(opts.Name):
+			return &ConflictError{fmt.Sprintf("ClusterProfile %s belongs to agent identity %s, not %s: unjoin it first", where, p.Annotations[placementv1alpha1.AgentIdentityAnnotation], agentidentity.User(opts.Name))}
 		case opts.ClusterID != "" && p.Annotations[placementv1alpha1.ClusterIDAnnotation] != "" && p.Annotations[placementv1alpha1.ClusterIDAnnotation] != opts.ClusterID:
 			return &ConflictError{fmt.Sprintf("cluster %q is registered for the member with cluster ID %s, not %s: another cluster already uses this name; unjoin it first or choose another name", opts.Name, p.Annotations[placementv1alpha1.ClusterIDAnnotation], opts.ClusterID)}
 		}
@@ -255,16 +216,16 @@ func grant(ctx context.Context, c client.Client, opts JoinOptions, ns string) er
 	for i := range profileRules {
 		profileRules[i].ResourceNames = []string{opts.Name}
 	}
-	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: AgentServiceAccount, Namespace: ns}
-	if err := createIfMissing(ctx, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: AgentServiceAccount, Namespace: ns}}); err != nil {
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: agentidentity.ServiceAccount, Namespace: ns}
+	if err := createIfMissing(ctx, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: agentidentity.ServiceAccount, Namespace: ns}}); err != nil {
 		return err
 	}
 	for _, r := range []struct {
 		meta  metav1.ObjectMeta
 		rules []rbacv1.PolicyRule
 	}{
-		{metav1.ObjectMeta{Name: AgentServiceAccount, Namespace: ns}, nsRules},
-		{metav1.ObjectMeta{Name: ProfileRoleName(opts.Name), Namespace: opts.ClusterSet}, profileRules},
+		{metav1.ObjectMeta{Name: agentidentity.ServiceAccount, Namespace: ns}, nsRules},
+		{metav1.ObjectMeta{Name: agentidentity.ProfileRoleName(opts.Name), Namespace: opts.ClusterSet}, profileRules},
 	} {
 		role := &rbacv1.Role{ObjectMeta: r.meta}
 		if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error { role.Rules = r.rules; return nil }); err != nil {
@@ -282,10 +243,6 @@ func grant(ctx context.Context, c client.Client, opts JoinOptions, ns string) er
 	return nil
 }
 
-// ProfileRoleName is the name of the Role (and RoleBinding) in the cluster set that
-// lets a cluster's agent write its ClusterProfile's status.
-func ProfileRoleName(cluster string) string { return "lodestar-agent-" + cluster }
-
 // AgentConfig returns a connection to the hub as the cluster's agent, with a new
 // token of the given lifetime.
 func AgentConfig(ctx context.Context, hub *rest.Config, cluster string, ttl time.Duration) (*rest.Config, error) {
@@ -293,24 +250,13 @@ func AgentConfig(ctx context.Context, hub *rest.Config, cluster string, ttl time
 	if err != nil {
 		return nil, err
 	}
-	token, err := RequestToken(ctx, cs, names.ClusterNamespace(cluster), ttl)
+	token, err := agentidentity.RequestToken(ctx, cs, names.ClusterNamespace(cluster), ttl)
 	if err != nil {
 		return nil, err
 	}
 	cfg := rest.AnonymousClientConfig(hub)
 	cfg.BearerToken = token
 	return cfg, nil
-}
-
-// RequestToken asks the hub for a token of the agent's ServiceAccount in ns.
-func RequestToken(ctx context.Context, cs kubernetes.Interface, ns string, ttl time.Duration) (string, error) {
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, AgentServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(ttl.Seconds()))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("requesting a token for %s/%s: %w", ns, AgentServiceAccount, err)
-	}
-	return tr.Status.Token, nil
 }
 
 func createIfMissing(ctx context.Context, c client.Client, obj client.Object) error {

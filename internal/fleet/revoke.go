@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -23,9 +24,9 @@ import (
 func Revoke(ctx context.Context, c client.Client, name string) error {
 	ns := names.ClusterNamespace(name)
 	sa := &corev1.ServiceAccount{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: AgentServiceAccount}, sa); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: agentidentity.ServiceAccount}, sa); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("cluster %s has no agent identity on this hub (ServiceAccount %s/%s): was it joined?", name, ns, AgentServiceAccount)
+			return fmt.Errorf("cluster %s has no agent identity on this hub (ServiceAccount %s/%s): was it joined?", name, ns, agentidentity.ServiceAccount)
 		}
 		return err
 	}
@@ -45,5 +46,5 @@ func Revoke(ctx context.Context, c client.Client, name string) error {
 	if err != nil {
 		return fmt.Errorf("waiting for the agent's old ServiceAccount to go: %w", err)
 	}
-	return createIfMissing(ctx, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: AgentServiceAccount, Namespace: ns}})
+	return createIfMissing(ctx, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: agentidentity.ServiceAccount, Namespace: ns}})
 }

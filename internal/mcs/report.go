@@ -104,7 +104,7 @@ func ReadReports(ctx context.Context, c client.Reader, ns string) ([]Report, err
 }
 
 // ReportsOf is ReadReports as the hub manager's debug API answers it for a
-// user who may not read the clusters' namespaces (debugapi.Services): the
+// user who may not read the clusters' namespaces (debugv1alpha1.Services): the
 // exported Services of the Placement's namespace.
 func ReportsOf(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, _ string) (any, error) {
 	return ReadReports(ctx, c, placement.Namespace)

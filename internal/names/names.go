@@ -9,10 +9,12 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
 // ClusterNamespacePrefix starts the name of each member cluster's namespace on the hub.
-const ClusterNamespacePrefix = "lodestar-cluster-"
+const ClusterNamespacePrefix = placementv1alpha1.ClusterNamespacePrefix
 
 // ClusterNamespace is the hub namespace that holds the Works of a cluster.
 func ClusterNamespace(cluster string) string {

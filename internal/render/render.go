@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
@@ -299,16 +300,10 @@ func HubOwned(obj *unstructured.Unstructured) string {
 	return ""
 }
 
-// HubGenerationAnnotation on a placed object names the generation of the hub
-// object it was rendered from; set when the Placement reflects status
-// (spec.reporting.reflection: Aggregate), so that the hub can tell which clusters run its
-// current spec.
-const HubGenerationAnnotation = "placement.lodestar.dev/hub-generation"
-
 // Manifests renders objs in a deterministic order (group, kind, namespace, name) and
 // returns them as raw manifests with a revision: a hash of their content. An
 // object larger than a Work may carry is a *TooLargeError. With hubGeneration,
-// each manifest carries HubGenerationAnnotation.
+// each manifest carries placementv1alpha1.HubGenerationAnnotation (set when the Placement reflects status).
 func Manifests(objs []*unstructured.Unstructured, hubGeneration bool) ([]runtime.RawExtension, string, error) {
 	rendered := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
@@ -318,7 +313,7 @@ func Manifests(objs []*unstructured.Unstructured, hubGeneration bool) ([]runtime
 			if ann == nil {
 				ann = map[string]string{}
 			}
-			ann[HubGenerationAnnotation] = strconv.FormatInt(o.GetGeneration(), 10)
+			ann[placementv1alpha1.HubGenerationAnnotation] = strconv.FormatInt(o.GetGeneration(), 10)
 			r.SetAnnotations(ann)
 		}
 		rendered = append(rendered, r)

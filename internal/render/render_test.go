@@ -101,7 +101,7 @@ func TestManifestsOrderAndRevision(t *testing.T) {
 	g.Expect(rev5).NotTo(Equal(rev1))
 	var second map[string]any
 	g.Expect(json.Unmarshal(raws5[1].Raw, &second)).To(Succeed())
-	g.Expect(second["metadata"].(map[string]any)["annotations"]).To(HaveKeyWithValue(HubGenerationAnnotation, "7"))
+	g.Expect(second["metadata"].(map[string]any)["annotations"]).To(HaveKeyWithValue(placementv1alpha1.HubGenerationAnnotation, "7"))
 }
 
 func TestObjectStripsServiceAllocations(t *testing.T) {

@@ -82,7 +82,7 @@ func (f FleetCluster) view() scheduling.Cluster {
 }
 
 // FleetOf is ReadFleet as the hub manager's debug API answers it for a user
-// who may not read the fleet (debugapi.Fleet).
+// who may not read the fleet (debugv1alpha1.Fleet).
 func FleetOf(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, cluster string) (any, error) {
 	return ReadFleet(ctx, c, placement, cluster)
 }

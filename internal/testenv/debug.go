@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/debugapi"
 	"github.com/lodestar-dev/lodestar/internal/pki"
 )
@@ -94,9 +95,9 @@ func InstallDebugAPI(ctx context.Context, c client.Client, namespace string, por
 func DebugAPIService(namespace string, port int) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-		"metadata": map[string]any{"name": debugapi.APIServiceName},
+		"metadata": map[string]any{"name": debugv1alpha1.APIServiceName},
 		"spec": map[string]any{
-			"group": debugapi.Group, "version": debugapi.Version, "groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
+			"group": debugv1alpha1.Group, "version": debugv1alpha1.Version, "groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
 			"service": map[string]any{"namespace": namespace, "name": debugapi.DefaultService, "port": int64(port)},
 		},
 	}}

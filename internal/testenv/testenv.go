@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lodestar-dev/lodestar/config"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/kubeconfig"
 )
@@ -50,7 +51,7 @@ func SetGomegaDefaults() {
 
 // AgentServiceAccount is the name of each agent's ServiceAccount in its cluster's
 // namespace on the hub.
-const AgentServiceAccount = fleet.AgentServiceAccount
+const AgentServiceAccount = agentidentity.ServiceAccount
 
 // ControlPlane is one running kube-apiserver with its etcd.
 type ControlPlane struct {

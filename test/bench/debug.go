@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/lodestar-dev/lodestar/internal/debugapi"
-	lodestarfleet "github.com/lodestar-dev/lodestar/internal/fleet"
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 	"github.com/lodestar-dev/lodestar/internal/tunnel"
@@ -75,7 +75,7 @@ func (f *fleet) debugStreams(ctx context.Context, record func(*Result) error) er
 		if err != nil {
 			return err
 		}
-		a := &tunnel.Agent{Hub: cfg, Path: debugapi.TunnelPath(name), Handler: simulatedMember(name), Log: logr.Discard(),
+		a := &tunnel.Agent{Hub: cfg, Path: debugv1alpha1.TunnelPath(name), Handler: simulatedMember(name), Log: logr.Discard(),
 			MinBackoff: time.Second, MaxBackoff: 10 * time.Second}
 		registry[i] = a
 		go func() { _ = a.Start(tunnelCtx) }()
@@ -112,7 +112,7 @@ func (f *fleet) debugStreams(ctx context.Context, record func(*Result) error) er
 	for i := range n {
 		name := fmt.Sprintf("sim-%05d", i)
 		cfg := rest.CopyConfig(f.adminCfg)
-		cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(ns, "web", debugapi.Log, name)
+		cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugv1alpha1.PlacementPath(ns, "web", debugv1alpha1.Log, name)
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			stopStreams()
@@ -178,12 +178,12 @@ func (f *fleet) debugStreams(ctx context.Context, record func(*Result) error) er
 // connection as it.
 func (f *fleet) agentIdentity(ctx context.Context, cluster string) (*rest.Config, error) {
 	ns := names.ClusterNamespace(cluster)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lodestarfleet.AgentServiceAccount}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentidentity.ServiceAccount}}
 	if err := f.admin.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lodestar-agent-tunnel"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{debugapi.Group}, Resources: []string{debugapi.Tunnels + "/" + debugapi.TunnelSubresource}, Verbs: []string{"create"}}}}
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{debugv1alpha1.Group}, Resources: []string{debugv1alpha1.Tunnels + "/" + debugv1alpha1.TunnelSubresource}, Verbs: []string{"create"}}}}
 	if err := f.admin.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}

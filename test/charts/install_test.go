@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/internal/debugapi"
@@ -203,7 +204,7 @@ func TestChartsInstallAndRun(t *testing.T) {
 	// API and the agent's tunnel, each with its chart's RBAC (checking access,
 	// impersonating, granting the tenant group logs on the member).
 	debugCfg := rest.CopyConfig(hubCP.Config)
-	debugCfg.Host = strings.TrimSuffix(debugCfg.Host, "/") + debugapi.PlacementPath("shop", "settings", debugapi.Log, "edge-1")
+	debugCfg.Host = strings.TrimSuffix(debugCfg.Host, "/") + debugv1alpha1.PlacementPath("shop", "settings", debugv1alpha1.Log, "edge-1")
 	g.Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
 		g.Expect(memberCP.Client.List(ctx, pods, client.InNamespace("shop"))).To(Succeed())

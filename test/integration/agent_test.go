@@ -20,7 +20,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 )
@@ -205,7 +205,7 @@ func TestAgentTokenLifetimeIsBoundedByTheHub(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(agentConfigs[member1])
 	g.Expect(err).NotTo(HaveOccurred())
 	request := func(d time.Duration) error {
-		_, err := cs.CoreV1().ServiceAccounts(names.ClusterNamespace(member1)).CreateToken(t.Context(), fleet.AgentServiceAccount,
+		_, err := cs.CoreV1().ServiceAccounts(names.ClusterNamespace(member1)).CreateToken(t.Context(), agentidentity.ServiceAccount,
 			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(d.Seconds()))}}, metav1.CreateOptions{})
 		return err
 	}

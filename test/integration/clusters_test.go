@@ -28,6 +28,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent/profile"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
@@ -47,13 +48,13 @@ func TestJoin(t *testing.T) {
 	g.Expect(p.Spec.ClusterManager.Name).To(Equal(placementv1alpha1.ClusterManagerName))
 	g.Expect(p.Labels).To(HaveKeyWithValue(cpv1alpha1.LabelClusterManagerKey, placementv1alpha1.ClusterManagerName))
 	g.Expect(p.Labels).To(HaveKeyWithValue("env", "edge"))
-	g.Expect(p.Annotations).To(HaveKeyWithValue(placementv1alpha1.AgentIdentityAnnotation, fleet.Identity(name)))
+	g.Expect(p.Annotations).To(HaveKeyWithValue(placementv1alpha1.AgentIdentityAnnotation, agentidentity.User(name)))
 	ns := names.ClusterNamespace(name)
 	g.Expect(p.Labels).To(HaveKeyWithValue(placementv1alpha1.WorkNamespaceLabel, ns), "consumers find the Work namespace on the profile")
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})).To(Succeed())
-	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fleet.AgentServiceAccount}, &corev1.ServiceAccount{})).To(Succeed())
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: agentidentity.ServiceAccount}, &corev1.ServiceAccount{})).To(Succeed())
 	role := &rbacv1.Role{}
-	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: fleet.ProfileRoleName(name)}, role)).To(Succeed())
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: agentidentity.ProfileRoleName(name)}, role)).To(Succeed())
 	for _, r := range role.Rules {
 		g.Expect(r.ResourceNames).To(Equal([]string{name}), "the profile rules name this cluster's profile only")
 	}
@@ -294,7 +295,7 @@ func TestUnjoin(t *testing.T) {
 			hubNS := &corev1.Namespace{}
 			err = hubCP.Client.Get(ctx, client.ObjectKey{Name: names.ClusterNamespace(name)}, hubNS)
 			g.Expect(apierrors.IsNotFound(err) || !hubNS.DeletionTimestamp.IsZero()).To(BeTrue(), "the cluster namespace is being deleted")
-			err = hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: fleet.ProfileRoleName(name)}, &rbacv1.Role{})
+			err = hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: agentidentity.ProfileRoleName(name)}, &rbacv1.Role{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the agent's Role in the cluster set is gone")
 
 			got := &corev1.ConfigMap{}

@@ -30,6 +30,7 @@ import (
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
@@ -120,7 +121,7 @@ func (f *debugFleet) run(t *testing.T, args ...string) (string, string, error) {
 func logsAs(user, ns string) *kubernetes.Clientset {
 	cfg := rest.CopyConfig(hubCP.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(ns, "web", debugapi.Log, member1)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugv1alpha1.PlacementPath(ns, "web", debugv1alpha1.Log, member1)
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
@@ -286,7 +287,7 @@ func TestDebugAuthorisation(t *testing.T) {
 	// the tenant group, the member's RBAC refuses that user by name.
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: debug.TenantRoleBinding}}
 	g.Expect(members[member1].Client.Get(ctx, client.ObjectKeyFromObject(binding), binding)).To(Succeed())
-	g.Expect(binding.Subjects).To(ConsistOf(HaveField("Name", debugapi.TenantGroup(f.ns))))
+	g.Expect(binding.Subjects).To(ConsistOf(HaveField("Name", debugv1alpha1.TenantGroup(f.ns))))
 	g.Expect(members[member1].Client.Delete(ctx, binding)).To(Succeed())
 	err = logs.Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
@@ -322,7 +323,7 @@ func portForwardDialer(t *testing.T, user, ns, pod string) func() (portForwardin
 	t.Helper()
 	cfg := rest.CopyConfig(hubCP.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(ns, "web", debugapi.PortForward, member1)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugv1alpha1.PlacementPath(ns, "web", debugv1alpha1.PortForward, member1)
 	transport, upgrader, err := spdy.RoundTripperFor(cfg)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	u := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(pod).SubResource("portforward").URL()
@@ -341,8 +342,8 @@ func TestDebugTunnelsAndLimits(t *testing.T) {
 	f := newDebugFleet(t)
 	g := NewWithT(t)
 	for _, path := range []string{
-		debugapi.TunnelPath(member1),
-		strings.Replace(debugapi.TunnelPath(member1), "lodestar-cluster-member-1/", "lodestar-cluster-member-2/", 1),
+		debugv1alpha1.TunnelPath(member1),
+		strings.Replace(debugv1alpha1.TunnelPath(member1), "lodestar-cluster-member-1/", "lodestar-cluster-member-2/", 1),
 	} {
 		code, body := tunnelAttempt(t, agentConfigs[member2], path)
 		g.Expect(code).To(Equal(http.StatusForbidden), "%s: %s", path, body)
@@ -487,7 +488,7 @@ func TestDebugActsOnlyOnWhatLodestarPlaced(t *testing.T) {
 
 	cfg := rest.CopyConfig(hubCP.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: f.user}
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugapi.PlacementPath(f.ns, "local", debugapi.Log, member1)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + debugv1alpha1.PlacementPath(f.ns, "local", debugv1alpha1.Log, member1)
 	err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()
 	g.Expect(err).To(HaveOccurred(), "the member-local pod's logs are not the Placement's")
 	g.Expect(err.Error()).To(ContainSubstring("places nothing in namespace"))

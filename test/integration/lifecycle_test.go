@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
@@ -90,7 +91,7 @@ func TestFailedJoinLeavesNothing(t *testing.T) {
 		err := hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: name}, &cpv1alpha1.ClusterProfile{})
 		return apierrors.IsNotFound(err)
 	}).Should(BeTrue(), "no ClusterProfile is left")
-	err = hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: fleet.ProfileRoleName(name)}, &rbacv1.Role{})
+	err = hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: agentidentity.ProfileRoleName(name)}, &rbacv1.Role{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Role is left: %v", err)
 	ns := &corev1.Namespace{}
 	if err := hubCP.Client.Get(ctx, client.ObjectKey{Name: names.ClusterNamespace(name)}, ns); err == nil {

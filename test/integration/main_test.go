@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/controllers/agent/debug"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
@@ -160,7 +161,7 @@ func startFleet(ctx context.Context) error {
 		return err
 	}
 	if debugServer, err = debugapi.Add(mgr, debugapi.Options{Listener: debugListener, Namespace: debugNamespace, ReplicaID: "hub-0", Recheck: 2 * time.Second,
-		Local: map[string]debugapi.LocalHandler{debugapi.Fleet: renderctl.FleetOf, debugapi.Services: mcs.ReportsOf}}); err != nil {
+		Local: map[string]debugapi.LocalHandler{debugv1alpha1.Fleet: renderctl.FleetOf, debugv1alpha1.Services: mcs.ReportsOf}}); err != nil {
 		return err
 	}
 	go func() {

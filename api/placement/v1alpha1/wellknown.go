@@ -166,6 +166,16 @@ const (
 // Works through it rather than by building the name themselves.
 const WorkNamespaceLabel = "placement.lodestar.dev/work-namespace"
 
+// ClusterNamespacePrefix starts the name of each member cluster's namespace
+// on the hub: lodestar-cluster-<name> holds its Works, its agent's Lease and
+// its reports.
+const ClusterNamespacePrefix = "lodestar-cluster-"
+
+// HubGenerationAnnotation on a placed object names the generation of the hub
+// object it was rendered from, so that the member's report of it says which
+// hub generation it runs (status reflection).
+const HubGenerationAnnotation = "placement.lodestar.dev/hub-generation"
+
 // ReservedNamespaceLabel marks a hub namespace Lodestar made for itself, with
 // what it is for: ReservedForCluster (a member cluster's namespace,
 // lodestar-cluster-<name>) or ReservedForClusterPlacements (ClusterPlacementNamespace).

@@ -2,7 +2,7 @@
 // (docs/debugging.md): it keeps the agent's tunnels to the hub open
 // (internal/tunnel) and serves the requests the hub's debug server sends
 // through them on the member's API server, as the prefixed identity of the hub
-// user (debugapi.MemberUser, debugapi.TenantGroup) and only for the pods of
+// user (debugv1alpha1.MemberUser, debugv1alpha1.TenantGroup) and only for the pods of
 // the Placement's workloads.
 package debug
 
@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lodestar-dev/lodestar/internal/debugapi"
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 )
 
 // +kubebuilder:rbac:groups=debug.lodestar.dev,resources=tunnels/proxy,verbs=create
@@ -101,7 +101,7 @@ func (h *Handler) init() error {
 			},
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				if r.Context().Err() == nil {
-					debugapi.WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the member's API server: %v", err)))
+					debugv1alpha1.WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the member's API server: %v", err)))
 				}
 			},
 		}
@@ -112,21 +112,21 @@ func (h *Handler) init() error {
 // ServeHTTP serves one request of the hub's debug server.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := h.init(); err != nil {
-		debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+		debugv1alpha1.WriteStatus(w, apierrors.NewInternalError(err))
 		return
 	}
-	user, placement, sub := r.Header.Get(debugapi.UserHeader), r.Header.Get(debugapi.PlacementHeader), r.Header.Get(debugapi.SubresourceHeader)
+	user, placement, sub := r.Header.Get(debugv1alpha1.UserHeader), r.Header.Get(debugv1alpha1.PlacementHeader), r.Header.Get(debugv1alpha1.SubresourceHeader)
 	namespace, name, _ := strings.Cut(placement, "/")
-	target, err := debugapi.ParseMemberPath(sub, r.Method, r.URL.Path)
+	target, err := debugv1alpha1.ParseMemberPath(sub, r.Method, r.URL.Path)
 	if err != nil || user == "" || name == "" {
 		if err == nil {
 			err = fmt.Errorf("a request without its user or Placement")
 		}
-		debugapi.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
+		debugv1alpha1.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
 	if target.Namespace != namespace {
-		debugapi.WriteStatus(w, apierrors.NewForbidden(podsResource, target.Pod, fmt.Errorf("a Placement of namespace %s reaches only that namespace", namespace)))
+		debugv1alpha1.WriteStatus(w, apierrors.NewForbidden(podsResource, target.Pod, fmt.Errorf("a Placement of namespace %s reaches only that namespace", namespace)))
 		return
 	}
 	for k := range r.Header {
@@ -137,27 +137,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	owned, err := placedWorkloads(ctx, h.Hub, h.MemberClient, h.HubID, h.ClusterNamespace, namespace, name)
 	if err != nil {
-		debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+		debugv1alpha1.WriteStatus(w, apierrors.NewInternalError(err))
 		return
 	}
 	if owned.empty() {
-		debugapi.WriteStatus(w, apierrors.NewNotFound(placementsResource, fmt.Sprintf("%s (it places nothing in namespace %s of this cluster)", name, namespace)))
+		debugv1alpha1.WriteStatus(w, apierrors.NewNotFound(placementsResource, fmt.Sprintf("%s (it places nothing in namespace %s of this cluster)", name, namespace)))
 		return
 	}
 	h.grantTenantAccess(ctx, namespace)
-	r.Header.Set("Impersonate-User", debugapi.MemberUser(user))
-	r.Header.Set("Impersonate-Group", debugapi.TenantGroup(namespace))
+	r.Header.Set("Impersonate-User", debugv1alpha1.MemberUser(user))
+	r.Header.Set("Impersonate-Group", debugv1alpha1.TenantGroup(namespace))
 	switch sub {
-	case debugapi.Pods, debugapi.Events:
+	case debugv1alpha1.Pods, debugv1alpha1.Events:
 		h.list(w, r, sub, owned)
 	default:
 		pod := &corev1.Pod{}
 		if err := h.MemberClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: target.Pod}, pod); err != nil {
-			debugapi.WriteStatus(w, err)
+			debugv1alpha1.WriteStatus(w, err)
 			return
 		}
 		if !owned.ownsPod(pod) {
-			debugapi.WriteStatus(w, apierrors.NewForbidden(podsResource, target.Pod, fmt.Errorf("the pod is not one of Placement %s's workloads on this cluster", placement)))
+			debugv1alpha1.WriteStatus(w, apierrors.NewForbidden(podsResource, target.Pod, fmt.Errorf("the pod is not one of Placement %s's workloads on this cluster", placement)))
 			return
 		}
 		h.proxy.ServeHTTP(w, r)
@@ -166,7 +166,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 var (
 	podsResource       = corev1.Resource("pods")
-	placementsResource = debugapi.PlacementsResource
+	placementsResource = debugv1alpha1.PlacementsResource
 )
 
 // Bounds of a list of pods or events: read from the member a page at a time,
@@ -182,17 +182,17 @@ const (
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, sub string, owned *workloads) {
 	query := r.URL.Query()
 	if v := query.Get("watch"); v != "" && v != "false" && v != "0" {
-		debugapi.WriteStatus(w, apierrors.NewBadRequest("the debug API lists pods and events; it does not watch them (follow logs with kubectl lodestar logs -f)"))
+		debugv1alpha1.WriteStatus(w, apierrors.NewBadRequest("the debug API lists pods and events; it does not watch them (follow logs with kubectl lodestar logs -f)"))
 		return
 	}
 	for _, k := range []string{"watch", "allowWatchBookmarks", "sendInitialEvents", "resourceVersionMatch", "continue"} {
 		query.Del(k)
 	}
 	var pods map[types.UID]*corev1.Pod
-	if sub == debugapi.Events {
+	if sub == debugv1alpha1.Events {
 		var err error
 		if pods, err = h.podsByUID(r.Context(), namespaceOf(r.URL.Path)); err != nil {
-			debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+			debugv1alpha1.WriteStatus(w, apierrors.NewInternalError(err))
 			return
 		}
 	}
@@ -203,7 +203,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, sub string, owned
 		query.Set("continue", next)
 		status, body, err := h.get(r, query)
 		if err != nil {
-			debugapi.WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the member's API server: %v", err)))
+			debugv1alpha1.WriteStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the member's API server: %v", err)))
 			return
 		}
 		if status != http.StatusOK {
@@ -214,10 +214,10 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, sub string, owned
 		}
 		var meta metav1.ListMeta
 		switch sub {
-		case debugapi.Pods:
+		case debugv1alpha1.Pods:
 			page := &corev1.PodList{}
 			if err := json.Unmarshal(body, page); err != nil {
-				debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+				debugv1alpha1.WriteStatus(w, apierrors.NewInternalError(err))
 				return
 			}
 			for i := range page.Items {
@@ -227,10 +227,10 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, sub string, owned
 				}
 			}
 			meta = page.ListMeta
-		case debugapi.Events:
+		case debugv1alpha1.Events:
 			page := &corev1.EventList{}
 			if err := json.Unmarshal(body, page); err != nil {
-				debugapi.WriteStatus(w, apierrors.NewInternalError(err))
+				debugv1alpha1.WriteStatus(w, apierrors.NewInternalError(err))
 				return
 			}
 			for i := range page.Items {
@@ -254,7 +254,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, sub string, owned
 	}
 	w.Header().Set("Content-Type", "application/json")
 	var out any = podList
-	if sub == debugapi.Events {
+	if sub == debugv1alpha1.Events {
 		out = eventList
 	}
 	_ = json.NewEncoder(w).Encode(out)
@@ -350,7 +350,7 @@ func (h *Handler) grantTenantAccess(ctx context.Context, namespace string) {
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: TenantRoleBinding, Labels: map[string]string{tenantBindingLabel: h.TenantAccess}},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: debugapi.TenantGroup(namespace)}},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: debugv1alpha1.TenantGroup(namespace)}},
 	}
 	if err := h.MemberClient.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
 		h.Log.Error(err, "granting the tenant group access to its namespace", "namespace", namespace, "role", role)

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 )
 
@@ -80,7 +80,7 @@ func parseClaims(token string) (claims, error) {
 // token replaced by the renewed ones.
 func (c *Credentials) Wrap(hub *rest.Config) (*rest.Config, error) {
 	if c.TTL == 0 {
-		c.TTL = fleet.DefaultTokenTTL
+		c.TTL = agentidentity.DefaultTokenTTL
 	}
 	if c.RenewAt == 0 {
 		c.RenewAt = 0.8
@@ -170,7 +170,7 @@ func (c *Credentials) Start(ctx context.Context) error {
 func (c *Credentials) NeedLeaderElection() bool { return false }
 
 func (c *Credentials) renew(ctx context.Context) error {
-	token, err := fleet.RequestToken(ctx, c.hub, c.Namespace, c.TTL)
+	token, err := agentidentity.RequestToken(ctx, c.hub, c.Namespace, c.TTL)
 	if err != nil {
 		return err
 	}

@@ -23,11 +23,11 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/teardown"
 )
 
 // Name is the cleanup controller's event source.
@@ -113,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// The cluster's namespace goes only when Lodestar made it (join marks it).
-	kept, err := fleet.RemoveHubSide(ctx, r.Client, profile.Namespace, profile.Name)
+	kept, err := teardown.RemoveHubSide(ctx, r.Client, profile.Namespace, profile.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -1,6 +1,9 @@
-// Package debugapi is Lodestar's debug API: `debug.lodestar.dev/v1alpha1`, an
-// aggregated API of the hub's API server (an APIService the hub chart
-// installs) that the hub manager serves. Through it a user reads the pods, logs
+// Package v1alpha1 is the wire contract of Lodestar's debug API,
+// `debug.lodestar.dev/v1alpha1`: an aggregated API of the hub's API server (an
+// APIService the hub chart installs) that the hub manager serves
+// (internal/debugapi) and each agent answers through its tunnel. It holds the
+// group, paths, subresources, headers and member identities both sides agree
+// on, and nothing else. Through it a user reads the pods, logs
 // and events of a Placement's workloads on its clusters, and execs and
 // port-forwards into them, with the hub credentials and kubectl machinery they
 // already have; and each agent opens its tunnel (internal/tunnel).
@@ -19,19 +22,23 @@
 //	    the agent of cluster opens its tunnel (<ns> is the cluster's namespace).
 //
 // Clients build a rest.Config whose Host ends with the placements prefix
-// (ClusterConfig), so that client-go's typed clients, log streams and
+// (kubeconfig.ClusterConfig), so that client-go's typed clients, log streams and
 // exec/port-forward dialers work unchanged.
-package debugapi
+package v1alpha1
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/lodestar-dev/lodestar/internal/names"
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
 // Group and Version of the debug API.
@@ -107,18 +114,18 @@ func MemberUser(user string) string { return UserPrefix + user }
 // TenantGroup is the member group of the users of the Placements of namespace.
 func TenantGroup(namespace string) string { return TenantGroupPrefix + namespace }
 
-// groupVersionPath is the debug API's path on the hub.
-const groupVersionPath = "/apis/" + Group + "/" + Version
+// GroupVersionPath is the debug API's path on the hub.
+const GroupVersionPath = "/apis/" + Group + "/" + Version
 
 // TunnelPath is where the agent of cluster opens its tunnel.
 func TunnelPath(cluster string) string {
-	return groupVersionPath + "/namespaces/" + names.ClusterNamespace(cluster) + "/" + Tunnels + "/" + cluster + "/" + TunnelSubresource
+	return GroupVersionPath + "/namespaces/" + placementv1alpha1.ClusterNamespacePrefix + cluster + "/" + Tunnels + "/" + cluster + "/" + TunnelSubresource
 }
 
 // PlacementPath is the prefix of the requests for cluster's member on behalf of
 // the Placement namespace/name, for subresource.
 func PlacementPath(namespace, placement, subresource, cluster string) string {
-	return groupVersionPath + "/namespaces/" + namespace + "/" + Placements + "/" + placement + "/" + subresource + "/" + cluster
+	return GroupVersionPath + "/namespaces/" + namespace + "/" + Placements + "/" + placement + "/" + subresource + "/" + cluster
 }
 
 // Request is a debug API request, parsed from its path.
@@ -134,7 +141,7 @@ type Request struct {
 // ParseRequest parses a path under the debug API; ok is false for paths
 // outside it (discovery, health).
 func ParseRequest(path string) (Request, bool) {
-	rest, ok := strings.CutPrefix(path, groupVersionPath+"/namespaces/")
+	rest, ok := strings.CutPrefix(path, GroupVersionPath+"/namespaces/")
 	if !ok {
 		return Request{}, false
 	}
@@ -202,4 +209,23 @@ func Verb(method string) string {
 		return "delete"
 	}
 	return "get"
+}
+
+// WriteStatus answers with a Kubernetes Status, which kubectl and client-go
+// show: how both the hub's debug server and the agent refuse a request.
+func WriteStatus(w http.ResponseWriter, err error) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		status = apierrors.NewInternalError(err)
+	}
+	st := status.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	WriteJSON(w, int(st.Code), &st)
+}
+
+// WriteJSON answers with v as JSON and code.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
 }

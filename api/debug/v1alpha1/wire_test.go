@@ -1,4 +1,4 @@
-package debugapi
+package v1alpha1
 
 import (
 	"net/http"
