@@ -87,7 +87,7 @@ func main() {
 		LeaseDuration:                 &leaseDuration,
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retryPeriod,
-	}))
+	}, managerName))
 	if err != nil {
 		log.Error(err, "Creating the manager")
 		os.Exit(1)

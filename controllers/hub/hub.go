@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustercleanup"
@@ -38,7 +39,7 @@ const DefaultLeaderElectionID = "lodestar-hub.placement.lodestar.dev"
 
 // DefaultName is the hub manager's name when Options.Name is empty: the hub
 // chart's default release.
-const DefaultName = "lodestar-hub"
+const DefaultName = placementv1alpha1.DefaultHubManager
 
 // DefaultWorkers is how many Placements each hub controller reconciles at once.
 const DefaultWorkers = 4
@@ -77,9 +78,10 @@ type Options struct {
 }
 
 // ManagerOptions returns the manager options the hub controllers need, starting
-// from base: the hub scheme, and a client that reads every kind (including the
-// user objects that Placements select, as unstructured) from the cache.
-func ManagerOptions(base ctrl.Options) ctrl.Options {
+// from base: the hub scheme, a client that reads every kind (including the
+// user objects that Placements select, as unstructured) from the cache, and a
+// cache of only the Works of manager (Options.Name, DefaultName when empty).
+func ManagerOptions(base ctrl.Options, manager string) ctrl.Options {
 	base.Scheme = scheme.Hub()
 	base.Client.Cache = &client.CacheOptions{Unstructured: true}
 	// Of all Leases, only the agents' heartbeats are watched.
@@ -88,6 +90,12 @@ func ManagerOptions(base ctrl.Options) ctrl.Options {
 	}
 	base.Cache.ByObject[&coordinationv1.Lease{}] = cache.ByObject{
 		Label: labels.SelectorFromSet(labels.Set{placementv1alpha1.AgentLeaseLabel: "true"}),
+	}
+	if manager == "" {
+		manager = DefaultName
+	}
+	base.Cache.ByObject[&workv1alpha1.Work{}] = cache.ByObject{
+		Label: labels.SelectorFromSet(labels.Set{placementv1alpha1.HubManagerLabel: manager}),
 	}
 	return base
 }
@@ -108,7 +116,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := markClusterSets(mgr, opts); err != nil {
 		return err
 	}
-	scope := lookup.Scope{Sets: opts.ClusterSetNamespaces, SetsOnly: opts.SetsOnly}
+	scope := lookup.Scope{Sets: opts.ClusterSetNamespaces, SetsOnly: opts.SetsOnly, Manager: opts.Name}
 	if err := lookup.AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -140,10 +148,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the revision maker: %w", err)
 	}
 	if err := (&workgenerator.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder(workgenerator.Name),
-		Workers:  opts.Workers,
-		Scope:    scope,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(workgenerator.Name),
+		Workers:   opts.Workers,
+		Scope:     scope,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the work generator: %w", err)
 	}
@@ -209,7 +218,9 @@ func setupHubWide(mgr ctrl.Manager, opts Options) error {
 
 // markClusterSets marks the namespaces of the manager's cluster sets as its own
 // before any controller runs, with a client that reads from the API server (the
-// cache has not started), and fails when another manager has marked one.
+// cache has not started), and fails when another manager has marked one; then
+// labels the Works of their clusters written before Works carried their
+// manager's name, which its cache would not show otherwise.
 func markClusterSets(mgr ctrl.Manager, opts Options) error {
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
@@ -217,5 +228,8 @@ func markClusterSets(mgr ctrl.Manager, opts Options) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return lookup.MarkClusterSets(ctx, c, opts.Name, opts.ClusterSetNamespaces)
+	if err := lookup.MarkClusterSets(ctx, c, opts.Name, opts.ClusterSetNamespaces); err != nil {
+		return err
+	}
+	return lookup.LabelWorks(ctx, c, opts.Name, opts.ClusterSetNamespaces)
 }

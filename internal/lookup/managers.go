@@ -17,10 +17,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
 // Scope is what one hub manager takes.
@@ -31,6 +37,47 @@ type Scope struct {
 	// bind no marked set, the ClusterPlacements and cluster sets nobody manages
 	// to the hub-wide manager.
 	SetsOnly bool
+	// Manager is its name (placementv1alpha1.DefaultHubManager when empty),
+	// which labels its Works.
+	Manager string
+}
+
+// ManagerName is the manager's name, defaulted.
+func (s Scope) ManagerName() string {
+	if s.Manager == "" {
+		return placementv1alpha1.DefaultHubManager
+	}
+	return s.Manager
+}
+
+// Only shards a reconciler whose requests are namespaced objects: it runs r
+// for the namespaces this manager takes (Owns) and ends the others' requests
+// at once, another manager's. Every such hub reconciler is wrapped once, where
+// it is set up, so that no Reconcile repeats the guard.
+func (s Scope) Only(c client.Reader, r reconcile.Reconciler) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		if owns, err := s.Owns(ctx, c, req.Namespace); !owns || err != nil {
+			return reconcile.Result{}, err
+		}
+		return r.Reconcile(ctx, req)
+	})
+}
+
+// OnlySets shards a reconciler of objects that name a cluster set (setOf):
+// it runs r for those of the sets this manager answers for (OwnsSet), and for
+// an object gone (r says what its end means).
+func OnlySets[T client.Object](s Scope, c client.Reader, r reconcile.Reconciler, newObj func() T, setOf func(T) string) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		obj := newObj()
+		if err := c.Get(ctx, req.NamespacedName, obj); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, err
+		} else if err == nil {
+			if answers, err := s.OwnsSet(ctx, c, setOf(obj)); !answers || err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		return r.Reconcile(ctx, req)
+	})
 }
 
 // DecidingSet returns the cluster set that decides which manager takes
@@ -149,6 +196,43 @@ func markClusterSets(ctx context.Context, c client.Client, manager string, sets 
 		// The resourceVersion makes the patch fail if another manager marked it since.
 		if err := c.Patch(ctx, ns, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("marking the namespace of cluster set %s: %w", ns.Name, err)
+		}
+	}
+	return nil
+}
+
+// LabelWorks labels with manager's name the Works that carry no manager's
+// label (written before Works were labelled) in the namespaces of the clusters
+// of sets: each manager caches only the Works labelled with its name, so it
+// labels its own before its cache starts. c should read from the API server.
+func LabelWorks(ctx context.Context, c client.Client, manager string, sets []string) error {
+	mine := map[string]bool{}
+	for _, set := range sets {
+		profiles := &cpv1alpha1.ClusterProfileList{}
+		if err := c.List(ctx, profiles, client.InNamespace(set)); err != nil {
+			return fmt.Errorf("listing the ClusterProfiles of cluster set %s: %w", set, err)
+		}
+		for i := range profiles.Items {
+			mine[names.ClusterNamespace(profiles.Items[i].Name)] = true
+		}
+	}
+	unlabelled, err := labels.Parse("!" + placementv1alpha1.HubManagerLabel + "," + placementv1alpha1.PlacementNameLabel)
+	if err != nil {
+		return err
+	}
+	works := &metav1.PartialObjectMetadataList{}
+	works.SetGroupVersionKind(workv1alpha1.SchemeGroupVersion.WithKind("WorkList"))
+	if err := c.List(ctx, works, client.MatchingLabelsSelector{Selector: unlabelled}); err != nil {
+		return fmt.Errorf("listing the Works without a hub manager's label: %w", err)
+	}
+	body := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, placementv1alpha1.HubManagerLabel, manager)
+	for i := range works.Items {
+		w := &works.Items[i]
+		if !mine[w.Namespace] {
+			continue
+		}
+		if err := c.Patch(ctx, w, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("labelling Work %s/%s with its hub manager: %w", w.Namespace, w.Name, err)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package lookup_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 
@@ -9,11 +10,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -102,4 +108,71 @@ func TestHubManagersDivideTheHub(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect([]bool{m, e}).To(Equal([]bool{tc.main, tc.edgeOwns}), tc.set)
 	}
+}
+
+// A manager labels, when it starts, the Works of its sets' clusters written
+// before Works carried their manager's name, and only those; Only and
+// OnlySets run a reconciler for what the manager takes and nothing else.
+func TestManagersLabelTheirWorksAndShardOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	hub, err := testenv.StartHub(scheme.Hub(), testenv.QuickShutdown)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = hub.Stop() })
+	c := hub.Client
+	g.Expect(lookup.MarkClusterSets(ctx, c, "main", []string{"set-a"})).To(Succeed())
+	g.Expect(lookup.MarkClusterSets(ctx, c, "edge", []string{"set-b"})).To(Succeed())
+	work := func(cluster, name string, labels map[string]string) client.ObjectKey {
+		ns := names.ClusterNamespace(cluster)
+		g.Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+		g.Expect(c.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}})).To(Succeed())
+		return client.ObjectKey{Namespace: ns, Name: name}
+	}
+	for cluster, set := range map[string]string{"a-1": "set-a", "b-1": "set-b"} {
+		g.Expect(c.Create(ctx, &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: set},
+			Spec: cpv1alpha1.ClusterProfileSpec{DisplayName: cluster, ClusterManager: cpv1alpha1.ClusterManager{Name: placementv1alpha1.ClusterManagerName}}})).To(Succeed())
+	}
+	placed := map[string]string{placementv1alpha1.PlacementNamespaceLabel: "team", placementv1alpha1.PlacementNameLabel: "web"}
+	mine := work("a-1", "team-web", placed)
+	theirs := work("b-1", "team-web", placed)
+	notOurs := work("a-1", "someone-else", map[string]string{"app": "x"})
+	labelled := work("a-1", "team-api", map[string]string{placementv1alpha1.PlacementNamespaceLabel: "team", placementv1alpha1.PlacementNameLabel: "api",
+		placementv1alpha1.HubManagerLabel: "main"})
+
+	g.Expect(lookup.LabelWorks(ctx, c, "main", []string{"set-a"})).To(Succeed())
+	for key, want := range map[client.ObjectKey]string{mine: "main", theirs: "", notOurs: "", labelled: "main"} {
+		w := &workv1alpha1.Work{}
+		g.Expect(c.Get(ctx, key, w)).To(Succeed())
+		g.Expect(w.Labels[placementv1alpha1.HubManagerLabel]).To(Equal(want), "Work %s", key)
+	}
+
+	// Only: namespace b binds edge's set; main's wrapped reconciler never runs for it.
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}})).To(Succeed())
+	g.Expect(fleet.BindClusterSet(ctx, c, "team-b", "set-b")).To(Succeed())
+	var ran []string
+	inner := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+		ran = append(ran, req.String())
+		return reconcile.Result{}, nil
+	})
+	main := lookup.Scope{Sets: []string{"set-a"}, Manager: "main"}
+	edge := lookup.Scope{Sets: []string{"set-b"}, SetsOnly: true, Manager: "edge"}
+	for _, s := range []lookup.Scope{main, edge} {
+		_, err := s.Only(c, inner).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "team-b", Name: "web"}})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(ran).To(Equal([]string{"team-b/web"}), "only edge takes team-b")
+
+	// OnlySets: a binding of set-b is edge's; one gone goes to the reconciler.
+	ran = nil
+	bindingOf := func() *placementv1alpha1.ClusterSetBinding { return &placementv1alpha1.ClusterSetBinding{} }
+	setOf := func(b *placementv1alpha1.ClusterSetBinding) string { return b.Spec.ClusterSet }
+	for _, s := range []lookup.Scope{main, edge} {
+		for _, name := range []string{"set-b", "gone"} {
+			_, err := lookup.OnlySets(s, c, inner, bindingOf, setOf).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "team-b", Name: name}})
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	g.Expect(ran).To(Equal([]string{"team-b/gone", "team-b/set-b", "team-b/gone"}))
+	g.Expect(main.ManagerName()).To(Equal("main"))
+	g.Expect(lookup.Scope{}.ManagerName()).To(Equal(placementv1alpha1.DefaultHubManager))
 }

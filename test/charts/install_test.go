@@ -111,7 +111,7 @@ func TestChartsInstallAndRun(t *testing.T) {
 	mgr, err := ctrl.NewManager(hubSA, hub.ManagerOptions(ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		LeaderElection: true, LeaderElectionID: "lodestar-hub", LeaderElectionNamespace: releaseNamespace,
-	}))
+	}, ""))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hub.Setup(mgr, hub.Options{})).To(Succeed())
 	_, err = debugapi.Add(mgr, debugapi.Options{BindAddress: debugAddr, Namespace: releaseNamespace, ReplicaID: "hub-0"})

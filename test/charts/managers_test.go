@@ -17,10 +17,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
@@ -143,6 +145,17 @@ func TestTwoHubManagersEachWithItsClusterSets(t *testing.T) {
 	placedOn := map[string]string{"team-a": "a-1", "team-b": "b-1", "both": "a-1"}
 	for ns, cluster := range placedOn {
 		expectPlacedOnly(g, hc, members, client.ObjectKey{Namespace: ns, Name: "app"}, cluster)
+	}
+	// Each Work carries the name of the manager that wrote it, which is all
+	// that manager caches.
+	writer := map[string]string{"a-1": "lodestar-hub", "b-1": "edge-lodestar-hub"}
+	for cluster, manager := range writer {
+		works := &workv1alpha1.WorkList{}
+		g.Expect(hc.List(ctx, works, client.InNamespace(names.ClusterNamespace(cluster)))).To(Succeed())
+		g.Expect(works.Items).NotTo(BeEmpty())
+		for _, w := range works.Items {
+			g.Expect(w.Labels).To(HaveKeyWithValue(placementv1alpha1.HubManagerLabel, manager), "Work %s/%s", w.Namespace, w.Name)
+		}
 	}
 	g.Eventually(func(g Gomega) {
 		for set, want := range map[string]string{"fleet-a": placementv1alpha1.ReasonClusterSetBound, "fleet-b": placementv1alpha1.ReasonClusterSetOfOtherManager} {

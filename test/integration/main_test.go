@@ -137,7 +137,7 @@ func startFleet(ctx context.Context) error {
 	mgr, err := ctrl.NewManager(hubCP.Config, hub.ManagerOptions(ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	}))
+	}, ""))
 	if err != nil {
 		return err
 	}

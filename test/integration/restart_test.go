@@ -116,7 +116,7 @@ func TestRestartWritesNothingWhenNothingChanged(t *testing.T) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	}))
+	}, ""))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hub.Setup(mgr, hub.Options{ClusterSetNamespaces: []string{scheduler.DefaultClusterSetNamespace, auxSet}})).To(Succeed())
 	mgrCtx, stop := context.WithCancel(ctx)

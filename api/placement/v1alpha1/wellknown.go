@@ -24,7 +24,14 @@ const DefaultClusterSet = "lodestar-fleet"
 // sets it on its sets when it starts and refuses to start on a set another one
 // has marked; the mark stays when the manager stops (remove it by hand to hand
 // a set to another manager).
+//
+// Every Work carries it too, naming the manager that wrote it: each manager
+// caches only its own Works.
 const HubManagerLabel = "placement.lodestar.dev/hub-manager"
+
+// DefaultHubManager is a hub manager's name when none is given: the hub
+// chart's default release.
+const DefaultHubManager = "lodestar-hub"
 
 // AgentIdentityAnnotation on a ClusterProfile names the hub user of the cluster's
 // agent, as registered by `kubectl lodestar join`.

@@ -58,9 +58,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if answers, err := r.Scope.OwnsSet(ctx, r.Client, binding.Spec.ClusterSet); !answers || err != nil {
-		return ctrl.Result{}, err // Another hub manager's set (docs/scale.md).
-	}
 	// The namespace is a tenant's before the binding reports Bound: pods of
 	// workloads applied after that are refused on the hub from the start.
 	if err := lookup.MarkTenant(ctx, r.Client, binding.Namespace); err != nil {
@@ -138,7 +135,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameNamespace), builder.WithPredicates(deletionStarted)).
 		Watches(&cpv1alpha1.ClusterProfile{}, handlers.Coalescing(r.bindingsOf, profileWindow),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
-		Complete(r)
+		Complete(lookup.OnlySets(r.Scope, mgr.GetClient(), r, func() *placementv1alpha1.ClusterSetBinding { return &placementv1alpha1.ClusterSetBinding{} },
+			func(o *placementv1alpha1.ClusterSetBinding) string { return o.Spec.ClusterSet }))
 }
 
 // deletionStarted lets through the update that marks an object deleted.

@@ -72,9 +72,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, grant); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if answers, err := r.Scope.OwnsSet(ctx, r.Client, grant.Spec.ClusterSet); !answers || err != nil {
-		return ctrl.Result{}, err // Another hub manager's set (docs/scale.md).
-	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("memberAccessGrant", klog.KObj(grant)))
 
 	if !grant.DeletionTimestamp.IsZero() {
@@ -335,7 +332,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, s *corev1.Secret) []reconcile.Request {
 			return r.allGrants(ctx, s)
 		}))).
-		Complete(r)
+		Complete(lookup.OnlySets(r.Scope, mgr.GetClient(), r, func() *placementv1alpha1.MemberAccessGrant { return &placementv1alpha1.MemberAccessGrant{} },
+			func(o *placementv1alpha1.MemberAccessGrant) string { return o.Spec.ClusterSet }))
 }
 
 func mustRequirement() labels.Requirement {

@@ -81,9 +81,6 @@ const unreadableRetry = 30 * time.Second
 
 // Reconcile renders what a Placement selects into its current PlacementRevision.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
-		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
-	}
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -241,7 +238,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Kinds a platform admin forbids in a namespace are never placed from it.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(lookup.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
-		Build(r)
+		Build(r.Scope.Only(mgr.GetClient(), r))
 	r.controller = c
 	return err
 }

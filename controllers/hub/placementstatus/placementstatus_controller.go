@@ -63,9 +63,6 @@ type Reconciler struct {
 
 // Reconcile writes the Applied condition, appliedClusters and clusters of one Placement.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
-		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
-	}
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -125,5 +122,5 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Work status reports arrive in bursts (one per cluster); they are folded
 		// into one status write per Placement per coalescing window.
 		Watches(&workv1alpha1.Work{}, handlers.Coalescing(lookup.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel), coalesceWindow)).
-		Complete(r)
+		Complete(r.Scope.Only(mgr.GetClient(), r))
 }

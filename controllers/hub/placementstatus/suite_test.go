@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 // startAggregator runs only the status aggregator on the hub.
 func startAggregator(cp *testenv.ControlPlane) (func(), error) {
 	hubCP = cp
-	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}), clusterSet, func(mgr ctrl.Manager) error {
+	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, func(mgr ctrl.Manager) error {
 		return (&placementstatus.Reconciler{Client: mgr.GetClient(), Scope: lookup.Scope{Sets: []string{clusterSet}}}).SetupWithManager(mgr)
 	})
 }

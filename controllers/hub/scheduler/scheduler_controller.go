@@ -91,9 +91,6 @@ type Reconciler struct {
 
 // Reconcile writes the PlacementDecisions and the Scheduled condition of one Placement.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
-		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
-	}
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -426,7 +423,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&cpv1alpha1.ClusterProfile{}, handlers.Coalescing(r.allPlacements, clusterChangeWindow)).
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(lookup.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(r)
+		Complete(r.Scope.Only(mgr.GetClient(), r))
 }
 
 // allPlacements maps a ClusterProfile change to the Placements it may concern:

@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 // startScheduler runs only the scheduler on the hub, for the cluster set of these tests.
 func startScheduler(cp *testenv.ControlPlane) (func(), error) {
 	hubCP = cp
-	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}), clusterSet, func(mgr ctrl.Manager) error {
+	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, func(mgr ctrl.Manager) error {
 		return (&scheduler.Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), Scope: lookup.Scope{Sets: append([]string{clusterSet}, fleetSets...)},
 		}).SetupWithManager(mgr)

@@ -77,9 +77,6 @@ type Reconciler struct {
 
 // Reconcile merges the exports of req (a Service's namespace/name).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
-		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
-	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("service", req.NamespacedName))
 	exports := &servicesv1alpha1.ExportedServiceList{}
 	if err := r.Client.List(ctx, exports, client.MatchingFields{lookup.ServicesByName: req.String()}); err != nil {
@@ -417,7 +414,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.servicesOfWork), builder.WithPredicates(workChanged())).
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(changes, handler.EnqueueRequestsFromMapFunc(r.exportsOf))).
-		Complete(r)
+		Complete(r.Scope.Only(mgr.GetClient(), r))
 }
 
 // allServices are every exported Service.

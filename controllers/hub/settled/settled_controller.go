@@ -37,9 +37,6 @@ type Reconciler struct {
 
 // Reconcile writes one Placement's two conditions when they change.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
-		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
-	}
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -66,5 +63,5 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("settled").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		For(&placementv1alpha1.Placement{}).
-		Complete(r)
+		Complete(r.Scope.Only(mgr.GetClient(), r))
 }

@@ -51,9 +51,9 @@ func TestMain(m *testing.M) {
 // startWorkGenerator runs only the work generator on the hub.
 func startWorkGenerator(cp *testenv.ControlPlane) (func(), error) {
 	hubCP = cp
-	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}), clusterSet, func(mgr ctrl.Manager) error {
+	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, func(mgr ctrl.Manager) error {
 		return (&workgenerator.Reconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(workgenerator.Name), Scope: lookup.Scope{Sets: []string{clusterSet}},
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(workgenerator.Name), Scope: lookup.Scope{Sets: []string{clusterSet}},
 		}).SetupWithManager(mgr)
 	})
 }

@@ -45,8 +45,11 @@ const Name = "lodestar-workgenerator"
 
 // Reconciler generates Works.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads what the cache does not hold: Works without this
+	// manager's label.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Workers is how many Placements are reconciled at once.
 	Workers int
 	// Scope is what this hub manager takes: the cluster sets it manages, and
@@ -93,9 +96,6 @@ type Reconciler struct {
 // and its PlacementDecisions, as far as its rollout strategy lets it: observe,
 // gate, write Works, remove the clusters it left, status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	if owns, err := r.Scope.Owns(ctx, r.Client, req.Namespace); !owns || err != nil {
-		return ctrl.Result{}, err // Another hub manager's (docs/scale.md).
-	}
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -240,7 +240,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsOverriding(workPlacement)), builder.WithPredicates(handlers.Updates(viewChanged))).
 		// A drain with --include-stateful lets held copies go.
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsHeld), builder.WithPredicates(handlers.Updates(taintsChanged))).
-		Complete(r)
+		Complete(r.Scope.Only(mgr.GetClient(), r))
 }
 
 // How Work status reports of a Placement concern the generator.

@@ -212,3 +212,25 @@ func TestADeletedPlacementLeavesNothing(t *testing.T) {
 		g.Expect(decisions.Items).To(BeEmpty())
 	})
 }
+
+// Works carry their hub manager's name, and the manager caches only those: a
+// Work of the Placement an older manager wrote without the label (its cache
+// does not show it) is taken over, labelled, and brought to the revision.
+func TestWorksCarryTheirManagerAndOldOnesAreAdopted(t *testing.T) {
+	f := newFixture(t, 2, placementv1alpha1.PlacementSpec{})
+	hash := f.render(configMap("a", 10))
+	old := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(f.ns, "web"), Namespace: names.ClusterNamespace(f.clusters[1]),
+		Labels: map[string]string{placementv1alpha1.PlacementNameLabel: "web", placementv1alpha1.PlacementNamespaceLabel: f.ns},
+		Annotations: map[string]string{placementv1alpha1.RevisionAnnotation: hash}}}
+	f.g.Expect(hubCP.Client.Create(t.Context(), old)).To(Succeed())
+	f.decide(f.clusters...)
+	eventually(f, func(g Gomega) {
+		for _, c := range f.clusters {
+			works := f.works(g, c)
+			g.Expect(works).To(HaveLen(1))
+			g.Expect(works[0].Labels).To(HaveKeyWithValue(placementv1alpha1.HubManagerLabel, placementv1alpha1.DefaultHubManager))
+			g.Expect(works[0].Annotations).To(HaveKeyWithValue(placementv1alpha1.RevisionAnnotation, hash))
+			g.Expect(works[0].Spec.Workload.Manifests).To(HaveLen(1))
+		}
+	})
+}

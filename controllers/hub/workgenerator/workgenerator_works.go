@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,7 +56,7 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
 		if rev == c.hash {
 			since = parts[0].Annotations[placementv1alpha1.RevisionSinceAnnotation]
 		}
-		desired := desiredWorks(s.placement, cluster, c, since, s.annotations)
+		desired := desiredWorks(s.placement, cluster, c, since, s.annotations, r.Scope.ManagerName())
 		eg.Go(func() error {
 			wrote, err := r.writeCluster(ctx, s.placement, parts, desired)
 			if err != nil {
@@ -76,9 +77,9 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
 
 // desiredWorks are the Works that carry c to cluster: one, or as many parts as
 // its manifests need (render.Split), each labelled with its Placement, cluster
-// and part, and annotated with its revision, since when it holds it, and how
-// the agent applies it.
-func desiredWorks(placement *placementv1alpha1.Placement, cluster string, c content, since string, annotations map[string]string) []*workv1alpha1.Work {
+// and part and the hub manager that writes it, and annotated with its revision,
+// since when it holds it, and how the agent applies it.
+func desiredWorks(placement *placementv1alpha1.Placement, cluster string, c content, since string, annotations map[string]string, manager string) []*workv1alpha1.Work {
 	split := render.Split(c.manifests)
 	out := make([]*workv1alpha1.Work, 0, len(split))
 	for i, manifests := range split {
@@ -89,6 +90,7 @@ func desiredWorks(placement *placementv1alpha1.Placement, cluster string, c cont
 			Finalizers:  []string{lodestarworkv1alpha1.WorkFinalizer},
 		}}
 		w.Labels[placementv1alpha1.ClusterLabel] = names.LabelValue(cluster)
+		w.Labels[placementv1alpha1.HubManagerLabel] = manager
 		if i > 0 {
 			w.Labels[placementv1alpha1.WorkPartLabel] = strconv.Itoa(i)
 		}
@@ -179,8 +181,13 @@ func (r *Reconciler) writeCluster(ctx context.Context, placement *placementv1alp
 		i := slices.IndexFunc(parts, func(w *workv1alpha1.Work) bool { return w.Name == d.Name })
 		if i < 0 {
 			// Already there means written by an earlier reconcile that the
-			// cache does not show yet: its event brings the next one.
-			if err := r.Client.Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
+			// cache does not show yet (its event brings the next one), or
+			// without this manager's label, which the cache does not show.
+			if err := r.Client.Create(ctx, d); apierrors.IsAlreadyExists(err) {
+				if err := r.adopt(ctx, placement, d); err != nil {
+					return wrote, err
+				}
+			} else if err != nil {
 				return wrote, err
 			}
 			wrote = true
@@ -208,6 +215,33 @@ func (r *Reconciler) writeCluster(ctx context.Context, placement *placementv1alp
 		}
 	}
 	return true, nil
+}
+
+// adopt labels with this manager's name the Work of d's name that exists
+// without a manager's label: one an older hub manager wrote (LabelWorks labels
+// those there are when the manager starts; an older replica may write more
+// until it hands over). A Work of another Placement or another manager is an
+// error.
+func (r *Reconciler) adopt(ctx context.Context, placement *placementv1alpha1.Placement, d *workv1alpha1.Work) error {
+	cur := &metav1.PartialObjectMetadata{}
+	cur.SetGroupVersionKind(workv1alpha1.SchemeGroupVersion.WithKind("Work"))
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	manager, labelled := cur.Labels[placementv1alpha1.HubManagerLabel]
+	switch {
+	case cur.Labels[placementv1alpha1.PlacementNamespaceLabel] != placement.Namespace || cur.Labels[placementv1alpha1.PlacementNameLabel] != names.LabelValue(placement.Name):
+		return fmt.Errorf("the Work %s belongs to another Placement", klog.KObj(cur))
+	case labelled && manager != r.Scope.ManagerName():
+		return fmt.Errorf("the Work %s belongs to hub manager %q (label %s)", klog.KObj(cur), manager, placementv1alpha1.HubManagerLabel)
+	case labelled:
+		return nil // written, and not in the cache yet
+	}
+	body := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, placementv1alpha1.HubManagerLabel, r.Scope.ManagerName())
+	if err := r.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("labelling Work %s with its hub manager: %w", klog.KObj(cur), err)
+	}
+	return nil
 }
 
 // removeLeft removes the Works of the clusters the Placement left that the gate
