@@ -146,7 +146,7 @@ func (r *Runnable) Start(ctx context.Context) error {
 	r.Tunnels.Check, r.Tunnels.Recheck = ta.Check, r.TunnelRecheck
 	go func() { _ = r.Tunnels.Run(ctx) }()
 	srv := &Server{
-		Reader: r.mgr.GetClient(), Reviews: cs.AuthorizationV1().SubjectAccessReviews(), Tunnels: r.Tunnels, Auth: auth,
+		Reader: r.mgr.GetClient(), Works: r.mgr.GetAPIReader(), Reviews: cs.AuthorizationV1().SubjectAccessReviews(), Tunnels: r.Tunnels, Auth: auth,
 		StreamsPerUser: r.StreamsPerUser, StreamsPerNamespace: r.StreamsPerNamespace, Streams: r.Streams, Recheck: r.Recheck, Log: log, tunnelAuth: ta,
 		Local: r.Local,
 	}

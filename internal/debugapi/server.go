@@ -1,6 +1,7 @@
 package debugapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,8 +52,12 @@ func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 
 // Server serves the debug API on the hub.
 type Server struct {
-	// Reader reads Placements and Works (the hub manager's cache).
+	// Reader reads Placements (the hub manager's cache).
 	Reader client.Reader
+	// Works reads whether a Placement has Works on a cluster: from the API
+	// server, since a manager caches only its own Works and the debug API
+	// serves every manager's Placements (Reader when nil).
+	Works client.Reader
 	// Reviews checks a user's access (SubjectAccessReviews of the hub).
 	Reviews authorizationclient.SubjectAccessReviewInterface
 	// Tunnels are the agents' tunnels to this replica.
@@ -229,10 +234,11 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 	if _, ok := s.authorizedPlacement(w, r, user, req); !ok {
 		return
 	}
-	works := &workv1alpha1.WorkList{}
-	if err := s.Reader.List(ctx, works, client.InNamespace(names.ClusterNamespace(req.Cluster)), client.MatchingLabels{
+	works := &metav1.PartialObjectMetadataList{}
+	works.SetGroupVersionKind(workv1alpha1.SchemeGroupVersion.WithKind("WorkList"))
+	if err := cmp.Or[client.Reader](s.Works, s.Reader).List(ctx, works, client.InNamespace(names.ClusterNamespace(req.Cluster)), client.MatchingLabels{
 		placementv1alpha1.PlacementNameLabel: names.LabelValue(req.Name), placementv1alpha1.PlacementNamespaceLabel: req.Namespace,
-	}); err != nil {
+	}, client.Limit(1)); err != nil {
 		debugv1alpha1.WriteStatus(w, err)
 		return
 	}
