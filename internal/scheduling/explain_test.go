@@ -150,3 +150,40 @@ func TestExplainStorageClasses(t *testing.T) {
 	g.Expect(verdict(silent, false)).To(And(HaveField("Passed", false), HaveField("Detail", ContainSubstring("the cluster reports none"))))
 	g.Expect(verdict(slow, true)).To(And(HaveField("Passed", true), HaveField("Detail", ContainSubstring("not checked for a cluster chosen before"))))
 }
+
+// Each filter is written once, in the chain both Schedule and Explain run:
+// its name appears once, and whenever its check keeps a cluster out, its own
+// verdicts say so with the same reason.
+func TestEachFilterIsOneStepOfOneChain(t *testing.T) {
+	g := NewWithT(t)
+	seen := map[string]bool{}
+	for _, f := range chain {
+		g.Expect(seen[f.name]).To(BeFalse(), "filter %s twice", f.name)
+		seen[f.name] = true
+	}
+	g.Expect(seen).To(HaveLen(9))
+	poor := cluster("poor", map[string]string{"env": "prod"}, map[string]string{placementv1alpha1.PropertyCPUFree: "1", placementv1alpha1.PropertyMemoryFree: "1Gi",
+		placementv1alpha1.PropertyStorageClasses: "standard"})
+	poor.Taints = []placementv1alpha1.Taint{{Key: "maintenance", Effect: placementv1alpha1.TaintNoSchedule}}
+	sick := cluster("sick", map[string]string{"env": "dev"}, nil)
+	sick.Conditions[placementv1alpha1.AgentReachableCondition] = "False"
+	p := mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{
+		ClusterNames: []string{"poor", "other"}, ClusterExpression: "cluster.labels['tier'] == 'gold'",
+		RequiredCapacity: &placementv1alpha1.Capacity{CPU: "2", Memory: "2Gi"}, RequiredStorageClasses: []string{"replicated"},
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+	}})
+	p.Exclude = map[string]bool{"sick": true}
+	kept := 0
+	for _, c := range []Cluster{poor, sick} {
+		j := &judged{c: c, p: p, now: now}
+		for _, f := range chain {
+			o := f.check(j)
+			if o.reason == "" {
+				continue
+			}
+			kept++
+			g.Expect(f.explain(j, o)).To(ContainElement(And(HaveField("Filter", f.name), HaveField("Passed", false), HaveField("Reason", o.reason))), "%s on %s", f.name, c.Name)
+		}
+	}
+	g.Expect(kept).To(BeNumerically(">=", 9), "every filter keeps one of them out")
+}

@@ -185,60 +185,9 @@ func Schedule(clusters []Cluster, current map[string]bool, p Policy, now time.Ti
 	return res
 }
 
-// filter returns the cluster as a candidate, or the reason it is not one, and when
-// a toleration of it expires.
-func filter(c Cluster, current bool, p Policy, now time.Time) (candidate, string, time.Duration) {
-	cand := candidate{Cluster: c, current: current}
-	if p.Exclude[c.Name] {
-		return cand, placementv1alpha1.ExclusionFailedOver, 0
-	}
-	if p.Names != nil && !p.Names[c.Name] {
-		return cand, placementv1alpha1.ExclusionNotInClusterNames, 0
-	}
-	if !p.Selector.Matches(labels.Set(c.Labels)) {
-		return cand, placementv1alpha1.ExclusionLabelsMismatch, 0
-	}
-	if !current && !c.HealthReported() {
-		return cand, placementv1alpha1.ExclusionHealthNotReported, 0
-	}
-	if !current && !c.Healthy() {
-		return cand, placementv1alpha1.ExclusionUnhealthy, 0
-	}
-	reason, avoid, recheck := checkTaints(c, current, p.Tolerations, now)
-	if reason != "" {
-		return cand, reason, recheck
-	}
-	cand.preferAvoid = avoid
-	if p.Expression != nil {
-		ok, err := p.Expression.Bool(c)
-		switch {
-		case err != nil && current:
-			cand.expressionFails = true
-		case err != nil:
-			return cand, placementv1alpha1.ExclusionExpressionError, recheck
-		case !ok:
-			return cand, placementv1alpha1.ExclusionExpressionFalse, recheck
-		}
-	}
-	// Free capacity is checked when a cluster is chosen, as kube-scheduler checks a
-	// node's: what the Placement itself placed there is no longer free, and a
-	// chosen cluster must not be evicted by its own workload.
-	if !current && (!hasCapacity(c, placementv1alpha1.PropertyCPUFree, p.CPU) || !hasCapacity(c, placementv1alpha1.PropertyMemoryFree, p.Memory)) {
-		return cand, placementv1alpha1.ExclusionInsufficientCapacity, recheck
-	}
-	if _, ok := missingStorageClasses(c, p.StorageClasses); !ok && !current {
-		return cand, placementv1alpha1.ExclusionMissingStorageClass, recheck
-	}
-	return cand, "", recheck
-}
-
-// checkTaints applies the cluster's taints to the Placement's tolerations.
-func checkTaints(c Cluster, current bool, tolerations []placementv1alpha1.Toleration, now time.Time) (string, bool, time.Duration) {
-	taints := c.Taints
-	if c.TaintsErr != nil {
-		// Taints that cannot be read keep the cluster from new placements.
-		taints = []placementv1alpha1.Taint{{Key: placementv1alpha1.InvalidTaintsKey, Effect: placementv1alpha1.TaintNoSchedule}}
-	}
+// checkTaints applies a cluster's taints (taintsOf) to the Placement's
+// tolerations.
+func checkTaints(taints []placementv1alpha1.Taint, current bool, tolerations []placementv1alpha1.Toleration, now time.Time) (string, bool, time.Duration) {
 	var avoid bool
 	var recheck time.Duration
 	for _, t := range taints {
