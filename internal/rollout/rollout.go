@@ -613,10 +613,16 @@ type Leaving struct {
 	// Deadline, when set, replaces the progress deadline for this cluster (the
 	// failover grace period of an unreachable cluster).
 	Deadline time.Duration
-	// Held, when set, says which claims keep the cluster's copy where it is
-	// (spec.strategy.stateful: Hold): it is kept whatever the deadline, and no
-	// cluster without a Work is given one meanwhile (State.Hold).
-	Held string
+	// Claims, when set, describes the bound ReadWriteOnce claims its copy
+	// holds there (the stateful gate); ClaimsMove says they do not keep it
+	// (spec.strategy.stateful: Move, or a drain with --include-stateful).
+	Claims     string
+	ClaimsMove bool
+	// FailedOver is set when it left because its agent is unreachable.
+	FailedOver bool
+	// Traffic is what the importers of the Services its copy exports show;
+	// nil when it exports none.
+	Traffic *Traffic
 	// AvailableObjects, when set, are the objects its copy has Available (by
 	// ObjectKey): the copy serves while any of them is, and goes once each is
 	// Available on enough selected clusters.
@@ -628,67 +634,18 @@ type Removal struct {
 	// Remove are the clusters whose Work goes now; Forced those among them whose
 	// replacements were not Available by the deadline.
 	Remove, Forced []string
-	// Kept are the clusters kept until their replacements are Available, Held
-	// (among them) those kept by their claims.
-	Kept, Held   []string
+	// Kept are the clusters kept (until their replacements are Available, by
+	// their claims, or for their traffic); Held those among them kept by their
+	// claims (Holds), TrafficHeld why those kept for their traffic are.
+	Kept, Held  []string
+	TrafficHeld []string
+	// Moving describe the copies with bound ReadWriteOnce claims that leave
+	// anyway (ClaimsMove).
+	Moving []string
+	// Withdraw are the clusters whose endpoints are to be withdrawn from the
+	// importers now (the traffic gate's one step that writes).
+	Withdraw     []string
 	RecheckAfter time.Duration
-}
-
-// Remove makes a change of the cluster set make-before-break, object by
-// object: a cluster the Placement left keeps its copy while an object
-// Available there would be Available on fewer clusters than the selected ones
-// that carry it (a selected cluster without Works yet carries everything), and
-// at most until the deadline from when it left. A copy with no object
-// Available serves nothing and goes first; a Placement that selects no
-// cluster any more has nothing to wait for. Clusters known only as a whole
-// (no AvailableObjects) count as one object, their Available. The deadline
-// forces nothing while a selected cluster has not been given the objects yet
-// (the rollout is paused, stopped, waits for approval, or is held): its
-// replacement never had its chance. A copy held by its claims (Leaving.Held)
-// is kept, and is not counted as one that lets another go.
-func Remove(leaving []Leaving, selected []Cluster, deadline time.Duration, now time.Time) Removal {
-	var r Removal
-	copies := newTally(selected)
-	held := false
-	for _, c := range selected {
-		held = held || c.Revision == ""
-	}
-	leaving = slices.Clone(leaving)
-	slices.SortFunc(leaving, func(a, b Leaving) int {
-		if sa, sb := len(a.serves()), len(b.serves()); sa != sb {
-			return cmp.Compare(sa, sb)
-		}
-		return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.Name, b.Name))
-	})
-	for _, l := range leaving {
-		if l.Held == "" {
-			copies.add(l.serves(), 1)
-		}
-	}
-	for _, l := range leaving {
-		serves := l.serves()
-		switch {
-		case l.Held != "" && !l.Revoked:
-			r.Kept = append(r.Kept, l.Name)
-			r.Held = append(r.Held, l.Name)
-		case l.Revoked || len(serves) == 0:
-			r.Remove = append(r.Remove, l.Name)
-			copies.add(serves, -1)
-		case copies.spare(serves):
-			r.Remove = append(r.Remove, l.Name)
-			copies.add(serves, -1)
-		case !held && !now.Before(l.Since.Add(cmp.Or(l.Deadline, deadline))):
-			r.Remove = append(r.Remove, l.Name)
-			r.Forced = append(r.Forced, l.Name)
-			copies.add(serves, -1)
-		default:
-			r.Kept = append(r.Kept, l.Name)
-			if !held {
-				r.RecheckAfter = requeue.Soonest(r.RecheckAfter, l.Since.Add(cmp.Or(l.Deadline, deadline)).Sub(now))
-			}
-		}
-	}
-	return r
 }
 
 // wholeCopy stands for every object of a cluster known only as a whole.

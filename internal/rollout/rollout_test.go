@@ -381,48 +381,109 @@ func TestPercentages(t *testing.T) {
 	g.Expect(s.Deadline).To(Equal(30 * time.Second))
 }
 
-// karmada "Delete the old ones first, then create the new ones" is what must not
-// happen; karmada#7455: no replacement must not mean "remove".
-func TestRemoveIsMakeBeforeBreak(t *testing.T) {
+// Make-before-break is decided once (Depart), its three gates together:
+// availability and the deadline, the claims a copy holds, and the traffic
+// of the Services it exports. karmada "Delete the old ones first, then create
+// the new ones" is what must not happen; karmada#7455: no replacement must not
+// mean "remove".
+func TestDepartIsMakeBeforeBreak(t *testing.T) {
 	leaving := []Leaving{{Name: "old1", Since: t0, Available: true}, {Name: "old2", Since: t0, Available: true}}
+	withClaims := func(l Leaving, move bool) Leaving {
+		l.Claims, l.ClaimsMove = "db on "+l.Name+" holds 1 bound ReadWriteOnce claim", move
+		return l
+	}
+	withTraffic := func(l Leaving, tr Traffic) Leaving {
+		tr.Services = []string{"web"}
+		tr.Drain = 5 * time.Second
+		l.Traffic = &tr
+		return l
+	}
+	old1 := leaving[0]
+	available := []Cluster{at("new1", target, true)}
 	tests := []struct {
-		name       string
-		selected   []Cluster
-		leaving    []Leaving
-		now        time.Time
-		wantRemove []string
-		wantForced []string
+		name                 string
+		selected             []Cluster
+		leaving              []Leaving
+		now                  time.Time
+		remove, forced, held []string
+		moving, withdraw     int
+		traffic              string
+		recheck              time.Duration
 	}{
+		// Availability.
 		{name: "no replacement Available yet: both kept", selected: []Cluster{{Name: "new1"}, at("new2", target, false)}, leaving: leaving, now: t0},
 		{name: "one replacement Available: one goes", selected: []Cluster{at("new1", target, true), at("new2", target, false)}, leaving: leaving, now: t0,
-			wantRemove: []string{"old1"}},
+			remove: []string{"old1"}, recheck: 10 * time.Minute},
 		{name: "both Available: both go", selected: []Cluster{at("new1", target, true), at("new2", target, true)}, leaving: leaving, now: t0,
-			wantRemove: []string{"old1", "old2"}},
+			remove: []string{"old1", "old2"}},
 		{name: "a copy that is not Available serves nothing", selected: []Cluster{{Name: "new1"}}, leaving: []Leaving{{Name: "old1", Since: t0}}, now: t0,
-			wantRemove: []string{"old1"}},
-		{name: "nothing selected any more: they go", leaving: leaving, now: t0, wantRemove: []string{"old1", "old2"}},
+			remove: []string{"old1"}},
+		{name: "nothing selected any more: they go", leaving: leaving, now: t0, remove: []string{"old1", "old2"}},
 		{name: "revoked: at once", selected: []Cluster{{Name: "new1"}}, leaving: []Leaving{{Name: "old1", Since: t0, Available: true, Revoked: true}}, now: t0,
-			wantRemove: []string{"old1"}},
+			remove: []string{"old1"}},
 		{name: "deadline passed: forced", selected: []Cluster{at("new1", target, false)}, leaving: leaving[:1], now: t0.Add(10 * time.Minute),
-			wantRemove: []string{"old1"}, wantForced: []string{"old1"}},
+			remove: []string{"old1"}, forced: []string{"old1"}},
+		{name: "a failover's own deadline (grace period)", selected: []Cluster{at("new1", target, false)},
+			leaving: []Leaving{{Name: "old1", Since: t0, Available: true, Deadline: time.Minute, FailedOver: true}}, now: t0.Add(time.Minute),
+			remove: []string{"old1"}, forced: []string{"old1"}},
 		{name: "deadline passed, but the replacement was never given the objects (paused): kept", selected: []Cluster{{Name: "new1"}},
 			leaving: leaving[:1], now: t0.Add(time.Hour)},
-		{name: "held by its claims: kept whatever the deadline and the replacements", selected: []Cluster{at("new1", target, true)},
-			leaving: []Leaving{{Name: "old1", Since: t0, Available: true, Held: "claims"}}, now: t0.Add(time.Hour)},
+		// Claims.
+		{name: "held by its claims: kept whatever the deadline and the replacements", selected: available,
+			leaving: []Leaving{withClaims(old1, false)}, now: t0.Add(time.Hour), held: []string{"old1"}},
 		{name: "held even when not Available (a crash-looping database still has its data)", selected: []Cluster{{Name: "new1"}},
-			leaving: []Leaving{{Name: "old1", Since: t0, Held: "claims"}}, now: t0},
+			leaving: []Leaving{withClaims(Leaving{Name: "old1", Since: t0}, false)}, now: t0, held: []string{"old1"}},
 		{name: "a held copy does not let another go", selected: []Cluster{{Name: "new1"}},
-			leaving: []Leaving{{Name: "old1", Since: t0, Available: true, Held: "claims"}, {Name: "old2", Since: t0, Available: true}}, now: t0.Add(time.Hour)},
+			leaving: []Leaving{withClaims(old1, false), leaving[1]}, now: t0.Add(time.Hour), held: []string{"old1"}},
 		{name: "revoked: goes even when held", selected: []Cluster{{Name: "new1"}},
-			leaving: []Leaving{{Name: "old1", Since: t0, Available: true, Held: "claims", Revoked: true}}, now: t0, wantRemove: []string{"old1"}},
+			leaving: []Leaving{func() Leaving { l := withClaims(old1, false); l.Revoked = true; return l }()}, now: t0, remove: []string{"old1"}},
+		{name: "claims that move (Move, or drained with --include-stateful): make-before-break as any copy, said to move", selected: []Cluster{{Name: "new1"}},
+			leaving: []Leaving{withClaims(old1, true)}, now: t0, moving: 1},
+		{name: "claims that move go once the replacement is Available", selected: available,
+			leaving: []Leaving{withClaims(old1, true)}, now: t0, remove: []string{"old1"}, moving: 1},
+		// Traffic.
+		{name: "traffic: the importers do not serve a replacement yet", selected: available,
+			leaving: []Leaving{withTraffic(old1, Traffic{Unserved: "1 of 2 importers of Service app/web do not serve the endpoints of new1 yet"})}, now: t0,
+			traffic: "old1: 1 of 2 importers", recheck: TrafficRecheck},
+		{name: "traffic: replacements served, its endpoints are withdrawn now", selected: available,
+			leaving: []Leaving{withTraffic(old1, Traffic{})}, now: t0, withdraw: 1, traffic: "old1: withdrawing its endpoints of web", recheck: TrafficRecheck},
+		{name: "traffic: withdrawn, an importer still serves them", selected: available,
+			leaving: []Leaving{withTraffic(old1, Traffic{Withdrawn: true, WithdrawnAt: t0, StillServed: "1 of 2 importers of Service app/web still serve its endpoints"})},
+			now:     t0, traffic: "old1: 1 of 2 importers", recheck: TrafficRecheck},
+		{name: "traffic: withdrawn everywhere, draining", selected: available,
+			leaving: []Leaving{withTraffic(old1, Traffic{Withdrawn: true, WithdrawnAt: t0})}, now: t0.Add(2 * time.Second),
+			traffic: "old1: draining", recheck: 3 * time.Second},
+		{name: "traffic: drained: goes", selected: available,
+			leaving: []Leaving{withTraffic(old1, Traffic{Withdrawn: true, WithdrawnAt: t0})}, now: t0.Add(5 * time.Second), remove: []string{"old1"}},
+		{name: "traffic: not waited for while the replacement is not Available (availability keeps it first)", selected: []Cluster{at("new1", target, false)},
+			leaving: []Leaving{withTraffic(old1, Traffic{})}, now: t0, recheck: 10 * time.Minute},
+		{name: "traffic: a removal forced by the deadline does not wait for it", selected: []Cluster{at("new1", target, false)},
+			leaving: []Leaving{withTraffic(old1, Traffic{Unserved: "no importer"})}, now: t0.Add(10 * time.Minute), remove: []string{"old1"}, forced: []string{"old1"}},
+		{name: "traffic: a revoked cluster does not wait for it", selected: []Cluster{{Name: "new1"}},
+			leaving: []Leaving{func() Leaving { l := withTraffic(old1, Traffic{Unserved: "no importer"}); l.Revoked = true; return l }()}, now: t0, remove: []string{"old1"}},
+		{name: "all three: claims hold first, whatever the traffic", selected: available,
+			leaving: []Leaving{withTraffic(withClaims(old1, false), Traffic{})}, now: t0, held: []string{"old1"}},
+		{name: "all three: claims that move, then the traffic", selected: available,
+			leaving: []Leaving{withTraffic(withClaims(old1, true), Traffic{})}, now: t0, moving: 1, withdraw: 1, traffic: "old1: withdrawing", recheck: TrafficRecheck},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			r := Remove(tt.leaving, tt.selected, 10*time.Minute, tt.now)
-			g.Expect(r.Remove).To(Equal(tt.wantRemove))
-			g.Expect(r.Forced).To(Equal(tt.wantForced))
+			r := Depart(tt.leaving, tt.selected, 10*time.Minute, tt.now)
+			g.Expect(r.Remove).To(Equal(tt.remove))
+			g.Expect(r.Forced).To(Equal(tt.forced))
+			g.Expect(r.Held).To(Equal(tt.held))
+			g.Expect(r.Moving).To(HaveLen(tt.moving))
+			g.Expect(r.Withdraw).To(HaveLen(tt.withdraw))
+			if tt.traffic == "" {
+				g.Expect(r.TrafficHeld).To(BeEmpty())
+			} else {
+				g.Expect(r.TrafficHeld).To(ConsistOf(HavePrefix(tt.traffic)))
+			}
+			g.Expect(r.RecheckAfter).To(Equal(tt.recheck))
 			g.Expect(len(r.Remove)+len(r.Kept)).To(Equal(len(tt.leaving)), fmt.Sprint(r))
+			held, _ := Holds(tt.leaving)
+			g.Expect(held).To(HaveLen(len(tt.held)), "Holds and Depart agree")
 		})
 	}
 }
@@ -444,7 +505,7 @@ func TestHoldGivesNoClusterACopy(t *testing.T) {
 // Make-before-break object by object (a claim Pending everywhere makes no
 // copy Available as a whole, but the Deployment serves on the cluster left
 // until it is Available on its replacement).
-func TestRemoveByObject(t *testing.T) {
+func TestDepartByObject(t *testing.T) {
 	objs := func(keys ...string) map[string]bool {
 		out := map[string]bool{}
 		for _, k := range keys {
@@ -482,7 +543,7 @@ func TestRemoveByObject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			r := Remove(tt.leaving, tt.selected, 10*time.Minute, t0)
+			r := Depart(tt.leaving, tt.selected, 10*time.Minute, t0)
 			g.Expect(r.Remove).To(Equal(tt.remove))
 			g.Expect(r.Forced).To(BeEmpty())
 		})

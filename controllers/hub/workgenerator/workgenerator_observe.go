@@ -49,14 +49,12 @@ type scope struct {
 	// works are each cluster's Works of the Placement that are not being
 	// deleted, in part order.
 	works map[string][]*workv1alpha1.Work
-	// leaving are the clusters the Placement left whose Works are still there.
+	// leaving are the clusters the Placement left whose Works are still
+	// there, with every fact make-before-break decides on (rollout.Depart).
 	leaving []rollout.Leaving
-	// trafficHeld says, per cluster the Placement left, why its copy stays
-	// for the traffic of the Services it exports (servicesGate).
-	trafficHeld []string
 	// held describe the copies the stateful gate keeps (failoverHeld: one of
-	// them by a failover); moving those with claims that move anyway.
-	held, moving []string
+	// them by a failover).
+	held         []string
 	failoverHeld bool
 	// annotations carry the apply strategy and feedback rules to every Work.
 	annotations map[string]string
@@ -187,29 +185,17 @@ func (r *Reconciler) observeLeaving(ctx context.Context, s *scope) error {
 			// failover grace period.
 			l.Deadline = time.Duration(ptr.Deref(failover.GracePeriodSeconds, 600)) * time.Second
 		}
-		s.holdByClaims(&l, ps, failover != nil && !ps.reachable)
+		l.FailedOver = failover != nil && !ps.reachable
+		if holding := claims.Holding(s.works[cluster]); len(holding) > 0 {
+			l.Claims = claims.DescribeAll(cluster, holding, 3)
+			l.ClaimsMove = s.placement.Spec.Strategy.Stateful == placementv1alpha1.StatefulMove || ps.drainStateful
+		}
+		if l.Traffic, err = r.trafficOf(ctx, s, cluster); err != nil {
+			return err
+		}
 		s.leaving = append(s.leaving, l)
 	}
 	return nil
-}
-
-// holdByClaims applies the stateful gate to a cluster the Placement left: a
-// copy whose claims there are bound and ReadWriteOnce is held (Hold, the
-// default), unless the cluster is revoked or drained with --include-stateful;
-// otherwise it moves, and the move is noted.
-func (s *scope) holdByClaims(l *rollout.Leaving, ps profileState, failedOver bool) {
-	holding := claims.Holding(s.works[l.Name])
-	if len(holding) == 0 || ps.revoked {
-		return
-	}
-	what := claims.DescribeAll(l.Name, holding, 3)
-	if s.placement.Spec.Strategy.Stateful == placementv1alpha1.StatefulMove || ps.drainStateful {
-		s.moving = append(s.moving, what)
-		return
-	}
-	l.Held = what
-	s.held = append(s.held, what)
-	s.failoverHeld = s.failoverHeld || failedOver
 }
 
 // observeClusters reads what the gate and the renderer need of the selected
@@ -241,8 +227,8 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 		return fmt.Errorf("the Placement's feedback rules: %w", err)
 	}
 	s.state = rollout.State{Target: s.target.Spec.Hash, Paused: p.Spec.Strategy.Paused, Leaving: len(s.leaving)}
-	if len(s.held) > 0 {
-		s.state.Hold = heldMessage(s.held)
+	if s.held, s.failoverHeld = rollout.Holds(s.leaving); len(s.held) > 0 {
+		s.state.Hold = rollout.HoldMessage(s.held)
 	}
 	if s.stable != nil {
 		s.state.Stable = s.stable.Spec.Hash

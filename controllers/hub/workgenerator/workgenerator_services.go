@@ -27,96 +27,54 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
 
-// trafficRecheck is how often a move of exported Services looks again at the
-// importers while it waits for them.
-const trafficRecheck = time.Second
-
 // defaultDrain is spec.services.drainSeconds' default.
 const defaultDrain = 5 * time.Second
 
 // +kubebuilder:rbac:groups=services.lodestar.dev,resources=exportedservices;importedservices,verbs=get;list;watch
 
-// servicesGate keeps, among the clusters the removal lets go, those whose
-// copy exports a Service (a ServiceExport reported to the hub) until its
-// traffic has moved: every importer serves the endpoints of a selected
-// cluster that exports it, then the leaving cluster's endpoints are withdrawn
-// from every importer (ServicesWithdrawnAnnotation on its Work, which the
-// import controller honours), and the drain time has passed since. A removal
-// forced by the progress deadline is not held, nor one of a cluster the
-// namespace may no longer use (its binding or ClusterProfile removed): a
-// revocation is immediate, and there is nothing to move traffic for.
-func (r *Reconciler) servicesGate(ctx context.Context, s *scope) error {
-	if len(s.removal.Remove) == 0 {
-		return nil
-	}
-	usable, err := r.usable(ctx, s.placement.Namespace, s.removal.Remove)
-	if err != nil {
-		return err
-	}
-	var kept []string
-	for _, cluster := range s.removal.Remove {
-		if slices.Contains(s.removal.Forced, cluster) || !usable[cluster] {
-			continue
-		}
-		why, recheck, err := r.moveTraffic(ctx, s, cluster)
-		if err != nil {
-			return err
-		}
-		if why == "" {
-			continue
-		}
-		kept = append(kept, cluster)
-		s.trafficHeld = append(s.trafficHeld, fmt.Sprintf("%s: %s", cluster, why))
-		if s.removal.RecheckAfter == 0 || recheck < s.removal.RecheckAfter {
-			s.removal.RecheckAfter = recheck
-		}
-	}
-	s.removal.Remove = slices.DeleteFunc(s.removal.Remove, func(c string) bool { return slices.Contains(kept, c) })
-	s.removal.Kept = append(s.removal.Kept, kept...)
-	return nil
-}
-
-// usable are those of clusters that namespace's Placements may still use: a
-// ClusterProfile of theirs, not being deleted, in a cluster set bound to it.
-func (r *Reconciler) usable(ctx context.Context, namespace string, clusters []string) (map[string]bool, error) {
-	sets, err := lookup.ClusterSets(ctx, r.Client, namespace, r.Scope.Sets)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, cluster := range clusters {
-		for _, set := range sets {
-			p, err := lookup.ManagedProfile(ctx, r.Client, client.ObjectKey{Namespace: set, Name: cluster}, sets)
-			if err != nil {
-				return nil, err
-			}
-			if p != nil && p.DeletionTimestamp.IsZero() {
-				out[cluster] = true
-				break
-			}
-		}
-	}
-	return out, nil
-}
-
-// moveTraffic says why the copy on cluster (which the Placement left) must
-// stay for its exported Services' traffic, and when to look again; "" lets
-// it go. The phases: every importer serves a replacement's endpoints; the
-// leaving copy's endpoints are withdrawn from every importer; the drain time
-// passes.
-func (r *Reconciler) moveTraffic(ctx context.Context, s *scope, cluster string) (string, time.Duration, error) {
+// trafficOf collects what the importers show of the Services the copy on a
+// cluster the Placement left exports (nil when it exports none), for
+// rollout.Depart's traffic gate: whether every importer serves the endpoints
+// of a selected cluster that exports each Service, whether the copy's
+// endpoints are marked withdrawn (ServicesWithdrawnAnnotation on its part 0,
+// which the import controller honours) and left every importer, and the
+// drain time. It reads the cache only.
+func (r *Reconciler) trafficOf(ctx context.Context, s *scope, cluster string) (*rollout.Traffic, error) {
 	exported, err := r.exportedBy(ctx, s, cluster)
 	if err != nil || len(exported) == 0 {
-		return "", 0, err
+		return nil, err
 	}
-	for _, phase := range []func(context.Context, *scope, string, []string) (string, time.Duration, error){
-		r.replacementsServed, r.withdrawn, r.drained,
-	} {
-		if why, recheck, err := phase(ctx, s, cluster, exported); err != nil || why != "" {
-			return why, recheck, err
-		}
+	part0 := s.works[cluster][0] // exportedBy found Services: there are parts, in part order
+	t := &rollout.Traffic{Services: exported, Drain: defaultDrain,
+		Withdrawn:   part0.Annotations[placementv1alpha1.ServicesWithdrawnAnnotation] == strings.Join(exported, ","),
+		WithdrawnAt: rollout.ParseTime(part0.Annotations[placementv1alpha1.ServicesWithdrawnAtAnnotation], s.now)}
+	if ps := s.placement.Spec.Services; ps != nil && ps.DrainSeconds != nil {
+		t.Drain = time.Duration(*ps.DrainSeconds) * time.Second
 	}
-	return "", 0, nil
+	if t.Unserved, err = r.replacementsServed(ctx, s, cluster, exported); err != nil || t.Unserved != "" || !t.Withdrawn {
+		return t, err
+	}
+	t.StillServed, err = r.stillServed(ctx, s, cluster, exported)
+	return t, err
+}
+
+// withdraw marks the endpoints of the copy on cluster withdrawn from the
+// importers (rollout.Removal.Withdraw).
+func (r *Reconciler) withdraw(ctx context.Context, s *scope, cluster string) error {
+	l := s.leavingNamed(cluster)
+	if l == nil || l.Traffic == nil {
+		return nil
+	}
+	part0 := s.works[cluster][0]
+	services := strings.Join(l.Traffic.Services, ",")
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		placementv1alpha1.ServicesWithdrawnAnnotation: services, placementv1alpha1.ServicesWithdrawnAtAnnotation: s.now.UTC().Format(time.RFC3339Nano)}}})
+	obj := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: part0.Name, Namespace: part0.Namespace}}
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("withdrawing the Services of Work %s: %w", klog.KObj(part0), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Withdrawing the endpoints of a cluster the Placement left from the importers", "cluster", cluster, "services", services)
+	return nil
 }
 
 // exportedBy are the placed Services the copy on cluster exports (ready or not).
@@ -134,9 +92,10 @@ func (r *Reconciler) exportedBy(ctx context.Context, s *scope, cluster string) (
 	return exported, nil
 }
 
-// replacementsServed holds the move until every importer serves the endpoints
-// of a selected cluster that exports each Service with ready endpoints.
-func (r *Reconciler) replacementsServed(ctx context.Context, s *scope, cluster string, exported []string) (string, time.Duration, error) {
+// replacementsServed says which importers do not serve the endpoints of a
+// selected cluster that exports each Service with ready endpoints yet ("" when
+// all do).
+func (r *Reconciler) replacementsServed(ctx context.Context, s *scope, cluster string, exported []string) (string, error) {
 	ns := s.placement.Namespace
 	for _, name := range exported {
 		svc := types.NamespacedName{Namespace: ns, Name: name}
@@ -147,14 +106,14 @@ func (r *Reconciler) replacementsServed(ctx context.Context, s *scope, cluster s
 			}
 			e, err := r.validExport(ctx, c, ns, name)
 			if err != nil {
-				return "", 0, err
+				return "", err
 			}
 			if e != nil && mcs.Endpoints(e.Spec.Slices) > 0 {
 				replacements = append(replacements, c)
 			}
 		}
 		if len(replacements) == 0 {
-			return fmt.Sprintf("Service %s is not exported with ready endpoints by any cluster the Placement selects yet", svc), trafficRecheck, nil
+			return fmt.Sprintf("Service %s is not exported with ready endpoints by any cluster the Placement selects yet", svc), nil
 		}
 		behind, total, err := r.importers(ctx, s, svc, func(im *servicesv1alpha1.ImportedService) bool {
 			return slices.ContainsFunc(im.Spec.Sources, func(src servicesv1alpha1.SourceSlices) bool {
@@ -162,56 +121,31 @@ func (r *Reconciler) replacementsServed(ctx context.Context, s *scope, cluster s
 			})
 		})
 		if err != nil {
-			return "", 0, err
+			return "", err
 		}
 		if behind > 0 {
-			return fmt.Sprintf("%d of %d importers of Service %s do not serve the endpoints of %s yet", behind, total, svc, strings.Join(replacements, ", ")), trafficRecheck, nil
+			return fmt.Sprintf("%d of %d importers of Service %s do not serve the endpoints of %s yet", behind, total, svc, strings.Join(replacements, ", ")), nil
 		}
 	}
-	return "", 0, nil
+	return "", nil
 }
 
-// withdrawn marks the leaving copy's endpoints withdrawn (on its part 0) and
-// holds the move until no importer serves them.
-func (r *Reconciler) withdrawn(ctx context.Context, s *scope, cluster string, exported []string) (string, time.Duration, error) {
-	part0 := s.works[cluster][0] // placedServices found Services: there are parts, in part order
-	if part0.Annotations[placementv1alpha1.ServicesWithdrawnAnnotation] != strings.Join(exported, ",") {
-		at := s.now.UTC().Format(time.RFC3339Nano)
-		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-			placementv1alpha1.ServicesWithdrawnAnnotation: strings.Join(exported, ","), placementv1alpha1.ServicesWithdrawnAtAnnotation: at}}})
-		obj := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: part0.Name, Namespace: part0.Namespace}}
-		if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil && !apierrors.IsNotFound(err) {
-			return "", 0, fmt.Errorf("withdrawing the Services of Work %s: %w", klog.KObj(part0), err)
-		}
-		ctrl.LoggerFrom(ctx).Info("Withdrawing the endpoints of a cluster the Placement left from the importers", "cluster", cluster, "services", exported)
-		return fmt.Sprintf("withdrawing its endpoints of %s from the importers", strings.Join(exported, ", ")), trafficRecheck, nil
-	}
+// stillServed says which importers still serve the withdrawn endpoints of the
+// copy on cluster ("" when none does).
+func (r *Reconciler) stillServed(ctx context.Context, s *scope, cluster string, exported []string) (string, error) {
 	for _, name := range exported {
 		svc := types.NamespacedName{Namespace: s.placement.Namespace, Name: name}
 		behind, total, err := r.importers(ctx, s, svc, func(im *servicesv1alpha1.ImportedService) bool {
 			return !slices.ContainsFunc(im.Spec.Sources, func(src servicesv1alpha1.SourceSlices) bool { return src.Cluster == cluster })
 		})
 		if err != nil {
-			return "", 0, err
+			return "", err
 		}
 		if behind > 0 {
-			return fmt.Sprintf("%d of %d importers of Service %s still serve its endpoints", behind, total, svc), trafficRecheck, nil
+			return fmt.Sprintf("%d of %d importers of Service %s still serve its endpoints", behind, total, svc), nil
 		}
 	}
-	return "", 0, nil
-}
-
-// drained holds the move until the drain time has passed since the withdrawal.
-func (r *Reconciler) drained(_ context.Context, s *scope, cluster string, _ []string) (string, time.Duration, error) {
-	at := rollout.ParseTime(s.works[cluster][0].Annotations[placementv1alpha1.ServicesWithdrawnAtAnnotation], s.now)
-	drain := defaultDrain
-	if ps := s.placement.Spec.Services; ps != nil && ps.DrainSeconds != nil {
-		drain = time.Duration(*ps.DrainSeconds) * time.Second
-	}
-	if wait := at.Add(drain).Sub(s.now); wait > 0 {
-		return fmt.Sprintf("draining: its endpoints left every importer; deleted in %s", wait.Round(time.Second)), wait, nil
-	}
-	return "", 0, nil
+	return "", nil
 }
 
 // validExport is cluster's report of its export of ns/name when the export is

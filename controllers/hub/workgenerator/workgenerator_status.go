@@ -110,8 +110,8 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	cond, reason, msg := progressing(s.target, s.plan, s.removal, s.placement.Spec.Strategy.Paused, len(s.decided.Clusters))
 	cond, reason, msg = r.statefulGate(s, cond, reason, msg)
 	cond, reason, msg = r.divisionGate(s, cond, reason, msg)
-	if len(s.trafficHeld) > 0 {
-		msg += "; moving the traffic of exported Services before removing a copy: " + strings.Join(s.trafficHeld, "; ")
+	if len(s.removal.TrafficHeld) > 0 {
+		msg += "; moving the traffic of exported Services before removing a copy: " + strings.Join(s.removal.TrafficHeld, "; ")
 	}
 	st.progressing.Set(placementv1alpha1.ProgressingCondition, cond, reason, "%s", msg)
 	if reason == placementv1alpha1.ReasonFailureBudgetExceeded {
@@ -139,13 +139,7 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 		return result
 	}
 	r.failing.set(key, slices.Collect(maps.Keys(s.failed)))
-	var held []string
-	for _, l := range s.leaving {
-		if l.Held != "" {
-			held = append(held, l.Name)
-		}
-	}
-	r.held.set(key, held)
+	r.held.set(key, s.removal.Held)
 	if len(s.failed) > 0 {
 		msg := overrideFailures(s.failed, len(s.decided.Clusters))
 		if c := meta.FindStatusCondition(s.placement.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition); c == nil || c.Message != msg {
@@ -192,21 +186,15 @@ func (r *Reconciler) statefulGate(s *scope, cond metav1.ConditionStatus, reason,
 		r.warnOnce(s.placement, reason, msg)
 		return metav1.ConditionFalse, reason, msg
 	}
-	if len(s.moving) == 0 || len(s.removal.Kept) == 0 {
+	if len(s.removal.Moving) == 0 || len(s.removal.Kept) == 0 {
 		return cond, reason, msg
 	}
-	moving := "moving anyway (spec.strategy.stateful: Move, or a drain with --include-stateful): " + message.List(s.moving, 3, "; ") +
+	moving := "moving anyway (spec.strategy.stateful: Move, or a drain with --include-stateful): " + message.List(s.removal.Moving, 3, "; ") +
 		"; the claims of the clusters added are new and empty, and the data stays on the cluster left"
 	if c := meta.FindStatusCondition(s.placement.Status.Conditions, placementv1alpha1.ProgressingCondition); c == nil || !strings.Contains(c.Message, moving) {
 		r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonStatefulMove, "Rollout", "%s", moving)
 	}
 	return cond, reason, msg + "; " + moving
-}
-
-// heldMessage says what the stateful gate holds, and how to let it go.
-func heldMessage(held []string) string {
-	return message.List(held, 3, "; ") + "; moving would leave their data behind, so no other cluster is given a copy in its place; " +
-		"set spec.strategy.stateful: Move to move anyway (to new, empty claims), or drain the cluster with --include-stateful"
 }
 
 // warnOnce records a Warning event when the Progressing condition changes to the
@@ -253,9 +241,9 @@ func rolloutStatus(s *scope, stable string) *placementv1alpha1.RolloutStatus {
 	}
 	for _, l := range s.leaving {
 		switch {
-		case l.Held != "":
+		case slices.Contains(removal.Held, l.Name):
 			listed = append(listed, placementv1alpha1.ClusterRollout{Name: l.Name, State: placementv1alpha1.ClusterSkipped,
-				Reason: "left the Placement: held by its claims (spec.strategy.stateful: Hold): " + l.Held})
+				Reason: "left the Placement: held by its claims (spec.strategy.stateful: Hold): " + l.Claims})
 		case slices.Contains(removal.Kept, l.Name):
 			listed = append(listed, placementv1alpha1.ClusterRollout{Name: l.Name, State: placementv1alpha1.ClusterSkipped,
 				Reason: "left the Placement: kept until the clusters added are Available"})

@@ -220,7 +220,7 @@ func TestWorksCarryTheirManagerAndOldOnesAreAdopted(t *testing.T) {
 	f := newFixture(t, 2, placementv1alpha1.PlacementSpec{})
 	hash := f.render(configMap("a", 10))
 	old := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(f.ns, "web"), Namespace: names.ClusterNamespace(f.clusters[1]),
-		Labels: map[string]string{placementv1alpha1.PlacementNameLabel: "web", placementv1alpha1.PlacementNamespaceLabel: f.ns},
+		Labels:      map[string]string{placementv1alpha1.PlacementNameLabel: "web", placementv1alpha1.PlacementNamespaceLabel: f.ns},
 		Annotations: map[string]string{placementv1alpha1.RevisionAnnotation: hash}}}
 	f.g.Expect(hubCP.Client.Create(t.Context(), old)).To(Succeed())
 	f.decide(f.clusters...)

@@ -244,13 +244,15 @@ func (r *Reconciler) adopt(ctx context.Context, placement *placementv1alpha1.Pla
 	return nil
 }
 
-// removeLeft removes the Works of the clusters the Placement left that the gate
-// lets go: those whose replacements are Available, and those past their
-// deadline.
+// removeLeft carries out what rollout.Depart decides of the clusters the
+// Placement left: withdraws the endpoints of those whose traffic moves, and
+// removes the Works of those that may go.
 func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
-	s.removal = rollout.Remove(s.leavingByObject(), s.selectedByObject(), s.strategy.Deadline, s.now)
-	if err := r.servicesGate(ctx, s); err != nil {
-		return err
+	s.removal = rollout.Depart(s.leavingByObject(), s.selectedByObject(), s.strategy.Deadline, s.now)
+	for _, cluster := range s.removal.Withdraw {
+		if err := r.withdraw(ctx, s, cluster); err != nil {
+			return err
+		}
 	}
 	for _, cluster := range s.removal.Remove {
 		forced := slices.Contains(s.removal.Forced, cluster)
@@ -317,6 +319,14 @@ func (s *scope) selectedByObject() []rollout.Cluster {
 		}
 	}
 	return out
+}
+
+// leavingNamed is the cluster left of that name, nil when there is none.
+func (s *scope) leavingNamed(cluster string) *rollout.Leaving {
+	if i := slices.IndexFunc(s.leaving, func(l rollout.Leaving) bool { return l.Name == cluster }); i >= 0 {
+		return &s.leaving[i]
+	}
+	return nil
 }
 
 // leavingByObject adds to the clusters the Placement left what their copies
