@@ -36,6 +36,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/percluster"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
@@ -72,7 +73,7 @@ type Reconciler struct {
 	// statusPace paces status writes that only move counts.
 	statusPace handlers.StatusPace
 	// compiled are the compiled overrides of each Placement's revisions.
-	compiled compiledSets
+	compiled percluster.Compiled
 	// divisions are the replica divisions made, kept across reconciles.
 	divisions division.Memo
 	// failing are the clusters each Placement's overrides fail on, held those
@@ -204,7 +205,7 @@ func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 	key := client.ObjectKeyFromObject(placement)
 	r.active.Delete(key)
 	r.statusPace.Forget(key)
-	r.compiled.forget(key)
+	r.compiled.Forget(key)
 	r.failing.set(key, nil)
 	r.held.set(key, nil)
 	prefix := expectationKey(placement, "")

@@ -8,6 +8,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
+	"github.com/lodestar-dev/lodestar/internal/percluster"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
 
@@ -18,22 +19,23 @@ const expectationTTL = time.Minute
 // gate renders the target revision for each selected cluster, and asks the
 // rollout gate which clusters get it now.
 func (r *Reconciler) gate(s *scope) error {
-	target, err := s.renderer.revision(s.target)
+	target, err := s.renderer.Revision(s.target)
 	if err != nil {
 		return err
 	}
-	if target.division != nil || s.divides() {
-		s.renderer.divider = r.newDivider(s, s.renderer.views)
-		s.renderer.divider.settle(s, target)
-		if target.division != nil {
-			s.division = s.renderer.divider.assign(target).assignment
+	if target.Division != nil || s.divides() {
+		d := r.newDivider(s)
+		s.renderer.Divide(d)
+		d.Settle(target)
+		if target.Division != nil {
+			s.division = d.Division(target)
 		}
 	}
-	s.targetOf = map[string]content{}
+	s.targetOf = map[string]percluster.Content{}
 	s.clusters = make([]rollout.Cluster, 0, len(s.decided.Clusters))
 	for _, name := range s.decided.Clusters {
-		tc, err := s.renderer.content(target, name)
-		if why := overrideFailure(err); why != "" {
+		tc, err := s.renderer.For(target, name)
+		if why := percluster.OverrideFailure(err); why != "" {
 			s.failed[name] = why
 		} else if err != nil {
 			return err
@@ -53,7 +55,7 @@ func (r *Reconciler) gate(s *scope) error {
 // rollout under way, and otherwise the revision it holds, rendered anew for the
 // cluster as it is now (its labels may have moved). False when it has no Works
 // and waits for the gate.
-func (s *scope) contentFor(cluster string) (content, bool, error) {
+func (s *scope) contentFor(cluster string) (percluster.Content, bool, error) {
 	if slices.Contains(s.plan.Start, cluster) {
 		c, ok := s.targetOf[cluster]
 		return c, ok, nil
@@ -62,7 +64,7 @@ func (s *scope) contentFor(cluster string) (content, bool, error) {
 	rev := s.stable
 	if !slices.Contains(s.plan.PlaceStable, cluster) {
 		if len(parts) == 0 {
-			return content{}, false, nil
+			return percluster.Content{}, false, nil
 		}
 		hash, _ := clusterworks.Revision(parts)
 		rev = s.revisionOf(hash)
@@ -70,12 +72,12 @@ func (s *scope) contentFor(cluster string) (content, bool, error) {
 	if rev == nil {
 		return worksContent(parts), len(parts) > 0, nil // its revision was pruned: as it is
 	}
-	rc, err := s.renderer.revision(rev)
+	rc, err := s.renderer.Revision(rev)
 	if err != nil {
-		return content{}, false, err
+		return percluster.Content{}, false, err
 	}
-	c, err := s.renderer.content(rc, cluster)
-	if why := overrideFailure(err); why != "" {
+	c, err := s.renderer.For(rc, cluster)
+	if why := percluster.OverrideFailure(err); why != "" {
 		s.failed[cluster] = why
 		return worksContent(parts), len(parts) > 0, nil
 	}
@@ -91,15 +93,15 @@ func (s *scope) revisionOf(hash string) *placementv1alpha1.PlacementRevision {
 }
 
 // worksContent is what a cluster's Works carry now.
-func worksContent(parts []*workv1alpha1.Work) content {
+func worksContent(parts []*workv1alpha1.Work) percluster.Content {
 	hash, _ := clusterworks.Revision(parts)
-	c := content{hash: hash}
+	c := percluster.Content{Hash: hash}
 	if len(parts) > 0 {
-		c.shares = parts[0].Annotations[placementv1alpha1.SharesAnnotation]
+		c.Shares = parts[0].Annotations[placementv1alpha1.SharesAnnotation]
 	}
 	for _, w := range clusterworks.Current(parts) {
 		for _, m := range w.Spec.Workload.Manifests {
-			c.manifests = append(c.manifests, m.RawExtension)
+			c.Manifests = append(c.Manifests, m.RawExtension)
 		}
 	}
 	return c

@@ -30,6 +30,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/percluster"
 	"github.com/lodestar-dev/lodestar/internal/reflection"
 	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
@@ -60,13 +61,13 @@ type scope struct {
 	annotations map[string]string
 	// labels are the selected clusters' labels (Staged).
 	labels   map[string]map[string]string
-	renderer *renderer
+	renderer *percluster.Renderer
 	state    rollout.State
 
 	// The gate's: what each selected cluster is, the target rendered for each,
 	// the clusters overrides fail on (and why), and the plan.
 	clusters []rollout.Cluster
-	targetOf map[string]content
+	targetOf map[string]percluster.Content
 	failed   map[string]string
 	plan     rollout.Plan
 	// removal is what becomes of the clusters the Placement left, retained the
@@ -156,7 +157,7 @@ func (r *Reconciler) observeRevisions(ctx context.Context, s *scope, st *status)
 	for j := range revs {
 		hashes[j] = revs[j].Spec.Hash
 	}
-	r.compiled.keep(client.ObjectKeyFromObject(p), hashes)
+	r.compiled.Keep(client.ObjectKeyFromObject(p), hashes)
 	return true, nil
 }
 
@@ -212,18 +213,22 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	s.renderer = r.newRenderer(p, profiles)
+	views := make(map[string]scheduling.Cluster, len(profiles))
+	for name, profile := range profiles {
+		views[name] = scheduling.ClusterOf(profile)
+	}
+	s.renderer = percluster.NewRenderer(client.ObjectKeyFromObject(p), &r.compiled, views)
 	s.labels = map[string]map[string]string{}
 	for name, profile := range profiles {
 		if staged {
 			s.labels[name] = profile.Labels
 		}
 	}
-	target, err := s.renderer.revision(s.target)
+	target, err := s.renderer.Revision(s.target)
 	if err != nil {
 		return err
 	}
-	if s.annotations, err = applyAnnotations(p, target.manifests); err != nil {
+	if s.annotations, err = applyAnnotations(p, target.Manifests); err != nil {
 		return fmt.Errorf("the Placement's feedback rules: %w", err)
 	}
 	s.state = rollout.State{Target: s.target.Spec.Hash, Paused: p.Spec.Strategy.Paused, Leaving: len(s.leaving)}

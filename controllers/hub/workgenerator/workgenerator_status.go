@@ -23,6 +23,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/conditions"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/percluster"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
@@ -121,7 +122,7 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	// is under way: promptly when they open a gate, at a slower pace when they
 	// only move the status (AllAtOnce, nothing to remove).
 	switch {
-	case s.renderer.divider != nil && !s.renderer.divider.settled:
+	case s.renderer.Surging():
 		r.active.Store(key, gating) // surge first waits for the increases
 	case s.plan.Complete && len(s.leaving) == len(s.removal.Remove):
 		r.active.Store(key, idle)
@@ -141,7 +142,7 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 	r.failing.set(key, slices.Collect(maps.Keys(s.failed)))
 	r.held.set(key, s.removal.Held)
 	if len(s.failed) > 0 {
-		msg := overrideFailures(s.failed, len(s.decided.Clusters))
+		msg := percluster.OverrideFailures(s.failed, len(s.decided.Clusters))
 		if c := meta.FindStatusCondition(s.placement.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition); c == nil || c.Message != msg {
 			r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonOverrideFailed, "Render", "%s", msg)
 		}

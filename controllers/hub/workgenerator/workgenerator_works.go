@@ -23,6 +23,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/percluster"
 	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
@@ -53,7 +54,7 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
 		parts := s.works[cluster]
 		since := s.now.UTC().Format(time.RFC3339)
 		rev, _ := clusterworks.Revision(parts)
-		if rev == c.hash {
+		if rev == c.Hash {
 			since = parts[0].Annotations[placementv1alpha1.RevisionSinceAnnotation]
 		}
 		desired := desiredWorks(s.placement, cluster, c, since, s.annotations, r.Scope.ManagerName())
@@ -62,12 +63,12 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
 			if err != nil {
 				return fmt.Errorf("writing the Works of cluster %s: %w", cluster, err)
 			}
-			if wrote && rev != c.hash {
-				e := rollout.Expectation{Revision: c.hash, Since: rollout.ParseTime(since, s.now)}
+			if wrote && rev != c.Hash {
+				e := rollout.Expectation{Revision: c.Hash, Since: rollout.ParseTime(since, s.now)}
 				r.expected.store(expectationKey(s.placement, cluster), e, e.Since)
 			}
-			if wrote && c.shares != "" && (len(parts) == 0 || parts[0].Annotations[placementv1alpha1.SharesAnnotation] != c.shares) {
-				r.sharesWritten.store(expectationKey(s.placement, cluster), c.shares, s.now)
+			if wrote && c.Shares != "" && (len(parts) == 0 || parts[0].Annotations[placementv1alpha1.SharesAnnotation] != c.Shares) {
+				r.sharesWritten.store(expectationKey(s.placement, cluster), c.Shares, s.now)
 			}
 			return nil
 		})
@@ -79,14 +80,14 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
 // its manifests need (render.Split), each labelled with its Placement, cluster
 // and part and the hub manager that writes it, and annotated with its revision,
 // since when it holds it, and how the agent applies it.
-func desiredWorks(placement *placementv1alpha1.Placement, cluster string, c content, since string, annotations map[string]string, manager string) []*workv1alpha1.Work {
-	split := render.Split(c.manifests)
+func desiredWorks(placement *placementv1alpha1.Placement, cluster string, c percluster.Content, since string, annotations map[string]string, manager string) []*workv1alpha1.Work {
+	split := render.Split(c.Manifests)
 	out := make([]*workv1alpha1.Work, 0, len(split))
 	for i, manifests := range split {
 		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
 			Name: names.WorkPart(placement.Namespace, placement.Name, i), Namespace: names.ClusterNamespace(cluster),
 			Labels:      lookup.WorkLabels(placement),
-			Annotations: map[string]string{placementv1alpha1.RevisionAnnotation: c.hash, placementv1alpha1.RevisionSinceAnnotation: since},
+			Annotations: map[string]string{placementv1alpha1.RevisionAnnotation: c.Hash, placementv1alpha1.RevisionSinceAnnotation: since},
 			Finalizers:  []string{lodestarworkv1alpha1.WorkFinalizer},
 		}}
 		w.Labels[placementv1alpha1.ClusterLabel] = names.LabelValue(cluster)
@@ -100,8 +101,8 @@ func desiredWorks(placement *placementv1alpha1.Placement, cluster string, c cont
 		for k, v := range annotations {
 			w.Annotations[k] = v
 		}
-		if i == 0 && c.shares != "" {
-			w.Annotations[placementv1alpha1.SharesAnnotation] = c.shares
+		if i == 0 && c.Shares != "" {
+			w.Annotations[placementv1alpha1.SharesAnnotation] = c.Shares
 		}
 		w.Spec.Workload.Manifests = make([]workv1alpha1.Manifest, 0, len(manifests))
 		for _, m := range manifests {
@@ -302,7 +303,7 @@ func (s *scope) selectedByObject() []rollout.Cluster {
 	if len(s.leaving) == 0 {
 		return s.clusters
 	}
-	surging := s.renderer.divider != nil && !s.renderer.divider.settled
+	surging := s.renderer.Surging()
 	out := slices.Clone(s.clusters)
 	for i := range out {
 		c := &out[i]
