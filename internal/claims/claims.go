@@ -29,6 +29,7 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 )
 
 // Access modes and phases as the API spells them.
@@ -236,4 +237,28 @@ func Condition(r Report, budget int) metav1.Condition {
 		c.Status, c.Reason = metav1.ConditionFalse, lodestarworkv1alpha1.ReasonClaimsPending
 	}
 	return c
+}
+
+// RetainedBy are the claims a cluster keeps with their data when Work w goes
+// (applyStrategy.claims: Retain, the default), as namespace/name: the placed
+// claims and those its placed StatefulSets made there.
+func RetainedBy(w *workv1alpha1.Work) []string {
+	if strategy, err := clusterworks.Strategy(w); err != nil || strategy.Claims == lodestarworkv1alpha1.ClaimsDelete {
+		return nil
+	}
+	var kept []string
+	for _, id := range clusterworks.ManifestIDs(w) {
+		if id.Group == "" && id.Kind == "PersistentVolumeClaim" {
+			kept = append(kept, id.Namespace+"/"+id.Name)
+		}
+	}
+	for _, wl := range OfWorks([]*workv1alpha1.Work{w}) {
+		if wl.Kind == "PersistentVolumeClaim" {
+			continue // listed above, reported or not
+		}
+		for _, c := range wl.Claims {
+			kept = append(kept, wl.Namespace+"/"+c.Name)
+		}
+	}
+	return kept
 }

@@ -6,6 +6,7 @@ package handlers
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -67,4 +68,51 @@ func coalescing(mapFn handler.MapFunc, priority *int, delays ...time.Duration) h
 			add(ctx, e.Object, q)
 		},
 	}
+}
+
+// ClusterIndex remembers, per cluster, the objects (Placements) that a change
+// of the cluster concerns: a controller's own memory of which Placements to
+// wake when a ClusterProfile changes (those whose overrides fail on it, those
+// whose copy there is held by its claims, say).
+type ClusterIndex struct {
+	mu          sync.Mutex
+	byCluster   map[string]map[client.ObjectKey]bool
+	byPlacement map[client.ObjectKey][]string
+}
+
+// Set records the clusters the index holds for the Placement now.
+func (f *ClusterIndex) Set(key client.ObjectKey, clusters []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byCluster == nil {
+		f.byCluster, f.byPlacement = map[string]map[client.ObjectKey]bool{}, map[client.ObjectKey][]string{}
+	}
+	for _, c := range f.byPlacement[key] {
+		delete(f.byCluster[c], key)
+		if len(f.byCluster[c]) == 0 {
+			delete(f.byCluster, c)
+		}
+	}
+	delete(f.byPlacement, key)
+	if len(clusters) == 0 {
+		return
+	}
+	f.byPlacement[key] = clusters
+	for _, c := range clusters {
+		if f.byCluster[c] == nil {
+			f.byCluster[c] = map[client.ObjectKey]bool{}
+		}
+		f.byCluster[c][key] = true
+	}
+}
+
+// Requests are the requests of the objects recorded for cluster.
+func (f *ClusterIndex) Requests(cluster string) []reconcile.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	reqs := make([]reconcile.Request, 0, len(f.byCluster[cluster]))
+	for k := range f.byCluster[cluster] {
+		reqs = append(reqs, reconcile.Request{NamespacedName: k})
+	}
+	return reqs
 }

@@ -3,6 +3,9 @@ package lookup
 import (
 	"context"
 	"fmt"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"slices"
 
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -155,6 +158,76 @@ func ClusterLabels(ctx context.Context, c client.Reader, clusters []string) (map
 	out := make(map[string]map[string]string, len(chosen))
 	for name, p := range chosen {
 		out[name] = p.Labels
+	}
+	return out, nil
+}
+
+// ProfileState is what a Placement's controllers know of a cluster of its sets:
+// whether the Placement may no longer use it at all (no ClusterProfile of its
+// name that Lodestar manages lies in the sets: Revoked), whether its agent is
+// reachable, and whether it is drained with --include-stateful.
+type ProfileState struct {
+	Revoked, Reachable, DrainStateful bool
+}
+
+// StateOf is the ProfileState of cluster in sets.
+func StateOf(ctx context.Context, c client.Reader, cluster string, sets []string) (ProfileState, error) {
+	profiles, err := ClusterProfilesNamed(ctx, c, cluster)
+	if err != nil {
+		return ProfileState{}, err
+	}
+	for i := range profiles {
+		if p := &profiles[i]; Managed(p) && slices.Contains(sets, p.Namespace) && p.DeletionTimestamp.IsZero() {
+			taints, _ := scheduling.ParseTaints(p.Annotations[placementv1alpha1.TaintsAnnotation])
+			return ProfileState{
+				Reachable: !meta.IsStatusConditionFalse(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) &&
+					!meta.IsStatusConditionPresentAndEqual(p.Status.Conditions, placementv1alpha1.AgentReachableCondition, metav1.ConditionUnknown),
+				DrainStateful: slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool {
+					return t.Key == placementv1alpha1.DrainTaintKey && t.Value == placementv1alpha1.DrainStatefulValue
+				}),
+			}, nil
+		}
+	}
+	return ProfileState{Revoked: true}, nil
+}
+
+// Approvals returns what the RolloutApprovals of the Placement's target revision
+// approve; approvals of other revisions do nothing.
+func Approvals(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, target string) (map[string]bool, map[string]bool, error) {
+	list := &placementv1alpha1.RolloutApprovalList{}
+	if err := c.List(ctx, list, client.InNamespace(placement.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, fmt.Errorf("listing RolloutApprovals: %w", err)
+	}
+	stages, clusters := map[string]bool{}, map[string]bool{}
+	for _, a := range list.Items {
+		if a.Spec.Placement != placement.Name || a.Spec.Revision != target || !a.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if a.Spec.Stage != "" {
+			stages[a.Spec.Stage] = true
+		}
+		for _, cl := range a.Spec.Clusters {
+			clusters[cl] = true
+		}
+	}
+	return stages, clusters, nil
+}
+
+// ProfilesIn returns the ClusterProfiles Lodestar manages of clusters in the
+// sets, by name.
+func ProfilesIn(ctx context.Context, c client.Reader, clusters []string, sets []string) (map[string]*cpv1alpha1.ClusterProfile, error) {
+	out := map[string]*cpv1alpha1.ClusterProfile{}
+	for _, name := range clusters {
+		profiles, err := ClusterProfilesNamed(ctx, c, name)
+		if err != nil {
+			return nil, err
+		}
+		for i := range profiles {
+			if p := &profiles[i]; Managed(p) && slices.Contains(sets, p.Namespace) {
+				out[name] = p
+				break
+			}
+		}
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -121,4 +122,40 @@ func ObjectsOf(parts []*workv1alpha1.Work) (carried, available map[string]bool) 
 		}
 	}
 	return carried, available
+}
+
+// ByObject is the clusters the Placement left and the selected ones as
+// Depart sees them (read only when clusters are leaving): with what their
+// Works (works, by cluster) carry and have Available, object by object, so
+// that a copy the Placement left that serves a Deployment goes only once the
+// Deployment is Available elsewhere, whatever the other objects do. A
+// selected cluster without Works, or whose Works the cache shows at another
+// revision than was written, counts as a whole. While a division surges (a
+// share raised is not Available yet) no selected cluster counts as
+// Available, so that a cluster left keeps its replicas until the others carry
+// theirs (or the progress deadline passes).
+func ByObject(leaving []Leaving, selected []Cluster, works map[string][]*workv1alpha1.Work, surging bool) ([]Leaving, []Cluster) {
+	if len(leaving) == 0 {
+		return leaving, selected
+	}
+	left := slices.Clone(leaving)
+	for i := range left {
+		_, left[i].AvailableObjects = ObjectsOf(works[left[i].Name])
+	}
+	out := slices.Clone(selected)
+	for i := range out {
+		c := &out[i]
+		if surging {
+			c.Available = metav1.ConditionUnknown
+		}
+		parts := works[c.Name]
+		if rev, _ := clusterworks.Revision(parts); c.Revision == "" || rev != c.Revision {
+			continue
+		}
+		c.Objects, c.AvailableObjects = ObjectsOf(parts)
+		if surging {
+			c.AvailableObjects = map[string]bool{}
+		}
+	}
+	return left, out
 }

@@ -30,3 +30,16 @@ func ClusterOf(p *cpv1alpha1.ClusterProfile) Cluster {
 	}
 	return c
 }
+
+// TaintsChanged tells whether a ClusterProfile's taints changed.
+func TaintsChanged(old, now *cpv1alpha1.ClusterProfile) bool {
+	return old.Annotations[placementv1alpha1.TaintsAnnotation] != now.Annotations[placementv1alpha1.TaintsAnnotation]
+}
+
+// ViewChanged tells whether a ClusterProfile changed in what overrides can see:
+// labels, properties, version and condition statuses (not heartbeats).
+func ViewChanged(old, now *cpv1alpha1.ClusterProfile) bool {
+	va, vb := ClusterOf(old), ClusterOf(now)
+	return !maps.Equal(va.Labels, vb.Labels) || !maps.Equal(va.Properties, vb.Properties) ||
+		va.Version != vb.Version || !maps.Equal(va.Conditions, vb.Conditions)
+}

@@ -39,6 +39,8 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/percluster"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+	"github.com/lodestar-dev/lodestar/internal/unseen"
 )
 
 // Name is the work generator's field owner and event source.
@@ -59,14 +61,14 @@ type Reconciler struct {
 
 	// expected are Work writes the cache may not show yet (by
 	// expectationKey), so that the gate never counts a cluster twice.
-	expected unseen[rollout.Expectation]
+	expected unseen.Writes[rollout.Expectation]
 	// retainedWritten are the status.rollout.retainedClaims written that the
 	// cache may not show yet (by the Placement's key and "/").
-	retainedWritten unseen[[]placementv1alpha1.RetainedClaims]
+	retainedWritten unseen.Writes[[]placementv1alpha1.RetainedClaims]
 	// sharesWritten are the shares annotations written that the cache may not
 	// show yet (by expectationKey): a division reads what a cluster carries
 	// from them, never from a stale cache.
-	sharesWritten unseen[string]
+	sharesWritten unseen.Writes[string]
 	// active tells, per Placement (client.ObjectKey → activity), how Work status
 	// reports concern the generator.
 	active sync.Map
@@ -78,7 +80,7 @@ type Reconciler struct {
 	divisions division.Memo
 	// failing are the clusters each Placement's overrides fail on, held those
 	// where the stateful gate holds its copy.
-	failing, held clusterIndex
+	failing, held handlers.ClusterIndex
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch;update;patch
@@ -206,12 +208,12 @@ func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 	r.active.Delete(key)
 	r.statusPace.Forget(key)
 	r.compiled.Forget(key)
-	r.failing.set(key, nil)
-	r.held.set(key, nil)
+	r.failing.Set(key, nil)
+	r.held.Set(key, nil)
 	prefix := expectationKey(placement, "")
-	r.retainedWritten.forget(prefix)
-	r.expected.forget(prefix)
-	r.sharesWritten.forget(prefix)
+	r.retainedWritten.Forget(prefix)
+	r.expected.Forget(prefix)
+	r.sharesWritten.Forget(prefix)
 }
 
 // SetupWithManager registers the work generator.
@@ -238,9 +240,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(lookup.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A cluster's labels or properties may change what overrides make of it.
-		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsOverriding(workPlacement)), builder.WithPredicates(handlers.Updates(viewChanged))).
+		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsOverriding(workPlacement)), builder.WithPredicates(handlers.Updates(scheduling.ViewChanged))).
 		// A drain with --include-stateful lets held copies go.
-		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsHeld), builder.WithPredicates(handlers.Updates(taintsChanged))).
+		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request { return r.held.Requests(obj.GetName()) }), builder.WithPredicates(handlers.Updates(scheduling.TaintsChanged))).
 		Complete(r.Scope.Only(mgr.GetClient(), r))
 }
 

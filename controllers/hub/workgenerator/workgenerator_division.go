@@ -18,7 +18,7 @@ import (
 // written is the shares annotation last written to a cluster's Works while
 // the cache does not show it yet.
 func (r *Reconciler) written(placement *placementv1alpha1.Placement, cluster string, parts []*workv1alpha1.Work) (string, bool) {
-	return r.sharesWritten.lookup(expectationKey(placement, cluster), func(shares string) bool {
+	return r.sharesWritten.Lookup(expectationKey(placement, cluster), func(shares string) bool {
 		return len(parts) > 0 && parts[0].Annotations[placementv1alpha1.SharesAnnotation] == shares
 	})
 }

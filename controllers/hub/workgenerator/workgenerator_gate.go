@@ -2,7 +2,6 @@ package workgenerator
 
 import (
 	"slices"
-	"time"
 
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -11,10 +10,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/percluster"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 )
-
-// expectationTTL bounds how long a Work write not yet seen in the cache stands in
-// for what the cache says.
-const expectationTTL = time.Minute
 
 // gate renders the target revision for each selected cluster, and asks the
 // rollout gate which clusters get it now.
@@ -108,10 +103,10 @@ func worksContent(parts []*workv1alpha1.Work) percluster.Content {
 }
 
 // expectation is the write of a cluster's Works that the cache does not show
-// yet, if any; one the cache shows, or older than expectationTTL, is forgotten.
+// yet, if any; one the cache shows, or older than unseen.TTL, is forgotten.
 func (r *Reconciler) expectation(placement *placementv1alpha1.Placement, cluster string, parts []*workv1alpha1.Work) *rollout.Expectation {
 	rev, _ := clusterworks.Revision(parts)
-	e, ok := r.expected.lookup(expectationKey(placement, cluster), func(e rollout.Expectation) bool { return rev == e.Revision })
+	e, ok := r.expected.Lookup(expectationKey(placement, cluster), func(e rollout.Expectation) bool { return rev == e.Revision })
 	if !ok {
 		return nil
 	}

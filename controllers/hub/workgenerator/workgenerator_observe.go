@@ -2,7 +2,6 @@ package workgenerator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,8 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -23,18 +20,15 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/claims"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/division"
-	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/percluster"
-	"github.com/lodestar-dev/lodestar/internal/reflection"
-	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
+	"github.com/lodestar-dev/lodestar/internal/workshape"
 )
 
 // scope is what one reconcile of a Placement knows and decides, phase by phase.
@@ -175,21 +169,21 @@ func (r *Reconciler) observeLeaving(ctx context.Context, s *scope) error {
 		if err := r.markLeaving(ctx, s.works[cluster], s.now); err != nil {
 			return err
 		}
-		ps, err := r.profileState(ctx, cluster, s.decided.Sets)
+		ps, err := lookup.StateOf(ctx, r.Client, cluster, s.decided.Sets)
 		if err != nil {
 			return err
 		}
-		l := rollout.LeavingOf(cluster, s.works[cluster], ps.revoked, s.now)
+		l := rollout.LeavingOf(cluster, s.works[cluster], ps.Revoked, s.now)
 		failover := s.placement.Spec.Scheduling.Failover
-		if failover != nil && !ps.reachable {
+		if failover != nil && !ps.Reachable {
 			// A failed-over cluster's copy waits for its replacement at most the
 			// failover grace period.
 			l.Deadline = time.Duration(ptr.Deref(failover.GracePeriodSeconds, 600)) * time.Second
 		}
-		l.FailedOver = failover != nil && !ps.reachable
+		l.FailedOver = failover != nil && !ps.Reachable
 		if holding := claims.Holding(s.works[cluster]); len(holding) > 0 {
 			l.Claims = claims.DescribeAll(cluster, holding, 3)
-			l.ClaimsMove = s.placement.Spec.Strategy.Stateful == placementv1alpha1.StatefulMove || ps.drainStateful
+			l.ClaimsMove = s.placement.Spec.Strategy.Stateful == placementv1alpha1.StatefulMove || ps.DrainStateful
 		}
 		if l.Traffic, err = r.trafficOf(ctx, s, cluster); err != nil {
 			return err
@@ -209,7 +203,7 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 		return len(rv.Spec.Overrides) > 0 || rv.Spec.Division != nil
 	}) {
 		var err error
-		if profiles, err = clusterProfiles(ctx, r.Client, s.decided.Clusters, s.decided.Sets); err != nil {
+		if profiles, err = lookup.ProfilesIn(ctx, r.Client, s.decided.Clusters, s.decided.Sets); err != nil {
 			return err
 		}
 	}
@@ -228,7 +222,7 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if s.annotations, err = applyAnnotations(p, target.Manifests); err != nil {
+	if s.annotations, err = workshape.Annotations(p, target.Manifests); err != nil {
 		return fmt.Errorf("the Placement's feedback rules: %w", err)
 	}
 	s.state = rollout.State{Target: s.target.Spec.Hash, Paused: p.Spec.Strategy.Paused, Leaving: len(s.leaving)}
@@ -245,7 +239,7 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 		}
 	}
 	if staged || s.strategy.Type == placementv1alpha1.RolloutExternal {
-		s.state.ApprovedStages, s.state.ApprovedClusters, err = approvals(ctx, r.Client, p, s.target.Name)
+		s.state.ApprovedStages, s.state.ApprovedClusters, err = lookup.Approvals(ctx, r.Client, p, s.target.Name)
 	}
 	return err
 }
@@ -264,88 +258,4 @@ func (r *Reconciler) markLeaving(ctx context.Context, parts []*workv1alpha1.Work
 		}
 	}
 	return nil
-}
-
-// profileState is what the work generator knows of a cluster the Placement
-// left: whether the Placement may no longer use it at all (no ClusterProfile of
-// its name that Lodestar manages lies in the sets: revoked), whether its agent
-// is reachable, and whether it is drained with --include-stateful.
-type profileState struct {
-	revoked, reachable, drainStateful bool
-}
-
-func (r *Reconciler) profileState(ctx context.Context, cluster string, sets []string) (profileState, error) {
-	profiles, err := lookup.ClusterProfilesNamed(ctx, r.Client, cluster)
-	if err != nil {
-		return profileState{}, err
-	}
-	for i := range profiles {
-		if p := &profiles[i]; lookup.Managed(p) && slices.Contains(sets, p.Namespace) && p.DeletionTimestamp.IsZero() {
-			taints, _ := scheduling.ParseTaints(p.Annotations[placementv1alpha1.TaintsAnnotation])
-			return profileState{
-				reachable: !meta.IsStatusConditionFalse(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) &&
-					!meta.IsStatusConditionPresentAndEqual(p.Status.Conditions, placementv1alpha1.AgentReachableCondition, metav1.ConditionUnknown),
-				drainStateful: slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool {
-					return t.Key == placementv1alpha1.DrainTaintKey && t.Value == placementv1alpha1.DrainStatefulValue
-				}),
-			}, nil
-		}
-	}
-	return profileState{revoked: true}, nil
-}
-
-// approvals returns what the RolloutApprovals of the Placement's target revision
-// approve; approvals of other revisions do nothing.
-func approvals(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, target string) (map[string]bool, map[string]bool, error) {
-	list := &placementv1alpha1.RolloutApprovalList{}
-	if err := c.List(ctx, list, client.InNamespace(placement.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, fmt.Errorf("listing RolloutApprovals: %w", err)
-	}
-	stages, clusters := map[string]bool{}, map[string]bool{}
-	for _, a := range list.Items {
-		if a.Spec.Placement != placement.Name || a.Spec.Revision != target || !a.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if a.Spec.Stage != "" {
-			stages[a.Spec.Stage] = true
-		}
-		for _, cl := range a.Spec.Clusters {
-			clusters[cl] = true
-		}
-	}
-	return stages, clusters, nil
-}
-
-// applyAnnotations returns the Work annotations that carry the Placement's apply
-// strategy and status feedback rules to the agents: its own rules, and with
-// status reflection those that report the status of the placed objects, of the
-// kinds of manifests.
-func applyAnnotations(placement *placementv1alpha1.Placement, manifests []runtime.RawExtension) (map[string]string, error) {
-	out := map[string]string{}
-	if s := placement.Spec.ApplyStrategy; s != nil {
-		b, err := json.Marshal(s.Defaulted())
-		if err != nil {
-			return nil, err
-		}
-		out[lodestarworkv1alpha1.ApplyStrategyAnnotation] = string(b)
-	}
-	reflects := placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate
-	if rules := placement.Spec.Reporting.Feedback; len(rules) > 0 || reflects {
-		if _, err := feedback.Compile(rules); err != nil {
-			return nil, err
-		}
-		if reflects {
-			kinds := map[schema.GroupKind]bool{}
-			for _, m := range manifests {
-				kinds[render.KindOf(m.Raw)] = true
-			}
-			rules = reflection.Rules(rules, slices.Collect(maps.Keys(kinds)))
-		}
-		b, err := json.Marshal(rules)
-		if err != nil {
-			return nil, err
-		}
-		out[lodestarworkv1alpha1.StatusFeedbackAnnotation] = string(b)
-	}
-	return out, nil
 }

@@ -1,9 +1,7 @@
 package workgenerator
 
 import (
-	"cmp"
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -104,11 +102,11 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 		stable = s.target.Name
 	}
 	s.retainedBefore = r.retainedBefore(s.placement)
-	st.rollout = rolloutStatus(s, stable)
+	st.rollout = rollout.Status(s.rolloutReport(stable))
 	if len(s.retained) > 0 {
-		r.retainedWritten.store(expectationKey(s.placement, ""), st.rollout.RetainedClaims, s.now)
+		r.retainedWritten.Store(expectationKey(s.placement, ""), st.rollout.RetainedClaims, s.now)
 	}
-	cond, reason, msg := progressing(s.target, s.plan, s.removal, s.placement.Spec.Strategy.Paused, len(s.decided.Clusters))
+	cond, reason, msg := rollout.Progressing(s.target, s.plan, s.removal, s.placement.Spec.Strategy.Paused, len(s.decided.Clusters))
 	cond, reason, msg = r.statefulGate(s, cond, reason, msg)
 	cond, reason, msg = r.divisionGate(s, cond, reason, msg)
 	if len(s.removal.TrafficHeld) > 0 {
@@ -139,8 +137,8 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 			"the PlacementDecision slices are being updated; Works of clusters no longer chosen are removed when they agree")
 		return result
 	}
-	r.failing.set(key, slices.Collect(maps.Keys(s.failed)))
-	r.held.set(key, s.removal.Held)
+	r.failing.Set(key, slices.Collect(maps.Keys(s.failed)))
+	r.held.Set(key, s.removal.Held)
 	if len(s.failed) > 0 {
 		msg := percluster.OverrideFailures(s.failed, len(s.decided.Clusters))
 		if c := meta.FindStatusCondition(s.placement.Status.Conditions, placementv1alpha1.WorkSynchronizedCondition); c == nil || c.Message != msg {
@@ -163,7 +161,7 @@ func (r *Reconciler) retainedBefore(p *placementv1alpha1.Placement) []placementv
 	if ro := p.Status.Rollout; ro != nil {
 		cached = ro.RetainedClaims
 	}
-	written, ok := r.retainedWritten.lookup(expectationKey(p, ""), func(w []placementv1alpha1.RetainedClaims) bool {
+	written, ok := r.retainedWritten.Lookup(expectationKey(p, ""), func(w []placementv1alpha1.RetainedClaims) bool {
 		return equality.Semantic.DeepEqual(w, cached)
 	})
 	if !ok {
@@ -207,157 +205,23 @@ func (r *Reconciler) warnOnce(placement *placementv1alpha1.Placement, reason, ms
 	r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, reason, "Rollout", "%s", msg)
 }
 
-// rolloutStatus is status.rollout for a plan and the clusters being removed.
-// With routine (AllAtOnce), clusters merely on their way to the target are not
-// listed: every cluster is, and the counts say how far; failed and kept clusters
-// are.
-func rolloutStatus(s *scope, stable string) *placementv1alpha1.RolloutStatus {
-	target, plan, removal := s.target, s.plan, s.removal
-	routine := s.strategy.Type == placementv1alpha1.RolloutAllAtOnce
-	st := &placementv1alpha1.RolloutStatus{
-		TargetRevision: target.Name, TargetRevisionNumber: target.Spec.Revision, StableRevision: stable,
-		CurrentStage: plan.Stage, StageClusters: plan.StageClusters,
-		FailedClusters: ptr.To(int32(len(plan.Failed))),
-	}
-	st.RetainedClaims = retainedClaims(s.retainedBefore, s.retained, s.decided.Clusters, s.now)
-	updated := int32(0)
-	defer func() { st.UpdatedClusters = ptr.To(updated) }()
-	if !plan.StageStarted.IsZero() {
-		st.StageStartTime = &metav1.Time{Time: plan.StageStarted.Truncate(time.Second)}
-	}
-	rank := map[placementv1alpha1.ClusterRolloutState]int{
-		placementv1alpha1.ClusterFailed: 0, placementv1alpha1.ClusterUpdating: 1, placementv1alpha1.ClusterSoaking: 2,
-		placementv1alpha1.ClusterSkipped: 3, placementv1alpha1.ClusterPending: 4,
-	}
-	var listed []placementv1alpha1.ClusterRollout
-	for _, cp := range plan.Clusters {
-		if cp.State == placementv1alpha1.ClusterSucceeded {
-			updated++
-			continue
-		}
-		if routine && cp.State != placementv1alpha1.ClusterFailed {
-			continue
-		}
-		listed = append(listed, placementv1alpha1.ClusterRollout{Name: cp.Name, Stage: cp.Stage, State: cp.State, Reason: message.Truncate(cp.Reason, 1024)})
-	}
-	for _, l := range s.leaving {
-		switch {
-		case slices.Contains(removal.Held, l.Name):
-			listed = append(listed, placementv1alpha1.ClusterRollout{Name: l.Name, State: placementv1alpha1.ClusterSkipped,
-				Reason: "left the Placement: held by its claims (spec.strategy.stateful: Hold): " + l.Claims})
-		case slices.Contains(removal.Kept, l.Name):
-			listed = append(listed, placementv1alpha1.ClusterRollout{Name: l.Name, State: placementv1alpha1.ClusterSkipped,
-				Reason: "left the Placement: kept until the clusters added are Available"})
-		}
-	}
-	hashes := map[string]string{}
+// rolloutReport is what status.rollout is made of, from what the reconcile
+// found and did.
+func (s *scope) rolloutReport(stable string) rollout.Report {
+	holds := map[string]string{}
 	for _, c := range s.clusters {
-		hashes[c.Name] = c.Revision
+		holds[c.Name] = c.Revision
 	}
 	for _, l := range s.leaving {
-		hashes[l.Name], _ = clusterworks.Revision(s.works[l.Name])
+		holds[l.Name], _ = clusterworks.Revision(s.works[l.Name])
 	}
-	for i := range listed {
-		if rev := s.revisionOf(hashes[listed[i].Name]); rev != nil {
-			listed[i].Revision = rev.Name
+	for name, hash := range holds {
+		holds[name] = ""
+		if rev := s.revisionOf(hash); rev != nil {
+			holds[name] = rev.Name
 		}
 	}
-	slices.SortStableFunc(listed, func(a, b placementv1alpha1.ClusterRollout) int {
-		return cmp.Or(cmp.Compare(rank[a.State], rank[b.State]), cmp.Compare(a.Name, b.Name))
-	})
-	if len(listed) > maxListedRollout {
-		listed = listed[:maxListedRollout]
-	}
-	slices.SortFunc(listed, func(a, b placementv1alpha1.ClusterRollout) int { return cmp.Compare(a.Name, b.Name) })
-	st.Clusters = listed
-	return st
-}
-
-// maxListedRollout caps status.rollout.clusters.
-const maxListedRollout = 100
-
-// progressing is the Progressing condition for a plan and a removal.
-func progressing(target *placementv1alpha1.PlacementRevision, plan rollout.Plan, removal rollout.Removal, paused bool, selected int) (metav1.ConditionStatus, string, string) {
-	head := fmt.Sprintf("revision %d: %d of %s updated", target.Spec.Revision, selected-len(plan.Failed)-pendingCount(plan), message.Count(selected, "cluster"))
-	failed := ""
-	if len(plan.Failed) > 0 {
-		failed = fmt.Sprintf("; failed: %s", failedSummary(plan))
-	}
-	switch {
-	case plan.BudgetExceeded:
-		return metav1.ConditionFalse, placementv1alpha1.ReasonFailureBudgetExceeded, head + failed
-	case selected == 0 && len(removal.Kept) == 0:
-		// Nothing rolled out is not a rollout complete.
-		return metav1.ConditionFalse, placementv1alpha1.ReasonNoClusters,
-			fmt.Sprintf("revision %d: no cluster is selected, so it goes nowhere (the Scheduled condition says why)", target.Spec.Revision)
-	case plan.Done && len(removal.Kept) == 0:
-		if len(removal.Forced) > 0 {
-			return metav1.ConditionFalse, placementv1alpha1.ReasonProgressDeadlineExceeded,
-				fmt.Sprintf("%s; removed %s before the clusters added were Available (progress deadline)", head, message.List(removal.Forced, 5, ", "))
-		}
-		if deadline := deadlineFailures(plan); len(deadline) > 0 {
-			return metav1.ConditionFalse, placementv1alpha1.ReasonProgressDeadlineExceeded, head + failed
-		}
-		if len(plan.Failed) > 0 {
-			// Within the failure budget, but not everywhere: not "complete".
-			return metav1.ConditionFalse, placementv1alpha1.ReasonRolloutCompleteWithFailures, head + failed
-		}
-		return metav1.ConditionTrue, placementv1alpha1.ReasonRolloutComplete, head
-	case paused:
-		return metav1.ConditionUnknown, placementv1alpha1.ReasonRolloutPaused, head + "; paused" + failed
-	case plan.WaitingForApproval != "" && inFlight(plan) == 0:
-		what := "stage " + plan.WaitingForApproval
-		if plan.WaitingForApproval == "clusters" {
-			what = "clusters"
-		}
-		return metav1.ConditionUnknown, placementv1alpha1.ReasonWaitingForApproval,
-			fmt.Sprintf("%s; %s waits for a RolloutApproval of revision %s%s", head, what, target.Name, failed)
-	case plan.Blocked && inFlight(plan) == 0:
-		return metav1.ConditionFalse, placementv1alpha1.ReasonRolloutBlocked, head + "; maxUnavailable is 0 and every cluster left is Available" + failed
-	}
-	msg := head + failed
-	if len(removal.Kept) > 0 {
-		msg += fmt.Sprintf("; keeping %s until the clusters added are Available", message.List(removal.Kept, 5, ", "))
-	}
-	return metav1.ConditionTrue, placementv1alpha1.ReasonRolloutInProgress, msg
-}
-
-func pendingCount(plan rollout.Plan) int {
-	n := 0
-	for _, c := range plan.Clusters {
-		if c.State != placementv1alpha1.ClusterSucceeded && c.State != placementv1alpha1.ClusterFailed {
-			n++
-		}
-	}
-	return n
-}
-
-func inFlight(plan rollout.Plan) int {
-	n := 0
-	for _, c := range plan.Clusters {
-		if c.State == placementv1alpha1.ClusterUpdating || c.State == placementv1alpha1.ClusterSoaking {
-			n++
-		}
-	}
-	return n
-}
-
-func deadlineFailures(plan rollout.Plan) []string {
-	var out []string
-	for _, c := range plan.Clusters {
-		if c.ByDeadline {
-			out = append(out, c.Name)
-		}
-	}
-	return out
-}
-
-func failedSummary(plan rollout.Plan) string {
-	var parts []string
-	for _, c := range plan.Clusters {
-		if c.State == placementv1alpha1.ClusterFailed {
-			parts = append(parts, c.Name+" ("+message.Truncate(c.Reason, 200)+")")
-		}
-	}
-	return message.List(parts, 5, ", ")
+	return rollout.Report{Target: s.target, Stable: stable, Routine: s.strategy.Type == placementv1alpha1.RolloutAllAtOnce,
+		Plan: s.plan, Removal: s.removal, Leaving: s.leaving, Holds: holds,
+		Retained: rollout.RetainedClaims(s.retainedBefore, s.retained, s.decided.Clusters, s.now)}
 }

@@ -1,11 +1,9 @@
 package workgenerator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -19,25 +17,14 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
-	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
-	"github.com/lodestar-dev/lodestar/internal/percluster"
-	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
+	"github.com/lodestar-dev/lodestar/internal/workshape"
 )
 
 // workWriters is how many clusters' Works of one Placement are written at once.
 const workWriters = 16
-
-// managedAnnotations are the Work annotations the work generator sets, and
-// removes when a Work should not carry them.
-var managedAnnotations = []string{
-	lodestarworkv1alpha1.ApplyStrategyAnnotation, lodestarworkv1alpha1.StatusFeedbackAnnotation,
-	placementv1alpha1.WorkPartsAnnotation, placementv1alpha1.LeavingSinceAnnotation, placementv1alpha1.SharesAnnotation,
-	placementv1alpha1.ServicesWithdrawnAnnotation, placementv1alpha1.ServicesWithdrawnAtAnnotation,
-}
 
 // writeWorks gives each selected cluster's Works what the gate says they carry.
 func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
@@ -57,7 +44,7 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
 		if rev == c.Hash {
 			since = parts[0].Annotations[placementv1alpha1.RevisionSinceAnnotation]
 		}
-		desired := desiredWorks(s.placement, cluster, c, since, s.annotations, r.Scope.ManagerName())
+		desired := workshape.Desired(s.placement, cluster, c, since, s.annotations, r.Scope.ManagerName())
 		eg.Go(func() error {
 			wrote, err := r.writeCluster(ctx, s.placement, parts, desired)
 			if err != nil {
@@ -65,112 +52,15 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
 			}
 			if wrote && rev != c.Hash {
 				e := rollout.Expectation{Revision: c.Hash, Since: rollout.ParseTime(since, s.now)}
-				r.expected.store(expectationKey(s.placement, cluster), e, e.Since)
+				r.expected.Store(expectationKey(s.placement, cluster), e, e.Since)
 			}
 			if wrote && c.Shares != "" && (len(parts) == 0 || parts[0].Annotations[placementv1alpha1.SharesAnnotation] != c.Shares) {
-				r.sharesWritten.store(expectationKey(s.placement, cluster), c.Shares, s.now)
+				r.sharesWritten.Store(expectationKey(s.placement, cluster), c.Shares, s.now)
 			}
 			return nil
 		})
 	}
 	return eg.Wait()
-}
-
-// desiredWorks are the Works that carry c to cluster: one, or as many parts as
-// its manifests need (render.Split), each labelled with its Placement, cluster
-// and part and the hub manager that writes it, and annotated with its revision,
-// since when it holds it, and how the agent applies it.
-func desiredWorks(placement *placementv1alpha1.Placement, cluster string, c percluster.Content, since string, annotations map[string]string, manager string) []*workv1alpha1.Work {
-	split := render.Split(c.Manifests)
-	out := make([]*workv1alpha1.Work, 0, len(split))
-	for i, manifests := range split {
-		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
-			Name: names.WorkPart(placement.Namespace, placement.Name, i), Namespace: names.ClusterNamespace(cluster),
-			Labels:      lookup.WorkLabels(placement),
-			Annotations: map[string]string{placementv1alpha1.RevisionAnnotation: c.Hash, placementv1alpha1.RevisionSinceAnnotation: since},
-			Finalizers:  []string{lodestarworkv1alpha1.WorkFinalizer},
-		}}
-		w.Labels[placementv1alpha1.ClusterLabel] = names.LabelValue(cluster)
-		w.Labels[placementv1alpha1.HubManagerLabel] = manager
-		if i > 0 {
-			w.Labels[placementv1alpha1.WorkPartLabel] = strconv.Itoa(i)
-		}
-		if len(split) > 1 {
-			w.Annotations[placementv1alpha1.WorkPartsAnnotation] = strconv.Itoa(len(split))
-		}
-		for k, v := range annotations {
-			w.Annotations[k] = v
-		}
-		if i == 0 && c.Shares != "" {
-			w.Annotations[placementv1alpha1.SharesAnnotation] = c.Shares
-		}
-		w.Spec.Workload.Manifests = make([]workv1alpha1.Manifest, 0, len(manifests))
-		for _, m := range manifests {
-			w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1alpha1.Manifest{RawExtension: m})
-		}
-		out = append(out, w)
-	}
-	return out
-}
-
-// merged is existing (a read-only cache object) as desired makes it: its
-// labels, the annotations the work generator manages and the manifests;
-// everything else, others' labels and annotations and the finalizers included,
-// stays. The agent writes the Work finalizer (desiredWorks only creates Works
-// with it).
-func merged(existing, desired *workv1alpha1.Work) *workv1alpha1.Work {
-	out := existing.DeepCopy()
-	if out.Labels == nil {
-		out.Labels = map[string]string{}
-	}
-	delete(out.Labels, placementv1alpha1.WorkPartLabel)
-	for k, v := range desired.Labels {
-		out.Labels[k] = v
-	}
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
-	for _, k := range managedAnnotations {
-		delete(out.Annotations, k)
-	}
-	for k, v := range desired.Annotations {
-		out.Annotations[k] = v
-	}
-	out.Spec = *desired.Spec.DeepCopy()
-	return out
-}
-
-// holds tells whether existing is already what merged would make it of desired:
-// desired's labels (the part label only when desired has it), the managed
-// annotations as desired has them, and the manifests byte for byte. It reads,
-// where a deep comparison of merged with existing (status included, manifests
-// byte by byte through reflection) took most of the hub manager's CPU in a
-// fan-out to thousands of clusters.
-func holds(existing, desired *workv1alpha1.Work) bool {
-	if _, ok := existing.Labels[placementv1alpha1.WorkPartLabel]; ok != (desired.Labels[placementv1alpha1.WorkPartLabel] != "") {
-		return false
-	}
-	for k, v := range desired.Labels {
-		if got, ok := existing.Labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	for _, k := range managedAnnotations {
-		got, ok := existing.Annotations[k]
-		want, wanted := desired.Annotations[k]
-		if ok != wanted || got != want {
-			return false
-		}
-	}
-	for k, v := range desired.Annotations {
-		if got, ok := existing.Annotations[k]; !ok || got != v {
-			return false
-		}
-	}
-	have, want := existing.Spec.Workload.Manifests, desired.Spec.Workload.Manifests
-	return len(have) == len(want) && slices.EqualFunc(have, want, func(a, b workv1alpha1.Manifest) bool {
-		return a.Object == nil && b.Object == nil && bytes.Equal(a.Raw, b.Raw)
-	})
 }
 
 // writeCluster brings a cluster's Works (parts, read-only cache objects) to
@@ -198,10 +88,10 @@ func (r *Reconciler) writeCluster(ctx context.Context, placement *placementv1alp
 		if cur.Labels[placementv1alpha1.PlacementNamespaceLabel] != placement.Namespace || cur.Labels[placementv1alpha1.PlacementNameLabel] != names.LabelValue(placement.Name) {
 			return wrote, fmt.Errorf("the Work %s belongs to another Placement", klog.KObj(cur))
 		}
-		if holds(cur, d) {
+		if workshape.Holds(cur, d) {
 			continue
 		}
-		if err := r.Client.Patch(ctx, merged(cur, d), client.MergeFrom(cur)); err != nil {
+		if err := r.Client.Patch(ctx, workshape.Merged(cur, d), client.MergeFrom(cur)); err != nil {
 			return wrote, err
 		}
 		wrote = true
@@ -249,7 +139,8 @@ func (r *Reconciler) adopt(ctx context.Context, placement *placementv1alpha1.Pla
 // Placement left: withdraws the endpoints of those whose traffic moves, and
 // removes the Works of those that may go.
 func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
-	s.removal = rollout.Depart(s.leavingByObject(), s.selectedByObject(), s.strategy.Deadline, s.now)
+	leaving, selected := rollout.ByObject(s.leaving, s.clusters, s.works, s.renderer.Surging())
+	s.removal = rollout.Depart(leaving, selected, s.strategy.Deadline, s.now)
 	for _, cluster := range s.removal.Withdraw {
 		if err := r.withdraw(ctx, s, cluster); err != nil {
 			return err
@@ -290,52 +181,10 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error
 	return nil
 }
 
-// selectedByObject is the selected clusters as the removal of the clusters
-// left sees them (read only when clusters are leaving): with what their Works
-// carry and have Available, object by object, so that a copy the Placement
-// left that serves a Deployment goes only once the Deployment is Available
-// elsewhere, whatever the other objects do. A cluster without Works, or whose
-// Works the cache shows at another revision than was written, counts as a
-// whole. While a division is not settled (a share raised is not Available
-// yet) nothing counts as Available, so that a cluster left keeps its replicas
-// until the others carry theirs (or the progress deadline passes).
-func (s *scope) selectedByObject() []rollout.Cluster {
-	if len(s.leaving) == 0 {
-		return s.clusters
-	}
-	surging := s.renderer.Surging()
-	out := slices.Clone(s.clusters)
-	for i := range out {
-		c := &out[i]
-		if surging {
-			c.Available = metav1.ConditionUnknown
-		}
-		parts := s.works[c.Name]
-		if rev, _ := clusterworks.Revision(parts); c.Revision == "" || rev != c.Revision {
-			continue
-		}
-		c.Objects, c.AvailableObjects = rollout.ObjectsOf(parts)
-		if surging {
-			c.AvailableObjects = map[string]bool{}
-		}
-	}
-	return out
-}
-
 // leavingNamed is the cluster left of that name, nil when there is none.
 func (s *scope) leavingNamed(cluster string) *rollout.Leaving {
 	if i := slices.IndexFunc(s.leaving, func(l rollout.Leaving) bool { return l.Name == cluster }); i >= 0 {
 		return &s.leaving[i]
 	}
 	return nil
-}
-
-// leavingByObject adds to the clusters the Placement left what their copies
-// have Available, object by object.
-func (s *scope) leavingByObject() []rollout.Leaving {
-	out := slices.Clone(s.leaving)
-	for i := range out {
-		_, out[i].AvailableObjects = rollout.ObjectsOf(s.works[out[i].Name])
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package workgenerator
+package workshape
 
 import (
 	"testing"
@@ -27,7 +27,7 @@ func TestHoldsAgreesWithMerged(t *testing.T) {
 	desired := work(map[string]string{"a": "1"}, map[string]string{rev: "h1", strategy: "s"}, `{"x":1}`)
 	existing := work(map[string]string{"a": "1", "theirs": "x"}, map[string]string{rev: "h1", strategy: "s", "theirs": "y"}, `{"x":1}`)
 	existing.Status.Conditions = []metav1.Condition{{Type: "Applied", Status: metav1.ConditionTrue}}
-	g.Expect(holds(existing, desired)).To(BeTrue(), "others' labels, annotations and the status are not the generator's")
+	g.Expect(Holds(existing, desired)).To(BeTrue(), "others' labels, annotations and the status are not the generator's")
 
 	for name, changed := range map[string]*workv1alpha1.Work{
 		"a manifest":                work(map[string]string{"a": "1"}, map[string]string{rev: "h1"}, `{"x":2}`),
@@ -37,9 +37,9 @@ func TestHoldsAgreesWithMerged(t *testing.T) {
 		"a managed annotation gone": work(map[string]string{"a": "1"}, nil, `{"x":1}`),
 		"a part label":              work(map[string]string{"a": "1", placementv1alpha1.WorkPartLabel: "1"}, map[string]string{rev: "h1"}, `{"x":1}`),
 	} {
-		g.Expect(holds(existing, changed)).To(BeFalse(), name)
-		g.Expect(holds(merged(existing, changed), changed)).To(BeTrue(), name+", once merged")
+		g.Expect(Holds(existing, changed)).To(BeFalse(), name)
+		g.Expect(Holds(Merged(existing, changed), changed)).To(BeTrue(), name+", once merged")
 	}
 	parted := work(map[string]string{"a": "1", placementv1alpha1.WorkPartLabel: "1"}, map[string]string{rev: "h1", strategy: "s"}, `{"x":1}`)
-	g.Expect(holds(parted, desired)).To(BeFalse(), "a part label desired no more")
+	g.Expect(Holds(parted, desired)).To(BeFalse(), "a part label desired no more")
 }
