@@ -37,6 +37,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/percluster"
+	"github.com/lodestar-dev/lodestar/internal/phases"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
@@ -96,47 +97,37 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=reserved,verbs=update
 
 // Reconcile brings the Works of one Placement in line with its current revision
-// and its PlacementDecisions, as far as its rollout strategy lets it: observe,
-// gate, write Works, remove the clusters it left, status.
+// and its PlacementDecisions, as far as its rollout strategy lets it: claim
+// (finalizer, tenant mark), observe, gate, write Works, remove the clusters it
+// left, report; one status write at the end.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	placement := &placementv1alpha1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
-	st := &status{}
+	s := &scope{placement: placement, now: time.Now(), failed: map[string]string{}, st: &status{}}
 	defer func() {
-		retErr = errors.Join(retErr, r.applyStatus(ctx, placement, st))
-		if d := st.deferred; d > 0 && retErr == nil && requeue.Soonest(d, result.RequeueAfter) == d {
+		retErr = errors.Join(retErr, r.applyStatus(ctx, placement, s.st))
+		if d := s.st.deferred; d > 0 && retErr == nil && requeue.Soonest(d, result.RequeueAfter) == d {
 			// Only counts wait: behind the reconciles of changes.
 			result.RequeueAfter, result.Priority = d, ptr.To(handler.LowPriority)
 		}
 	}()
 	if !placement.DeletionTimestamp.IsZero() {
 		r.forget(placement)
-		return ctrl.Result{}, r.reconcileDelete(ctx, placement, st)
+		return ctrl.Result{}, r.reconcileDelete(ctx, placement, s.st)
 	}
-	if err := patch.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, true); err != nil {
+	return phases.Run(ctx, s, r.claim, r.observe, r.gate, r.writeWorks, r.removeLeft, r.report)
+}
+
+// claim holds the Placement with the finalizer and marks its namespace a
+// tenant's.
+func (r *Reconciler) claim(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := patch.SetFinalizer(ctx, r.Client, s.placement, placementv1alpha1.PlacementFinalizer, true); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := lookup.MarkTenant(ctx, r.Client, placement.Namespace); err != nil {
-		return ctrl.Result{}, err
-	}
-	s, err := r.observe(ctx, placement, st)
-	if err != nil || s == nil {
-		return ctrl.Result{}, err // nil scope: waiting, as st says
-	}
-	if err := r.gate(s); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.writeWorks(ctx, s); err != nil {
-		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWorkFailed, "%v", err)
-		return ctrl.Result{}, err
-	}
-	if err := r.removeLeft(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	return r.report(s, st), nil
+	return ctrl.Result{}, lookup.MarkTenant(ctx, r.Client, s.placement.Namespace)
 }
 
 // reconcileDelete deletes every Work of the Placement and releases the Placement

@@ -1,6 +1,9 @@
 package workgenerator
 
 import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 	"slices"
 
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -13,10 +16,10 @@ import (
 
 // gate renders the target revision for each selected cluster, and asks the
 // rollout gate which clusters get it now.
-func (r *Reconciler) gate(s *scope) error {
+func (r *Reconciler) gate(_ context.Context, s *scope) (ctrl.Result, error) {
 	target, err := s.renderer.Revision(s.target)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if target.Division != nil || s.divides() {
 		d := r.newDivider(s)
@@ -33,7 +36,7 @@ func (r *Reconciler) gate(s *scope) error {
 		if why := percluster.OverrideFailure(err); why != "" {
 			s.failed[name] = why
 		} else if err != nil {
-			return err
+			return ctrl.Result{}, err
 		} else {
 			s.targetOf[name] = tc
 		}
@@ -42,7 +45,7 @@ func (r *Reconciler) gate(s *scope) error {
 		s.clusters = append(s.clusters, c)
 	}
 	s.plan = rollout.Compute(s.clusters, s.strategy, s.state, s.now)
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // contentFor is what a selected cluster's Works carry after this reconcile:

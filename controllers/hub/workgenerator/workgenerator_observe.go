@@ -26,6 +26,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/percluster"
+	"github.com/lodestar-dev/lodestar/internal/phases"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 	"github.com/lodestar-dev/lodestar/internal/workshape"
@@ -34,9 +35,12 @@ import (
 // scope is what one reconcile of a Placement knows and decides, phase by phase.
 type scope struct {
 	placement *placementv1alpha1.Placement
-	now       time.Time
-	strategy  rollout.Strategy
-	decided   lookup.Decisions
+	// st is the work generator's part of the Placement's status, as this
+	// reconcile finds it; written once, at the end.
+	st       *status
+	now      time.Time
+	strategy rollout.Strategy
+	decided  lookup.Decisions
 	// target is the revision rolled out, stable the last one every cluster had,
 	// revs every revision, newest first.
 	target, stable *placementv1alpha1.PlacementRevision
@@ -76,21 +80,23 @@ type scope struct {
 }
 
 // observe reads what the Placement's rollout starts from: its strategy, the
-// revision to roll out, its decisions, its Works and the clusters it left. A
-// nil scope means there is nothing to do yet, as st says.
-func (r *Reconciler) observe(ctx context.Context, placement *placementv1alpha1.Placement, st *status) (*scope, error) {
-	s := &scope{placement: placement, now: time.Now(), failed: map[string]string{}}
+// revision to roll out, its decisions, its Works and the clusters it left. It
+// waits when there is nothing to do yet, as the status says.
+func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
+	placement, st := s.placement, s.st
 	var err error
 	if s.strategy, err = rollout.StrategyFor(placement.Spec.Strategy); err != nil {
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonInvalidStrategy, "%v", err)
 		r.Recorder.Eventf(placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonInvalidStrategy, "Rollout", "%v", err)
-		return nil, reconcile.TerminalError(err)
+		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-	if ok, err := r.observeRevisions(ctx, s, st); !ok || err != nil {
-		return nil, err
+	if ok, err := r.observeRevisions(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	} else if !ok {
+		return phases.Wait(0)
 	}
 	if s.decided, err = lookup.DecidedIn(ctx, r.Client, placement, r.Scope.Sets); err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	if len(s.decided.Rejected) > 0 {
 		ctrl.LoggerFrom(ctx).Info("Ignoring PlacementDecisions that may not send Works", "rejected", s.decided.Rejected)
@@ -105,22 +111,23 @@ func (r *Reconciler) observe(ctx context.Context, placement *placementv1alpha1.P
 			msg += "; ignored: " + message.List(s.decided.Rejected, 3, "; ")
 		}
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForDecisions, "%s", msg)
-		return nil, nil
+		return phases.Wait(0)
 	}
 	works, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	s.works = clusterworks.ByCluster(slices.DeleteFunc(works, func(w workv1alpha1.Work) bool { return !w.DeletionTimestamp.IsZero() }))
 	if err := r.observeLeaving(ctx, s); err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
-	return s, r.observeClusters(ctx, s)
+	return ctrl.Result{}, r.observeClusters(ctx, s)
 }
 
 // observeRevisions finds the revision the revision maker names and the one
 // every cluster had; false when there is none to roll out, as st says.
-func (r *Reconciler) observeRevisions(ctx context.Context, s *scope, st *status) (bool, error) {
+func (r *Reconciler) observeRevisions(ctx context.Context, s *scope) (bool, error) {
+	st := s.st
 	p := s.placement
 	// A refused selector (InvalidResourceSelector) still renders the others
 	// into status.revision; any other False Rendered made no revision.

@@ -92,7 +92,8 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 // report is the rollout's status from what the reconcile found and did: the
 // rollout and its Progressing condition, WorkSynchronized, how Work status
 // reports concern the Placement from now on, and when to look again.
-func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
+func (r *Reconciler) report(_ context.Context, s *scope) (ctrl.Result, error) {
+	st := s.st
 	key := client.ObjectKeyFromObject(s.placement)
 	stable := ""
 	if s.stable != nil {
@@ -135,7 +136,7 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 		// one slice to another. Works are removed once every slice agrees.
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForDecisions,
 			"the PlacementDecision slices are being updated; Works of clusters no longer chosen are removed when they agree")
-		return result
+		return result, nil
 	}
 	r.failing.Set(key, slices.Collect(maps.Keys(s.failed)))
 	r.held.Set(key, s.removal.Held)
@@ -145,11 +146,11 @@ func (r *Reconciler) report(s *scope, st *status) ctrl.Result {
 			r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonOverrideFailed, "Render", "%s", msg)
 		}
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonOverrideFailed, "%s", msg)
-		return result
+		return result, nil
 	}
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
 		"revision %d (%s); the Works of %s hold what the rollout gives them", s.target.Spec.Revision, s.target.Spec.Hash, message.Count(len(s.decided.Clusters), "cluster"))
-	return result
+	return result, nil
 }
 
 // retainedBefore is status.rollout.retainedClaims as the generator last wrote

@@ -26,8 +26,17 @@ import (
 // workWriters is how many clusters' Works of one Placement are written at once.
 const workWriters = 16
 
-// writeWorks gives each selected cluster's Works what the gate says they carry.
-func (r *Reconciler) writeWorks(ctx context.Context, s *scope) error {
+// writeWorks gives each selected cluster's Works what the gate says they
+// carry; WorkSynchronized says when that fails.
+func (r *Reconciler) writeWorks(ctx context.Context, s *scope) (ctrl.Result, error) {
+	err := r.writeAll(ctx, s)
+	if err != nil {
+		s.st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWorkFailed, "%v", err)
+	}
+	return ctrl.Result{}, err
+}
+
+func (r *Reconciler) writeAll(ctx context.Context, s *scope) error {
 	var eg errgroup.Group
 	eg.SetLimit(workWriters)
 	for _, cluster := range s.decided.Clusters {
@@ -138,12 +147,12 @@ func (r *Reconciler) adopt(ctx context.Context, placement *placementv1alpha1.Pla
 // removeLeft carries out what rollout.Depart decides of the clusters the
 // Placement left: withdraws the endpoints of those whose traffic moves, and
 // removes the Works of those that may go.
-func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
+func (r *Reconciler) removeLeft(ctx context.Context, s *scope) (ctrl.Result, error) {
 	leaving, selected := rollout.ByObject(s.leaving, s.clusters, s.works, s.renderer.Surging())
 	s.removal = rollout.Depart(leaving, selected, s.strategy.Deadline, s.now)
 	for _, cluster := range s.removal.Withdraw {
 		if err := r.withdraw(ctx, s, cluster); err != nil {
-			return err
+			return ctrl.Result{}, err
 		}
 	}
 	for _, cluster := range s.removal.Remove {
@@ -151,7 +160,7 @@ func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
 		ctrl.LoggerFrom(ctx).Info("Removing the Works of a cluster the Placement left", "cluster", cluster, "forced", forced, "sets", s.decided.Sets)
 		for _, w := range s.works[cluster] {
 			if err := r.deleteWork(ctx, w); err != nil {
-				return err
+				return ctrl.Result{}, err
 			}
 			if kept := r.noteRetainedClaims(s.placement, w); len(kept) > 0 {
 				if s.retained == nil {
@@ -165,7 +174,7 @@ func (r *Reconciler) removeLeft(ctx context.Context, s *scope) error {
 				"removed the Works of cluster %s, which the Placement left, before the clusters added were Available (progress deadline %s)", cluster, s.strategy.Deadline)
 		}
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // deleteWork deletes a Work of the Placement (a read-only cache object) that is
