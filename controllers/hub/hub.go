@@ -165,7 +165,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := (&clustercleanup.Reconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(clustercleanup.Name), GracePeriod: opts.CleanupGracePeriod,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(clustercleanup.Name), GracePeriod: opts.CleanupGracePeriod,
 		ClusterSetNamespaces: opts.ClusterSetNamespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster cleanup controller: %w", err)

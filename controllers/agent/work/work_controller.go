@@ -137,6 +137,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		status = ptr.To(invalidStrategyStatus(work, err))
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
+	return r.applyWork(ctx, work, p, &status)
+}
+
+// applyWork applies the Work's manifests, records what was applied, removes what
+// it no longer asks for, and says what the Work's status is (*status).
+func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work, p plan, status **workv1alpha1.WorkStatus) (ctrl.Result, error) {
 	applied, err := r.appliedWork(ctx, work)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -155,14 +161,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	kept, blocked, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, p.deletionPolicy(work))
 	r.namePodBlockers(ctx, results)
 	r.readClaims(ctx, results)
-	status = ptr.To(newWorkStatus(work, results, p, r.Readiness, blocked))
+	*status = ptr.To(newWorkStatus(work, results, p, r.Readiness, blocked))
 	if err := r.writeRecords(ctx, applied, kept); err != nil {
 		return ctrl.Result{}, errors.Join(cleanupErr, err)
 	}
 	if err := errors.Join(cleanupErr, transientErrors(results)); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: requeueAfter(results, *status, p)}, nil
+	return ctrl.Result{RequeueAfter: requeueAfter(results, **status, p)}, nil
 }
 
 // recordCorrections tells, with an event on the Work and in the log, what the agent

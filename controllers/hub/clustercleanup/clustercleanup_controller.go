@@ -3,6 +3,7 @@
 package clustercleanup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -46,8 +47,12 @@ const DefaultGracePeriod = 10 * time.Minute
 // the grace period, leaving the member's objects in place), its namespace with the
 // agent's identity and Lease, and the agent's Role in the cluster set.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader lists the Works of a cluster being removed from the API
+	// server: the cache holds only this manager's, and hand-written Works go
+	// too (Client when nil).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// GracePeriod is how long an unreachable agent has to clean up.
 	GracePeriod time.Duration
 	// ClusterSetNamespaces are the cluster sets the hub manages: ClusterProfiles
@@ -78,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ns := names.ClusterNamespace(profile.Name)
 
 	works := &workv1alpha1.WorkList{}
-	if err := r.Client.List(ctx, works, client.InNamespace(ns)); err != nil {
+	if err := cmp.Or[client.Reader](r.APIReader, r.Client).List(ctx, works, client.InNamespace(ns)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(works.Items) > 0 {

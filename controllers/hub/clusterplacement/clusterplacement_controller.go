@@ -70,43 +70,53 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	if !cp.DeletionTimestamp.IsZero() {
-		// The carrying Placement's own finalizer waits for its Works to go; the
-		// ClusterPlacement waits for it.
-		if exists {
-			if carrier.DeletionTimestamp.IsZero() {
-				if err := r.Client.Delete(ctx, carrier); client.IgnoreNotFound(err) != nil {
-					return ctrl.Result{}, err
-				}
-			}
-			return ctrl.Result{}, nil // Its deletion triggers the next reconcile.
-		}
-		return ctrl.Result{}, patch.SetFinalizer(ctx, r.Client, cp, placementv1alpha1.PlacementFinalizer, false)
+		return ctrl.Result{}, r.reconcileDelete(ctx, cp, carrier, exists)
 	}
+	return ctrl.Result{}, r.carry(ctx, cp, carrier, exists, key)
+}
+
+// reconcileDelete deletes the carrying Placement, whose own finalizer waits
+// for its Works to go; the ClusterPlacement waits for it, then lets go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, cp *placementv1alpha1.ClusterPlacement, carrier *placementv1alpha1.Placement, exists bool) error {
+	if exists {
+		if carrier.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, carrier); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		return nil // Its deletion triggers the next reconcile.
+	}
+	return patch.SetFinalizer(ctx, r.Client, cp, placementv1alpha1.PlacementFinalizer, false)
+}
+
+// carry makes the carrying Placement (key) carry the ClusterPlacement's spec,
+// creating it when it does not exist, and copies its status back.
+func (r *Reconciler) carry(ctx context.Context, cp *placementv1alpha1.ClusterPlacement, carrier *placementv1alpha1.Placement, exists bool, key client.ObjectKey) error {
 	if err := patch.SetFinalizer(ctx, r.Client, cp, placementv1alpha1.PlacementFinalizer, true); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	if !exists {
 		if err := r.ensureNamespace(ctx); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		carrier = &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{
 			Name: key.Name, Namespace: key.Namespace,
 			Annotations: map[string]string{placementv1alpha1.ClusterPlacementAnnotation: cp.Name},
 		}, Spec: cp.Spec}
 		if err := r.Client.Create(ctx, carrier); err != nil {
-			return ctrl.Result{}, fmt.Errorf("creating the carrying Placement: %w", err)
+			return fmt.Errorf("creating the carrying Placement: %w", err)
 		}
-		return ctrl.Result{}, nil // Its status arrives with its events.
+		return nil // Its status arrives with its events.
 	}
 	if !equality.Semantic.DeepEqual(carrier.Spec, cp.Spec) {
 		base := carrier.DeepCopy()
 		carrier.Spec = cp.Spec
 		if err := r.Client.Patch(ctx, carrier, client.MergeFrom(base)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("updating the carrying Placement: %w", err)
+			return fmt.Errorf("updating the carrying Placement: %w", err)
 		}
-		return ctrl.Result{}, nil // Its status follows.
+		return nil // Its status follows.
 	}
-	return ctrl.Result{}, r.copyStatus(ctx, cp, carrier)
+	return r.copyStatus(ctx, cp, carrier)
 }
 
 // inTheWay says on the ClusterPlacement that a Placement the hub did not make

@@ -97,13 +97,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		_, rmErr := r.removeCopies(ctx, grant, nil)
 		return ctrl.Result{}, errors.Join(rmErr, reconcile.TerminalError(err))
 	}
+	return r.copyCredentials(ctx, grant, sel, &st)
+}
+
+// copyCredentials copies the granted clusters' credentials into the grant's
+// namespace, removes the copies no longer granted, and says when the next
+// token expires.
+func (r *Reconciler) copyCredentials(ctx context.Context, grant *placementv1alpha1.MemberAccessGrant, sel labels.Selector, st *status) (ctrl.Result, error) {
 	clusters, err := r.granted(ctx, grant, sel)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	st.clusters = len(clusters)
 	now := time.Now()
-	credentials, err := r.credentials(ctx, clusters, now, &st)
+	credentials, err := r.credentials(ctx, clusters, now, st)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

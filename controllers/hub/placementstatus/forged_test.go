@@ -37,7 +37,7 @@ func TestForgedReportsWriteNoHubStatus(t *testing.T) {
 	}
 	raw, _ := json.Marshal(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": f.ns}})
 	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(f.ns, "web"), Namespace: names.ClusterNamespace(f.clusters[0]),
-		Labels: lookup.WorkLabels(f.placement), Annotations: map[string]string{placementv1alpha1.RevisionAnnotation: "r1"}},
+		Labels: managedBy(lookup.WorkLabels(f.placement)), Annotations: map[string]string{placementv1alpha1.RevisionAnnotation: "r1"}},
 		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}}
 	g.Expect(hubCP.Client.Create(ctx, w)).To(Succeed())
 	report := func(name string, ordinal int) workv1alpha1.ManifestCondition {

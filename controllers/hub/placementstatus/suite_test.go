@@ -97,7 +97,7 @@ func (f *fixture) work(cluster string, i, n int, objects ...objectReport) {
 	f.t.Helper()
 	ctx := f.t.Context()
 	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.WorkPart(f.ns, "web", i), Namespace: names.ClusterNamespace(cluster),
-		Labels: lookup.WorkLabels(f.placement), Annotations: map[string]string{placementv1alpha1.RevisionAnnotation: "r1"}}}
+		Labels: managedBy(lookup.WorkLabels(f.placement)), Annotations: map[string]string{placementv1alpha1.RevisionAnnotation: "r1"}}}
 	if i > 0 {
 		w.Labels[placementv1alpha1.WorkPartLabel] = strconv.Itoa(i)
 	}
@@ -141,4 +141,11 @@ func (f *fixture) status(g Gomega) placementv1alpha1.PlacementStatus {
 	p := &placementv1alpha1.Placement{}
 	g.Expect(hubCP.Client.Get(context.Background(), client.ObjectKeyFromObject(f.placement), p)).To(Succeed())
 	return p.Status
+}
+
+// managedBy adds the label of the hub manager that writes Works (the default
+// one, whose cache holds only the Works it labels) to a Work's labels.
+func managedBy(labels map[string]string) map[string]string {
+	labels[placementv1alpha1.HubManagerLabel] = placementv1alpha1.DefaultHubManager
+	return labels
 }

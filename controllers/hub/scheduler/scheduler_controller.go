@@ -116,6 +116,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
+	policy, err := r.policy(placement, st)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.schedule(ctx, placement, policy, st)
+}
+
+// policy is the Placement's scheduling policy; an invalid one is a False
+// Scheduled condition, a Warning event and a terminal error.
+func (r *Reconciler) policy(placement *placementv1alpha1.Placement, st *status) (scheduling.Policy, error) {
 	policy, err := scheduling.PolicyFor(placement.Spec.Scheduling, placement.Namespace+"/"+placement.Name)
 	if err != nil {
 		reason := placementv1alpha1.ReasonInvalidClusterSelector
@@ -125,9 +135,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		st.set(metav1.ConditionFalse, reason, "%v", err)
 		r.Recorder.Eventf(placement, nil, "Warning", reason, "Schedule", "%v", err)
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		return policy, reconcile.TerminalError(err)
 	}
+	return policy, nil
+}
 
+// schedule chooses the Placement's clusters among those of its bound sets and
+// writes its decisions.
+func (r *Reconciler) schedule(ctx context.Context, placement *placementv1alpha1.Placement, policy scheduling.Policy, st *status) (ctrl.Result, error) {
 	sets, err := lookup.ClusterSets(ctx, r.Client, placement.Namespace, r.Scope.Sets)
 	if err != nil {
 		return ctrl.Result{}, err
