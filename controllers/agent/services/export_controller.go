@@ -35,7 +35,12 @@ import (
 
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 )
+
+// FieldOwner is the field owner of what the agent's services controllers
+// write.
+const FieldOwner = "lodestar-agent-services"
 
 // Exporter reports one ServiceExport of the member (the request) to the hub.
 type Exporter struct {
@@ -217,12 +222,10 @@ func (e *Exporter) answer(ctx context.Context, export *mcsv1beta1.ServiceExport,
 	if !changed {
 		return nil
 	}
-	patched := export.DeepCopy()
-	patched.Status.Conditions = conds
-	if err := e.Member.Status().Patch(ctx, patched, client.MergeFrom(export)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("writing the ServiceExport's status: %w", err)
-	}
-	return nil
+	desired := export.DeepCopy()
+	desired.Status.Conditions = conds
+	// The export's conditions are the agent's (the hub's answer, relayed).
+	return patch.ReplaceStatus(ctx, e.Member, export, desired, FieldOwner, nil)
 }
 
 // SetupWithManager watches the member's ServiceExports, Services and

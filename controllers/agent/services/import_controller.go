@@ -31,6 +31,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
 // Importer serves one ImportedService of the hub (the request is the
@@ -174,10 +175,11 @@ func (im *Importer) serve(ctx context.Context, imported *servicesv1alpha1.Import
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: string(mcsv1beta1.ServiceImportConditionReady), Status: metav1.ConditionTrue,
 		Reason: string(mcsv1beta1.ServiceImportReasonReady), Message: "the import's endpoints are written", ObservedGeneration: si.Generation})
 	if !equality.Semantic.DeepEqual(&si.Status, status) {
-		patched := si.DeepCopy()
-		patched.Status = *status
-		if err := im.Member.Status().Patch(ctx, patched, client.MergeFrom(si)); err != nil {
-			return nil, fmt.Errorf("writing the ServiceImport's status: %w", err)
+		desired := si.DeepCopy()
+		desired.Status = *status
+		// The agent alone writes the status of the ServiceImports it makes.
+		if err := patch.ReplaceStatus(ctx, im.Member, si, desired, FieldOwner, nil); err != nil {
+			return nil, err
 		}
 	}
 	return ips, im.slices(ctx, svc, imported, serviceName, owner)
@@ -335,12 +337,10 @@ func (im *Importer) report(ctx context.Context, imported *servicesv1alpha1.Impor
 	if equality.Semantic.DeepEqual(&imported.Status, status) {
 		return nil
 	}
-	patched := imported.DeepCopy()
-	patched.Status = *status
-	if err := im.Hub.Status().Patch(ctx, patched, client.MergeFrom(imported)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("reporting the import: %w", err)
-	}
-	return nil
+	desired := imported.DeepCopy()
+	desired.Status = *status
+	// The member's agent alone writes its import's status on the hub.
+	return patch.ReplaceStatus(ctx, im.Hub, imported, desired, FieldOwner, nil)
 }
 
 const managedByLabel = "app.kubernetes.io/managed-by"

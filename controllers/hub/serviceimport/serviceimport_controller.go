@@ -41,6 +41,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/mcs"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
 // Name is the controller's field owner.
@@ -335,12 +336,10 @@ func (r *Reconciler) answer(ctx context.Context, e *servicesv1alpha1.ExportedSer
 	if !changed {
 		return nil
 	}
-	orig := e.DeepCopy()
-	e.Status = *status
-	if err := r.Client.Status().Patch(ctx, e, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("writing the status of ExportedService %s: %w", klog.KObj(e), err)
-	}
-	return nil
+	desired := e.DeepCopy()
+	desired.Status = *status
+	// The hub alone writes an export's answer.
+	return patch.ReplaceStatus(ctx, r.Client, e, desired, Name, nil)
 }
 
 // clusterSets are the managed cluster sets' clusters, and each cluster's sets.
