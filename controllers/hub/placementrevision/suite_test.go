@@ -1,0 +1,108 @@
+package placementrevision_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/controllers/hub"
+	"github.com/lodestar-dev/lodestar/controllers/hub/placementrevision"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/render"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+var hubCP *testenv.ControlPlane
+
+// clusterSet is the cluster-set namespace of this package's tenants.
+const clusterSet = "placementrevision-test-set"
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	testenv.SetGomegaDefaults()
+	os.Exit(testenv.RunWithHub(m, scheme.Hub(), startRevisionMaker))
+}
+
+// startRevisionMaker runs only the revision maker on the hub.
+func startRevisionMaker(cp *testenv.ControlPlane) (func(), error) {
+	hubCP = cp
+	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, func(mgr ctrl.Manager) error {
+		disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		return (&placementrevision.Reconciler{
+			Client: mgr.GetClient(), Cache: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Discovery: disc,
+			Recorder: mgr.GetEventRecorder(placementrevision.Name), Scope: lookup.Scope{Sets: []string{clusterSet}},
+		}).SetupWithManager(mgr)
+	})
+}
+
+// The revision maker renders what a Placement selects into a
+// PlacementRevision named in status.revision; an edit of a selected object is
+// the next revision, an edit that changes nothing placed is none, and a
+// revision whose content comes back is the old one again (no new number).
+func TestRevisionsFollowTheSelectedObjects(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := testenv.NewTenant(ctx, hubCP.Client, clusterSet)
+	g.Expect(err).NotTo(HaveOccurred())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}, Data: map[string]string{"color": "blue"}}
+	g.Expect(hubCP.Client.Create(ctx, cm)).To(Succeed())
+	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: placementv1alpha1.PlacementSpec{
+		ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "settings"}},
+	}}
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+
+	current := func(g Gomega) placementv1alpha1.PlacementRevision {
+		got := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, placementv1alpha1.RenderedCondition)).To(BeTrue())
+		rev := placementv1alpha1.PlacementRevision{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: got.Status.Revision}, &rev)).To(Succeed())
+		return rev
+	}
+	data := func(g Gomega, rev placementv1alpha1.PlacementRevision) string {
+		manifests, err := render.RevisionManifests(&rev.Spec)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(manifests).To(HaveLen(1))
+		return string(manifests[0].Raw)
+	}
+	var first placementv1alpha1.PlacementRevision
+	g.Eventually(func(g Gomega) {
+		first = current(g)
+		g.Expect(first.Spec.Revision).To(BeEquivalentTo(1))
+		g.Expect(metav1.IsControlledBy(&first, p)).To(BeTrue(), "controlled by its Placement")
+		g.Expect(data(g, first)).To(ContainSubstring(`"color":"blue"`))
+	}).Should(Succeed())
+
+	// An edit of the object: revision 2.
+	g.Expect(hubCP.Client.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", []byte(`{"data":{"color":"green"}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		rev := current(g)
+		g.Expect(rev.Spec.Revision).To(BeEquivalentTo(2))
+		g.Expect(data(g, rev)).To(ContainSubstring(`"color":"green"`))
+	}).Should(Succeed())
+
+	// An edit back to blue is revision 1's content again.
+	g.Expect(hubCP.Client.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", []byte(`{"data":{"color":"blue"}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		rev := current(g)
+		g.Expect(rev.Spec.Hash).To(Equal(first.Spec.Hash))
+		g.Expect(data(g, rev)).To(ContainSubstring(`"color":"blue"`))
+	}).Should(Succeed())
+	list := &placementv1alpha1.PlacementRevisionList{}
+	g.Expect(hubCP.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(2), "the old content is the old revision, not a third")
+}
