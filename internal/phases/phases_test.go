@@ -31,7 +31,10 @@ func TestRunMergesAndStops(t *testing.T) {
 	g.Expect(s.ran).To(Equal([]string{"a", "b", "c"}))
 
 	s = &scope{}
-	wait := func(_ context.Context, s *scope) (ctrl.Result, error) { s.ran = append(s.ran, "wait"); return Wait(5 * time.Second) }
+	wait := func(_ context.Context, s *scope) (ctrl.Result, error) {
+		s.ran = append(s.ran, "wait")
+		return Wait(5 * time.Second)
+	}
 	res, err = Run(ctx, s, step("a", ctrl.Result{RequeueAfter: time.Minute}, nil), wait, step("never", ctrl.Result{}, nil))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(Equal(5 * time.Second))

@@ -189,5 +189,5 @@ func TestImportIsServedWhereTheHubPlaces(t *testing.T) {
 	}).Should(Succeed())
 	g.Consistently(func() error {
 		return mc.Get(ctx, client.ObjectKey{Namespace: "elsewhere", Name: "db"}, &mcsv1beta1.ServiceImport{})
-	}).WithTimeout(2 * time.Second).Should(HaveOccurred(), "nothing served where the hub places nothing")
+	}).WithTimeout(2*time.Second).Should(HaveOccurred(), "nothing served where the hub places nothing")
 }
