@@ -84,3 +84,21 @@ func (d *Decision) For(existing []metav1.Condition, gen int64) (metav1.Condition
 	c.ObservedGeneration = gen
 	return Merge(existing, c), true
 }
+
+// Collect is the conditions a reconcile writes of the types it owns: those it
+// decided (decisions, by type), and as they were those it did not (a reconcile
+// that ended early), since fields an owner leaves out of an apply are
+// removed; changed says whether any differs from existing, moved whether any
+// moved (Moved), worth writing at once.
+func Collect(existing []metav1.Condition, gen int64, types []string, decisions ...*Decision) (conds []metav1.Condition, changed, moved bool) {
+	for i, t := range types {
+		if c, ok := decisions[i].For(existing, gen); ok {
+			changed = changed || !Same(existing, c)
+			moved = moved || Moved(existing, c)
+			conds = append(conds, c)
+		} else if old := meta.FindStatusCondition(existing, t); old != nil {
+			conds = append(conds, *old)
+		}
+	}
+	return conds, changed, moved
+}

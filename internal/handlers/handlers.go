@@ -6,6 +6,7 @@ package handlers
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -115,4 +116,40 @@ func (f *ClusterIndex) Requests(cluster string) []reconcile.Request {
 		reqs = append(reqs, reconcile.Request{NamespacedName: k})
 	}
 	return reqs
+}
+
+// Interest is how the status reports of an object's dependents (a
+// Placement's Works) concern a controller now.
+type Interest int
+
+const (
+	// Gating: what the controller does waits for them (a rollout, a removal).
+	Gating Interest = iota
+	// Reporting: they only move the object's status.
+	Reporting
+	// Idle: they do not concern it.
+	Idle
+)
+
+// Interests remembers each object's Interest; an object not recorded yet is
+// Gating.
+type Interests struct{ m sync.Map }
+
+// Set records key's interest.
+func (in *Interests) Set(key client.ObjectKey, v Interest) { in.m.Store(key, v) }
+
+// Forget drops key.
+func (in *Interests) Forget(key client.ObjectKey) { in.m.Delete(key) }
+
+// Only lets through mapFn's requests of the objects whose interest is want.
+func (in *Interests) Only(mapFn handler.MapFunc, want Interest) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return slices.DeleteFunc(mapFn(ctx, obj), func(req reconcile.Request) bool {
+			got := Gating
+			if v, ok := in.m.Load(req.NamespacedName); ok {
+				got = v.(Interest)
+			}
+			return got != want
+		})
+	}
 }

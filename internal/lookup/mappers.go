@@ -2,6 +2,7 @@ package lookup
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -66,4 +67,22 @@ func InNamespace(c client.Reader) handler.MapFunc {
 		}
 		return reqs
 	}
+}
+
+// ApprovedPlacement maps a RolloutApproval to its Placement.
+func ApprovedPlacement(_ context.Context, obj client.Object) []reconcile.Request {
+	a, ok := obj.(*placementv1alpha1.RolloutApproval)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.Placement}}}
+}
+
+// RenderedChanged tells whether an update is the revision maker's: a new
+// status.revision, or the Rendered condition moved.
+func RenderedChanged(old, now *placementv1alpha1.Placement) bool {
+	a := meta.FindStatusCondition(old.Status.Conditions, placementv1alpha1.RenderedCondition)
+	b := meta.FindStatusCondition(now.Status.Conditions, placementv1alpha1.RenderedCondition)
+	return old.Status.Revision != now.Status.Revision || (a == nil) != (b == nil) ||
+		a != nil && (a.Status != b.Status || a.ObservedGeneration != b.ObservedGeneration)
 }

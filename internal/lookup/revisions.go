@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,4 +29,33 @@ func Revisions(ctx context.Context, c client.Reader, placement *placementv1alpha
 		return cmp.Compare(b.Spec.Revision, a.Spec.Revision)
 	})
 	return out, nil
+}
+
+// DeleteOrphans deletes the objects of list's kind in namespace, labelled
+// label with name's label value, that a Placement of that name controls: a
+// controller's own objects (revisions, decisions) of a Placement that is gone,
+// which a hub without a garbage collector (an API server alone) would keep
+// for ever, and a new Placement of the name would find.
+func DeleteOrphans(ctx context.Context, c client.Client, list client.ObjectList, namespace, name, label string) error {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{label: names.LabelValue(name)}); err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if !ok {
+			continue
+		}
+		owner := metav1.GetControllerOf(obj)
+		if owner == nil || owner.Kind != "Placement" || owner.Name != name || !strings.HasPrefix(owner.APIVersion, placementv1alpha1.GroupVersion.Group+"/") {
+			continue
+		}
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s of Placement %s/%s: %w", obj.GetName(), namespace, name, err)
+		}
+	}
+	return nil
 }

@@ -15,12 +15,16 @@ import (
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/celbound"
+	"github.com/lodestar-dev/lodestar/internal/claims"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
@@ -493,4 +497,56 @@ func OverriddenMessage(a *division.Assignment, byCluster map[string]map[string]i
 		parts = append(parts, fmt.Sprintf("overrides set the replicas of %s (%s): the clusters' sum %d differs from the divided total %d", key, strings.Join(on, ", "), sum, total))
 	}
 	return message.List(parts, 3, "; ")
+}
+
+// Carried is what a cluster's Works carry now.
+func Carried(parts []*workv1alpha1.Work) Content {
+	hash, _ := clusterworks.Revision(parts)
+	c := Content{Hash: hash}
+	if len(parts) > 0 {
+		c.Shares = parts[0].Annotations[placementv1alpha1.SharesAnnotation]
+	}
+	for _, w := range clusterworks.Current(parts) {
+		for _, m := range w.Spec.Workload.Manifests {
+			c.Manifests = append(c.Manifests, m.RawExtension)
+		}
+	}
+	return c
+}
+
+// ChosenOf is what a division knows of a chosen cluster: its view, what its
+// Works (parts) carry, or the shares last written to it while the cache does
+// not show them (unseen), and, with hold (spec.strategy.stateful: Hold), the
+// StatefulSets whose bound ReadWriteOnce claims hold their share there.
+func ChosenOf(view scheduling.Cluster, parts []*workv1alpha1.Work, written string, unseen, hold bool) Chosen {
+	name := view.Name
+	c := Chosen{Candidate: division.Candidate{Name: name, Labels: view.Labels, Free: division.FreeCapacity(view.Properties)},
+		HasWorks: len(parts) > 0, Available: clusterworks.Availability(parts) == metav1.ConditionTrue, Unseen: unseen}
+	c.Prev, c.Carried = division.Carried(parts)
+	if unseen {
+		if prev, ok := division.ParseShares(written); ok {
+			c.Prev, c.Carried = &prev, prev.Carries()
+		}
+	}
+	for _, w := range claims.Holding(parts) {
+		if hold && w.Kind == "StatefulSet" {
+			if c.Holding == nil {
+				c.Holding = map[string]string{}
+			}
+			c.Holding[division.Key(w.Kind, w.Name)] = claims.Describe(name, w)
+		}
+	}
+	return c
+}
+
+// Divides tells whether a cluster's Works (by cluster) carry shares of a
+// division: the target revision may not divide any more, while the others
+// still do.
+func Divides(works map[string][]*workv1alpha1.Work) bool {
+	for _, parts := range works {
+		if len(parts) > 0 && parts[0].Annotations[placementv1alpha1.SharesAnnotation] != "" {
+			return true
+		}
+	}
+	return false
 }

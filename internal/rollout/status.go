@@ -7,10 +7,13 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/message"
 )
 
@@ -194,4 +197,33 @@ func RetainedClaims(previous []placementv1alpha1.RetainedClaims, now map[string]
 		out = append(out, rc)
 	}
 	return out[:min(len(out), maxRetained)]
+}
+
+// StatusMoved tells whether status.rollout moved in what is written at once,
+// not at the pace of counts: the target, the stable revision, the stage, the
+// failed clusters, and the retained claims (the Works they come from are gone
+// by the next reconcile).
+func StatusMoved(old, now *placementv1alpha1.RolloutStatus) bool {
+	return old == nil || old.TargetRevision != now.TargetRevision || old.StableRevision != now.StableRevision ||
+		old.CurrentStage != now.CurrentStage || !ptr.Equal(old.FailedClusters, now.FailedClusters) ||
+		!equality.Semantic.DeepEqual(old.RetainedClaims, now.RetainedClaims)
+}
+
+// RevisionNames are the names of the revisions the selected clusters and
+// those left hold (by cluster; "" for a revision pruned since).
+func RevisionNames(selected []Cluster, leaving []Leaving, works map[string][]*workv1alpha1.Work, revs []placementv1alpha1.PlacementRevision) map[string]string {
+	hashes := map[string]string{}
+	for _, c := range selected {
+		hashes[c.Name] = c.Revision
+	}
+	for _, l := range leaving {
+		hashes[l.Name], _ = clusterworks.Revision(works[l.Name])
+	}
+	out := make(map[string]string, len(hashes))
+	for name, hash := range hashes {
+		if i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Spec.Hash == hash }); i >= 0 && hash != "" {
+			out[name] = revs[i].Name
+		}
+	}
+	return out
 }

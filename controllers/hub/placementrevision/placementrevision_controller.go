@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"strings"
 	"time"
 
@@ -82,11 +83,16 @@ const unreadableRetry = 30 * time.Second
 // Reconcile renders what a Placement selects into its current PlacementRevision.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	placement := &placementv1alpha1.Placement{}
-	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.Client.Get(ctx, req.NamespacedName, placement); apierrors.IsNotFound(err) {
+		// Its revisions go with it (the garbage collector's work, and ours on
+		// a hub without one); while it is being deleted they stay, for the
+		// work generator to take back its reflected status.
+		return ctrl.Result{}, lookup.DeleteOrphans(ctx, r.Client, &placementv1alpha1.PlacementRevisionList{}, req.Namespace, req.Name, placementv1alpha1.PlacementNameLabel)
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
 	if !placement.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // Its revisions are its own and go with it.
+		return ctrl.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
 	st := &status{}

@@ -106,3 +106,36 @@ func TestRevisionsFollowTheSelectedObjects(t *testing.T) {
 	g.Expect(hubCP.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
 	g.Expect(list.Items).To(HaveLen(2), "the old content is the old revision, not a third")
 }
+
+// A deleted Placement's revisions go with it, on a hub without a garbage
+// collector too (this suite's runs none); another Placement's stay.
+func TestRevisionsGoWithTheirPlacement(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := testenv.NewTenant(ctx, hubCP.Client, clusterSet)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hubCP.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}})).To(Succeed())
+	for _, name := range []string{"web", "api"} {
+		g.Expect(hubCP.Client.Create(ctx, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: placementv1alpha1.PlacementSpec{
+			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "settings"}},
+		}})).To(Succeed())
+	}
+	revisionsOf := func(g Gomega, name string) []placementv1alpha1.PlacementRevision {
+		list := &placementv1alpha1.PlacementRevisionList{}
+		g.Expect(hubCP.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		var out []placementv1alpha1.PlacementRevision
+		for _, rv := range list.Items {
+			if rv.Spec.Placement == name {
+				out = append(out, rv)
+			}
+		}
+		return out
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(revisionsOf(g, "web")).To(HaveLen(1))
+		g.Expect(revisionsOf(g, "api")).To(HaveLen(1))
+	}).Should(Succeed())
+	g.Expect(hubCP.Client.Delete(ctx, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}})).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(revisionsOf(g, "web")).To(BeEmpty()) }).Should(Succeed())
+	g.Expect(revisionsOf(g, "api")).To(HaveLen(1))
+}

@@ -92,8 +92,11 @@ type Reconciler struct {
 // Reconcile writes the PlacementDecisions and the Scheduled condition of one Placement.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	placement := &placementv1alpha1.Placement{}
-	if err := r.Client.Get(ctx, req.NamespacedName, placement); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.Client.Get(ctx, req.NamespacedName, placement); apierrors.IsNotFound(err) {
+		// Decisions left of a Placement gone (on a hub without a garbage collector).
+		return ctrl.Result{}, lookup.DeleteOrphans(ctx, r.Client, &cpv1alpha1.PlacementDecisionList{}, req.Namespace, req.Name, cpv1alpha1.PlacementKeyLabel)
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement))
 	ctx = ctrl.LoggerInto(ctx, log)

@@ -10,12 +10,8 @@ package workgenerator
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -70,9 +66,9 @@ type Reconciler struct {
 	// show yet (by expectationKey): a division reads what a cluster carries
 	// from them, never from a stale cache.
 	sharesWritten unseen.Writes[string]
-	// active tells, per Placement (client.ObjectKey → activity), how Work status
-	// reports concern the generator.
-	active sync.Map
+	// active tells, per Placement, how Work status reports concern the
+	// generator.
+	active handlers.Interests
 	// statusPace paces status writes that only move counts.
 	statusPace handlers.StatusPace
 	// compiled are the compiled overrides of each Placement's revisions.
@@ -86,8 +82,8 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placementrevisions,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placementrevisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=rolloutapprovals,verbs=get;list;watch
@@ -147,8 +143,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonDeleting, "waiting for %s to be removed from their clusters", message.Count(len(remaining), "Work"))
 		return nil // Work deletions trigger the next reconcile.
 	}
-	if err := r.deleteOwned(ctx, placement); err != nil {
-		return err
+	if placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate {
+		if err := r.releaseReflected(ctx, placement); err != nil {
+			return err
+		}
 	}
 	if err := lookup.UnmarkTenant(ctx, r.Client, placement.Namespace, placement); err != nil {
 		return err
@@ -156,47 +154,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 	return patch.SetFinalizer(ctx, r.Client, placement, placementv1alpha1.PlacementFinalizer, false)
 }
 
-// deleteOwned deletes the Placement's PlacementRevisions and PlacementDecisions
-// before its finalizer goes: a hub without a garbage collector (one that runs
-// only the API server, like the quick start's control planes) would otherwise
-// keep them for ever, and a new Placement of the same name would show the old
-// revisions in its history. Their makers (the revision maker, the scheduler)
-// write them while the Placement lives; its end is the finalizer holder's.
-func (r *Reconciler) deleteOwned(ctx context.Context, placement *placementv1alpha1.Placement) error {
-	revs, err := lookup.Revisions(ctx, r.Client, placement)
-	if err != nil {
-		return err
-	}
-	if placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate {
-		if err := r.releaseReflected(ctx, placement, revs); err != nil {
-			return err
-		}
-	}
-	owned := make([]client.Object, 0, len(revs))
-	for i := range revs {
-		owned = append(owned, &revs[i])
-	}
-	decisions, err := lookup.PlacementDecisions(ctx, r.Client, placement)
-	if err != nil {
-		return err
-	}
-	for i := range decisions.Items {
-		if metav1.IsControlledBy(&decisions.Items[i], placement) {
-			owned = append(owned, &decisions.Items[i])
-		}
-	}
-	for _, obj := range owned {
-		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
-		}
-	}
-	return nil
-}
-
 // forget drops what the generator remembers of a Placement being deleted.
 func (r *Reconciler) forget(placement *placementv1alpha1.Placement) {
 	key := client.ObjectKeyFromObject(placement)
-	r.active.Delete(key)
+	r.active.Forget(key)
 	r.statusPace.Forget(key)
 	r.compiled.Forget(key)
 	r.failing.Set(key, nil)
@@ -216,7 +177,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		// A new spec, and a new revision (or a rendering that failed) of the
 		// revision maker.
-		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, handlers.Updates(renderedChanged)))).
+		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, handlers.Updates(lookup.RenderedChanged)))).
 		Watches(&placementv1alpha1.PlacementRevision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, "")),
 			builder.WithPredicates(handlers.Creations)).
 		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
@@ -224,9 +185,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// reports only while a rollout or a removal of their Placement is under way.
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(workPlacement),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&workv1alpha1.Work{}, handlers.Coalescing(r.activePlacement(workPlacement, gating), statusWindow)).
-		Watches(&workv1alpha1.Work{}, handlers.Background(r.activePlacement(workPlacement, reporting), reportWindow)).
-		Watches(&placementv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(approvedPlacement)).
+		Watches(&workv1alpha1.Work{}, handlers.Coalescing(r.active.Only(workPlacement, handlers.Gating), statusWindow)).
+		Watches(&workv1alpha1.Work{}, handlers.Background(r.active.Only(workPlacement, handlers.Reporting), reportWindow)).
+		Watches(&placementv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(lookup.ApprovedPlacement)).
 		// A binding removed revokes its set's clusters, whoever writes the decisions.
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(lookup.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -237,54 +198,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r.Scope.Only(mgr.GetClient(), r))
 }
 
-// How Work status reports of a Placement concern the generator.
-type activity int
-
-const (
-	// gating: a rollout or a removal waits for them (statusWindow).
-	gating activity = iota
-	// reporting: they only move the rollout's status (reportWindow).
-	reporting
-	// idle: they do not concern it.
-	idle
-)
-
 // statusWindow gathers the Work status reports of a Placement whose rollout or
 // removal waits for them; reportWindow those that only move its status.
 const (
 	statusWindow = 250 * time.Millisecond
 	reportWindow = time.Second
 )
-
-// activePlacement lets through the Placements whose Work status reports are of
-// the kind want; a Placement not reconciled yet counts as gating.
-func (r *Reconciler) activePlacement(mapFn handler.MapFunc, want activity) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		reqs := mapFn(ctx, obj)
-		return slices.DeleteFunc(reqs, func(req reconcile.Request) bool {
-			got := gating
-			if v, ok := r.active.Load(req.NamespacedName); ok {
-				got = v.(activity)
-			}
-			return got != want
-		})
-	}
-}
-
-// approvedPlacement maps a RolloutApproval to its Placement.
-func approvedPlacement(_ context.Context, obj client.Object) []reconcile.Request {
-	a, ok := obj.(*placementv1alpha1.RolloutApproval)
-	if !ok {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.Placement}}}
-}
-
-// renderedChanged tells whether an update is the revision maker's: a new
-// status.revision, or the Rendered condition moved.
-func renderedChanged(old, now *placementv1alpha1.Placement) bool {
-	a := meta.FindStatusCondition(old.Status.Conditions, placementv1alpha1.RenderedCondition)
-	b := meta.FindStatusCondition(now.Status.Conditions, placementv1alpha1.RenderedCondition)
-	return old.Status.Revision != now.Status.Revision || (a == nil) != (b == nil) ||
-		a != nil && (a.Status != b.Status || a.ObservedGeneration != b.ObservedGeneration)
-}

@@ -9,9 +9,6 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/claims"
-	"github.com/lodestar-dev/lodestar/internal/clusterworks"
-	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/percluster"
 )
 
@@ -31,24 +28,8 @@ func (r *Reconciler) newDivider(s *scope) *percluster.Divider {
 	chosen := make([]percluster.Chosen, 0, len(s.decided.Clusters))
 	for _, name := range s.decided.Clusters {
 		view, parts := s.renderer.View(name), s.works[name]
-		c := percluster.Chosen{Candidate: division.Candidate{Name: name, Labels: view.Labels, Free: division.FreeCapacity(view.Properties)},
-			HasWorks: len(parts) > 0, Available: clusterworks.Availability(parts) == metav1.ConditionTrue}
-		c.Prev, c.Carried = division.Carried(parts)
-		if shares, ok := r.written(s.placement, name, parts); ok {
-			c.Unseen = true
-			if prev, ok := division.ParseShares(shares); ok {
-				c.Prev, c.Carried = &prev, prev.Carries()
-			}
-		}
-		for _, w := range claims.Holding(parts) {
-			if hold && w.Kind == "StatefulSet" {
-				if c.Holding == nil {
-					c.Holding = map[string]string{}
-				}
-				c.Holding[division.Key(w.Kind, w.Name)] = claims.Describe(name, w)
-			}
-		}
-		chosen = append(chosen, c)
+		written, unseen := r.written(s.placement, name, parts)
+		chosen = append(chosen, percluster.ChosenOf(view, parts, written, unseen, hold))
 	}
 	return percluster.NewDivider(string(s.placement.UID), &r.divisions, chosen)
 }

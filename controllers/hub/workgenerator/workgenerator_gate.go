@@ -21,7 +21,7 @@ func (r *Reconciler) gate(_ context.Context, s *scope) (ctrl.Result, error) {
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if target.Division != nil || s.divides() {
+	if target.Division != nil || percluster.Divides(s.works) {
 		d := r.newDivider(s)
 		s.renderer.Divide(d)
 		d.Settle(target)
@@ -68,7 +68,7 @@ func (s *scope) contentFor(cluster string) (percluster.Content, bool, error) {
 		rev = s.revisionOf(hash)
 	}
 	if rev == nil {
-		return worksContent(parts), len(parts) > 0, nil // its revision was pruned: as it is
+		return percluster.Carried(parts), len(parts) > 0, nil // its revision was pruned: as it is
 	}
 	rc, err := s.renderer.Revision(rev)
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *scope) contentFor(cluster string) (percluster.Content, bool, error) {
 	c, err := s.renderer.For(rc, cluster)
 	if why := percluster.OverrideFailure(err); why != "" {
 		s.failed[cluster] = why
-		return worksContent(parts), len(parts) > 0, nil
+		return percluster.Carried(parts), len(parts) > 0, nil
 	}
 	return c, err == nil, err
 }
@@ -88,21 +88,6 @@ func (s *scope) revisionOf(hash string) *placementv1alpha1.PlacementRevision {
 		return &s.revs[i]
 	}
 	return nil
-}
-
-// worksContent is what a cluster's Works carry now.
-func worksContent(parts []*workv1alpha1.Work) percluster.Content {
-	hash, _ := clusterworks.Revision(parts)
-	c := percluster.Content{Hash: hash}
-	if len(parts) > 0 {
-		c.Shares = parts[0].Annotations[placementv1alpha1.SharesAnnotation]
-	}
-	for _, w := range clusterworks.Current(parts) {
-		for _, m := range w.Spec.Workload.Manifests {
-			c.Manifests = append(c.Manifests, m.RawExtension)
-		}
-	}
-	return c
 }
 
 // expectation is the write of a cluster's Works that the cache does not show
@@ -118,15 +103,4 @@ func (r *Reconciler) expectation(placement *placementv1alpha1.Placement, cluster
 
 func expectationKey(placement *placementv1alpha1.Placement, cluster string) string {
 	return placement.Namespace + "/" + placement.Name + "/" + cluster
-}
-
-// divides tells whether a cluster's Works carry shares of a division (the
-// target revision may not divide any more, while the others still do).
-func (s *scope) divides() bool {
-	for _, parts := range s.works {
-		if len(parts) > 0 && parts[0].Annotations[placementv1alpha1.SharesAnnotation] != "" {
-			return true
-		}
-	}
-	return false
 }

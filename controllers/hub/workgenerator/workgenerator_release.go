@@ -9,6 +9,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/claims"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/reflection"
@@ -18,7 +19,11 @@ import (
 // releaseReflected takes back the status reflection wrote on the hub objects of
 // the Placement's current revision (reflection.Release); a Normal event
 // StatusKept says which keep it, and why, and the deletion goes on.
-func (r *Reconciler) releaseReflected(ctx context.Context, placement *placementv1alpha1.Placement, revs []placementv1alpha1.PlacementRevision) error {
+func (r *Reconciler) releaseReflected(ctx context.Context, placement *placementv1alpha1.Placement) error {
+	revs, err := lookup.Revisions(ctx, r.Client, placement)
+	if err != nil {
+		return err
+	}
 	i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == placement.Status.Revision })
 	if i < 0 {
 		return nil

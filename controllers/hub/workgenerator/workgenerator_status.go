@@ -11,14 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/percluster"
@@ -50,31 +49,13 @@ func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...a
 // an owner leaves out of an apply are removed; nothing is written when nothing
 // changed.
 func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alpha1.Placement, s *status) error {
-	existing := placement.Status.Conditions
-	changed, material := false, false
-	var conds []metav1.Condition
-	for _, d := range []struct {
-		decision *conditions.Decision
-		t        string
-	}{{&s.synchronized, placementv1alpha1.WorkSynchronizedCondition}, {&s.progressing, placementv1alpha1.ProgressingCondition}} {
-		if c, ok := d.decision.For(existing, placement.Generation); ok {
-			changed = changed || !conditions.Same(existing, c)
-			material = material || conditions.Moved(existing, c)
-			conds = append(conds, c)
-		} else if old := meta.FindStatusCondition(existing, d.t); old != nil {
-			conds = append(conds, *old)
-		}
-	}
+	conds, changed, material := conditions.Collect(placement.Status.Conditions, placement.Generation,
+		[]string{placementv1alpha1.WorkSynchronizedCondition, placementv1alpha1.ProgressingCondition}, &s.synchronized, &s.progressing)
 	ro := s.rollout
 	if ro == nil {
 		ro = placement.Status.Rollout
 	} else if old := placement.Status.Rollout; !equality.Semantic.DeepEqual(ro, old) {
-		changed = true
-		// Retained claims are written at once: the Works they come from are gone
-		// by the next reconcile.
-		material = material || old == nil || old.TargetRevision != ro.TargetRevision || old.StableRevision != ro.StableRevision ||
-			old.CurrentStage != ro.CurrentStage || !ptr.Equal(old.FailedClusters, ro.FailedClusters) ||
-			!equality.Semantic.DeepEqual(old.RetainedClaims, ro.RetainedClaims)
+		changed, material = true, material || rollout.StatusMoved(old, ro)
 	}
 	if !changed {
 		return nil
@@ -122,13 +103,13 @@ func (r *Reconciler) report(_ context.Context, s *scope) (ctrl.Result, error) {
 	// only move the status (AllAtOnce, nothing to remove).
 	switch {
 	case s.renderer.Surging():
-		r.active.Store(key, gating) // surge first waits for the increases
+		r.active.Set(key, handlers.Gating) // surge first waits for the increases
 	case s.plan.Complete && len(s.leaving) == len(s.removal.Remove):
-		r.active.Store(key, idle)
+		r.active.Set(key, handlers.Idle)
 	case s.strategy.Type == placementv1alpha1.RolloutAllAtOnce && len(s.leaving) == 0:
-		r.active.Store(key, reporting)
+		r.active.Set(key, handlers.Reporting)
 	default:
-		r.active.Store(key, gating)
+		r.active.Set(key, handlers.Gating)
 	}
 	result := ctrl.Result{RequeueAfter: requeue.Soonest(s.plan.RecheckAfter, s.removal.RecheckAfter)}
 	if !s.decided.Consistent {
@@ -209,20 +190,7 @@ func (r *Reconciler) warnOnce(placement *placementv1alpha1.Placement, reason, ms
 // rolloutReport is what status.rollout is made of, from what the reconcile
 // found and did.
 func (s *scope) rolloutReport(stable string) rollout.Report {
-	holds := map[string]string{}
-	for _, c := range s.clusters {
-		holds[c.Name] = c.Revision
-	}
-	for _, l := range s.leaving {
-		holds[l.Name], _ = clusterworks.Revision(s.works[l.Name])
-	}
-	for name, hash := range holds {
-		holds[name] = ""
-		if rev := s.revisionOf(hash); rev != nil {
-			holds[name] = rev.Name
-		}
-	}
 	return rollout.Report{Target: s.target, Stable: stable, Routine: s.strategy.Type == placementv1alpha1.RolloutAllAtOnce,
-		Plan: s.plan, Removal: s.removal, Leaving: s.leaving, Holds: holds,
+		Plan: s.plan, Removal: s.removal, Leaving: s.leaving, Holds: rollout.RevisionNames(s.clusters, s.leaving, s.works, s.revs),
 		Retained: rollout.RetainedClaims(s.retainedBefore, s.retained, s.decided.Clusters, s.now)}
 }
