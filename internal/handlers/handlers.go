@@ -123,11 +123,11 @@ func (f *ClusterIndex) Requests(cluster string) []reconcile.Request {
 type Interest int
 
 const (
-	// Gating: what the controller does waits for them (a rollout, a removal).
+	// Gating is when what the controller does waits for them (a rollout, a removal).
 	Gating Interest = iota
-	// Reporting: they only move the object's status.
+	// Reporting is when they only move the object's status.
 	Reporting
-	// Idle: they do not concern it.
+	// Idle is when they do not concern it.
 	Idle
 )
 
