@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +11,7 @@ import (
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -19,6 +21,19 @@ import (
 
 // A hub reconciler's package suite runs that reconciler alone on a hub API
 // server, and writes by hand what the other controllers would: these set it up.
+
+// HubSuite is a hub reconciler's package suite: the package's logger and
+// Gomega defaults, one hub API server (*hub), and a manager with opts (the
+// hub's manager options) running what setup adds, for cluster set set. Its
+// result is TestMain's exit code.
+func HubSuite(m interface{ Run() int }, opts ctrl.Options, set string, hub **ControlPlane, setup func(ctrl.Manager) error) int {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	SetGomegaDefaults()
+	return RunWithHub(m, opts.Scheme, func(cp *ControlPlane) (func(), error) {
+		*hub = cp
+		return RunHubManager(cp, opts, set, setup)
+	})
+}
 
 // RunHubManager starts a manager on cp with opts (the hub's manager options;
 // no metrics or probe endpoints) and the hub's cache indexes, after setup added

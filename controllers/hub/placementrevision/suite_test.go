@@ -12,14 +12,12 @@ import (
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementrevision"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/render"
-	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -29,24 +27,19 @@ var hubCP *testenv.ControlPlane
 const clusterSet = "placementrevision-test-set"
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	testenv.SetGomegaDefaults()
-	os.Exit(testenv.RunWithHub(m, scheme.Hub(), startRevisionMaker))
+	os.Exit(testenv.HubSuite(m, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, &hubCP, startRevisionMaker))
 }
 
 // startRevisionMaker runs only the revision maker on the hub.
-func startRevisionMaker(cp *testenv.ControlPlane) (func(), error) {
-	hubCP = cp
-	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, func(mgr ctrl.Manager) error {
-		disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-		if err != nil {
-			return err
-		}
-		return (&placementrevision.Reconciler{
-			Client: mgr.GetClient(), Cache: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Discovery: disc,
-			Recorder: mgr.GetEventRecorder(placementrevision.Name), Scope: lookup.Scope{Sets: []string{clusterSet}},
-		}).SetupWithManager(mgr)
-	})
+func startRevisionMaker(mgr ctrl.Manager) error {
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	return (&placementrevision.Reconciler{
+		Client: mgr.GetClient(), Cache: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Discovery: disc,
+		Recorder: mgr.GetEventRecorder(placementrevision.Name), Scope: lookup.Scope{Sets: []string{clusterSet}},
+	}).SetupWithManager(mgr)
 }
 
 // The revision maker renders what a Placement selects into a

@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -23,7 +22,6 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
-	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -37,17 +35,12 @@ var hubCP *testenv.ControlPlane
 const clusterSet = "placementstatus-test-set"
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	testenv.SetGomegaDefaults()
-	os.Exit(testenv.RunWithHub(m, scheme.Hub(), startAggregator))
+	os.Exit(testenv.HubSuite(m, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, &hubCP, startAggregator))
 }
 
 // startAggregator runs only the status aggregator on the hub.
-func startAggregator(cp *testenv.ControlPlane) (func(), error) {
-	hubCP = cp
-	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, func(mgr ctrl.Manager) error {
-		return (&placementstatus.Reconciler{Client: mgr.GetClient(), Scope: lookup.Scope{Sets: []string{clusterSet}}}).SetupWithManager(mgr)
-	})
+func startAggregator(mgr ctrl.Manager) error {
+	return (&placementstatus.Reconciler{Client: mgr.GetClient(), Scope: lookup.Scope{Sets: []string{clusterSet}}}).SetupWithManager(mgr)
 }
 
 // fixture is one test's Placement, decided on clusters of its own.

@@ -18,13 +18,11 @@ import (
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
-	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -48,20 +46,14 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	// The package's Gomega defaults, sized for a busy CI machine.
-	testenv.SetGomegaDefaults()
-	os.Exit(testenv.RunWithHub(m, scheme.Hub(), startScheduler))
+	os.Exit(testenv.HubSuite(m, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, &hubCP, startScheduler))
 }
 
 // startScheduler runs only the scheduler on the hub, for the cluster set of these tests.
-func startScheduler(cp *testenv.ControlPlane) (func(), error) {
-	hubCP = cp
-	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, func(mgr ctrl.Manager) error {
-		return (&scheduler.Reconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), Scope: lookup.Scope{Sets: append([]string{clusterSet}, fleetSets...)},
-		}).SetupWithManager(mgr)
-	})
+func startScheduler(mgr ctrl.Manager) error {
+	return (&scheduler.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(scheduler.Name), Scope: lookup.Scope{Sets: append([]string{clusterSet}, fleetSets...)},
+	}).SetupWithManager(mgr)
 }
 
 // newNamespace creates a tenant namespace bound to the package's cluster set.

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -23,7 +22,6 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/serviceimport"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
-	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -33,20 +31,15 @@ var hubCP *testenv.ControlPlane
 const clusterSet = "serviceimport-test-set"
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	testenv.SetGomegaDefaults()
-	os.Exit(testenv.RunWithHub(m, scheme.Hub(), startServiceImport))
+	os.Exit(testenv.HubSuite(m, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, &hubCP, startServiceImport))
 }
 
 // startServiceImport runs only the service import controller on the hub.
-func startServiceImport(cp *testenv.ControlPlane) (func(), error) {
-	hubCP = cp
-	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, func(mgr ctrl.Manager) error {
-		if err := lookup.AddServiceIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-			return err
-		}
-		return (&serviceimport.Reconciler{Client: mgr.GetClient(), Scope: lookup.Scope{Sets: []string{clusterSet}}}).SetupWithManager(mgr)
-	})
+func startServiceImport(mgr ctrl.Manager) error {
+	if err := lookup.AddServiceIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	return (&serviceimport.Reconciler{Client: mgr.GetClient(), Scope: lookup.Scope{Sets: []string{clusterSet}}}).SetupWithManager(mgr)
 }
 
 // export is cluster's report of its export of ns/web: port, and one ready

@@ -16,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -28,7 +27,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/render"
-	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -43,19 +41,14 @@ var hubCP *testenv.ControlPlane
 const clusterSet = "workgenerator-test-set"
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	testenv.SetGomegaDefaults()
-	os.Exit(testenv.RunWithHub(m, scheme.Hub(), startWorkGenerator))
+	os.Exit(testenv.HubSuite(m, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, &hubCP, startWorkGenerator))
 }
 
 // startWorkGenerator runs only the work generator on the hub.
-func startWorkGenerator(cp *testenv.ControlPlane) (func(), error) {
-	hubCP = cp
-	return testenv.RunHubManager(cp, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, func(mgr ctrl.Manager) error {
-		return (&workgenerator.Reconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(workgenerator.Name), Scope: lookup.Scope{Sets: []string{clusterSet}},
-		}).SetupWithManager(mgr)
-	})
+func startWorkGenerator(mgr ctrl.Manager) error {
+	return (&workgenerator.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(workgenerator.Name), Scope: lookup.Scope{Sets: []string{clusterSet}},
+	}).SetupWithManager(mgr)
 }
 
 // fixture is one test's Placement on its own clusters.
