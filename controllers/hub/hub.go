@@ -180,7 +180,7 @@ func setupStatus(mgr ctrl.Manager, opts Options, scope lookup.Scope) error {
 	if err := (&clustersetbinding.Reconciler{Client: mgr.GetClient(), Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster-set binding controller: %w", err)
 	}
-	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, Scope: scope}).SetupWithManager(mgr); err != nil {
+	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(placementstatus.Name), Workers: opts.Workers, Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)
 	}
 	if err := (&settled.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, Scope: scope}).SetupWithManager(mgr); err != nil {

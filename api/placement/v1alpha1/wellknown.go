@@ -116,6 +116,10 @@ const (
 	ChangeCauseAnnotation = "kubernetes.io/change-cause"
 	// PlacementFinalizer holds a Placement until its Works are gone from the hub.
 	PlacementFinalizer = "placement.lodestar.dev/cleanup"
+	// ReflectionFinalizer holds a Placement that reflects status
+	// (spec.reporting.reflection: Aggregate) until the status aggregator has
+	// taken back the status it wrote on the hub objects.
+	ReflectionFinalizer = "placement.lodestar.dev/reflection"
 )
 
 // Annotations that make a Placement's PlacementDecision slices one consistent

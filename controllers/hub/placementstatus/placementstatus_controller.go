@@ -4,6 +4,7 @@ package placementstatus
 
 import (
 	"context"
+	"k8s.io/client-go/tools/events"
 	"maps"
 	"time"
 
@@ -40,7 +41,8 @@ const (
 
 // Reconciler aggregates Work status into Placement status.
 type Reconciler struct {
-	Client client.Client
+	Client   client.Client
+	Recorder events.EventRecorder
 	// Workers is how many Placements are reconciled at once.
 	Workers int
 	// Scope is what this hub manager takes: the cluster sets it manages, and
@@ -74,6 +76,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("placement", klog.KObj(placement)))
+	if deleting, err := r.holdReflected(ctx, placement); deleting || err != nil {
+		return ctrl.Result{}, err
+	}
 	if wait := r.compute.wait(req.NamespacedName, placement.Generation, ptr.Deref(placement.Status.SelectedClusters, 0), time.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}

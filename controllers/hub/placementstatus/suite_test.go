@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 
 // startAggregator runs only the status aggregator on the hub.
 func startAggregator(mgr ctrl.Manager) error {
-	return (&placementstatus.Reconciler{Client: mgr.GetClient(), Scope: lookup.Scope{Sets: []string{clusterSet}}}).SetupWithManager(mgr)
+	return (&placementstatus.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(placementstatus.Name), Scope: lookup.Scope{Sets: []string{clusterSet}}}).SetupWithManager(mgr)
 }
 
 // fixture is one test's Placement, decided on clusters of its own.

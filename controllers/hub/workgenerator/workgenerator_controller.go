@@ -143,11 +143,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, placement *placementv1
 		st.set(metav1.ConditionFalse, placementv1alpha1.ReasonDeleting, "waiting for %s to be removed from their clusters", message.Count(len(remaining), "Work"))
 		return nil // Work deletions trigger the next reconcile.
 	}
-	if placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate {
-		if err := r.releaseReflected(ctx, placement); err != nil {
-			return err
-		}
-	}
 	if err := lookup.UnmarkTenant(ctx, r.Client, placement.Namespace, placement); err != nil {
 		return err
 	}
