@@ -145,7 +145,7 @@ func RegisterHub(reader client.Reader) {
 var (
 	placementsDesc = prometheus.NewDesc("lodestar_placements", "Placements by condition type and status.", []string{"condition", "status"}, nil)
 	clustersDesc   = prometheus.NewDesc("lodestar_clusters", "Member clusters by cluster set and health (healthy, unhealthy, unreachable, unknown).", []string{"cluster_set", "health"}, nil)
-	worksDesc      = prometheus.NewDesc("lodestar_cluster_works", "Works in each member cluster's hub namespace.", []string{"cluster"}, nil)
+	worksDesc      = prometheus.NewDesc("lodestar_cluster_works", "Works this hub manager wrote in each member cluster's hub namespace.", []string{"cluster"}, nil)
 )
 
 // fleetCollector counts from the cache at scrape time, so that the controllers
