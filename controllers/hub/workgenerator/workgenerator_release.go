@@ -1,7 +1,6 @@
 package workgenerator
 
 import (
-
 	corev1 "k8s.io/api/core/v1"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
