@@ -222,7 +222,11 @@ func LabelWorks(ctx context.Context, c client.Client, manager string, sets []str
 	}
 	works := &metav1.PartialObjectMetadataList{}
 	works.SetGroupVersionKind(workv1alpha1.SchemeGroupVersion.WithKind("WorkList"))
-	if err := c.List(ctx, works, client.MatchingLabelsSelector{Selector: unlabelled}); err != nil {
+	// From the API server's watch cache (resourceVersion 0): this runs at
+	// every start, and once the Works are labelled it finds none; a quorum read
+	// would read every Work from etcd each time. A Work the cache is behind on
+	// is adopted when the work generator writes it.
+	if err := c.List(ctx, works, client.MatchingLabelsSelector{Selector: unlabelled}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
 		return fmt.Errorf("listing the Works without a hub manager's label: %w", err)
 	}
 	body := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, placementv1alpha1.HubManagerLabel, manager)

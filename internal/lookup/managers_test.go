@@ -139,12 +139,16 @@ func TestManagersLabelTheirWorksAndShardOnce(t *testing.T) {
 	labelled := work("a-1", "team-api", map[string]string{placementv1alpha1.PlacementNamespaceLabel: "team", placementv1alpha1.PlacementNameLabel: "api",
 		placementv1alpha1.HubManagerLabel: "main"})
 
-	g.Expect(lookup.LabelWorks(ctx, c, "main", []string{"set-a"})).To(Succeed())
-	for key, want := range map[client.ObjectKey]string{mine: "main", theirs: "", notOurs: "", labelled: "main"} {
-		w := &workv1alpha1.Work{}
-		g.Expect(c.Get(ctx, key, w)).To(Succeed())
-		g.Expect(w.Labels[placementv1alpha1.HubManagerLabel]).To(Equal(want), "Work %s", key)
-	}
+	// LabelWorks reads the API server's watch cache: run again until it shows
+	// the Works just made (as a manager's next start would).
+	g.Eventually(func(g Gomega) {
+		g.Expect(lookup.LabelWorks(ctx, c, "main", []string{"set-a"})).To(Succeed())
+		for key, want := range map[client.ObjectKey]string{mine: "main", theirs: "", notOurs: "", labelled: "main"} {
+			w := &workv1alpha1.Work{}
+			g.Expect(c.Get(ctx, key, w)).To(Succeed())
+			g.Expect(w.Labels[placementv1alpha1.HubManagerLabel]).To(Equal(want), "Work %s", key)
+		}
+	}).Should(Succeed())
 
 	// Only: namespace b binds edge's set; main's wrapped reconciler never runs for it.
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}})).To(Succeed())
