@@ -125,11 +125,7 @@ func (rd *Renderer) For(c Content, cluster string) (Content, error) {
 	if len(c.Overrides) == 0 {
 		return Content{Manifests: c.Manifests, Hash: c.Hash, Shares: c.Shares}, nil
 	}
-	view, ok := rd.views[cluster]
-	if !ok {
-		view = scheduling.Cluster{Name: cluster}
-	}
-	bound, err := rd.compiled.bind(rd.key, c, view)
+	bound, err := rd.compiled.bind(rd.key, c, rd.View(cluster))
 	if err != nil {
 		return Content{}, err
 	}
@@ -300,7 +296,7 @@ func OverrideFailures(failed map[string]string, selected int) string {
 	for _, n := range names[:min(3, len(names))] {
 		parts = append(parts, n+": "+failed[n])
 	}
-	return fmt.Sprintf("overrides fail on %d of %d clusters, whose Works keep their last good Content: %s",
+	return fmt.Sprintf("overrides fail on %d of %d clusters, whose Works keep their last good content: %s",
 		len(failed), selected, message.List(parts, 3, ", "))
 }
 
@@ -314,8 +310,10 @@ type Divider struct {
 	memo       *division.Memo
 	clusters   []Chosen
 	candidates []division.Candidate
-	// carried is what each cluster's Works carry now, by workload key.
+	// carried is what each cluster's Works carry now, and holding which of
+	// their StatefulSets' claims hold their share, by cluster and workload key.
 	carried map[string]map[string]int64
+	holding map[string]map[string]string
 	// settled is known once Settle has run; the assignments made before it
 	// (the target's) are surged then, the others as they are made.
 	settled, known bool
@@ -343,10 +341,11 @@ type Chosen struct {
 // NewDivider divides over the chosen clusters, with the divisions made before
 // (memo) and the Placement's seed (its UID).
 func NewDivider(seed string, memo *division.Memo, chosen []Chosen) *Divider {
-	d := &Divider{seed: seed, memo: memo, clusters: chosen, carried: map[string]map[string]int64{}, byHash: map[string]assigned{}}
+	d := &Divider{seed: seed, memo: memo, clusters: chosen, carried: map[string]map[string]int64{}, holding: map[string]map[string]string{},
+		byHash: map[string]assigned{}}
 	for _, c := range chosen {
 		d.candidates = append(d.candidates, c.Candidate)
-		d.carried[c.Name] = c.Carried
+		d.carried[c.Name], d.holding[c.Name] = c.Carried, c.Holding
 	}
 	return d
 }
@@ -399,11 +398,7 @@ func (d *Divider) assign(c Content) assigned {
 }
 
 func (d *Divider) surge(a *division.Assignment) {
-	holding := map[string]map[string]string{}
-	for _, c := range d.clusters {
-		holding[c.Name] = c.Holding
-	}
-	a.Surge(d.carried, d.settled, func(cluster, key string) string { return holding[cluster][key] })
+	a.Surge(d.carried, d.settled, func(cluster, key string) string { return d.holding[cluster][key] })
 }
 
 // divide writes a cluster's shares of revision c into its manifests
