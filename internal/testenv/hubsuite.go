@@ -22,13 +22,12 @@ import (
 // A hub reconciler's package suite runs that reconciler alone on a hub API
 // server, and writes by hand what the other controllers would: these set it up.
 
-// HubSuite is a hub reconciler's package suite: the package's logger and
-// Gomega defaults, one hub API server (*hub), and a manager with opts (the
+// HubSuite is a hub reconciler's package suite (its TestMain sets the
+// package's Gomega defaults first): the package's logger, one hub API server (*hub), and a manager with opts (the
 // hub's manager options) running what setup adds, for cluster set set. Its
 // result is TestMain's exit code.
 func HubSuite(m interface{ Run() int }, opts ctrl.Options, set string, hub **ControlPlane, setup func(ctrl.Manager) error) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	SetGomegaDefaults()
 	return RunWithHub(m, opts.Scheme, func(cp *ControlPlane) (func(), error) {
 		*hub = cp
 		return RunHubManager(cp, opts, set, setup)

@@ -27,6 +27,8 @@ var hubCP *testenv.ControlPlane
 const clusterSet = "placementrevision-test-set"
 
 func TestMain(m *testing.M) {
+	// The package's Gomega defaults, sized for a busy 2-core CI machine.
+	testenv.SetGomegaDefaults()
 	os.Exit(testenv.HubSuite(m, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, &hubCP, startRevisionMaker))
 }
 

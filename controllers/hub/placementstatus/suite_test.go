@@ -35,6 +35,8 @@ var hubCP *testenv.ControlPlane
 const clusterSet = "placementstatus-test-set"
 
 func TestMain(m *testing.M) {
+	// The package's Gomega defaults, sized for a busy 2-core CI machine.
+	testenv.SetGomegaDefaults()
 	os.Exit(testenv.HubSuite(m, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, &hubCP, startAggregator))
 }
 

@@ -46,6 +46,8 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
+	// The package's Gomega defaults, sized for a busy 2-core CI machine.
+	testenv.SetGomegaDefaults()
 	os.Exit(testenv.HubSuite(m, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, &hubCP, startScheduler))
 }
 

@@ -31,6 +31,8 @@ var hubCP *testenv.ControlPlane
 const clusterSet = "serviceimport-test-set"
 
 func TestMain(m *testing.M) {
+	// The package's Gomega defaults, sized for a busy 2-core CI machine.
+	testenv.SetGomegaDefaults()
 	os.Exit(testenv.HubSuite(m, hub.ManagerOptions(ctrl.Options{}, ""), clusterSet, &hubCP, startServiceImport))
 }
 
