@@ -113,10 +113,11 @@ agent-deps: ## Fail when lodestar-agent's dependency tree reaches a hub package.
 ##@ Build
 
 .PHONY: build
-build: ## Build the hub manager, the agent, the kubectl plugin, the local fleet runner and the secretreader plugin into bin/.
+build: ## Build the hub manager, the agent, the kubectl plugin, the tunnel's credential plugin, the local fleet runner and the secretreader plugin into bin/.
 	go build -o $(LOCALBIN)/lodestar-hub ./cmd/lodestar-hub
 	go build -o $(LOCALBIN)/lodestar-agent ./cmd/lodestar-agent
 	go build -o $(LOCALBIN)/kubectl-lodestar ./cmd/kubectl-lodestar
+	go build -o $(LOCALBIN)/lodestar-credentials ./cmd/lodestar-credentials
 	@# kubectl completes `kubectl lodestar ...` by running kubectl_complete-lodestar.
 	ln -sf kubectl-lodestar $(LOCALBIN)/kubectl_complete-lodestar
 	go build -o $(LOCALBIN)/lodestar-devfleet ./hack/devfleet

@@ -35,7 +35,8 @@ func main() {
 	var qps float64
 	var burst int
 	var hubID, tenantAccess string
-	var debugTunnel bool
+	var debugTunnel, consumerAccess bool
+	var consumerServer string
 	var unservedGrace time.Duration
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
@@ -58,6 +59,8 @@ func main() {
 	flag.DurationVar(&memberAccessTTL, "member-access-token-ttl", registration.DefaultMemberTokenTTL, "Member access: lifetime of the tokens (at least 10m); renewed at 80% of it.")
 	flag.BoolVar(&debugTunnel, "debug-tunnel", true, "Keep tunnels to the hub's debug API open, through which hub users with access to a Placement read its pods' logs and events and exec into them (docs/debugging.md). The member needs no inbound port.")
 	flag.StringVar(&tenantAccess, "debug-tenant-access", debug.TenantAccessLogs, "What the agent grants the member identity of a Placement's namespace (group lodestar:tenants:<namespace>) in that namespace: none (the member admin binds it), logs (pods, logs, events) or exec (also exec and port-forward).")
+	flag.BoolVar(&consumerAccess, "consumer-access", true, "With --debug-tunnel: publish the tunnel's access provider (lodestar-tunnel) in the ClusterProfile and serve platform teams' controllers through it, each as its own member identity lodestar:consumer:<namespace>:<name> with the rules its ConsumerAccessGrants carry (docs/extending.md).")
+	flag.StringVar(&consumerServer, "consumer-access-server", "", "The hub API server's address as consumers reach it, in the published lodestar-tunnel provider (default: the --hub-kubeconfig's).")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the hub and the member API servers (client-side limit each).")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries above --kube-api-qps.")
 	zapOpts := zap.Options{}
@@ -97,7 +100,7 @@ func main() {
 	// The member connection comes from --kubeconfig, or in-cluster.
 	var debugOpts *agent.Debug
 	if debugTunnel {
-		debugOpts = &agent.Debug{TenantAccess: tenantAccess}
+		debugOpts = &agent.Debug{TenantAccess: tenantAccess, ConsumerAccess: consumerAccess, ProviderServer: consumerServer}
 	}
 	mgr, err := agent.NewManager(agent.Options{
 		Debug:                   debugOpts,

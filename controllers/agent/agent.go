@@ -100,6 +100,13 @@ type Debug struct {
 	// TenantAccess is what the agent grants the tenant group of a namespace it
 	// serves a request in: debug.TenantAccessNone, Logs (default) or Exec.
 	TenantAccess string
+	// ConsumerAccess serves platform teams' controllers through the tunnel
+	// (the lodestar-tunnel access provider, docs/extending.md) as their own
+	// member identities, and publishes the provider in the ClusterProfile.
+	ConsumerAccess bool
+	// ProviderServer is the hub's address as consumers reach it, in the
+	// published provider (default: the address the agent reaches the hub at).
+	ProviderServer string
 }
 
 // MemberAccess is the member admin's opt-in to member access.
@@ -184,6 +191,13 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 		Hub: mgr.GetClient(), Member: m.client, MemberCache: m.cache, Discovery: m.discovery,
 		ClusterSet: clusterSet, Cluster: opts.ClusterName, Period: opts.PropertiesPeriod,
 	}
+	if d := opts.Debug; d != nil && d.ConsumerAccess {
+		ap, err := tunnelProvider(mgr.GetConfig(), opts.ClusterName, d.ProviderServer)
+		if err != nil {
+			return nil, err
+		}
+		reporter.AccessProviders = append(reporter.AccessProviders, ap)
+	}
 	if ma := opts.MemberAccess; ma != nil {
 		if err := addMemberAccess(mgr, opts, ma, reporter); err != nil {
 			return nil, err
@@ -207,7 +221,7 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 		log := ctrl.Log.WithName("debug-tunnel").WithValues("cluster", opts.ClusterName)
 		if err := mgr.Add(&tunnel.Agent{Hub: mgr.GetConfig(), Path: debugv1alpha1.TunnelPath(opts.ClusterName), Log: log, Handler: &debug.Handler{
 			Member: opts.Member, MemberClient: m.client, Hub: mgr.GetClient(), ClusterNamespace: names.ClusterNamespace(opts.ClusterName), HubID: works.HubID,
-			TenantAccess: access, Log: log,
+			TenantAccess: access, ConsumerAccess: opts.Debug.ConsumerAccess, Log: log,
 		}}); err != nil {
 			return nil, err
 		}
@@ -383,9 +397,22 @@ func addMemberAccess(mgr ctrl.Manager, opts Options, ma *MemberAccess, reporter 
 	if err != nil {
 		return fmt.Errorf("creating the member client: %w", err)
 	}
-	reporter.AccessProvider = profile.SecretReaderProvider(opts.ClusterName, ma.Server, ma.CAData)
+	reporter.AccessProviders = append(reporter.AccessProviders, profile.SecretReaderProvider(opts.ClusterName, ma.Server, ma.CAData))
 	return mgr.Add(&registration.MemberAccess{
 		Hub: mgr.GetClient(), Member: cs, Namespace: names.ClusterNamespace(opts.ClusterName),
 		ServiceAccount: ma.ServiceAccount, TTL: ttl, RenewAt: ma.RenewAt,
 	})
+}
+
+// tunnelProvider is the tunnel's access provider of cluster: the hub's address
+// (server, or the agent's own) and the CA the agent trusts the hub by.
+func tunnelProvider(hub *rest.Config, cluster, server string) (cpv1alpha1.AccessProvider, error) {
+	ca := hub.CAData
+	if len(ca) == 0 && hub.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(hub.CAFile); err != nil {
+			return cpv1alpha1.AccessProvider{}, fmt.Errorf("reading the hub's CA for the tunnel access provider: %w", err)
+		}
+	}
+	return profile.TunnelProvider(cluster, cmp.Or(server, hub.Host), ca), nil
 }

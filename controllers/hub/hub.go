@@ -20,6 +20,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterhealth"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterplacement"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustersetbinding"
+	"github.com/lodestar-dev/lodestar/controllers/hub/consumeraccess"
 	"github.com/lodestar-dev/lodestar/controllers/hub/fleetview"
 	"github.com/lodestar-dev/lodestar/controllers/hub/memberaccess"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementrevision"
@@ -188,6 +189,9 @@ func setupStatus(mgr ctrl.Manager, opts Options, scope lookup.Scope) error {
 	}
 	if err := (&memberaccess.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the member access controller: %w", err)
+	}
+	if err := (&consumeraccess.Reconciler{Client: mgr.GetClient(), Scope: scope}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the consumer access controller: %w", err)
 	}
 	if err := (&serviceimport.Reconciler{Client: mgr.GetClient(), Scope: scope, ExportableNamespaces: opts.ExportableNamespaces,
 		Workers: opts.Workers}).SetupWithManager(mgr); err != nil {

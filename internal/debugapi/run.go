@@ -41,7 +41,7 @@ type Options struct {
 	Replicas  int
 	// StreamsPerUser, Streams and Recheck are the Server's.
 	StreamsPerUser, StreamsPerNamespace, Streams int
-	Recheck                                      time.Duration
+	Recheck, ConsumerRecheck                     time.Duration
 	// TunnelRecheck is how often an open tunnel's ServiceAccount is compared
 	// (tunnel.DefaultRecheck), TunnelAuthorizeEvery how often its opener is
 	// authorised again (DefaultAuthorizeEvery).
@@ -147,7 +147,7 @@ func (r *Runnable) Start(ctx context.Context) error {
 	go func() { _ = r.Tunnels.Run(ctx) }()
 	srv := &Server{
 		Reader: r.mgr.GetClient(), Works: r.mgr.GetAPIReader(), Reviews: cs.AuthorizationV1().SubjectAccessReviews(), Tunnels: r.Tunnels, Auth: auth,
-		StreamsPerUser: r.StreamsPerUser, StreamsPerNamespace: r.StreamsPerNamespace, Streams: r.Streams, Recheck: r.Recheck, Log: log, tunnelAuth: ta,
+		StreamsPerUser: r.StreamsPerUser, StreamsPerNamespace: r.StreamsPerNamespace, Streams: r.Streams, Recheck: r.Recheck, ConsumerRecheck: r.ConsumerRecheck, Log: log, tunnelAuth: ta,
 		Local: r.Local,
 	}
 	l := r.Listener

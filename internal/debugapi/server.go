@@ -70,6 +70,9 @@ type Server struct {
 	StreamsPerUser, StreamsPerNamespace, Streams int
 	// Recheck is how often an open stream is authorised again (DefaultRecheck).
 	Recheck time.Duration
+	// ConsumerRecheck is how often a consumer's open stream is checked
+	// against the grants (DefaultConsumerRecheck).
+	ConsumerRecheck time.Duration
 	// Local answer the subresources the hub manager serves itself.
 	Local map[string]LocalHandler
 	Log   logr.Logger
@@ -89,6 +92,9 @@ type proxiedKey struct{}
 // proxied is what Rewrite needs to know of a request.
 type proxied struct {
 	cluster, memberPath, user, placement, subresource string
+	// consumer is the consumer's ServiceAccount (namespace/name) of a request
+	// through the tunnel access provider.
+	consumer string
 }
 
 func (s *Server) init() {
@@ -104,6 +110,9 @@ func (s *Server) init() {
 		}
 		if s.Recheck <= 0 {
 			s.Recheck = DefaultRecheck
+		}
+		if s.ConsumerRecheck <= 0 {
+			s.ConsumerRecheck = DefaultConsumerRecheck
 		}
 		s.open, s.openNS = map[string]int{}, map[string]int{}
 		s.proxy = &httputil.ReverseProxy{
@@ -155,6 +164,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
+	if cluster, memberPath, ok := debugv1alpha1.ParseClusterProxy(r.URL.Path); ok {
+		user, err := s.Auth.Authenticate(r)
+		if err != nil {
+			debugv1alpha1.WriteStatus(w, apierrors.NewUnauthorized(err.Error()))
+			return
+		}
+		s.serveConsumer(w, r, user, cluster, memberPath)
+		return
+	}
 	req, ok := debugv1alpha1.ParseRequest(r.URL.Path)
 	if !ok {
 		debugv1alpha1.WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: debugv1alpha1.Group}, r.URL.Path))
@@ -181,7 +199,8 @@ func Discovery() *metav1.APIResourceList {
 	for _, sub := range debugv1alpha1.Subresources {
 		list.APIResources = append(list.APIResources, metav1.APIResource{Name: debugv1alpha1.Placements + "/" + sub, Namespaced: true, Kind: "Placement", Verbs: []string{"get", "create"}})
 	}
-	list.APIResources = append(list.APIResources, metav1.APIResource{Name: debugv1alpha1.Tunnels + "/" + debugv1alpha1.TunnelSubresource, Namespaced: true, Kind: "Tunnel", Verbs: []string{"create"}})
+	list.APIResources = append(list.APIResources, metav1.APIResource{Name: debugv1alpha1.Tunnels + "/" + debugv1alpha1.TunnelSubresource, Namespaced: true, Kind: "Tunnel", Verbs: []string{"create"}},
+		metav1.APIResource{Name: debugv1alpha1.Clusters + "/" + debugv1alpha1.Proxy, Kind: "Cluster", Verbs: ConsumerVerbs})
 	return list
 }
 
@@ -394,6 +413,10 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 		if s.Auth.IdentityHeader(name) || strings.HasPrefix(strings.ToLower(name), "lodestar-") {
 			pr.Out.Header.Del(name)
 		}
+	}
+	if p.consumer != "" {
+		pr.Out.Header.Set(debugv1alpha1.ConsumerHeader, p.consumer)
+		return
 	}
 	pr.Out.Header.Set(debugv1alpha1.UserHeader, p.user)
 	pr.Out.Header.Set(debugv1alpha1.PlacementHeader, p.placement)

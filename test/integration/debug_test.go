@@ -141,7 +141,7 @@ func TestDebugFromTheHub(t *testing.T) {
 	// reaches it through its agent's outbound tunnel.
 	profile := &cpv1alpha1.ClusterProfile{}
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: member3}, profile)).To(Succeed())
-	g.Expect(profile.Status.AccessProviders).To(BeEmpty())
+	g.Expect(profile.Status.AccessProviders).To(ConsistOf(HaveField("Cluster.Server", strings.TrimSuffix(hubCP.Config.Host, "/")+debugv1alpha1.ClusterProxyPath(member3))))
 
 	out, errOut, err := f.run(t, "pods", "web", "-o", "wide")
 	g.Expect(err).NotTo(HaveOccurred(), errOut)

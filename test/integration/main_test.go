@@ -49,7 +49,7 @@ const debugNamespace = "lodestar-system"
 
 // debugOptions are the agents' debugging from the hub: their tunnels, and
 // exec for the tenant groups (the chart's default is logs only).
-var debugOptions = &agent.Debug{TenantAccess: debug.TenantAccessExec}
+var debugOptions = &agent.Debug{TenantAccess: debug.TenantAccessExec, ConsumerAccess: true}
 
 const (
 	member1 = "member-1"

@@ -21,6 +21,16 @@
 //	tunnels/<cluster>/proxy
 //	    the agent of cluster opens its tunnel (<ns> is the cluster's namespace).
 //
+// and, cluster-scoped, the tunnel access provider of platform teams'
+// controllers (docs/extending.md):
+//
+//	/apis/debug.lodestar.dev/v1alpha1/clusters/<cluster>/proxy/<any member path>
+//	    a request for the member's API server by a consumer, a hub
+//	    ServiceAccount that a ConsumerAccessGrant names: the hub API server
+//	    authorises `<verb> clusters/proxy` (the grant's hub role), the debug
+//	    server checks the grant, and the agent serves it on the member as the
+//	    consumer's own identity (ConsumerUser).
+//
 // Clients build a rest.Config whose Host ends with the placements prefix
 // (kubeconfig.ClusterConfig), so that client-go's typed clients, log streams and
 // exec/port-forward dialers work unchanged.
@@ -60,6 +70,16 @@ const (
 	TunnelSubresource = "proxy"
 )
 
+// Clusters are the members, cluster-scoped, whose proxy subresource reaches
+// the member's API server for a consumer (the tunnel access provider).
+const (
+	Clusters = "clusters"
+	Proxy    = "proxy"
+)
+
+// ClustersResource is the debug API's clusters/proxy, for errors.
+var ClustersResource = schema.GroupResource{Group: Group, Resource: Clusters + "/" + Proxy}
+
 // Subresources of a Placement: what a request may do on a member.
 const (
 	Pods        = "pods"
@@ -96,6 +116,45 @@ const (
 	// SubresourceHeader is the subresource the request was authorised for.
 	SubresourceHeader = "Lodestar-Debug-Subresource"
 )
+
+// ConsumerHeader is the consumer a request through a tunnel is for, as
+// <namespace>/<name> of its hub ServiceAccount: the agent serves it as
+// ConsumerUser, with whatever the member grants that user.
+const ConsumerHeader = "Lodestar-Consumer"
+
+// ConsumerPrefix precedes a consumer's namespace and name in its member
+// identity; ConsumerGroup is the one group every consumer has on a member.
+const (
+	ConsumerPrefix = "lodestar:consumer:"
+	ConsumerGroup  = "lodestar:consumers"
+)
+
+// ConsumerUser is the member identity of the hub ServiceAccount namespace/name.
+func ConsumerUser(namespace, name string) string {
+	return ConsumerPrefix + namespace + ":" + name
+}
+
+// ClusterProxyPath is the tunnel access provider's server path of cluster:
+// what a consumer's client puts before the member's own paths.
+func ClusterProxyPath(cluster string) string {
+	return GroupVersionPath + "/" + Clusters + "/" + cluster + "/" + Proxy
+}
+
+// ParseClusterProxy parses a request for a member through the tunnel access
+// provider: its cluster and the request's path on the member ("/" when the
+// path ends at the proxy). ok is false for any other path.
+func ParseClusterProxy(path string) (cluster, memberPath string, ok bool) {
+	rest, found := strings.CutPrefix(path, GroupVersionPath+"/"+Clusters+"/")
+	if !found {
+		return "", "", false
+	}
+	cluster, rest, _ = strings.Cut(rest, "/")
+	sub, memberPath, _ := strings.Cut(rest, "/")
+	if cluster == "" || sub != Proxy {
+		return "", "", false
+	}
+	return cluster, "/" + memberPath, true
+}
 
 // Identities the agent impersonates on its member for a hub user: prefixed,
 // so that no hub identity (system:admin, system:masters, a hub service

@@ -25,7 +25,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion, &Placement{}, &PlacementList{},
 		&PlacementRevision{}, &PlacementRevisionList{}, &RolloutApproval{}, &RolloutApprovalList{},
 		&ClusterSetBinding{}, &ClusterSetBindingList{}, &ClusterPlacement{}, &ClusterPlacementList{},
-		&MemberAccessGrant{}, &MemberAccessGrantList{})
+		&MemberAccessGrant{}, &MemberAccessGrantList{}, &ConsumerAccessGrant{}, &ConsumerAccessGrantList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

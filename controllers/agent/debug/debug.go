@@ -66,6 +66,9 @@ type Handler struct {
 	ClusterNamespace, HubID string
 	// TenantAccess is what the agent grants the tenant groups (TenantAccess*).
 	TenantAccess string
+	// ConsumerAccess serves the consumers of the tunnel access provider
+	// (serveConsumer); off, they are refused.
+	ConsumerAccess bool
 	Log          logr.Logger
 
 	once      sync.Once
@@ -115,6 +118,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		debugv1alpha1.WriteStatus(w, apierrors.NewInternalError(err))
 		return
 	}
+	if consumer := r.Header.Get(debugv1alpha1.ConsumerHeader); consumer != "" {
+		h.serveConsumer(w, r, consumer)
+		return
+	}
 	user, placement, sub := r.Header.Get(debugv1alpha1.UserHeader), r.Header.Get(debugv1alpha1.PlacementHeader), r.Header.Get(debugv1alpha1.SubresourceHeader)
 	namespace, name, _ := strings.Cut(placement, "/")
 	target, err := debugv1alpha1.ParseMemberPath(sub, r.Method, r.URL.Path)
@@ -129,11 +136,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		debugv1alpha1.WriteStatus(w, apierrors.NewForbidden(podsResource, target.Pod, fmt.Errorf("a Placement of namespace %s reaches only that namespace", namespace)))
 		return
 	}
-	for k := range r.Header {
-		if strings.HasPrefix(strings.ToLower(k), "impersonate-") || strings.EqualFold(k, "Authorization") || strings.HasPrefix(strings.ToLower(k), "lodestar-") {
-			r.Header.Del(k)
-		}
-	}
+	stripIdentity(r.Header)
 	ctx := r.Context()
 	owned, err := placedWorkloads(ctx, h.Hub, h.MemberClient, h.HubID, h.ClusterNamespace, namespace, name)
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
@@ -73,9 +74,9 @@ type Reporter struct {
 	ClusterSet, Cluster string
 	// Period is how often the properties are observed.
 	Period time.Duration
-	// AccessProvider, when set, is published in status.accessProviders (member
-	// access, opted into by the member's admin).
-	AccessProvider *cpv1alpha1.AccessProvider
+	// AccessProviders are published in status.accessProviders: the tunnel's
+	// (TunnelProvider) and member access's (opted into by the member's admin).
+	AccessProviders []cpv1alpha1.AccessProvider
 
 	mu          sync.Mutex
 	last        map[string]string
@@ -155,12 +156,16 @@ func (r *Reporter) Report(ctx context.Context) error {
 			"properties": list,
 		},
 	}}
-	if r.AccessProvider != nil {
-		ap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r.AccessProvider)
-		if err != nil {
-			return fmt.Errorf("encoding the access provider: %w", err)
+	if len(r.AccessProviders) > 0 {
+		aps := make([]any, 0, len(r.AccessProviders))
+		for i := range r.AccessProviders {
+			ap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r.AccessProviders[i])
+			if err != nil {
+				return fmt.Errorf("encoding access provider %s: %w", r.AccessProviders[i].Name, err)
+			}
+			aps = append(aps, ap)
 		}
-		obj.Object["status"].(map[string]any)["accessProviders"] = []any{ap}
+		obj.Object["status"].(map[string]any)["accessProviders"] = aps
 	}
 	if err := r.Hub.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("writing ClusterProfile %s/%s status: %w", r.ClusterSet, r.Cluster, err)
@@ -359,10 +364,25 @@ func eventHandler(notify func(any)) toolscache.ResourceEventHandler {
 // access: the member's server and CA, and the cluster's name in the exec
 // extension, which the upstream secretreader credential plugin reads to find
 // the Secret <consumer namespace>/<cluster>.
-func SecretReaderProvider(cluster, server string, caData []byte) *cpv1alpha1.AccessProvider {
+func SecretReaderProvider(cluster, server string, caData []byte) cpv1alpha1.AccessProvider {
+	return provider(placementv1alpha1.SecretReaderProvider, cluster, server, caData)
+}
+
+// TunnelProvider is the access provider of the agent's tunnel
+// (placementv1alpha1.TunnelProvider): the hub's API server, at the debug API's
+// clusters/<cluster>/proxy, with the hub's CA. A consumer's lodestar-credentials
+// plugin gives its client the consumer's own hub token; no route from the hub
+// to the member is needed.
+func TunnelProvider(cluster, hubServer string, hubCAData []byte) cpv1alpha1.AccessProvider {
+	return provider(placementv1alpha1.TunnelProvider, cluster, strings.TrimSuffix(hubServer, "/")+debugv1alpha1.ClusterProxyPath(cluster), hubCAData)
+}
+
+// provider is an access provider of server and CA, with the cluster's name in
+// the exec extension.
+func provider(name, cluster, server string, caData []byte) cpv1alpha1.AccessProvider {
 	ext, _ := json.Marshal(map[string]string{"clusterName": cluster})
-	return &cpv1alpha1.AccessProvider{
-		Name: placementv1alpha1.SecretReaderProvider,
+	return cpv1alpha1.AccessProvider{
+		Name: name,
 		Cluster: clientcmdv1.Cluster{
 			Server: server, CertificateAuthorityData: caData,
 			Extensions: []clientcmdv1.NamedExtension{{Name: "client.authentication.k8s.io/exec", Extension: runtime.RawExtension{Raw: ext}}},

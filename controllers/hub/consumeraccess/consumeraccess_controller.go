@@ -1,0 +1,305 @@
+// Package consumeraccess keeps what a ConsumerAccessGrant makes
+// (internal/consumeraccess): the hub role and binding that let its consumers
+// use the tunnel access provider of its clusters, and on each of those
+// clusters a Work carrying a ClusterRole of its rules bound to the consumers'
+// member identities. It withdraws both from clusters that leave the grant and,
+// through a finalizer, when the grant is deleted; its status says which
+// members hold the rules.
+package consumeraccess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/consumeraccess"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/patch"
+)
+
+// Name is the controller's field owner.
+const Name = "lodestar-consumeraccess"
+
+// Reconciler keeps what one ConsumerAccessGrant makes.
+type Reconciler struct {
+	// Client reads grants, ClusterProfiles and the grants' Works (the
+	// manager's cache holds this manager's Works) and writes.
+	Client client.Client
+	// Scope is what this hub manager takes (docs/scale.md): grants of its
+	// cluster sets, whose Works carry its name.
+	Scope lookup.Scope
+}
+
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=consumeraccessgrants,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=consumeraccessgrants/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=consumeraccessgrants/finalizers,verbs=update
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;create;update;patch;delete
+// +kubebuilder:rbac:groups=debug.lodestar.dev,resources=clusters/proxy,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile writes the grant's hub role and Works and its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	grant := &placementv1alpha1.ConsumerAccessGrant{}
+	if err := r.Client.Get(ctx, req.NamespacedName, grant); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("consumerAccessGrant", klog.KObj(grant)))
+	if !grant.DeletionTimestamp.IsZero() {
+		return r.withdraw(ctx, grant)
+	}
+	if err := patch.SetFinalizer(ctx, r.Client, grant, placementv1alpha1.ConsumerAccessFinalizer, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	// An invalid selector selects no cluster: what it granted is withdrawn.
+	var clusters []string
+	sel, invalid := selector(grant.Spec.ClusterSelector)
+	if invalid == nil {
+		var err error
+		if clusters, err = r.granted(ctx, grant, sel); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.writeHub(ctx, grant, clusters); err != nil {
+		return ctrl.Result{}, err
+	}
+	works, err := r.writeWorks(ctx, grant, clusters)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.applyStatus(ctx, grant, clusters, invalid, works); err != nil {
+		return ctrl.Result{}, err
+	}
+	if invalid != nil {
+		return ctrl.Result{}, reconcile.TerminalError(invalid)
+	}
+	return ctrl.Result{}, nil
+}
+
+// withdraw removes the grant's hub role and Works, and its finalizer once the
+// Works are gone (their agents removed the members' roles).
+func (r *Reconciler) withdraw(ctx context.Context, grant *placementv1alpha1.ConsumerAccessGrant) (ctrl.Result, error) {
+	if err := r.deleteHub(ctx, grant.Name); err != nil {
+		return ctrl.Result{}, err
+	}
+	left, err := r.removeWorks(ctx, grant.Name, nil)
+	if err != nil || left > 0 {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, err
+	}
+	return ctrl.Result{}, patch.SetFinalizer(ctx, r.Client, grant, placementv1alpha1.ConsumerAccessFinalizer, false)
+}
+
+// selector is the grant's cluster selector.
+func selector(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return labels.Everything(), nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, fmt.Errorf("spec.clusterSelector: %w", err)
+	}
+	return sel, nil
+}
+
+// granted are the clusters the grant selects with sel, sorted: Lodestar's
+// ClusterProfiles of its set, when this manager takes the set.
+func (r *Reconciler) granted(ctx context.Context, grant *placementv1alpha1.ConsumerAccessGrant, sel labels.Selector) ([]string, error) {
+	if !slices.Contains(r.Scope.Sets, grant.Spec.ClusterSet) {
+		return nil, nil
+	}
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(grant.Spec.ClusterSet), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
+	}
+	var out []string
+	for i := range list.Items {
+		if p := &list.Items[i]; lookup.Managed(p) && p.DeletionTimestamp.IsZero() {
+			out = append(out, p.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// writeHub applies the grant's hub ClusterRole (the tunnel provider of its
+// clusters) and its binding to the consumers.
+func (r *Reconciler) writeHub(ctx context.Context, grant *placementv1alpha1.ConsumerAccessGrant, clusters []string) error {
+	for _, obj := range []client.Object{consumeraccess.HubRole(grant.Name, clusters), consumeraccess.HubBinding(grant)} {
+		if err := r.apply(ctx, obj); err != nil {
+			return fmt.Errorf("writing the hub's %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// deleteHub deletes the grant's hub role and binding.
+func (r *Reconciler) deleteHub(ctx context.Context, grant string) error {
+	name := consumeraccess.RoleName(grant)
+	for _, obj := range []client.Object{&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}} {
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting the hub's %T %s: %w", obj, name, err)
+		}
+	}
+	return nil
+}
+
+// writeWorks applies the grant's Work to each cluster, removes it from the
+// clusters it no longer grants, and returns the grant's Works as the cache
+// has them, by cluster.
+func (r *Reconciler) writeWorks(ctx context.Context, grant *placementv1alpha1.ConsumerAccessGrant, clusters []string) (map[string]*workv1alpha1.Work, error) {
+	keep := map[string]bool{}
+	for _, cluster := range clusters {
+		w, err := consumeraccess.Work(grant, cluster, r.Scope.ManagerName())
+		if err != nil {
+			return nil, err
+		}
+		if err := r.apply(ctx, w); err != nil {
+			return nil, fmt.Errorf("writing Work %s: %w", klog.KObj(w), err)
+		}
+		keep[names.ClusterNamespace(cluster)] = true
+	}
+	if _, err := r.removeWorks(ctx, grant.Name, keep); err != nil {
+		return nil, err
+	}
+	list := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, list, client.MatchingLabels{placementv1alpha1.ConsumerAccessGrantLabel: grant.Name}); err != nil {
+		return nil, fmt.Errorf("listing the grant's Works: %w", err)
+	}
+	out := map[string]*workv1alpha1.Work{}
+	for i := range list.Items {
+		if cluster, ok := names.ClusterFromNamespace(list.Items[i].Namespace); ok && keep[list.Items[i].Namespace] {
+			out[cluster] = &list.Items[i]
+		}
+	}
+	return out, nil
+}
+
+// removeWorks deletes the grant's Works outside the namespaces in keep, and
+// returns how many were still there.
+func (r *Reconciler) removeWorks(ctx context.Context, grant string, keep map[string]bool) (int, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(workv1alpha1.SchemeGroupVersion.WithKind("WorkList"))
+	if err := r.Client.List(ctx, list, client.MatchingLabels{placementv1alpha1.ConsumerAccessGrantLabel: grant}); err != nil {
+		return 0, fmt.Errorf("listing the grant's Works: %w", err)
+	}
+	var errs []error
+	left := 0
+	for i := range list.Items {
+		w := &list.Items[i]
+		if keep[w.Namespace] {
+			continue
+		}
+		left++
+		if !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting Work %s: %w", klog.KObj(w), err))
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Withdrew the grant's rules from a cluster", "work", klog.KObj(w))
+	}
+	return left, errors.Join(errs...)
+}
+
+// apply writes obj with server-side apply, as this controller.
+func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	delete(u["metadata"].(map[string]any), "creationTimestamp")
+	return r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), client.FieldOwner(Name), client.ForceOwnership)
+}
+
+// applyStatus writes how many clusters the grant selects, how many hold its
+// rules, and its Ready condition.
+func (r *Reconciler) applyStatus(ctx context.Context, grant *placementv1alpha1.ConsumerAccessGrant, clusters []string, invalid error, works map[string]*workv1alpha1.Work) error {
+	failed := map[string]string{}
+	var pending []string
+	applied := 0
+	for _, cluster := range clusters {
+		w := works[cluster]
+		if w == nil {
+			pending = append(pending, cluster)
+			continue
+		}
+		ok, failure := consumeraccess.Applied(w)
+		switch {
+		case ok:
+			applied++
+		case failure != "":
+			failed[cluster] = failure
+		default:
+			pending = append(pending, cluster)
+		}
+	}
+	ready := consumeraccess.Ready(invalid, failed, pending)
+	ready.ObservedGeneration = grant.Generation
+	if conditions.Same(grant.Status.Conditions, ready) && grant.Status.ObservedGeneration == grant.Generation &&
+		ptr.Deref(grant.Status.Clusters, -1) == int32(len(clusters)) && ptr.Deref(grant.Status.Applied, -1) == int32(applied) {
+		return nil
+	}
+	out := &placementv1alpha1.ConsumerAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: grant.Name}}
+	out.Status = placementv1alpha1.ConsumerAccessGrantStatus{
+		Conditions:         []metav1.Condition{conditions.Merge(grant.Status.Conditions, ready)},
+		ObservedGeneration: grant.Generation,
+		Clusters:           ptr.To(int32(len(clusters))),
+		Applied:            ptr.To(int32(applied)),
+	}
+	return patch.ApplyStatus(ctx, r.Client, out, Name)
+}
+
+// SetupWithManager registers the controller: grants, ClusterProfiles coming,
+// going and relabelled, and the grants' Works (applied, refused, gone).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("consumeraccess").
+		For(&placementv1alpha1.ConsumerAccessGrant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allGrants),
+			builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.GenerationChangedPredicate{}))).
+		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			grant := o.GetLabels()[placementv1alpha1.ConsumerAccessGrantLabel]
+			if grant == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: grant}}}
+		})).
+		Complete(lookup.OnlySets(r.Scope, mgr.GetClient(), r, func() *placementv1alpha1.ConsumerAccessGrant { return &placementv1alpha1.ConsumerAccessGrant{} },
+			func(o *placementv1alpha1.ConsumerAccessGrant) string { return o.Spec.ClusterSet }))
+}
+
+// allGrants enqueues every grant: grants are few, and each reconcile reads caches.
+func (r *Reconciler) allGrants(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &placementv1alpha1.ConsumerAccessGrantList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ConsumerAccessGrants")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
