@@ -144,4 +144,3 @@ func expiry(token string) (time.Time, bool) {
 	}
 	return time.Unix(claims.Exp, 0), true
 }
-

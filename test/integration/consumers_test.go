@@ -88,7 +88,9 @@ spec:
     verbs: [get, list, create, delete]
 `, view, edit, ns))
 	for _, grant := range []string{view, edit} {
-		t.Cleanup(func() { _ = hubCP.Client.Delete(ctx, &placementv1alpha1.ConsumerAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: grant}}) })
+		t.Cleanup(func() {
+			_ = hubCP.Client.Delete(ctx, &placementv1alpha1.ConsumerAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: grant}})
+		})
 		g.Eventually(func(g Gomega) {
 			got := consumerGrant(g, grant)
 			c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ReadyCondition)
@@ -197,7 +199,9 @@ spec:
     resources: [namespaces]
     verbs: [list]
 `, name, ns))
-	t.Cleanup(func() { _ = hubCP.Client.Delete(ctx, &placementv1alpha1.ConsumerAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+	t.Cleanup(func() {
+		_ = hubCP.Client.Delete(ctx, &placementv1alpha1.ConsumerAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
 	prod, other := clustersWithEnv(g, "production")
 	g.Eventually(func(g Gomega) {
 		got := consumerGrant(g, name)

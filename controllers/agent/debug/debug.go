@@ -69,7 +69,7 @@ type Handler struct {
 	// ConsumerAccess serves the consumers of the tunnel access provider
 	// (serveConsumer); off, they are refused.
 	ConsumerAccess bool
-	Log          logr.Logger
+	Log            logr.Logger
 
 	once      sync.Once
 	initErr   error
