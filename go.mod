@@ -1,6 +1,6 @@
 module github.com/lodestar-dev/lodestar
 
-go 1.26.0
+go 1.26.3
 
 require (
 	github.com/evanphx/json-patch/v5 v5.9.11
@@ -34,6 +34,7 @@ require (
 	sigs.k8s.io/cluster-inventory-api v0.1.3
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/mcs-api v0.5.2
+	sigs.k8s.io/multicluster-runtime v0.24.1
 	sigs.k8s.io/work-api v0.0.0-20220407021756-586d707fdb2c
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/docs/examples/extending/nodereport"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// TestExtendingExample: the multicluster-runtime example of
+// docs/examples/extending, deployed on the hub from its YAML, runs as two
+// sharded replicas of its ServiceAccount and keeps a node report on both
+// members through their tunnels (member-2 publishes no address of its own);
+// a node added on a member is reported; when the replica serving member-1
+// stops, the other takes it over.
+func TestExtendingExample(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	_, err := testenv.ApplyDir(ctx, hubCP.Client, filepath.Join("..", "..", "docs", "examples", "extending", "deploy"))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		_ = hubCP.Client.Delete(context.Background(), &placementv1alpha1.ConsumerAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: "node-reporter"}})
+		for _, cluster := range []string{member1, member2} {
+			_ = members[cluster].Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nodereport.Namespace, Name: nodereport.Name}})
+		}
+	})
+	g.Eventually(func(g Gomega) {
+		got := consumerGrant(g, "node-reporter")
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, placementv1alpha1.ReadyCondition)).To(BeTrue())
+	}).Should(Succeed())
+
+	// Two replicas, as the Deployment runs them: the ServiceAccount's token,
+	// the provider file of the example's ConfigMap with this machine's plugin.
+	hub, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, "platform-tools", "node-reporter", time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	providers := exampleProviders(t, hub.BearerToken)
+	var wg sync.WaitGroup
+	stops := map[string]context.CancelFunc{}
+	for _, replica := range []string{"replica-a", "replica-b"} {
+		rctx, cancel := context.WithCancel(context.Background())
+		stops[replica] = cancel
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := nodereport.Run(rctx, nodereport.Options{Hub: hub, ClusterSet: placementv1alpha1.DefaultClusterSet, Access: providers,
+				Replica: replica, LeaseNamespace: "platform-tools", LeaseDuration: 6 * time.Second})
+			if err != nil && rctx.Err() == nil {
+				t.Errorf("replica %s: %v", replica, err)
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		for _, stop := range stops {
+			stop()
+		}
+		wg.Wait()
+	})
+
+	report := func(g Gomega, cluster string) map[string]string {
+		cm := &corev1.ConfigMap{}
+		g.Expect(members[cluster].Client.Get(ctx, client.ObjectKey{Namespace: nodereport.Namespace, Name: nodereport.Name}, cm)).To(Succeed())
+		return cm.Data
+	}
+	nodesOf := func(g Gomega, cluster string) string {
+		list := &corev1.NodeList{}
+		g.Expect(members[cluster].Client.List(ctx, list)).To(Succeed())
+		var names []string
+		for i := range list.Items {
+			names = append(names, list.Items[i].Name)
+		}
+		slices.Sort(names)
+		return strings.Join(names, ",")
+	}
+	for _, cluster := range []string{member1, member2} {
+		g.Eventually(func(g Gomega) {
+			got := report(g, cluster)
+			g.Expect(got).To(HaveKeyWithValue("cluster", cluster))
+			g.Expect(got).To(HaveKeyWithValue("nodes", nodesOf(g, cluster)))
+			g.Expect(got["replica"]).To(BeElementOf("replica-a", "replica-b"))
+		}).Should(Succeed())
+	}
+
+	// A node added on member-2 is reported (the replica watches through the tunnel).
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "reported-" + strings.ToLower(t.Name()[:8])}}
+	g.Expect(members[member2].Client.Create(ctx, node)).To(Succeed())
+	t.Cleanup(func() { _ = members[member2].Client.Delete(context.Background(), node) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(strings.Split(report(g, member2)["nodes"], ",")).To(ContainElement(node.Name))
+	}).Should(Succeed())
+
+	// The replica serving member-1 stops: the other takes member-1 over.
+	var owner string
+	g.Eventually(func(g Gomega) { owner = report(g, member1)["replica"] }).Should(Succeed())
+	stops[owner]()
+	other := map[string]string{"replica-a": "replica-b", "replica-b": "replica-a"}[owner]
+	g.Eventually(func(g Gomega) {
+		g.Expect(report(g, member1)).To(HaveKeyWithValue("replica", other))
+	}).WithTimeout(2 * testenv.EventuallyTimeout).Should(Succeed())
+
+}
+
+// exampleProviders is the example's provider file (its ConfigMap) with this
+// machine's lodestar-credentials reading the ServiceAccount's token from a file.
+func exampleProviders(t *testing.T, token string) *access.Config {
+	t.Helper()
+	g := NewWithT(t)
+	cm := &corev1.ConfigMap{}
+	g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Namespace: "platform-tools", Name: "node-reporter-providers"}, cm)).To(Succeed())
+	var file struct {
+		Providers []map[string]any `json:"providers"`
+	}
+	g.Expect(json.Unmarshal([]byte(cm.Data["providers.json"]), &file)).To(Succeed())
+	g.Expect(file.Providers).To(HaveLen(1))
+	plugin, err := testenv.Binary("lodestar-credentials")
+	g.Expect(err).NotTo(HaveOccurred())
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	g.Expect(os.WriteFile(tokenFile, []byte(token), 0o600)).To(Succeed())
+	exec := file.Providers[0]["execConfig"].(map[string]any)
+	exec["command"], exec["args"] = plugin, []string{"--token-file", tokenFile}
+	b, err := json.Marshal(file)
+	g.Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(dir, "providers.json")
+	g.Expect(os.WriteFile(path, b, 0o600)).To(Succeed())
+	providers, err := access.NewFromFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	return providers
+}
