@@ -3,11 +3,14 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,10 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-inventory-api/pkg/access"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/docs/examples/extending/approver"
 	"github.com/lodestar-dev/lodestar/docs/examples/extending/nodereport"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -32,8 +39,7 @@ import (
 func TestExtendingExample(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	_, err := testenv.ApplyDir(ctx, hubCP.Client, filepath.Join("..", "..", "docs", "examples", "extending", "deploy"))
-	g.Expect(err).NotTo(HaveOccurred())
+	applyExtendingDeploy(t)
 	t.Cleanup(func() {
 		_ = hubCP.Client.Delete(context.Background(), &placementv1alpha1.ConsumerAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: "node-reporter"}})
 		for _, cluster := range []string{member1, member2} {
@@ -141,4 +147,91 @@ func exampleProviders(t *testing.T, token string) *access.Config {
 	providers, err := access.NewFromFile(path)
 	g.Expect(err).NotTo(HaveOccurred())
 	return providers
+}
+
+// applyExtendingDeploy applies docs/examples/extending/deploy as its README says.
+func applyExtendingDeploy(t *testing.T) {
+	t.Helper()
+	_, err := testenv.ApplyDir(t.Context(), hubCP.Client, filepath.Join("..", "..", "docs", "examples", "extending", "deploy"))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+}
+
+// TestWaveApproverExample: the External strategy's example approver, run as
+// its ServiceAccount from the example's YAML, holds a tenant's new revision
+// while the metric is high, then approves it one cluster per wave.
+func TestWaveApproverExample(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyExtendingDeploy(t)
+	ns := newNamespace(t)
+	text, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "extending", "tenant", "web-external.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	createYAML(t, ns, string(text))
+	placementsGoAtEnd(t, ns)
+	greeting := func(g Gomega, cluster string) string {
+		cm := &corev1.ConfigMap{}
+		g.Expect(members[cluster].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, cm)).To(Succeed())
+		return cm.Data["greeting"]
+	}
+	// The first revision goes everywhere at once: nothing runs to protect.
+	g.Eventually(func(g Gomega) {
+		for _, cluster := range []string{member1, member2} {
+			g.Expect(greeting(g, cluster)).To(Equal("hello"))
+		}
+	}).Should(Succeed())
+
+	// The approver, as its ServiceAccount, gated on a metric served here.
+	var metric atomic.Value
+	metric.Store("0.5")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("namespace") != ns || r.URL.Query().Get("placement") != "web" {
+			http.Error(w, "unknown placement", http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write([]byte(metric.Load().(string)))
+	}))
+	t.Cleanup(srv.Close)
+	cfg, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, "platform-tools", "wave-approver", time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.Hub(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect((&approver.Approver{Client: mgr.GetClient(), Metric: approver.HTTPMetric(srv.URL), Threshold: 0.01, WaveSize: 1, Recheck: time.Second}).SetupWithManager(mgr)).To(Succeed())
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(mctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	// A new revision, held while the metric is high.
+	g.Expect(updateOnHub(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, func(cm *corev1.ConfigMap) {
+		cm.Data["greeting"] = "hi"
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		p := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, p)).To(Succeed())
+		g.Expect(p.Status.Rollout).NotTo(BeNil())
+		g.Expect(p.Status.Rollout.Clusters).To(HaveLen(2))
+		g.Expect(p.Status.Rollout.Clusters).To(HaveEach(HaveField("State", placementv1alpha1.ClusterPending)))
+	}).Should(Succeed())
+	approvals := func(g Gomega) []placementv1alpha1.RolloutApproval {
+		list := &placementv1alpha1.RolloutApprovalList{}
+		g.Expect(hubCP.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		return list.Items
+	}
+	g.Consistently(func(g Gomega) {
+		g.Expect(approvals(g)).To(BeEmpty())
+		for _, cluster := range []string{member1, member2} {
+			g.Expect(greeting(g, cluster)).To(Equal("hello"))
+		}
+	}).Should(Succeed())
+
+	// The metric good: one wave per cluster, member-1 first.
+	metric.Store("0.001")
+	g.Eventually(func(g Gomega) {
+		for _, cluster := range []string{member1, member2} {
+			g.Expect(greeting(g, cluster)).To(Equal("hi"))
+		}
+	}).Should(Succeed())
+	got := approvals(g)
+	g.Expect(got).To(HaveLen(2))
+	g.Expect(got).To(ConsistOf(HaveField("Spec.Clusters", []string{member1}), HaveField("Spec.Clusters", []string{member2})))
 }
