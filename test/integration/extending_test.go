@@ -16,6 +16,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-inventory-api/pkg/access"
@@ -234,4 +235,42 @@ func TestWaveApproverExample(t *testing.T) {
 	got := approvals(g)
 	g.Expect(got).To(HaveLen(2))
 	g.Expect(got).To(ConsistOf(HaveField("Spec.Clusters", []string{member1}), HaveField("Spec.Clusters", []string{member2})))
+}
+
+// TestPropertyProducerExample: a ClusterProperty written on one member, as
+// the example's producer would, brings the example tenant's Placement there
+// alone, with the value in its copy; when the producer withdraws it, the
+// Placement leaves.
+func TestPropertyProducerExample(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	dir := filepath.Join("..", "..", "docs", "examples", "extending")
+	objs, err := testenv.ApplyDir(ctx, members[member2].Client, filepath.Join(dir, "member"))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		for _, o := range objs {
+			_ = members[member2].Client.Delete(context.Background(), o)
+		}
+	})
+	ns := newNamespace(t)
+	text, err := os.ReadFile(filepath.Join(dir, "tenant", "trainer.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	createYAML(t, ns, string(text))
+	placementsGoAtEnd(t, ns)
+	key := client.ObjectKey{Namespace: ns, Name: "trainer-config"}
+	g.Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(members[member2].Client.Get(ctx, key, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("gpus", "4"))
+	}).Should(Succeed())
+	g.Consistently(func() bool {
+		return apierrors.IsNotFound(members[member1].Client.Get(ctx, key, &corev1.ConfigMap{}))
+	}).Should(BeTrue(), "member-1 publishes no GPUs")
+
+	for _, o := range objs {
+		g.Expect(members[member2].Client.Delete(ctx, o)).To(Succeed())
+	}
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(members[member2].Client.Get(ctx, key, &corev1.ConfigMap{}))
+	}).Should(BeTrue(), "without the property, the Placement leaves member-2")
 }
