@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
 	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/docs/examples/extending/approver"
+	"github.com/lodestar-dev/lodestar/docs/examples/extending/cheapest"
 	"github.com/lodestar-dev/lodestar/docs/examples/extending/nodereport"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
@@ -273,4 +275,55 @@ func TestPropertyProducerExample(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(members[member2].Client.Get(ctx, key, &corev1.ConfigMap{}))
 	}).Should(BeTrue(), "without the property, the Placement leaves member-2")
+}
+
+// TestExternalSchedulerExample: the example external scheduler, run as its
+// ServiceAccount from the example's YAML, places the example tenant's
+// Placement on the member of the lowest cost its producer publishes, and
+// moves it when the costs change; Lodestar's scheduler stays out.
+func TestExternalSchedulerExample(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyExtendingDeploy(t)
+	setProperty(t, member1, cheapest.CostProperty, "3")
+	setProperty(t, member2, cheapest.CostProperty, "1")
+
+	cfg, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, "platform-tools", "cheapest-scheduler", time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.Hub(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect((&cheapest.Scheduler{Client: mgr.GetClient(), Name: "cheapest", ClusterSet: placementv1alpha1.DefaultClusterSet}).SetupWithManager(mgr)).To(Succeed())
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(mctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	ns := newNamespace(t)
+	text, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "extending", "tenant", "cheapest.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	createYAML(t, ns, string(text))
+	placementsGoAtEnd(t, ns)
+	key := client.ObjectKey{Namespace: ns, Name: "batch-config"}
+	on := func(cluster string) bool { return members[cluster].Client.Get(ctx, key, &corev1.ConfigMap{}) == nil }
+	g.Eventually(func(g Gomega) {
+		g.Expect(on(member2)).To(BeTrue())
+		g.Expect(on(member1)).To(BeFalse())
+	}).Should(Succeed())
+
+	// member-1 becomes the cheapest: the Placement moves there.
+	g.Eventually(func() error {
+		prop := &aboutv1alpha1.ClusterProperty{}
+		if err := members[member1].Client.Get(ctx, client.ObjectKey{Name: cheapest.CostProperty}, prop); err != nil {
+			return err
+		}
+		prop.Spec.Value = "0.5"
+		return members[member1].Client.Update(ctx, prop)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(on(member1)).To(BeTrue())
+		g.Expect(on(member2)).To(BeFalse())
+	}).Should(Succeed())
+	p := &placementv1alpha1.Placement{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "batch"}, p)).To(Succeed())
+	g.Expect(p.Status.Conditions).NotTo(ContainElement(HaveField("Type", placementv1alpha1.ScheduledCondition)), "Lodestar's scheduler stays out")
 }
