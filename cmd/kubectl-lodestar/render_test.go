@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
@@ -182,7 +181,7 @@ func TestRenderRefuses(t *testing.T) {
 		"spec": placementv1alpha1.PlacementSpec{
 			ResourceSelectors: []placementv1alpha1.ResourceSelector{{Version: "v1", Kind: "ConfigMap"}},
 			Overrides: []placementv1alpha1.Override{{Name: "both", JSONPatch: []placementv1alpha1.JSONPatchOperation{
-				{Op: "add", Path: "/data/x", Value: &apiextensionsv1.JSON{Raw: []byte(`"a"`)}, ValueExpression: "'b'"}}}},
+				{Op: "add", Path: "/data/x", Value: &placementv1alpha1.JSON{Raw: []byte(`"a"`)}, ValueExpression: "'b'"}}}},
 		}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(os.WriteFile(file, bad, 0o600)).To(Succeed())

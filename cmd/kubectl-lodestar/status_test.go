@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/clientcmd"
@@ -69,7 +68,7 @@ func TestStatusReadsOnlyThePlacement(t *testing.T) {
 			Message: "1 of 2 clusters available; not yet: edge-2", LastTransitionTime: metav1.Now()}},
 		Clusters: []placementv1alpha1.ClusterStatus{
 			{Name: "edge-1", Applied: metav1.ConditionTrue, Available: metav1.ConditionTrue, Objects: []placementv1alpha1.ObjectStatus{
-				{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "api", State: placementv1alpha1.ObjectAvailable, Feedback: &apiextensionsv1.JSON{Raw: []byte(`{"ready":3}`)}}},
+				{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "api", State: placementv1alpha1.ObjectAvailable, Feedback: &placementv1alpha1.JSON{Raw: []byte(`{"ready":3}`)}}},
 				Shares: []placementv1alpha1.ShareStatus{{Object: "Deployment/api", Replicas: 4, Target: 3,
 					Reason: "weight 1 of 3; keeps 4 until the increases elsewhere are Available"}}},
 			{Name: "edge-2", Applied: metav1.ConditionTrue, Available: metav1.ConditionFalse,

@@ -65,6 +65,7 @@ func main() {
 	flag.IntVar(&debugOpts.Replicas, "debug-replicas", 1, "How many hub replicas serve the debug API: each agent holds a tunnel to every one.")
 	flag.IntVar(&debugOpts.StreamsPerUser, "debug-streams-per-user", debugapi.DefaultStreamsPerUser, "Most open debug streams (logs, exec, port-forward) of one user on one replica.")
 	flag.IntVar(&debugOpts.StreamsPerNamespace, "debug-streams-per-namespace", debugapi.DefaultStreamsPerNamespace, "Most open debug streams of one namespace's Placements on one replica, whoever opens them.")
+	flag.DurationVar(&debugOpts.ConsumerRecheck, "debug-consumer-recheck", debugapi.DefaultConsumerRecheck, "How often an open stream of a consumer of the tunnel access provider is checked against the ConsumerAccessGrants: a revoked grant ends it within this (docs/extending.md).")
 	flag.IntVar(&debugOpts.Streams, "debug-streams", debugapi.DefaultStreams, "Most open debug streams on one replica.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -20,7 +19,7 @@ const deployment = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"nam
 
 const configMap = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"shop"},"data":{"color":"blue"}}`
 
-func raw(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+func raw(s string) *placementv1alpha1.JSON { return &placementv1alpha1.JSON{Raw: []byte(s)} }
 
 var (
 	eu   = scheduling.Cluster{Name: "eu-1", Labels: map[string]string{"region": "eu", "tier": "edge"}, Properties: map[string]string{"replicas.example.com": "5"}}

@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -169,4 +168,4 @@ func TestOneTenantCannotExhaustTheHub(t *testing.T) {
 	g.Expect(grew).To(BeNumerically("<", 50<<20), "the hub manager's memory")
 }
 
-func jsonValue(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+func jsonValue(s string) *placementv1alpha1.JSON { return &placementv1alpha1.JSON{Raw: []byte(s)} }

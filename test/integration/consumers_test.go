@@ -136,6 +136,15 @@ spec:
 		g.Expect(err.Error()).To(ContainSubstring("clusters/proxy"))
 	}
 
+	// A hub admin is no consumer: the grant, not RBAC alone, opens the tunnel.
+	admin := rest.CopyConfig(hubCP.Config)
+	admin.Host = strings.TrimSuffix(hubCP.Config.Host, "/") + debugv1alpha1.ClusterProxyPath(member1)
+	adminCS, err := kubernetes.NewForConfig(admin)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = adminCS.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("not a ServiceAccount"))
+
 	// Revoked: the viewer's open watch through member-1's tunnel ends, new
 	// requests are refused at the hub, and the rules leave the members.
 	w, err := viewer.member(t, member1).CoreV1().Namespaces().Watch(ctx, metav1.ListOptions{})

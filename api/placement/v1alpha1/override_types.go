@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -139,7 +138,9 @@ type JSONPatchOperation struct {
 
 	// value is the literal JSON value of add, replace and test.
 	// +optional
-	Value *apiextensionsv1.JSON `json:"value,omitempty"`
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	Value *JSON `json:"value,omitempty"`
 
 	// valueExpression is a CEL expression over `cluster` whose result (a string,
 	// number, bool, list, map or null) is the value; numbers stay numbers, for
@@ -155,7 +156,9 @@ type JSONPatchOperation struct {
 type MergePatch struct {
 	// patch is the literal merge patch, an object.
 	// +optional
-	Patch *apiextensionsv1.JSON `json:"patch,omitempty"`
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	Patch *JSON `json:"patch,omitempty"`
 
 	// patchExpression is a CEL expression over `cluster` that yields the merge
 	// patch as a map, for example

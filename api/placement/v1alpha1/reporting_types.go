@@ -1,8 +1,6 @@
 package v1alpha1
 
 import (
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
 
@@ -253,5 +251,5 @@ type ObjectStatus struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
-	Feedback *apiextensionsv1.JSON `json:"feedback,omitempty"`
+	Feedback *JSON `json:"feedback,omitempty"`
 }

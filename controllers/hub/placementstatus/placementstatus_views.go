@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -327,8 +326,8 @@ func byCluster(vs map[string]*view) map[string]*view {
 	return out
 }
 
-func jsonOf(b []byte) *apiextensionsv1.JSON {
-	return &apiextensionsv1.JSON{Raw: bytes.Clone(b)}
+func jsonOf(b []byte) *placementv1alpha1.JSON {
+	return &placementv1alpha1.JSON{Raw: bytes.Clone(b)}
 }
 
 // shareStatuses are the cluster's shares of the divided workloads, by key.
