@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -237,6 +238,12 @@ var cases = []ruleCase{
 	{"kube-* and lodestar-* namespaces cannot receive member credentials", func(ctx context.Context, c client.Client, _ string) error {
 		return c.Create(ctx, &placementv1alpha1.MemberAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: "g-" + rand.String(5)},
 			Spec: placementv1alpha1.MemberAccessGrantSpec{Namespace: "kube-system", ClusterSet: "lodestar-fleet"}})
+	}},
+	{"a ConsumerAccessGrant's name is a DNS label (at most 63 characters, no dots): it names the grant's Works and roles", func(ctx context.Context, c client.Client, _ string) error {
+		return c.Create(ctx, &placementv1alpha1.ConsumerAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: "platform.tools-" + rand.String(5)},
+			Spec: placementv1alpha1.ConsumerAccessGrantSpec{ClusterSet: "lodestar-fleet",
+				Consumers: []placementv1alpha1.ConsumerRef{{Namespace: "platform-tools", Name: "reporter"}},
+				Rules:     []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}}}})
 	}},
 	{"a RolloutApproval is immutable", func(ctx context.Context, c client.Client, ns string) error {
 		a := &placementv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns},
