@@ -4,6 +4,7 @@
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+COPY api/go.mod api/go.sum ./api/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/lodestar-hub ./cmd/lodestar-hub && \

@@ -7,6 +7,7 @@ require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/cel-go v0.26.0
 	github.com/hashicorp/yamux v0.1.2
+	github.com/lodestar-dev/lodestar/api v0.0.0-00010101000000-000000000000
 	github.com/moby/term v0.5.0
 	github.com/onsi/gomega v1.44.0
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2
@@ -111,3 +112,6 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 )
+
+// The API module (api/go.mod) is this repository's own.
+replace github.com/lodestar-dev/lodestar/api => ./api

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lodestar-dev/lodestar/api/client/clientset/versioned"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/watches"
@@ -157,6 +158,16 @@ func (o *options) hub() (*rest.Config, client.Client, error) {
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.Hub()})
 	return cfg, c, err
+}
+
+// typed is the hub's typed client of Lodestar's API (the API module's
+// generated clientset).
+func (o *options) typed() (versioned.Interface, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return versioned.NewForConfig(cfg)
 }
 
 // namespace is -n, or the kubeconfig context's namespace.

@@ -63,8 +63,12 @@ revisions, go back to one, pause and resume it, and approve stages or clusters.`
 	history := placementVerb("history", "List the kept revisions with their change causes",
 		"List the kept revisions of a Placement, oldest first, with their change causes.",
 		"  kubectl lodestar rollout history web -n shop",
-		func(cmd *cobra.Command, key client.ObjectKey, c client.Client) error {
-			revs, err := rolloutctl.History(cmd.Context(), c, key)
+		func(cmd *cobra.Command, key client.ObjectKey, _ client.Client) error {
+			cs, err := o.typed()
+			if err != nil {
+				return err
+			}
+			revs, err := rolloutctl.History(cmd.Context(), cs, key)
 			if err != nil {
 				return err
 			}
@@ -81,7 +85,11 @@ revisions, go back to one, pause and resume it, and approve stages or clusters.`
 		"Write an earlier revision's objects (and overrides) back to the namespace, by\ndefault the revision before the target; it rolls out through the strategy's gates.",
 		"  kubectl lodestar rollout undo web -n shop\n  kubectl lodestar rollout undo web -n shop --to-revision 2",
 		func(cmd *cobra.Command, key client.ObjectKey, c client.Client) error {
-			to, err := rolloutctl.Undo(cmd.Context(), c, key, toRevision)
+			cs, err := o.typed()
+			if err != nil {
+				return err
+			}
+			to, err := rolloutctl.Undo(cmd.Context(), c, cs, key, toRevision)
 			if err != nil {
 				return err
 			}
@@ -94,8 +102,12 @@ revisions, go back to one, pause and resume it, and approve stages or clusters.`
 		return placementVerb(verb, strings.ToUpper(verb[:1])+verb[1:]+" giving clusters the target revision",
 			"Stop (pause) or go on (resume) giving clusters the target revision.",
 			"  kubectl lodestar rollout "+verb+" web -n shop",
-			func(cmd *cobra.Command, key client.ObjectKey, c client.Client) error {
-				if err := rolloutctl.SetPaused(cmd.Context(), c, key, paused); err != nil {
+			func(cmd *cobra.Command, key client.ObjectKey, _ client.Client) error {
+				cs, err := o.typed()
+				if err != nil {
+					return err
+				}
+				if err := rolloutctl.SetPaused(cmd.Context(), cs, key, paused); err != nil {
 					return err
 				}
 				fmt.Fprintf(o.Out, "placement %s %sd\n", key.Name, verb)

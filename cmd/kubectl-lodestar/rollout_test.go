@@ -41,7 +41,7 @@ func rolloutPlacement(t *testing.T, reason string) client.ObjectKey {
 			Spec: placementv1alpha1.PlacementRevisionSpec{Placement: "web", Revision: int64(i + 1), Hash: hash, ChangeCause: cause},
 		})).To(Succeed())
 	}
-	revs, err := rolloutctl.History(ctx, hubCP.Client, client.ObjectKeyFromObject(p))
+	revs, err := rolloutctl.History(ctx, hubCP.Typed(), client.ObjectKeyFromObject(p))
 	g.Expect(err).NotTo(HaveOccurred())
 	status := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns.Name}}
 	status.Status.Conditions = []metav1.Condition{{Type: placementv1alpha1.ProgressingCondition, Status: metav1.ConditionFalse,

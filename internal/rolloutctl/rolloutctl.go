@@ -17,9 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	placementac "github.com/lodestar-dev/lodestar/api/client/applyconfiguration/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/api/client/clientset/versioned"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
@@ -84,11 +87,13 @@ func Wait(ctx context.Context, c client.Client, key client.ObjectKey, timeout, p
 	return err
 }
 
-// History lists the Placement's revisions, oldest first.
-func History(ctx context.Context, c client.Client, key client.ObjectKey) ([]placementv1alpha1.PlacementRevision, error) {
-	list := &placementv1alpha1.PlacementRevisionList{}
-	if err := c.List(ctx, list, client.InNamespace(key.Namespace),
-		client.MatchingLabels{placementv1alpha1.PlacementNameLabel: names.LabelValue(key.Name)}); err != nil {
+// History lists the Placement's revisions, oldest first, with the API
+// module's typed client.
+func History(ctx context.Context, cs versioned.Interface, key client.ObjectKey) ([]placementv1alpha1.PlacementRevision, error) {
+	list, err := cs.PlacementV1alpha1().PlacementRevisions(key.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{placementv1alpha1.PlacementNameLabel: names.LabelValue(key.Name)}).String(),
+	})
+	if err != nil {
 		return nil, fmt.Errorf("listing PlacementRevisions: %w", err)
 	}
 	out := slices.DeleteFunc(list.Items, func(r placementv1alpha1.PlacementRevision) bool { return r.Spec.Placement != key.Name })
@@ -96,11 +101,17 @@ func History(ctx context.Context, c client.Client, key client.ObjectKey) ([]plac
 	return out, nil
 }
 
-// SetPaused sets or clears spec.strategy.paused.
-func SetPaused(ctx context.Context, c client.Client, key client.ObjectKey, paused bool) error {
-	p := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
-	patch := fmt.Appendf(nil, `{"spec":{"strategy":{"paused":%t}}}`, paused)
-	return c.Patch(ctx, p, client.RawPatch("application/merge-patch+json", patch))
+// FieldManager is the CLI's field manager of what it applies.
+const FieldManager = "kubectl-lodestar"
+
+// SetPaused sets or clears spec.strategy.paused, applied (server-side) as
+// FieldManager with the API module's apply configurations: the field alone,
+// whoever wrote the rest.
+func SetPaused(ctx context.Context, cs versioned.Interface, key client.ObjectKey, paused bool) error {
+	_, err := cs.PlacementV1alpha1().Placements(key.Namespace).Apply(ctx,
+		placementac.Placement(key.Name, key.Namespace).WithSpec(placementac.PlacementSpec().WithStrategy(placementac.RolloutStrategy().WithPaused(paused))),
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	return err
 }
 
 // Approve creates a RolloutApproval of the Placement's target revision for a
@@ -204,12 +215,12 @@ func pollUntil(ctx context.Context, d time.Duration, f func() (done bool, err er
 // stays the source of truth, and the Placement rolls that revision out through
 // its strategy's gates. toRevision 0 is the revision before the target. Objects
 // the earlier revision does not have are left as they are.
-func Undo(ctx context.Context, c client.Client, key client.ObjectKey, toRevision int64) (*placementv1alpha1.PlacementRevision, error) {
+func Undo(ctx context.Context, c client.Client, cs versioned.Interface, key client.ObjectKey, toRevision int64) (*placementv1alpha1.PlacementRevision, error) {
 	p := &placementv1alpha1.Placement{}
 	if err := c.Get(ctx, key, p); err != nil {
 		return nil, err
 	}
-	revs, err := History(ctx, c, key)
+	revs, err := History(ctx, cs, key)
 	if err != nil {
 		return nil, err
 	}

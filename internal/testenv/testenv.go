@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/lodestar-dev/lodestar/api/client/clientset/versioned"
 	"github.com/lodestar-dev/lodestar/config"
 	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
@@ -279,4 +280,10 @@ func RunWithHub(m interface{ Run() int }, scheme *runtime.Scheme, setup func(*Co
 		defer stop()
 	}
 	return m.Run()
+}
+
+// Typed is a typed client of Lodestar's API on the control plane (the API
+// module's generated clientset).
+func (cp *ControlPlane) Typed() versioned.Interface {
+	return versioned.NewForConfigOrDie(cp.Config)
 }

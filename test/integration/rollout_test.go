@@ -67,7 +67,7 @@ func TestRollingUpdateKeepsMaxUnavailable(t *testing.T) {
 	g.Expect(maxMixed.Load()).To(BeNumerically("==", 1), "clusters were updated one after the other, not at once")
 
 	// Paused: no cluster is given the next revision.
-	g.Expect(rolloutctl.SetPaused(t.Context(), hubCP.Client, key, true)).To(Succeed())
+	g.Expect(rolloutctl.SetPaused(t.Context(), hubCP.Typed(), key, true)).To(Succeed())
 	setGreeting(t, ns, "v3")
 	g.Eventually(func(g Gomega) {
 		got, c := progressing(g, key)
@@ -79,10 +79,10 @@ func TestRollingUpdateKeepsMaxUnavailable(t *testing.T) {
 			g.Expect(greetingOn(g, cl, ns)).To(Equal("v2"))
 		}
 	}).Should(Succeed())
-	g.Expect(rolloutctl.SetPaused(t.Context(), hubCP.Client, key, false)).To(Succeed())
+	g.Expect(rolloutctl.SetPaused(t.Context(), hubCP.Typed(), key, false)).To(Succeed())
 	expectRolledOut(t, key, 3, "v3", clusters...)
 
-	revs, err := rolloutctl.History(t.Context(), hubCP.Client, key)
+	revs, err := rolloutctl.History(t.Context(), hubCP.Typed(), key)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(revs).To(HaveLen(3))
 	g.Expect(revs[0].Spec.ChangeCause).To(Equal("first revision: 1 object"))
@@ -111,7 +111,7 @@ func TestRapidEditsAreCoalesced(t *testing.T) {
 	got, _ := progressing(g, key)
 	g.Expect(got.Status.Rollout.TargetRevisionNumber).To(BeNumerically("<=", 3), "five edits in a burst make at most two revisions")
 	g.Eventually(func(g Gomega) {
-		revs, err := rolloutctl.History(t.Context(), hubCP.Client, key)
+		revs, err := rolloutctl.History(t.Context(), hubCP.Typed(), key)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(revs).To(HaveLen(2), "revisionHistoryLimit 2")
 	}).Should(Succeed())
@@ -143,7 +143,7 @@ func TestStagedRolloutWaitsForApproval(t *testing.T) {
 		g.Expect(greetingOn(g, member2, ns)).To(Equal("v2"))
 	}).Should(Succeed())
 
-	revs, err := rolloutctl.History(t.Context(), hubCP.Client, key)
+	revs, err := rolloutctl.History(t.Context(), hubCP.Typed(), key)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(revs).To(HaveLen(2))
 	old := &placementv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: ns},
@@ -216,7 +216,7 @@ func TestUndoRestoresThePreviousObjects(t *testing.T) {
 	setGreeting(t, ns, "v2")
 	expectRolledOut(t, key, 2, "v2", member1, member2)
 
-	to, err := rolloutctl.Undo(t.Context(), hubCP.Client, key, 0)
+	to, err := rolloutctl.Undo(t.Context(), hubCP.Client, hubCP.Typed(), key, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(to.Spec.Revision).To(BeEquivalentTo(1))
 	cm := &corev1.ConfigMap{}
@@ -224,10 +224,10 @@ func TestUndoRestoresThePreviousObjects(t *testing.T) {
 	g.Expect(cm.Data["greeting"]).To(Equal("v1"), "the hub stays the source of truth")
 	expectRolledOut(t, key, 1, "v1", member1, member2)
 
-	_, err = rolloutctl.Undo(t.Context(), hubCP.Client, key, 2)
+	_, err = rolloutctl.Undo(t.Context(), hubCP.Client, hubCP.Typed(), key, 2)
 	g.Expect(err).NotTo(HaveOccurred())
 	expectRolledOut(t, key, 2, "v2", member1, member2)
-	_, err = rolloutctl.Undo(t.Context(), hubCP.Client, key, 9)
+	_, err = rolloutctl.Undo(t.Context(), hubCP.Client, hubCP.Typed(), key, 9)
 	g.Expect(err).To(MatchError(ContainSubstring("no revision 9")))
 }
 

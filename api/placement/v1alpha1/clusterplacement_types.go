@@ -24,6 +24,8 @@ const ClusterPlacementAnnotation = "placement.lodestar.dev/cluster-placement"
 // platform admins. Its spec is a Placement's; its resource selectors name
 // cluster-scoped kinds (a selector of kind Namespace selects whole namespaces).
 // Every cluster set the hub manages is open to it.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=lodestar,shortName=cplc

@@ -41,6 +41,7 @@ type ClusterSetBindingStatus struct {
 // cluster set. A namespace without a binding gets no clusters. Deleting the
 // binding removes the set's clusters from the namespace's Placements at once
 // (access was revoked: the clusters do not wait for replacements).
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=lodestar,shortName=csb

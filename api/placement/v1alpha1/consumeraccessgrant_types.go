@@ -88,6 +88,8 @@ type ConsumerAccessGrantStatus struct {
 // Deleting the grant, or a cluster leaving the set or selector, withdraws
 // both, and ends the consumers' open streams to that cluster. It is
 // cluster-scoped so that only platform admins grant.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=lodestar,shortName=cag

@@ -1,7 +1,3 @@
-// Package v1alpha1 holds the placement.lodestar.dev/v1alpha1 API: Placement, which
-// says which objects of a hub namespace run on which member clusters.
-// +kubebuilder:object:generate=true
-// +groupName=placement.lodestar.dev
 package v1alpha1
 
 import (
@@ -13,6 +9,9 @@ import (
 var (
 	// GroupVersion is the group and version of this API.
 	GroupVersion = schema.GroupVersion{Group: "placement.lodestar.dev", Version: "v1alpha1"}
+
+	// SchemeGroupVersion is GroupVersion, by the name generated clients use.
+	SchemeGroupVersion = GroupVersion
 
 	// SchemeBuilder registers this API's types.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
@@ -28,4 +27,9 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&MemberAccessGrant{}, &MemberAccessGrantList{}, &ConsumerAccessGrant{}, &ConsumerAccessGrantList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
+}
+
+// Resource is the group's resource of that name (generated listers name it in errors).
+func Resource(resource string) schema.GroupResource {
+	return GroupVersion.WithResource(resource).GroupResource()
 }

@@ -62,6 +62,8 @@ type MemberAccessGrantStatus struct {
 // secretreader credential plugin reads it (docs/member-access.md). It is
 // cluster-scoped so that only platform admins grant. Deleting it, or a
 // cluster leaving the set or the selector, removes the copies.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=lodestar,shortName=mag

@@ -391,6 +391,7 @@ type ClaimStatus struct {
 }
 
 // Placement places objects of its namespace on the member clusters it selects.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=lodestar,shortName=plc

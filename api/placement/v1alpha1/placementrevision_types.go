@@ -70,6 +70,8 @@ type RevisionManifest struct {
 // maker creates one per change, named <placement>-<hash>, owned by the
 // Placement, and names it in the Placement's status.revision; the work generator
 // rolls it out.
+// +genclient
+// +genclient:noStatus
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=lodestar,shortName=plcrev
 // +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="a PlacementRevision is immutable"

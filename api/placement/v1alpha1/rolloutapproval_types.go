@@ -36,6 +36,8 @@ type RolloutApprovalSpec struct {
 // RolloutApproval lets a stage, or clusters, of a Placement's rollout start. It is
 // a separate object so that RBAC can let other people approve than those who edit
 // the Placement.
+// +genclient
+// +genclient:noStatus
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=lodestar
 // +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="a RolloutApproval is immutable"

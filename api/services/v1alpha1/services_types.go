@@ -140,6 +140,7 @@ type ExportedServiceStatus struct {
 // cluster's agent into the cluster's namespace on the hub (the namespace says
 // which cluster exports; an agent may write only its own), named
 // "<namespace>.<name>".
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=lodestar
@@ -226,6 +227,7 @@ type ImportedServiceStatus struct {
 // ImportedService is what the hub asks one importing cluster to serve for an
 // exported namespace/name, in the cluster's namespace on the hub, named
 // "<namespace>.<name>". Only the hub writes its spec.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=lodestar

@@ -87,6 +87,8 @@ type AppliedWorkStatus struct {
 
 // AppliedWork is the member-side record of one hub Work: which objects the agent
 // created for it, with their UIDs. Objects it applied carry an owner reference to it.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=lodestar

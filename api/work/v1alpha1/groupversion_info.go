@@ -1,7 +1,3 @@
-// Package v1alpha1 holds the work.lodestar.dev/v1alpha1 API of member clusters:
-// AppliedWork, the agent's record of what it applied for a hub Work.
-// +kubebuilder:object:generate=true
-// +groupName=work.lodestar.dev
 package v1alpha1
 
 import (
@@ -14,6 +10,9 @@ var (
 	// GroupVersion is the group and version of this API.
 	GroupVersion = schema.GroupVersion{Group: "work.lodestar.dev", Version: "v1alpha1"}
 
+	// SchemeGroupVersion is GroupVersion, by the name generated clients use.
+	SchemeGroupVersion = GroupVersion
+
 	// SchemeBuilder registers this API's types.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
@@ -25,4 +24,9 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion, &AppliedWork{}, &AppliedWorkList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
+}
+
+// Resource is the group's resource of that name (generated listers name it in errors).
+func Resource(resource string) schema.GroupResource {
+	return GroupVersion.WithResource(resource).GroupResource()
 }
