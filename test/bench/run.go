@@ -365,6 +365,7 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 		}
 	}()
 	memberClients := map[string]client.Client{}
+	var first *testenv.ControlPlane
 	var agentMetrics []string
 	hubHost := ""
 	for _, m := range testenv.DefaultMembers() {
@@ -374,6 +375,9 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 		}
 		defer func() { _ = cp.Stop() }()
 		memberClients[m.Name] = cp.Client
+		if first == nil {
+			first = cp
+		}
 		m.Labels["real"] = "yes"
 		hubCfg, err := testenv.Register(ctx, f.hub, m)
 		if err != nil {
@@ -444,7 +448,14 @@ func (f *fleet) realMembers(ctx context.Context, record func(*Result) error) err
 	if err := record(r); err != nil {
 		return err
 	}
-	return f.agentFootprint(ctx, agentMetrics[0], hubHost, agents[0].Process.Pid, record)
+	if err := f.agentFootprint(ctx, agentMetrics[0], hubHost, agents[0].Process.Pid, record); err != nil {
+		return err
+	}
+	// After the footprint, which the tunnel's streams would add to.
+	if err := f.tunnelList(ctx, first, record); err != nil {
+		return fmt.Errorf("X1: %w", err)
+	}
+	return nil
 }
 
 // placeOnReal creates the Placement and waits until its objects are on every

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -214,6 +215,8 @@ func TestChartsInstallAndRun(t *testing.T) {
 		g.Expect(string(log)).To(ContainSubstring("ready on member"))
 	}).Should(Succeed())
 
+	consumerAccessAsInstalled(t, hubCP, memberKubeconfig)
+
 	// On the hub, the Deployment's ReplicaSet may not create its pods.
 	hubPods := func(g Gomega) []corev1.Pod {
 		pods := &corev1.PodList{}
@@ -282,4 +285,55 @@ func hubManagerMay(g Gomega, c client.Client, attrs authorizationv1.ResourceAttr
 	}}
 	g.Expect(c.Create(context.Background(), sar)).To(Succeed())
 	return sar.Status.Allowed
+}
+
+// consumerAccessAsInstalled: platform teams' access through the tunnel with
+// the charts' RBAC. The agent chart lets grants give nothing on the member by
+// default (consumerAccess.rules empty: the agent may grant only what it
+// holds), so a grant fails there, and its status says so; once the member's
+// admin raises the ceiling, the consumer lists the member's nodes through the
+// hub as its own member identity.
+func consumerAccessAsInstalled(t *testing.T, hubCP *testenv.ControlPlane, memberKubeconfig string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	g.Expect(hubCP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "platform"}})).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "lister"}})).To(Succeed())
+	grant := &placementv1alpha1.ConsumerAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: "lister"}, Spec: placementv1alpha1.ConsumerAccessGrantSpec{
+		Consumers: []placementv1alpha1.ConsumerRef{{Namespace: "platform", Name: "lister"}}, ClusterSet: placementv1alpha1.DefaultClusterSet,
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}},
+	}}
+	g.Expect(hubCP.Client.Create(ctx, grant)).To(Succeed())
+	ready := func(g Gomega) *metav1.Condition {
+		got := &placementv1alpha1.ConsumerAccessGrant{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKeyFromObject(grant), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		return c
+	}
+	g.Eventually(func(g Gomega) {
+		c := ready(g)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRulesFailed))
+		g.Expect(c.Message).To(ContainSubstring("edge-1"))
+	}).Should(Succeed())
+
+	out, err := helm(t, "upgrade", "lodestar-agent", filepath.Join(chartsDir, "lodestar-agent"), "--kubeconfig", memberKubeconfig,
+		"--namespace", releaseNamespace, "--reuse-values",
+		"--set", "consumerAccess.rules[0].apiGroups[0]=", "--set", "consumerAccess.rules[0].resources={nodes}", "--set", "consumerAccess.rules[0].verbs={list}")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) {
+		g.Expect(ready(g).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(2 * testenv.EventuallyTimeout).Should(Succeed())
+
+	consumer, err := testenv.ServiceAccountConfig(ctx, hubCP.Config, "platform", "lister", time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	consumer.Host = strings.TrimSuffix(consumer.Host, "/") + debugv1alpha1.ClusterProxyPath("edge-1")
+	g.Eventually(func(g Gomega) {
+		nodes, err := kubernetes.NewForConfigOrDie(consumer).CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(nodes.Items).NotTo(BeEmpty())
+	}).Should(Succeed())
+	_, err = kubernetes.NewForConfigOrDie(consumer).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	g.Expect(err).To(HaveOccurred(), "the grant gives nodes only")
+	g.Expect(err.Error()).To(ContainSubstring(debugv1alpha1.ConsumerUser("platform", "lister")))
 }

@@ -269,6 +269,7 @@ func TestHostileTenantSoak(t *testing.T) {
 	for _, a := range hostile.Attacks {
 		g.Expect(runs).To(HaveKey(a), "every attack ran")
 	}
+	g.Expect(refused[hostile.AttackSelfGrant]).To(Equal(runs[hostile.AttackSelfGrant]), "a tenant never grants itself member access")
 	g.Eventually(func(g Gomega) {
 		list := &placementv1alpha1.PlacementList{}
 		g.Expect(hubCP.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())

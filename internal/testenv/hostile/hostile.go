@@ -31,10 +31,13 @@ const (
 	AttackUnservedKind   = "unserved kinds"
 	AttackDeepOverrides  = "deep overrides"
 	AttackServiceSpam    = "MCS spam"
+	// AttackSelfGrant: a namespace admin grants its own ServiceAccount every
+	// member (a ConsumerAccessGrant is a platform admin's, cluster-scoped).
+	AttackSelfGrant = "self-granted member access"
 )
 
 // Attacks are every attack Tenant runs.
-var Attacks = []string{AttackHugeTotals, AttackAbsurdRequests, AttackRBACRewrite, AttackUnservedKind, AttackDeepOverrides, AttackServiceSpam}
+var Attacks = []string{AttackHugeTotals, AttackAbsurdRequests, AttackRBACRewrite, AttackUnservedKind, AttackDeepOverrides, AttackServiceSpam, AttackSelfGrant}
 
 // MaxLive bounds the hostile Placements a Tenant keeps at once; past it the
 // oldest goes (with its objects), so that a long run stays a steady load.
@@ -211,6 +214,20 @@ data: {k: v}`, name), placement(name, clusters, "", "", "ConfigMap") + `
         - op: copy
           from: /metadata/annotations
           path: /data/copied`}
+	case AttackSelfGrant:
+		return []string{fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: %s`, name), fmt.Sprintf(`apiVersion: placement.lodestar.dev/v1alpha1
+kind: ConsumerAccessGrant
+metadata:
+  name: %s-%s
+spec:
+  consumers:
+    - {namespace: %s, name: %s}
+  clusterSet: lodestar-fleet
+  rules:
+    - {apiGroups: ["*"], resources: ["*"], verbs: ["*"]}`, t.Namespace, name, t.Namespace, name)}
 	default: // AttackServiceSpam
 		docs := []string{}
 		for i := range 5 {
