@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -124,10 +123,7 @@ func Selects(ctx context.Context, reader client.Reader, g *placementv1alpha1.Con
 	if !lookup.Managed(profile) || !profile.DeletionTimestamp.IsZero() {
 		return false, nil
 	}
-	if g.Spec.ClusterSelector == nil {
-		return true, nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(g.Spec.ClusterSelector)
+	sel, err := lookup.GrantSelector(g.Spec.ClusterSelector)
 	if err != nil {
 		return false, nil //nolint:nilerr // an invalid selector grants nothing; the grant's status says why
 	}

@@ -6,12 +6,16 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -151,5 +155,26 @@ func (in *Interests) Only(mapFn handler.MapFunc, want Interest) handler.MapFunc 
 			}
 			return got != want
 		})
+	}
+}
+
+// All maps any event to every object of newList's kind (cluster-scoped, or
+// across namespaces): for kinds of few objects whose reconciles read caches,
+// such as the access grants, which any ClusterProfile change may concern.
+func All(c client.Reader, newList func() client.ObjectList) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := newList()
+		if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing every object to reconcile", "kind", fmt.Sprintf("%T", list))
+			return nil
+		}
+		var reqs []reconcile.Request
+		_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+			if obj, ok := o.(client.Object); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			}
+			return nil
+		})
+		return reqs
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"slices"
 
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -229,5 +230,39 @@ func ProfilesIn(ctx context.Context, c client.Reader, clusters []string, sets []
 			}
 		}
 	}
+	return out, nil
+}
+
+// GrantSelector is an access grant's spec.clusterSelector: every cluster of
+// the set when it is omitted.
+func GrantSelector(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return labels.Everything(), nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, fmt.Errorf("spec.clusterSelector: %w", err)
+	}
+	return sel, nil
+}
+
+// Granted are the clusters of an access grant: Lodestar's ClusterProfiles of
+// set matching sel and not being deleted, by name, sorted; none when set is
+// not one of sets (another hub manager's grant).
+func Granted(ctx context.Context, c client.Reader, sets []string, set string, sel labels.Selector) ([]string, error) {
+	if !slices.Contains(sets, set) {
+		return nil, nil
+	}
+	list := &cpv1alpha1.ClusterProfileList{}
+	if err := c.List(ctx, list, client.InNamespace(set), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
+	}
+	var out []string
+	for i := range list.Items {
+		if p := &list.Items[i]; Managed(p) && p.DeletionTimestamp.IsZero() {
+			out = append(out, p.Name)
+		}
+	}
+	slices.Sort(out)
 	return out, nil
 }

@@ -11,14 +11,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -34,6 +31,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/conditions"
 	"github.com/lodestar-dev/lodestar/internal/consumeraccess"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
@@ -74,10 +72,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// An invalid selector selects no cluster: what it granted is withdrawn.
 	var clusters []string
-	sel, invalid := selector(grant.Spec.ClusterSelector)
+	sel, invalid := lookup.GrantSelector(grant.Spec.ClusterSelector)
 	if invalid == nil {
 		var err error
-		if clusters, err = r.granted(ctx, grant, sel); err != nil {
+		if clusters, err = lookup.Granted(ctx, r.Client, r.Scope.Sets, grant.Spec.ClusterSet, sel); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -108,38 +106,6 @@ func (r *Reconciler) withdraw(ctx context.Context, grant *placementv1alpha1.Cons
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, err
 	}
 	return ctrl.Result{}, patch.SetFinalizer(ctx, r.Client, grant, placementv1alpha1.ConsumerAccessFinalizer, false)
-}
-
-// selector is the grant's cluster selector.
-func selector(s *metav1.LabelSelector) (labels.Selector, error) {
-	if s == nil {
-		return labels.Everything(), nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(s)
-	if err != nil {
-		return nil, fmt.Errorf("spec.clusterSelector: %w", err)
-	}
-	return sel, nil
-}
-
-// granted are the clusters the grant selects with sel, sorted: Lodestar's
-// ClusterProfiles of its set, when this manager takes the set.
-func (r *Reconciler) granted(ctx context.Context, grant *placementv1alpha1.ConsumerAccessGrant, sel labels.Selector) ([]string, error) {
-	if !slices.Contains(r.Scope.Sets, grant.Spec.ClusterSet) {
-		return nil, nil
-	}
-	list := &cpv1alpha1.ClusterProfileList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(grant.Spec.ClusterSet), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
-	}
-	var out []string
-	for i := range list.Items {
-		if p := &list.Items[i]; lookup.Managed(p) && p.DeletionTimestamp.IsZero() {
-			out = append(out, p.Name)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 // writeHub applies the grant's hub ClusterRole (the tunnel provider of its
@@ -274,10 +240,13 @@ func (r *Reconciler) applyStatus(ctx context.Context, grant *placementv1alpha1.C
 // SetupWithManager registers the controller: grants, ClusterProfiles coming,
 // going and relabelled, and the grants' Works (applied, refused, gone).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	// Grants are few, and each reconcile reads caches: a change any grant may
+	// care about enqueues them all.
+	allGrants := handlers.All(mgr.GetClient(), func() client.ObjectList { return &placementv1alpha1.ConsumerAccessGrantList{} })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("consumeraccess").
 		For(&placementv1alpha1.ConsumerAccessGrant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allGrants),
+		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(allGrants),
 			builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.GenerationChangedPredicate{}))).
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			grant := o.GetLabels()[placementv1alpha1.ConsumerAccessGrantLabel]
@@ -288,18 +257,4 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})).
 		Complete(lookup.OnlySets(r.Scope, mgr.GetClient(), r, func() *placementv1alpha1.ConsumerAccessGrant { return &placementv1alpha1.ConsumerAccessGrant{} },
 			func(o *placementv1alpha1.ConsumerAccessGrant) string { return o.Spec.ClusterSet }))
-}
-
-// allGrants enqueues every grant: grants are few, and each reconcile reads caches.
-func (r *Reconciler) allGrants(ctx context.Context, _ client.Object) []reconcile.Request {
-	list := &placementv1alpha1.ConsumerAccessGrantList{}
-	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing ConsumerAccessGrants")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -37,6 +36,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
@@ -91,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			retErr = errors.Join(retErr, err)
 		}
 	}()
-	sel, err := selector(grant.Spec.ClusterSelector)
+	sel, err := lookup.GrantSelector(grant.Spec.ClusterSelector)
 	if err != nil {
 		st.invalid = err
 		_, rmErr := r.removeCopies(ctx, grant, nil)
@@ -104,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // namespace, removes the copies no longer granted, and says when the next
 // token expires.
 func (r *Reconciler) copyCredentials(ctx context.Context, grant *placementv1alpha1.MemberAccessGrant, sel labels.Selector, st *status) (ctrl.Result, error) {
-	clusters, err := r.granted(ctx, grant, sel)
+	clusters, err := lookup.Granted(ctx, r.Client, r.Scope.Sets, grant.Spec.ClusterSet, sel)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -164,26 +164,6 @@ func (r *Reconciler) credentials(ctx context.Context, clusters []string, now tim
 		}
 		st.pending = append(st.pending, cluster)
 	}
-	return out, nil
-}
-
-// granted are the names of the clusters the grant selects, sorted.
-func (r *Reconciler) granted(ctx context.Context, grant *placementv1alpha1.MemberAccessGrant, sel labels.Selector) ([]string, error) {
-	if !slices.Contains(r.Scope.Sets, grant.Spec.ClusterSet) {
-		return nil, nil
-	}
-	list := &cpv1alpha1.ClusterProfileList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(grant.Spec.ClusterSet), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing ClusterProfiles: %w", err)
-	}
-	var out []string
-	for i := range list.Items {
-		p := &list.Items[i]
-		if lookup.Managed(p) && p.DeletionTimestamp.IsZero() {
-			out = append(out, p.Name)
-		}
-	}
-	sort.Strings(out)
 	return out, nil
 }
 
@@ -252,17 +232,6 @@ func (r *Reconciler) removeCopies(ctx context.Context, grant *placementv1alpha1.
 	return left, errors.Join(errs...)
 }
 
-func selector(s *metav1.LabelSelector) (labels.Selector, error) {
-	if s == nil {
-		return labels.Everything(), nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(s)
-	if err != nil {
-		return nil, fmt.Errorf("spec.clusterSelector: %w", err)
-	}
-	return sel, nil
-}
-
 // status is what a reconcile found.
 type status struct {
 	invalid          error
@@ -314,6 +283,9 @@ func Ready(namespace string, invalid error, missingNamespace bool, pending, conf
 // Secrets it reads: grants, ClusterProfiles coming, going and relabelled, and
 // the Secrets (a renewed token, a copy changed or deleted by someone else).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	// Grants are few, and each reconcile reads caches: a change any grant may
+	// care about enqueues them all.
+	allGrants := handlers.All(mgr.GetClient(), func() client.ObjectList { return &placementv1alpha1.MemberAccessGrantList{} })
 	secrets, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
 		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: labels.NewSelector().Add(mustRequirement())}},
@@ -331,13 +303,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memberaccess").
 		For(&placementv1alpha1.MemberAccessGrant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allGrants),
+		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(allGrants),
 			builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.GenerationChangedPredicate{}))).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allGrants),
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(allGrants),
 			// A consumer namespace created or deleted; its updates do not matter.
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, s *corev1.Secret) []reconcile.Request {
-			return r.allGrants(ctx, s)
+			return allGrants(ctx, s)
 		}))).
 		Complete(lookup.OnlySets(r.Scope, mgr.GetClient(), r, func() *placementv1alpha1.MemberAccessGrant { return &placementv1alpha1.MemberAccessGrant{} },
 			func(o *placementv1alpha1.MemberAccessGrant) string { return o.Spec.ClusterSet }))
@@ -349,18 +321,4 @@ func mustRequirement() labels.Requirement {
 		panic(err) // A static requirement cannot fail.
 	}
 	return *req
-}
-
-// allGrants enqueues every grant: grants are few, and each reconcile reads caches.
-func (r *Reconciler) allGrants(ctx context.Context, _ client.Object) []reconcile.Request {
-	list := &placementv1alpha1.MemberAccessGrantList{}
-	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing MemberAccessGrants")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }
