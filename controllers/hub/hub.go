@@ -190,7 +190,7 @@ func setupStatus(mgr ctrl.Manager, opts Options, scope lookup.Scope) error {
 	if err := (&memberaccess.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the member access controller: %w", err)
 	}
-	if err := (&consumeraccess.Reconciler{Client: mgr.GetClient(), Scope: scope}).SetupWithManager(mgr); err != nil {
+	if err := (&consumeraccess.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the consumer access controller: %w", err)
 	}
 	if err := (&serviceimport.Reconciler{Client: mgr.GetClient(), Scope: scope, ExportableNamespaces: opts.ExportableNamespaces,

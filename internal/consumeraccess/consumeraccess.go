@@ -25,10 +25,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
-// Verbs are the verbs a consumer's hub role grants on clusters/proxy: every
-// verb the hub API server derives from a request through a proxy.
-var Verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-
 // RoleName is the name of the grant's roles and bindings, on the hub (its
 // consumers' use of the tunnel provider) and on each member (its rules).
 func RoleName(grant string) string { return "lodestar:consumer-access:" + grant }
@@ -48,7 +44,7 @@ func HubRole(grant string, clusters []string) *rbacv1.ClusterRole {
 	if len(clusters) > 0 {
 		role.Rules = []rbacv1.PolicyRule{{
 			APIGroups: []string{debugv1alpha1.Group}, Resources: []string{debugv1alpha1.Clusters + "/" + debugv1alpha1.Proxy},
-			ResourceNames: slices.Sorted(slices.Values(clusters)), Verbs: Verbs,
+			ResourceNames: slices.Sorted(slices.Values(clusters)), Verbs: debugv1alpha1.ProxyVerbs,
 		}}
 	}
 	return role
@@ -96,14 +92,25 @@ func Work(grant *placementv1alpha1.ConsumerAccessGrant, cluster, manager string)
 			placementv1alpha1.ConsumerAccessGrantLabel: grant.Name, placementv1alpha1.HubManagerLabel: manager,
 		}},
 	}
+	var content []byte
 	for _, obj := range []runtime.Object{role, binding} {
 		raw, err := json.Marshal(obj)
 		if err != nil {
 			return nil, fmt.Errorf("encoding the member's %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, err)
 		}
 		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+		content = append(content, raw...)
 	}
+	w.Annotations = map[string]string{placementv1alpha1.ConsumerAccessContentAnnotation: names.Hash(string(content))[:16]}
 	return w, nil
+}
+
+// Current tells whether have, the grant's Work as the hub holds it, already
+// carries what want carries, for the same hub manager.
+func Current(have, want *workv1alpha1.Work) bool {
+	return have.DeletionTimestamp.IsZero() &&
+		have.Annotations[placementv1alpha1.ConsumerAccessContentAnnotation] == want.Annotations[placementv1alpha1.ConsumerAccessContentAnnotation] &&
+		have.Labels[placementv1alpha1.HubManagerLabel] == want.Labels[placementv1alpha1.HubManagerLabel]
 }
 
 // Applied says whether the agent applied the Work as it is now (its Applied

@@ -85,3 +85,23 @@ func TestReady(t *testing.T) {
 	g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRulesApplied))
 }
+
+// A Work is current while the hub's carries the same rules for the same
+// manager, and not once it is being deleted.
+func TestCurrent(t *testing.T) {
+	g := NewWithT(t)
+	have, err := Work(grant(), "edge-1", "hub-a")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Current(have, have)).To(BeTrue())
+	changed := grant()
+	changed.Spec.Rules[0].Verbs = []string{"list", "watch"}
+	want, err := Work(changed, "edge-1", "hub-a")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Current(have, want)).To(BeFalse(), "other rules")
+	want, err = Work(grant(), "edge-1", "hub-b")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Current(have, want)).To(BeFalse(), "another manager")
+	now := metav1.Now()
+	have.DeletionTimestamp = &now
+	g.Expect(Current(have, have)).To(BeFalse(), "being deleted")
+}

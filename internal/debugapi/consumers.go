@@ -129,7 +129,3 @@ func Selects(ctx context.Context, reader client.Reader, g *placementv1alpha1.Con
 	}
 	return sel.Matches(labels.Set(profile.Labels)), nil
 }
-
-// ConsumerVerbs are the verbs a consumer's hub role grants on clusters/proxy:
-// every verb the hub API server derives from a request through a proxy.
-var ConsumerVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}

@@ -200,7 +200,7 @@ func Discovery() *metav1.APIResourceList {
 		list.APIResources = append(list.APIResources, metav1.APIResource{Name: debugv1alpha1.Placements + "/" + sub, Namespaced: true, Kind: "Placement", Verbs: []string{"get", "create"}})
 	}
 	list.APIResources = append(list.APIResources, metav1.APIResource{Name: debugv1alpha1.Tunnels + "/" + debugv1alpha1.TunnelSubresource, Namespaced: true, Kind: "Tunnel", Verbs: []string{"create"}},
-		metav1.APIResource{Name: debugv1alpha1.Clusters + "/" + debugv1alpha1.Proxy, Kind: "Cluster", Verbs: ConsumerVerbs})
+		metav1.APIResource{Name: debugv1alpha1.Clusters + "/" + debugv1alpha1.Proxy, Kind: "Cluster", Verbs: debugv1alpha1.ProxyVerbs})
 	return list
 }
 

@@ -123,3 +123,16 @@ func SetFinalizer(ctx context.Context, c client.Client, obj client.Object, final
 	}
 	return nil
 }
+
+// Apply writes obj (a typed object with its TypeMeta set) with server-side
+// apply under the field owner owner, taking the fields it sets from anyone.
+func Apply(ctx context.Context, c client.Client, obj client.Object, owner string) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fmt.Errorf("converting %s: %w", client.ObjectKeyFromObject(obj), err)
+	}
+	if metadata, ok := content["metadata"].(map[string]any); ok {
+		delete(metadata, "creationTimestamp") // A zero time, which would claim the field.
+	}
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: content}), client.FieldOwner(owner), client.ForceOwnership)
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
-	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -97,23 +95,11 @@ func (f *fleet) consumerConfig(ctx context.Context, ns, sa, cluster string) (*re
 	if err != nil {
 		return nil, err
 	}
-	token := filepath.Join(f.dir, "consumer.token")
-	if err := os.WriteFile(token, []byte(cfg.BearerToken), 0o600); err != nil {
+	dir := filepath.Join(f.dir, "consumer")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(map[string]any{"providers": []any{map[string]any{
-		"name": placementv1alpha1.TunnelProvider,
-		"execConfig": map[string]any{"apiVersion": "client.authentication.k8s.io/v1", "command": filepath.Join(f.bin, "lodestar-credentials"),
-			"args": []string{"--token-file", token}, "provideClusterInfo": true},
-	}}})
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(f.dir, "providers.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return nil, err
-	}
-	providers, err := access.NewFromFile(path)
+	providers, err := testenv.TunnelProviders(dir, filepath.Join(f.bin, "lodestar-credentials"), cfg.BearerToken)
 	if err != nil {
 		return nil, err
 	}

@@ -2,10 +2,7 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -286,21 +283,9 @@ func consumerOf(t *testing.T, namespace, name string) *tunnelConsumer {
 	g.Expect(hubCP.Client.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
 	cfg, err := testenv.ServiceAccountConfig(t.Context(), hubCP.Config, namespace, name, time.Hour)
 	g.Expect(err).NotTo(HaveOccurred())
-	dir := t.TempDir()
-	token := filepath.Join(dir, "token")
-	g.Expect(os.WriteFile(token, []byte(cfg.BearerToken), 0o600)).To(Succeed())
 	plugin, err := testenv.Binary("lodestar-credentials")
 	g.Expect(err).NotTo(HaveOccurred())
-	b, err := json.Marshal(map[string]any{"providers": []any{map[string]any{
-		"name": placementv1alpha1.TunnelProvider,
-		"execConfig": map[string]any{
-			"apiVersion": "client.authentication.k8s.io/v1", "command": plugin, "args": []string{"--token-file", token}, "provideClusterInfo": true,
-		},
-	}}})
-	g.Expect(err).NotTo(HaveOccurred())
-	path := filepath.Join(dir, "providers.json")
-	g.Expect(os.WriteFile(path, b, 0o600)).To(Succeed())
-	providers, err := access.NewFromFile(path)
+	providers, err := testenv.TunnelProviders(t.TempDir(), plugin, cfg.BearerToken)
 	g.Expect(err).NotTo(HaveOccurred())
 	return &tunnelConsumer{namespace: namespace, name: name, providers: providers}
 }

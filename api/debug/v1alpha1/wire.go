@@ -77,6 +77,10 @@ const (
 	Proxy    = "proxy"
 )
 
+// ProxyVerbs are the verbs the hub API server derives from requests through
+// clusters/proxy: what a consumer's hub role grants on it.
+var ProxyVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+
 // ClustersResource is the debug API's clusters/proxy, for errors.
 var ClustersResource = schema.GroupResource{Group: Group, Resource: Clusters + "/" + Proxy}
 

@@ -140,6 +140,9 @@ const (
 const (
 	// ConsumerAccessGrantLabel names the grant of a Work carrying its rules.
 	ConsumerAccessGrantLabel = "placement.lodestar.dev/consumer-access-grant"
+	// ConsumerAccessContentAnnotation on a grant's Work is a hash of what it
+	// carries, so that an unchanged Work is not written again.
+	ConsumerAccessContentAnnotation = "placement.lodestar.dev/consumer-access-content"
 	// ConsumerAccessFinalizer holds a grant until its Works and hub roles are gone.
 	ConsumerAccessFinalizer = "placement.lodestar.dev/consumer-access"
 	// TunnelProvider is the access provider the agents publish for the

@@ -14,9 +14,8 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -33,7 +32,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/consumeraccess"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
-	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 )
 
@@ -42,6 +40,8 @@ const Name = "lodestar-consumeraccess"
 
 // Reconciler keeps what one ConsumerAccessGrant makes.
 type Reconciler struct {
+	// APIReader reads the hub's RBAC objects of a grant, which the cache does not hold.
+	APIReader client.Reader
 	// Client reads grants, ClusterProfiles and the grants' Works (the
 	// manager's cache holds this manager's Works) and writes.
 	Client client.Client
@@ -101,19 +101,41 @@ func (r *Reconciler) withdraw(ctx context.Context, grant *placementv1alpha1.Cons
 	if err := r.deleteHub(ctx, grant.Name); err != nil {
 		return ctrl.Result{}, err
 	}
-	left, err := r.removeWorks(ctx, grant.Name, nil)
-	if err != nil || left > 0 {
+	have, err := r.works(ctx, grant.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.removeWorks(ctx, have, nil); err != nil || len(have) > 0 {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, err
 	}
 	return ctrl.Result{}, patch.SetFinalizer(ctx, r.Client, grant, placementv1alpha1.ConsumerAccessFinalizer, false)
 }
 
 // writeHub applies the grant's hub ClusterRole (the tunnel provider of its
-// clusters) and its binding to the consumers.
+// clusters) and its binding to the consumers, where the hub's differ (read
+// from the API server: the manager caches no RBAC). A grant reconciles at
+// each of its Works' status changes; most change nothing here.
 func (r *Reconciler) writeHub(ctx context.Context, grant *placementv1alpha1.ConsumerAccessGrant, clusters []string) error {
-	for _, obj := range []client.Object{consumeraccess.HubRole(grant.Name, clusters), consumeraccess.HubBinding(grant)} {
-		if err := r.apply(ctx, obj); err != nil {
-			return fmt.Errorf("writing the hub's %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+	role, binding := consumeraccess.HubRole(grant.Name, clusters), consumeraccess.HubBinding(grant)
+	haveRole, haveBinding := &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}
+	for _, w := range []struct {
+		want, have client.Object
+		same       func() bool
+	}{
+		{role, haveRole, func() bool { return equality.Semantic.DeepEqual(haveRole.Rules, role.Rules) }},
+		{binding, haveBinding, func() bool {
+			return haveBinding.RoleRef == binding.RoleRef && equality.Semantic.DeepEqual(haveBinding.Subjects, binding.Subjects)
+		}},
+	} {
+		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(w.want), w.have)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("reading the hub's %s %s: %w", w.want.GetObjectKind().GroupVersionKind().Kind, w.want.GetName(), err)
+		}
+		if err == nil && w.same() && w.have.GetLabels()[placementv1alpha1.ConsumerAccessGrantLabel] == grant.Name {
+			continue
+		}
+		if err := patch.Apply(ctx, r.Client, w.want, Name); err != nil {
+			return fmt.Errorf("writing the hub's %s %s: %w", w.want.GetObjectKind().GroupVersionKind().Kind, w.want.GetName(), err)
 		}
 	}
 	return nil
@@ -130,54 +152,52 @@ func (r *Reconciler) deleteHub(ctx context.Context, grant string) error {
 	return nil
 }
 
-// writeWorks applies the grant's Work to each cluster, removes it from the
-// clusters it no longer grants, and returns the grant's Works as the cache
-// has them, by cluster.
+// works are the grant's Works as the manager's cache holds them.
+func (r *Reconciler) works(ctx context.Context, grant string) ([]workv1alpha1.Work, error) {
+	list := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, list, client.MatchingLabels{placementv1alpha1.ConsumerAccessGrantLabel: grant}); err != nil {
+		return nil, fmt.Errorf("listing the grant's Works: %w", err)
+	}
+	return list.Items, nil
+}
+
+// writeWorks writes the grant's Work to each cluster where the hub's is
+// missing or carries something else, removes it from the clusters it no
+// longer grants, and returns, by cluster, the Works that were already
+// current (those just written are pending).
 func (r *Reconciler) writeWorks(ctx context.Context, grant *placementv1alpha1.ConsumerAccessGrant, clusters []string) (map[string]*workv1alpha1.Work, error) {
-	keep := map[string]bool{}
+	have, err := r.works(ctx, grant.Name)
+	if err != nil {
+		return nil, err
+	}
+	byNamespace := map[string]*workv1alpha1.Work{}
+	for i := range have {
+		byNamespace[have[i].Namespace] = &have[i]
+	}
+	keep, current := map[string]bool{}, map[string]*workv1alpha1.Work{}
 	for _, cluster := range clusters {
 		w, err := consumeraccess.Work(grant, cluster, r.Scope.ManagerName())
 		if err != nil {
 			return nil, err
 		}
-		if err := r.apply(ctx, w); err != nil {
-			return nil, fmt.Errorf("writing Work %s: %w", klog.KObj(w), err)
-		}
-		keep[names.ClusterNamespace(cluster)] = true
-	}
-	if _, err := r.removeWorks(ctx, grant.Name, keep); err != nil {
-		return nil, err
-	}
-	list := &workv1alpha1.WorkList{}
-	if err := r.Client.List(ctx, list, client.MatchingLabels{placementv1alpha1.ConsumerAccessGrantLabel: grant.Name}); err != nil {
-		return nil, fmt.Errorf("listing the grant's Works: %w", err)
-	}
-	out := map[string]*workv1alpha1.Work{}
-	for i := range list.Items {
-		if cluster, ok := names.ClusterFromNamespace(list.Items[i].Namespace); ok && keep[list.Items[i].Namespace] {
-			out[cluster] = &list.Items[i]
-		}
-	}
-	return out, nil
-}
-
-// removeWorks deletes the grant's Works outside the namespaces in keep, and
-// returns how many were still there.
-func (r *Reconciler) removeWorks(ctx context.Context, grant string, keep map[string]bool) (int, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(workv1alpha1.SchemeGroupVersion.WithKind("WorkList"))
-	if err := r.Client.List(ctx, list, client.MatchingLabels{placementv1alpha1.ConsumerAccessGrantLabel: grant}); err != nil {
-		return 0, fmt.Errorf("listing the grant's Works: %w", err)
-	}
-	var errs []error
-	left := 0
-	for i := range list.Items {
-		w := &list.Items[i]
-		if keep[w.Namespace] {
+		keep[w.Namespace] = true
+		if existing := byNamespace[w.Namespace]; existing != nil && consumeraccess.Current(existing, w) {
+			current[cluster] = existing
 			continue
 		}
-		left++
-		if !w.DeletionTimestamp.IsZero() {
+		if err := patch.Apply(ctx, r.Client, w, Name); err != nil {
+			return nil, fmt.Errorf("writing Work %s: %w", klog.KObj(w), err)
+		}
+	}
+	return current, r.removeWorks(ctx, have, keep)
+}
+
+// removeWorks deletes the Works of have outside the namespaces in keep.
+func (r *Reconciler) removeWorks(ctx context.Context, have []workv1alpha1.Work, keep map[string]bool) error {
+	var errs []error
+	for i := range have {
+		w := &have[i]
+		if keep[w.Namespace] || !w.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
@@ -186,17 +206,7 @@ func (r *Reconciler) removeWorks(ctx context.Context, grant string, keep map[str
 		}
 		ctrl.LoggerFrom(ctx).Info("Withdrew the grant's rules from a cluster", "work", klog.KObj(w))
 	}
-	return left, errors.Join(errs...)
-}
-
-// apply writes obj with server-side apply, as this controller.
-func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return err
-	}
-	delete(u["metadata"].(map[string]any), "creationTimestamp")
-	return r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), client.FieldOwner(Name), client.ForceOwnership)
+	return errors.Join(errs...)
 }
 
 // applyStatus writes how many clusters the grant selects, how many hold its

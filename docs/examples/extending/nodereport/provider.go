@@ -41,7 +41,6 @@ type Provider struct {
 
 	clusters clusters.Clusters[cluster.Cluster]
 	hub      client.Reader
-	once     sync.Once
 	mu       sync.Mutex
 	aware    multicluster.Aware
 	ctx      context.Context
@@ -52,14 +51,15 @@ var (
 	_ multicluster.ProviderRunnable = &Provider{}
 )
 
-func (p *Provider) init() {
-	p.once.Do(func() {
-		p.clusters = clusters.New[cluster.Cluster]()
-		// Two configs of one member are the same when they reach the same
-		// server with the same CA (a rest.Config holds functions, which no
-		// comparison finds equal).
-		p.clusters.EqualClusters = func(a, b cluster.Cluster) bool { return sameMember(a.GetConfig(), b.GetConfig()) }
-	})
+// NewProvider is the provider of the members of clusterSet, reached as
+// providers configures.
+func NewProvider(clusterSet string, providers *access.Config) *Provider {
+	p := &Provider{ClusterSet: clusterSet, Access: providers, clusters: clusters.New[cluster.Cluster]()}
+	// Two configs of one member are the same when they reach the same server
+	// with the same CA (a rest.Config holds functions, which no comparison
+	// finds equal).
+	p.clusters.EqualClusters = func(a, b cluster.Cluster) bool { return sameMember(a.GetConfig(), b.GetConfig()) }
+	return p
 }
 
 func sameMember(a, b *rest.Config) bool {
@@ -68,20 +68,17 @@ func sameMember(a, b *rest.Config) bool {
 
 // Get returns the engaged cluster of that name.
 func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
-	p.init()
 	return p.clusters.Get(ctx, name)
 }
 
 // IndexField indexes a field on every cluster, engaged now or later.
 func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	p.init()
 	return p.clusters.IndexField(ctx, obj, field, extract)
 }
 
 // Start records what clusters are engaged with until ctx ends; the
 // ClusterProfiles reach it through SetupWithManager's controller.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
-	p.init()
 	p.mu.Lock()
 	p.aware, p.ctx = aware, ctx
 	p.mu.Unlock()
@@ -91,7 +88,6 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 
 // SetupWithManager watches the set's ClusterProfiles with the host (hub) manager.
 func (p *Provider) SetupWithManager(mgr ctrl.Manager) error {
-	p.init()
 	p.hub = mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterprofiles").

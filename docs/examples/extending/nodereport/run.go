@@ -66,7 +66,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	log := ctrl.Log.WithName("node-report").WithValues("replica", opts.Replica)
-	provider := &Provider{ClusterSet: opts.ClusterSet, Access: opts.Access}
+	provider := NewProvider(opts.ClusterSet, opts.Access)
 	mgr, err := mcmanager.New(opts.Hub, provider, manager.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
