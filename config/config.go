@@ -111,11 +111,35 @@ func clusterRoles(name string) ([]*rbacv1.ClusterRole, error) {
 	}
 	var out []*rbacv1.ClusterRole
 	for _, doc := range strings.Split(string(b), "\n---\n") {
+		if strings.Contains(doc, "\nkind: ClusterRoleBinding\n") {
+			continue // TenancyBindings
+		}
 		role := &rbacv1.ClusterRole{}
 		if err := yaml.UnmarshalStrict([]byte(doc), role); err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", name, err)
 		}
 		out = append(out, role)
+	}
+	return out, nil
+}
+
+// TenancyBindings are the ClusterRoleBindings among the tenancy roles: every
+// user reads the ResourceInterpretations.
+func TenancyBindings() ([]*rbacv1.ClusterRoleBinding, error) {
+	b, err := files.ReadFile("rbac/tenancy/roles.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*rbacv1.ClusterRoleBinding
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		if !strings.Contains(doc, "\nkind: ClusterRoleBinding\n") {
+			continue
+		}
+		binding := &rbacv1.ClusterRoleBinding{}
+		if err := yaml.UnmarshalStrict([]byte(doc), binding); err != nil {
+			return nil, fmt.Errorf("decoding a binding of the tenancy roles: %w", err)
+		}
+		out = append(out, binding)
 	}
 	return out, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustersetbinding"
 	"github.com/lodestar-dev/lodestar/controllers/hub/consumeraccess"
 	"github.com/lodestar-dev/lodestar/controllers/hub/fleetview"
+	"github.com/lodestar-dev/lodestar/controllers/hub/interpretation"
 	"github.com/lodestar-dev/lodestar/controllers/hub/memberaccess"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementrevision"
 	"github.com/lodestar-dev/lodestar/controllers/hub/placementstatus"
@@ -29,6 +30,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/serviceimport"
 	"github.com/lodestar-dev/lodestar/controllers/hub/settled"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
+	interpretationcache "github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
@@ -148,12 +150,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the revision maker: %w", err)
 	}
+	interpretations := &interpretationcache.Cache{}
 	if err := (&workgenerator.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(workgenerator.Name),
-		Workers:   opts.Workers,
-		Scope:     scope,
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Recorder:        mgr.GetEventRecorder(workgenerator.Name),
+		Workers:         opts.Workers,
+		Scope:           scope,
+		Interpretations: interpretations,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the work generator: %w", err)
 	}
@@ -171,18 +175,28 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster cleanup controller: %w", err)
 	}
-	return setupStatus(mgr, opts, scope)
+	return setupStatus(mgr, opts, scope, interpretations)
 }
 
 // setupStatus adds the controllers that report to tenants and serve them: the
 // bindings' status, the status aggregator and the settled conditions, member
-// access, and the Service imports.
-func setupStatus(mgr ctrl.Manager, opts Options, scope lookup.Scope) error {
+// access, the Service imports, and the interpretations' conditions.
+func setupStatus(mgr ctrl.Manager, opts Options, scope lookup.Scope, interpretations *interpretationcache.Cache) error {
 	if err := (&clustersetbinding.Reconciler{Client: mgr.GetClient(), Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster-set binding controller: %w", err)
 	}
-	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(placementstatus.Name), Workers: opts.Workers, Scope: scope}).SetupWithManager(mgr); err != nil {
+	if err := (&placementstatus.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(placementstatus.Name), Workers: opts.Workers, Scope: scope,
+		Interpretations: interpretations}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the status aggregator: %w", err)
+	}
+	if err := (&interpretation.PlacementReconciler{Client: mgr.GetClient(), Interpretations: interpretations, Workers: opts.Workers, Scope: scope}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the interpreted controller: %w", err)
+	}
+	if !scope.SetsOnly {
+		// Cluster-scoped: the hub-wide manager reports on them.
+		if err := (&interpretation.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(interpretation.Name), Interpretations: interpretations}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the interpretation controller: %w", err)
+		}
 	}
 	if err := (&settled.Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the settled controller: %w", err)

@@ -184,7 +184,7 @@ func Assign(spec *placementv1alpha1.ReplicaDivision, workloads []Workload, candi
 		switch {
 		case w.Invalid != "":
 			a.keep(w, prev, placementv1alpha1.ReasonNotDivisible, w.Invalid)
-		case w.Kind.Kind == "Job" && placed:
+		case w.Kind == jobKind && placed:
 			a.set(w, prev, func(string) string { return "a Job keeps the shares it was placed with" })
 		case spec.Method == placementv1alpha1.DivisionCapacity:
 			a.byCapacity(memo, w, spec, candidates, rules, prev, placed, seed)
@@ -315,7 +315,7 @@ func bounded(why string, share int64, r rule) string {
 // proportion (at least 1 where it has completions).
 func (a *Assignment) set(w Workload, targets map[string]int64, why func(string) string) {
 	var par map[string]int64
-	if w.Kind.Kind == "Job" {
+	if w.Kind == jobKind {
 		weights := make([]Cluster, 0, len(targets))
 		for name, t := range targets {
 			weights = append(weights, Cluster{Name: name, Weight: t})
@@ -507,7 +507,7 @@ func Carried(parts []*workv1alpha1.Work) (*Shares, map[string]int64) {
 	}
 	for _, w := range clusterworks.Current(parts) {
 		for _, m := range w.Spec.Workload.Manifests {
-			if wl, ok := WorkloadOf(m.Raw); ok {
+			if wl, ok := WorkloadOf(m.Raw, nil); ok { // Works without a shares annotation predate custom kinds' division
 				carried[wl.Key] = wl.Total
 			}
 		}

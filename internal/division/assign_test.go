@@ -115,9 +115,9 @@ func TestAssignJobs(t *testing.T) {
 	spec := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionWeighted, Weights: []placementv1alpha1.ReplicaWeight{
 		{ClusterNames: []string{"west"}, Weight: ptr.To[int32](6)}, {ClusterNames: []string{"east"}, Weight: ptr.To[int32](4)},
 	}}
-	job, ok := WorkloadOf([]byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"crunch"},"spec":{"completions":10,"parallelism":4}}`))
+	job, ok := WorkloadOf([]byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"crunch"},"spec":{"completions":10,"parallelism":4}}`), nil)
 	g.Expect(ok).To(BeTrue())
-	queue, _ := WorkloadOf([]byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"queue"},"spec":{"parallelism":4}}`))
+	queue, _ := WorkloadOf([]byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"queue"},"spec":{"parallelism":4}}`), nil)
 	g.Expect(queue.Invalid).To(ContainSubstring("without spec.completions"))
 	cands := []Candidate{{Name: "west"}, {Name: "east"}}
 	a := Assign(spec, []Workload{job, queue}, cands, "uid", nil)

@@ -116,7 +116,7 @@ func TestTotalsAboveTheCapAreRefused(t *testing.T) {
 	g := NewWithT(t)
 	_, err := Divide(MaxValue+1, weighted("a", 1), "uid")
 	g.Expect(err).To(MatchError(ContainSubstring("cannot divide 1073741825 replicas")))
-	w, ok := WorkloadOf([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"big"},"spec":{"replicas":2147483648}}`))
+	w, ok := WorkloadOf([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"big"},"spec":{"replicas":2147483648}}`), nil)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(w.Invalid).To(ContainSubstring("more than a division takes"))
 }
@@ -126,7 +126,7 @@ func TestTotalsAboveTheCapAreRefused(t *testing.T) {
 func TestAbsurdRequestsAreRefusedNotDividedBy(t *testing.T) {
 	g := NewWithT(t)
 	raw := []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"greedy"},"spec":{"replicas":3,"template":{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1e16"}}}]}}}}`)
-	w, ok := WorkloadOf(raw)
+	w, ok := WorkloadOf(raw, nil)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(w.Invalid).To(ContainSubstring("request 10e15 of cpu, more than a division takes"))
 	pods, bounded := Room(map[string]resource.Quantity{"cpu": resource.MustParse("1e17")}, w.Requests)
@@ -135,7 +135,7 @@ func TestAbsurdRequestsAreRefusedNotDividedBy(t *testing.T) {
 
 	spec := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionCapacity}
 	free := map[string]resource.Quantity{"cpu": resource.MustParse("1e18"), "memory": resource.MustParse("1e30")}
-	a := Assign(spec, Workloads([]runtime.RawExtension{{Raw: raw}}), []Candidate{{Name: "a", Free: free}, {Name: "b", Free: free}}, "uid", nil)
+	a := Assign(spec, Workloads([]runtime.RawExtension{{Raw: raw}}, nil), []Candidate{{Name: "a", Free: free}, {Name: "b", Free: free}}, "uid", nil)
 	g.Expect(a.Problems).To(HaveLen(1))
 	g.Expect(a.Problems[0].Message).To(ContainSubstring("more than a division takes"))
 }
@@ -203,7 +203,7 @@ func FuzzRoom(f *testing.F) {
 		}
 		spec := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionCapacity, Weights: []placementv1alpha1.ReplicaWeight{{Min: ptr.To[int32](0)}}}
 		raw := fmt.Appendf(nil, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"w"},"spec":{"replicas":%d,"template":{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":%q}}}]}}}}`, pods%7+1, want)
-		Assign(spec, Workloads([]runtime.RawExtension{{Raw: raw}}), []Candidate{{Name: "a", Free: map[string]resource.Quantity{"cpu": h}}}, "fuzz", nil)
+		Assign(spec, Workloads([]runtime.RawExtension{{Raw: raw}}, nil), []Candidate{{Name: "a", Free: map[string]resource.Quantity{"cpu": h}}}, "fuzz", nil)
 	})
 }
 

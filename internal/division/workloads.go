@@ -21,8 +21,35 @@ var divisible = map[schema.GroupKind]bool{
 	{Group: "apps", Kind: "ReplicaSet"}: true, {Group: "batch", Kind: "Job"}: true,
 }
 
+var jobKind = schema.GroupKind{Group: "batch", Kind: "Job"}
+
+// Kinds says how to read the replicas of kinds without built-in rules (the
+// hub's ResourceInterpretations). A nil Kinds knows none.
+type Kinds interface {
+	// Replicas is how to read and write gk's replicas, or nil.
+	Replicas(gk schema.GroupKind) Replicas
+}
+
+// Replicas reads and writes the replica count of a kind.
+type Replicas interface {
+	// Replicas reads obj's replica count and what one replica requests.
+	Replicas(obj map[string]any) (int64, map[string]resource.Quantity, error)
+	// WriteReplicas sets obj's replica count.
+	WriteReplicas(obj map[string]any, n int64)
+}
+
+// replicasOf is how kinds reads gk's replicas, or nil.
+func replicasOf(kinds Kinds, gk schema.GroupKind) Replicas {
+	if kinds == nil {
+		return nil
+	}
+	return kinds.Replicas(gk)
+}
+
 // Divisible tells whether a Placement divides the replicas of objects of gk.
-func Divisible(gk schema.GroupKind) bool { return divisible[gk] }
+func Divisible(gk schema.GroupKind, kinds Kinds) bool {
+	return divisible[gk] || replicasOf(kinds, gk) != nil
+}
 
 // Workload is a divisible object of a revision.
 type Workload struct {
@@ -37,23 +64,35 @@ type Workload struct {
 	Requests map[string]resource.Quantity
 	// Invalid says why it cannot be divided, when it cannot.
 	Invalid string
+	// custom reads and writes the replicas of a kind without built-in rules.
+	custom Replicas
 }
 
 // Key names an object of kind in the Placement's namespace for a division.
 func Key(kind, name string) string { return kind + "/" + name }
 
 // WorkloadOf reads a divisible manifest; false for other kinds.
-func WorkloadOf(raw []byte) (Workload, bool) {
+func WorkloadOf(raw []byte, kinds Kinds) (Workload, bool) {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(raw); err != nil {
 		return Workload{}, false
 	}
 	gk := obj.GroupVersionKind().GroupKind()
-	if !divisible[gk] {
+	custom := replicasOf(kinds, gk)
+	if !divisible[gk] && custom == nil {
 		return Workload{}, false
 	}
-	w := Workload{Key: Key(gk.Kind, obj.GetName()), Kind: gk}
-	if gk.Kind == "Job" {
+	w := Workload{Key: Key(gk.Kind, obj.GetName()), Kind: gk, custom: custom}
+	switch {
+	case custom != nil:
+		total, requests, err := custom.Replicas(obj.Object)
+		if err != nil {
+			w.Invalid = err.Error()
+		}
+		w.Total, w.Requests = total, requests
+		bound(&w)
+		return w, true
+	case gk == jobKind:
 		completions, found, _ := unstructured.NestedInt64(obj.Object, "spec", "completions")
 		if !found {
 			w.Invalid = "a Job without spec.completions (a work queue) cannot be divided: its pods finish when any of them succeeds"
@@ -63,29 +102,39 @@ func WorkloadOf(raw []byte) (Workload, bool) {
 		if p, found, _ := unstructured.NestedInt64(obj.Object, "spec", "parallelism"); found {
 			w.Parallelism = p
 		}
-	} else {
+	default:
 		w.Total = 1 // Kubernetes' default
 		if r, found, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas"); found {
 			w.Total = r
 		}
 	}
-	if w.Total > MaxValue || w.Total < 0 {
-		w.Invalid = fmt.Sprintf("%d replicas are more than a division takes (%d)", w.Total, MaxValue)
-	}
 	w.Requests = podRequests(obj)
-	for _, name := range slices.Sorted(maps.Keys(w.Requests)) {
-		if q := w.Requests[name]; q.Cmp(*MaxRequest) > 0 && w.Invalid == "" {
-			w.Invalid = fmt.Sprintf("its pods request %s of %s, more than a division takes (at most %s)", q.String(), name, MaxRequest.String())
-		}
-	}
+	bound(&w)
 	return w, true
 }
 
+// bound marks w Invalid when its replicas or requests are beyond a division.
+func bound(w *Workload) {
+	if w.Invalid != "" {
+		return
+	}
+	if w.Total > MaxValue || w.Total < 0 {
+		w.Invalid = fmt.Sprintf("%d replicas are more than a division takes (%d)", w.Total, MaxValue)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.Requests)) {
+		if q := w.Requests[name]; q.Cmp(*MaxRequest) > 0 {
+			w.Invalid = fmt.Sprintf("its pods request %s of %s, more than a division takes (at most %s)", q.String(), name, MaxRequest.String())
+			return
+		}
+	}
+}
+
 // Workloads are the divisible objects among manifests, each with its index.
-func Workloads(manifests []runtime.RawExtension) []Workload {
+func Workloads(manifests []runtime.RawExtension, kinds Kinds) []Workload {
 	var out []Workload
 	for i, m := range manifests {
-		if w, ok := WorkloadOf(m.Raw); ok {
+		if w, ok := WorkloadOf(m.Raw, kinds); ok {
 			w.Index = i
 			out = append(out, w)
 		}
@@ -149,6 +198,19 @@ func Write(raw []byte, s Share) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
+// write is Write, for a kind without built-in rules at its interpreted path.
+func (w Workload) write(raw []byte, s Share) ([]byte, error) {
+	if w.custom == nil {
+		return Write(raw, s)
+	}
+	obj := map[string]any{}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	w.custom.WriteReplicas(obj, s.Replicas)
+	return json.Marshal(obj)
+}
+
 // Apply writes a cluster's shares into manifests, whose divisible ones are
 // workloads (Workloads of the same manifests: nothing is decoded again per
 // cluster): each gets its share, and one whose share is 0 is left out. memo,
@@ -175,7 +237,7 @@ func Apply(manifests []runtime.RawExtension, workloads []Workload, shares Shares
 			out = append(out, written)
 			continue
 		}
-		raw, err := Write(m.Raw, s)
+		raw, err := w.write(m.Raw, s)
 		if err != nil {
 			return nil, fmt.Errorf("dividing %s: %w", w.Key, err)
 		}

@@ -87,6 +87,14 @@ func (rd *Renderer) View(cluster string) scheduling.Cluster {
 	return scheduling.Cluster{Name: cluster}
 }
 
+// kinds reads the replicas of custom kinds, as the divider does.
+func (rd *Renderer) kinds() division.Kinds {
+	if rd.divider == nil {
+		return nil
+	}
+	return rd.divider.kinds
+}
+
 // Divide makes the Renderer divide the revisions' replicas with d.
 func (rd *Renderer) Divide(d *Divider) { rd.divider = d }
 
@@ -146,7 +154,7 @@ func (rd *Renderer) For(c Content, cluster string) (Content, error) {
 	out := Content{Manifests: res.Manifests, Hash: c.Hash, Shares: c.Shares}
 	var changed map[string]int64
 	if shares, ok := division.ParseShares(c.Shares); ok && err == nil {
-		if changed = overridden(res.Manifests, &shares); len(changed) > 0 {
+		if changed = overridden(res.Manifests, &shares, rd.kinds()); len(changed) > 0 {
 			out.Shares = shares.Encode()
 			rd.overridden[cluster] = changed
 		}
@@ -307,6 +315,7 @@ func OverrideFailures(failed map[string]string, selected int) string {
 // reports its objects Available.
 type Divider struct {
 	seed       string
+	kinds      division.Kinds
 	memo       *division.Memo
 	clusters   []Chosen
 	candidates []division.Candidate
@@ -339,9 +348,10 @@ type Chosen struct {
 }
 
 // NewDivider divides over the chosen clusters, with the divisions made before
-// (memo) and the Placement's seed (its UID).
-func NewDivider(seed string, memo *division.Memo, chosen []Chosen) *Divider {
-	d := &Divider{seed: seed, memo: memo, clusters: chosen, carried: map[string]map[string]int64{}, holding: map[string]map[string]string{},
+// (memo) and the Placement's seed (its UID); kinds reads the replicas of
+// custom kinds.
+func NewDivider(seed string, memo *division.Memo, chosen []Chosen, kinds division.Kinds) *Divider {
+	d := &Divider{seed: seed, kinds: kinds, memo: memo, clusters: chosen, carried: map[string]map[string]int64{}, holding: map[string]map[string]string{},
 		byHash: map[string]assigned{}}
 	for _, c := range chosen {
 		d.candidates = append(d.candidates, c.Candidate)
@@ -388,7 +398,7 @@ func (d *Divider) assign(c Content) assigned {
 	if a, ok := d.byHash[c.Hash]; ok {
 		return a
 	}
-	workloads := division.Workloads(c.Manifests)
+	workloads := division.Workloads(c.Manifests, d.kinds)
 	a := assigned{workloads: workloads, assignment: division.Assign(c.Division, workloads, d.candidates, d.seed, d.memo)}
 	if d.known {
 		d.surge(a.assignment)
@@ -412,10 +422,10 @@ func (d *Divider) divide(c Content, cluster string, memo map[string]runtime.RawE
 
 // overridden notes on shares the divided workloads whose replicas an override
 // changed on the cluster, and returns them with the replicas it set.
-func overridden(manifests []runtime.RawExtension, shares *division.Shares) map[string]int64 {
+func overridden(manifests []runtime.RawExtension, shares *division.Shares, kinds division.Kinds) map[string]int64 {
 	var out map[string]int64
 	for _, m := range manifests {
-		w, ok := division.WorkloadOf(m.Raw)
+		w, ok := division.WorkloadOf(m.Raw, kinds)
 		if !ok {
 			continue
 		}

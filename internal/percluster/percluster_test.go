@@ -70,7 +70,7 @@ func TestForIsShareThenOverrides(t *testing.T) {
 		rd = NewRenderer(key, compiled, views)
 		c, err := rd.Revision(revision([]runtime.RawExtension{deployment(4)}, where, &placementv1alpha1.ReplicaDivision{}))
 		g.Expect(err).NotTo(HaveOccurred())
-		d := NewDivider("uid", &division.Memo{}, []Chosen{{Candidate: division.Candidate{Name: "eu"}}, {Candidate: division.Candidate{Name: "us"}}})
+		d := NewDivider("uid", &division.Memo{}, []Chosen{{Candidate: division.Candidate{Name: "eu"}}, {Candidate: division.Candidate{Name: "us"}}}, nil)
 		rd.Divide(d)
 		d.Settle(c)
 		g.Expect(rd.Surging()).To(BeTrue(), "nothing carried yet: no share is lowered before every cluster carries its own")

@@ -43,6 +43,8 @@ func degraded(reason, format string, args ...any) Result {
 // Checker evaluates readiness. The zero value knows the built-in kinds only.
 type Checker struct {
 	rules map[schema.GroupKind]*compiledRule
+	// health are the hub's health rules a Work carries (With).
+	health map[schema.GroupKind]*Health
 }
 
 // NewChecker returns a Checker that also applies the given CEL rules; a rule for a
@@ -65,6 +67,9 @@ func (c *Checker) Evaluate(obj *unstructured.Unstructured) Result {
 	if c != nil {
 		if r, ok := c.rules[gk]; ok {
 			return r.evaluate(obj)
+		}
+		if h, ok := c.health[gk]; ok {
+			return h.Evaluate(obj)
 		}
 	}
 	if check, ok := builtin[gk]; ok {

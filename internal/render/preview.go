@@ -26,9 +26,10 @@ func Override(bound *overrides.Bound, manifests []runtime.RawExtension) (overrid
 // Preview is what the Work of the Placement on a cluster holds for the objects
 // objs, by the work generator's own steps: the manifests rendered from the
 // objects (returned too, as base), the cluster's shares of the divided
-// workloads written in (spec.scheduling.replicas; shares from Divide), and the
+// workloads written in (spec.scheduling.replicas; shares from Divide, kinds
+// reads the replicas of custom kinds), and the
 // overrides applied for the cluster.
-func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Placement, cluster scheduling.Cluster,
+func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Placement, cluster scheduling.Cluster, kinds division.Kinds,
 	divide func(base []runtime.RawExtension) (*division.Shares, error)) ([]runtime.RawExtension, overrides.Result, error) {
 	base, _, err := Manifests(objs, placement.Spec.Reporting.Reflection == placementv1alpha1.ReflectionAggregate)
 	if err != nil {
@@ -40,7 +41,7 @@ func Preview(objs []*unstructured.Unstructured, placement *placementv1alpha1.Pla
 		if err != nil {
 			return nil, overrides.Result{}, err
 		}
-		if manifests, err = division.Apply(base, division.Workloads(base), *shares, nil, ""); err != nil {
+		if manifests, err = division.Apply(base, division.Workloads(base, kinds), *shares, nil, ""); err != nil {
 			return nil, overrides.Result{}, err
 		}
 	}

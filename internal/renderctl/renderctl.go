@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +26,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/division"
+	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
@@ -159,13 +161,27 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	base, res, err := render.Preview(sel.Objects, placement, target.view(), func(base []runtime.RawExtension) (*division.Shares, error) {
-		return shares(fleet, placement, d.clusters, base, o.Cluster, o.Note), nil
+	kinds, err := interpretations(ctx, c)
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	base, res, err := render.Preview(sel.Objects, placement, target.view(), kinds, func(base []runtime.RawExtension) (*division.Shares, error) {
+		return shares(fleet, placement, d.clusters, base, o.Cluster, kinds, o.Note), nil
 	})
 	if err != nil {
 		return nil, overrides.Result{}, fmt.Errorf("placement %s on cluster %s: %w", o.Placement.Name, o.Cluster, err)
 	}
 	return base, res, nil
+}
+
+// interpretations are the hub's ResourceInterpretations in use, as the work
+// generator divides by them (every user may read them: the tenancy roles).
+func interpretations(ctx context.Context, c client.Reader) (*interpretation.Set, error) {
+	list := &placementv1alpha1.ResourceInterpretationList{}
+	if err := c.List(ctx, list); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing the hub's ResourceInterpretations: %w", err)
+	}
+	return (*interpretation.Cache)(nil).Set(list.Items), nil
 }
 
 // ReadObjects reads the YAML or JSON documents of a file; objects without a
@@ -287,7 +303,7 @@ func hubAndLocal(c client.Client, local []*unstructured.Unstructured) selection.
 // clusters its decisions name (decided; the cluster alone when there are
 // none yet), with the shares their Works carry for a steady division by
 // capacity.
-func shares(fleet Fleet, placement *placementv1alpha1.Placement, decided []string, manifests []runtime.RawExtension, cluster string, note func(string)) *division.Shares {
+func shares(fleet Fleet, placement *placementv1alpha1.Placement, decided []string, manifests []runtime.RawExtension, cluster string, kinds division.Kinds, note func(string)) *division.Shares {
 	if !slices.Contains(decided, cluster) {
 		decided = append(slices.Clone(decided), cluster)
 	}
@@ -301,7 +317,7 @@ func shares(fleet Fleet, placement *placementv1alpha1.Placement, decided []strin
 			carried[name] = map[string]int64{}
 		}
 	}
-	a := division.Assign(placement.Spec.Scheduling.Replicas, division.Workloads(manifests), candidates, string(placement.UID), nil)
+	a := division.Assign(placement.Spec.Scheduling.Replicas, division.Workloads(manifests, kinds), candidates, string(placement.UID), nil)
 	a.Surge(carried, true, nil)
 	for _, p := range a.Problems {
 		if note != nil {

@@ -137,6 +137,13 @@ func StartHub(scheme *runtime.Scheme, flags ...APIServerFlag) (*ControlPlane, er
 	for _, r := range roles {
 		policies = append(policies, r)
 	}
+	bindings, err := config.TenancyBindings()
+	if err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	for _, b := range bindings {
+		policies = append(policies, b)
+	}
 	for _, p := range policies {
 		if err := cp.Client.Create(context.Background(), p); err != nil {
 			return nil, errors.Join(fmt.Errorf("installing %T %s: %w", p, p.GetName(), err), cp.Stop())

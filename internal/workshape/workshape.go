@@ -19,6 +19,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
+	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/percluster"
@@ -29,7 +30,7 @@ import (
 // ManagedAnnotations are the Work annotations the work generator sets, and
 // removes when a Work should not carry them.
 var ManagedAnnotations = []string{
-	lodestarworkv1alpha1.ApplyStrategyAnnotation, lodestarworkv1alpha1.StatusFeedbackAnnotation,
+	lodestarworkv1alpha1.ApplyStrategyAnnotation, lodestarworkv1alpha1.StatusFeedbackAnnotation, lodestarworkv1alpha1.HealthRulesAnnotation,
 	placementv1alpha1.WorkPartsAnnotation, placementv1alpha1.LeavingSinceAnnotation, placementv1alpha1.SharesAnnotation,
 	placementv1alpha1.ServicesWithdrawnAnnotation, placementv1alpha1.ServicesWithdrawnAtAnnotation,
 }
@@ -134,9 +135,22 @@ func Holds(existing, desired *workv1alpha1.Work) bool {
 // Annotations returns the Work annotations that carry the Placement's apply
 // strategy and status feedback rules to the agents: its own rules, and with
 // status reflection those that report the status of the placed objects, of the
-// kinds of manifests.
-func Annotations(placement *placementv1alpha1.Placement, manifests []runtime.RawExtension) (map[string]string, error) {
+// kinds of manifests; and the health rules of those kinds interps interprets.
+func Annotations(placement *placementv1alpha1.Placement, manifests []runtime.RawExtension, interps *interpretation.Set) (map[string]string, error) {
 	out := map[string]string{}
+	if interps.Len() > 0 {
+		kinds := map[schema.GroupKind]bool{}
+		for _, m := range manifests {
+			kinds[render.KindOf(m.Raw)] = true
+		}
+		if rules := interps.HealthRules(slices.Collect(maps.Keys(kinds))); len(rules) > 0 {
+			b, err := json.Marshal(rules)
+			if err != nil {
+				return nil, err
+			}
+			out[lodestarworkv1alpha1.HealthRulesAnnotation] = string(b)
+		}
+	}
 	if s := placement.Spec.ApplyStrategy; s != nil {
 		b, err := json.Marshal(s.Defaulted())
 		if err != nil {

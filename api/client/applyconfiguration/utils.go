@@ -36,6 +36,8 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=placement.lodestar.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("AggregateInterpretation"):
+		return &placementv1alpha1.AggregateInterpretationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Capacity"):
 		return &placementv1alpha1.CapacityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClaimStatus"):
@@ -60,6 +62,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &placementv1alpha1.ConsumerAccessGrantStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ConsumerRef"):
 		return &placementv1alpha1.ConsumerRefApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DependenciesInterpretation"):
+		return &placementv1alpha1.DependenciesInterpretationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ExcludedCluster"):
 		return &placementv1alpha1.ExcludedClusterApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Exclusion"):
@@ -68,8 +72,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &placementv1alpha1.FailoverApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FilterVerdict"):
 		return &placementv1alpha1.FilterVerdictApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HealthInterpretation"):
+		return &placementv1alpha1.HealthInterpretationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImageOverride"):
 		return &placementv1alpha1.ImageOverrideApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("InterpretedKind"):
+		return &placementv1alpha1.InterpretedKindApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("JSONPatchOperation"):
 		return &placementv1alpha1.JSONPatchOperationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MemberAccessGrant"):
@@ -104,10 +112,18 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &placementv1alpha1.PropertySortApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicaDivision"):
 		return &placementv1alpha1.ReplicaDivisionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReplicasInterpretation"):
+		return &placementv1alpha1.ReplicasInterpretationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicaWeight"):
 		return &placementv1alpha1.ReplicaWeightApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Reporting"):
 		return &placementv1alpha1.ReportingApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceInterpretation"):
+		return &placementv1alpha1.ResourceInterpretationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceInterpretationSpec"):
+		return &placementv1alpha1.ResourceInterpretationSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceInterpretationStatus"):
+		return &placementv1alpha1.ResourceInterpretationStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceSelector"):
 		return &placementv1alpha1.ResourceSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RetainedClaims"):

@@ -24,7 +24,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion, &Placement{}, &PlacementList{},
 		&PlacementRevision{}, &PlacementRevisionList{}, &RolloutApproval{}, &RolloutApprovalList{},
 		&ClusterSetBinding{}, &ClusterSetBindingList{}, &ClusterPlacement{}, &ClusterPlacementList{},
-		&MemberAccessGrant{}, &MemberAccessGrantList{}, &ConsumerAccessGrant{}, &ConsumerAccessGrantList{})
+		&MemberAccessGrant{}, &MemberAccessGrantList{}, &ConsumerAccessGrant{}, &ConsumerAccessGrantList{},
+		&ResourceInterpretation{}, &ResourceInterpretationList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

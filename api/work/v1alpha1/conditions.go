@@ -125,6 +125,14 @@ const (
 	ReasonWaitingForLoadBalancer   = "WaitingForLoadBalancer"
 	ReasonWaitingForPods           = "WaitingForPods"
 	ReasonWaitingForReplicas       = "WaitingForReplicas"
+	// A kind's health rule (HealthRule) says Healthy, Progressing or Degraded,
+	// cannot be evaluated yet (a field it reads is not there), or fails (it does
+	// not compile, exceeds its cost, or yields no state).
+	ReasonHealthy              = "Healthy"
+	ReasonHealthProgressing    = "Progressing"
+	ReasonHealthDegraded       = "Degraded"
+	ReasonHealthPending        = "HealthPending"
+	ReasonInterpretationFailed = "InterpretationFailed"
 )
 
 // Reasons of the Work's own conditions.

@@ -282,3 +282,23 @@ type FeedbackField struct {
 	// +kubebuilder:validation:MaxLength=4096
 	CEL string `json:"cel,omitempty"`
 }
+
+// HealthRule is the health of a kind, in CEL over the member's object bound to
+// `self`, yielding "Healthy", "Progressing" or "Degraded" or a map {"state",
+// "message"}. The hub writes the rules of a Work's kinds from its
+// ResourceInterpretations (HealthRulesAnnotation); the member's own readiness
+// rules for a kind win over them.
+type HealthRule struct {
+	// group is the kind's API group; empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// kind is the kind the rule is for.
+	// +required
+	Kind string `json:"kind"`
+	// expression is the CEL expression.
+	// +required
+	Expression string `json:"expression"`
+	// source names the ResourceInterpretation the rule comes from.
+	// +optional
+	Source string `json:"source,omitempty"`
+}

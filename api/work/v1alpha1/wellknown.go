@@ -11,6 +11,9 @@ const (
 	ApplyStrategyAnnotation = "work.lodestar.dev/apply-strategy"
 	// StatusFeedbackAnnotation holds the JSON of a list of FeedbackRules.
 	StatusFeedbackAnnotation = "work.lodestar.dev/status-feedback"
+	// HealthRulesAnnotation holds the JSON of a list of HealthRules: the health
+	// of the Work's custom kinds, from the hub's ResourceInterpretations.
+	HealthRulesAnnotation = "work.lodestar.dev/health-rules"
 	// DeletionPolicyAnnotation says what the agent does with the member objects a
 	// Work created when the Work (or one of its manifests) goes: Delete (the
 	// default) or Orphan, which leaves them in place and releases them (the

@@ -23,6 +23,9 @@ type plan struct {
 	feedback *feedback.Rules
 	// feedbackErr is set when the feedback rules are invalid.
 	feedbackErr error
+	// health are the hub's health rules of the Work's kinds
+	// (HealthRulesAnnotation); an annotation that does not parse is none.
+	health []lodestarworkv1alpha1.HealthRule
 	// crds are the kinds defined by CRDs in the same Work.
 	crds map[schema.GroupKind]string
 	// ignore are the fields the member's controllers own.
@@ -87,6 +90,9 @@ func planFor(work *workv1alpha1.Work) (plan, error) {
 		} else {
 			p.feedback, p.feedbackErr = feedback.Compile(rules)
 		}
+	}
+	if s, ok := work.Annotations[lodestarworkv1alpha1.HealthRulesAnnotation]; ok {
+		_ = json.Unmarshal([]byte(s), &p.health) // the hub writes it; a hand-written one that does not parse is none
 	}
 	for _, m := range work.Spec.Workload.Manifests {
 		u := &unstructured.Unstructured{}

@@ -161,7 +161,7 @@ func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work, p p
 	kept, blocked, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, p.deletionPolicy(work))
 	r.namePodBlockers(ctx, results)
 	r.readClaims(ctx, results)
-	*status = ptr.To(newWorkStatus(work, results, p, r.Readiness, blocked))
+	*status = ptr.To(newWorkStatus(work, results, p, r.Readiness.With(p.health), blocked))
 	if err := r.writeRecords(ctx, applied, kept); err != nil {
 		return ctrl.Result{}, errors.Join(cleanupErr, err)
 	}

@@ -24,6 +24,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 )
@@ -48,6 +49,9 @@ type Reconciler struct {
 	// Scope is what this hub manager takes: the cluster sets it manages, and
 	// whether it is the hub-wide manager (docs/scale.md).
 	Scope lookup.Scope
+	// Interpretations compiles the hub's ResourceInterpretations (their
+	// aggregate expressions), shared with the work generator.
+	Interpretations *interpretation.Cache
 
 	views views
 	// changes times Placement changes for the lodestar_placement_change_* histograms.
@@ -62,6 +66,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=resourceinterpretations,verbs=get;list;watch
 
 // Reconcile writes the Applied condition, appliedClusters and clusters of one Placement.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -18,6 +18,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/division"
+	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/reflection"
@@ -85,14 +86,21 @@ func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.P
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	list := &placementv1alpha1.ResourceInterpretationList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		c := condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonReflectionFailed,
+			"the hub's ResourceInterpretations cannot be read: %v", err)
+		return &c
+	}
+	interps := r.Interpretations.Set(list.Items)
 
 	var written int
 	var others, failed []string
 	for _, k := range keys {
 		ro := objects[k]
 		what := fmt.Sprintf("%s %s/%s", ro.gvk.Kind, placement.Namespace, ro.name)
-		selected, divided := carriers(placement, ro, decided, vs)
-		err := r.reflectOne(ctx, placement.Namespace, ro, selected, divided)
+		selected, divided := carriers(placement, ro, decided, vs, interps)
+		err := r.reflectOne(ctx, placement.Namespace, ro, selected, divided, interps.For(ro.gvk.GroupKind()))
 		var other *otherWriterError
 		switch {
 		case err == nil:
@@ -123,8 +131,8 @@ func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.P
 // carriers is how many of the decided clusters an object's status is made of:
 // every one, except for a workload whose replicas the Placement divides (true),
 // which only the clusters whose Works carry it (a share above 0) run.
-func carriers(placement *placementv1alpha1.Placement, ro *reflected, decided []string, vs map[string]*view) (int, bool) {
-	if placement.Spec.Scheduling.Replicas == nil || !division.Divisible(ro.gvk.GroupKind()) {
+func carriers(placement *placementv1alpha1.Placement, ro *reflected, decided []string, vs map[string]*view, kinds division.Kinds) (int, bool) {
+	if placement.Spec.Scheduling.Replicas == nil || !division.Divisible(ro.gvk.GroupKind(), kinds) {
 		return len(decided), false
 	}
 	id := workv1alpha1.ResourceIdentifier{Group: ro.gvk.Group, Kind: ro.gvk.Kind, Namespace: placement.Namespace, Name: ro.name}
@@ -143,8 +151,9 @@ type otherWriterError struct{ manager string }
 
 func (e *otherWriterError) Error() string { return "status written by " + e.manager }
 
-// reflectOne writes one hub object's status from its copies, when it changes.
-func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *reflected, selected int, divided bool) error {
+// reflectOne writes one hub object's status from its copies, when it changes:
+// as its kind's interpretation aggregates them (in), when it says how.
+func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *reflected, selected int, divided bool, in *interpretation.Interpretation) error {
 	hub := &unstructured.Unstructured{}
 	hub.SetGroupVersionKind(ro.gvk)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ro.name}, hub); err != nil {
@@ -176,6 +185,13 @@ func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *refle
 	st, ok := reflection.Status(ro.gvk.GroupKind(), copies, reflection.Hub{
 		Selected: selected, Generation: hub.GetGeneration(), ObservedGeneration: previous, Replicas: replicas, Divided: divided,
 	})
+	if in != nil && in.HasAggregate() && len(copies) > 0 {
+		var err error
+		if st, err = in.Aggregate(hub.Object, statuses(copies)); err != nil {
+			return err
+		}
+		ok = true
+	}
 	if !ok {
 		return errNothingToReflect
 	}
@@ -187,6 +203,17 @@ func (r *Reconciler) reflectOne(ctx context.Context, namespace string, ro *refle
 	desired.SetNamespace(namespace)
 	desired.SetName(ro.name)
 	return patch.ApplyStatus(ctx, r.Client, desired, reflection.FieldOwner)
+}
+
+// statuses are the copies' statuses as an aggregate expression reads them,
+// by cluster name.
+func statuses(copies []reflection.Copy) []interpretation.ClusterStatus {
+	out := make([]interpretation.ClusterStatus, 0, len(copies))
+	for _, c := range copies {
+		out = append(out, interpretation.ClusterStatus{Name: c.Cluster, Status: c.Status})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // otherStatusWriter names a field manager other than the status aggregator that

@@ -29,6 +29,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
@@ -55,6 +56,9 @@ type Reconciler struct {
 	// Scope is what this hub manager takes: the cluster sets it manages, and
 	// whether it is the hub-wide manager (docs/scale.md).
 	Scope lookup.Scope
+	// Interpretations compiles the hub's ResourceInterpretations, shared with
+	// the status aggregator.
+	Interpretations *interpretation.Cache
 
 	// expected are Work writes the cache may not show yet (by
 	// expectationKey), so that the gate never counts a cluster twice.
@@ -83,6 +87,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placementrevisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=resourceinterpretations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
@@ -188,6 +193,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A cluster's labels or properties may change what overrides make of it.
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.placementsOverriding(workPlacement)), builder.WithPredicates(handlers.Updates(scheduling.ViewChanged))).
+		// An interpretation changes how its kind is divided and what health
+		// rule the Works carry: every Placement renders anew (few, rare).
+		Watches(&placementv1alpha1.ResourceInterpretation{}, handler.EnqueueRequestsFromMapFunc(handlers.All(mgr.GetClient(), func() client.ObjectList { return &placementv1alpha1.PlacementList{} })),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A drain with --include-stateful lets held copies go.
 		Watches(&cpv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request { return r.held.Requests(obj.GetName()) }), builder.WithPredicates(handlers.Updates(scheduling.TaintsChanged))).
 		Complete(r.Scope.Only(mgr.GetClient(), r))

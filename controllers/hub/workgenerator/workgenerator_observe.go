@@ -23,6 +23,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/claims"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/division"
+	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/percluster"
@@ -55,8 +56,11 @@ type scope struct {
 	// them by a failover).
 	held         []string
 	failoverHeld bool
-	// annotations carry the apply strategy and feedback rules to every Work.
+	// annotations carry the apply strategy, feedback and health rules to
+	// every Work.
 	annotations map[string]string
+	// interpretations are the hub's ResourceInterpretations in use.
+	interpretations *interpretation.Set
 	// labels are the selected clusters' labels (Staged).
 	labels   map[string]map[string]string
 	renderer *percluster.Renderer
@@ -229,7 +233,10 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if s.annotations, err = workshape.Annotations(p, target.Manifests); err != nil {
+	if s.interpretations, err = r.interpretations(ctx); err != nil {
+		return err
+	}
+	if s.annotations, err = workshape.Annotations(p, target.Manifests, s.interpretations); err != nil {
 		return fmt.Errorf("the Placement's feedback rules: %w", err)
 	}
 	s.state = rollout.State{Target: s.target.Spec.Hash, Paused: p.Spec.Strategy.Paused, Leaving: len(s.leaving)}

@@ -67,6 +67,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Placement().V1alpha1().Placements().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("placementrevisions"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Placement().V1alpha1().PlacementRevisions().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("resourceinterpretations"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Placement().V1alpha1().ResourceInterpretations().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("rolloutapprovals"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Placement().V1alpha1().RolloutApprovals().Informer()}, nil
 

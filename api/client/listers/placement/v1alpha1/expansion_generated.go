@@ -54,6 +54,10 @@ type PlacementRevisionListerExpansion interface{}
 // PlacementRevisionNamespaceLister.
 type PlacementRevisionNamespaceListerExpansion interface{}
 
+// ResourceInterpretationListerExpansion allows custom methods to be added to
+// ResourceInterpretationLister.
+type ResourceInterpretationListerExpansion interface{}
+
 // RolloutApprovalListerExpansion allows custom methods to be added to
 // RolloutApprovalLister.
 type RolloutApprovalListerExpansion interface{}

@@ -36,6 +36,8 @@ type Interface interface {
 	Placements() PlacementInformer
 	// PlacementRevisions returns a PlacementRevisionInformer.
 	PlacementRevisions() PlacementRevisionInformer
+	// ResourceInterpretations returns a ResourceInterpretationInformer.
+	ResourceInterpretations() ResourceInterpretationInformer
 	// RolloutApprovals returns a RolloutApprovalInformer.
 	RolloutApprovals() RolloutApprovalInformer
 }
@@ -79,6 +81,11 @@ func (v *version) Placements() PlacementInformer {
 // PlacementRevisions returns a PlacementRevisionInformer.
 func (v *version) PlacementRevisions() PlacementRevisionInformer {
 	return &placementRevisionInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ResourceInterpretations returns a ResourceInterpretationInformer.
+func (v *version) ResourceInterpretations() ResourceInterpretationInformer {
+	return &resourceInterpretationInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // RolloutApprovals returns a RolloutApprovalInformer.

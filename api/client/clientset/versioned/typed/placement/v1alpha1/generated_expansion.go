@@ -30,4 +30,6 @@ type PlacementExpansion interface{}
 
 type PlacementRevisionExpansion interface{}
 
+type ResourceInterpretationExpansion interface{}
+
 type RolloutApprovalExpansion interface{}

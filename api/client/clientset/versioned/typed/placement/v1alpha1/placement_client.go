@@ -34,6 +34,7 @@ type PlacementV1alpha1Interface interface {
 	MemberAccessGrantsGetter
 	PlacementsGetter
 	PlacementRevisionsGetter
+	ResourceInterpretationsGetter
 	RolloutApprovalsGetter
 }
 
@@ -64,6 +65,10 @@ func (c *PlacementV1alpha1Client) Placements(namespace string) PlacementInterfac
 
 func (c *PlacementV1alpha1Client) PlacementRevisions(namespace string) PlacementRevisionInterface {
 	return newPlacementRevisions(c, namespace)
+}
+
+func (c *PlacementV1alpha1Client) ResourceInterpretations() ResourceInterpretationInterface {
+	return newResourceInterpretations(c)
 }
 
 func (c *PlacementV1alpha1Client) RolloutApprovals(namespace string) RolloutApprovalInterface {

@@ -52,6 +52,10 @@ func (c *FakePlacementV1alpha1) PlacementRevisions(namespace string) v1alpha1.Pl
 	return newFakePlacementRevisions(c, namespace)
 }
 
+func (c *FakePlacementV1alpha1) ResourceInterpretations() v1alpha1.ResourceInterpretationInterface {
+	return newFakeResourceInterpretations(c)
+}
+
 func (c *FakePlacementV1alpha1) RolloutApprovals(namespace string) v1alpha1.RolloutApprovalInterface {
 	return newFakeRolloutApprovals(c, namespace)
 }
