@@ -101,6 +101,7 @@ Every verb takes kubectl's connection flags (--kubeconfig, --context, -n, --as,
 		newUnjoinCommand(o), newRevokeCommand(o), newRolloutCommand(o), newRenderCommand(o), newStatusCommand(o),
 		newGetCommand(o), newDescribeCommand(o), newWhyCommand(o),
 		newPodsCommand(o), newLogsCommand(o), newEventsCommand(o), newExecCommand(o), newPortForwardCommand(o),
+		newInterpretCommand(o),
 	)
 	return root
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -53,14 +54,14 @@ type Interpretation struct {
 	// Err is the first expression that does not compile, or nil.
 	Err error
 
-	health                           *readiness.Health
-	path                             diff.Pointer
+	health                            *readiness.Health
+	path                              diff.Pointer
 	requests, dependencies, aggregate cel.Program
 }
 
 var (
-	selfEnv = mustEnv(cel.Variable("self", cel.DynType))
-	aggEnv  = mustEnv(cel.Variable("self", cel.DynType), cel.Variable("clusters", cel.ListType(cel.DynType)))
+	selfEnv = mustEnv(append(readiness.Extensions(), cel.Variable("self", cel.DynType))...)
+	aggEnv  = mustEnv(append(readiness.Extensions(), cel.Variable("self", cel.DynType), cel.Variable("clusters", cel.ListType(cel.DynType)))...)
 )
 
 func mustEnv(opts ...cel.EnvOption) *cel.Env {
@@ -187,22 +188,59 @@ func (in *Interpretation) WriteReplicas(obj map[string]any, n int64) {
 	in.path.Set(obj, n)
 }
 
-// quantities reads a map of resource names to quantities (strings or numbers).
+// MaxRequestEntries bounds the entries a requests expression yields.
+const MaxRequestEntries = 256
+
+// quantities reads what one replica requests: a map of resource names to
+// quantities (strings or numbers), or a list of them, added up; an entry
+// {"count": n, "requests": {...}} counts its requests n times (a group of n
+// pods alike).
 func quantities(v any) (map[string]resource.Quantity, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("it yields %v, not a map of resource names to quantities", v)
+	out := map[string]resource.Quantity{}
+	list, isList := v.([]any)
+	if !isList {
+		list = []any{v}
 	}
-	out := make(map[string]resource.Quantity, len(m))
+	if len(list) > MaxRequestEntries {
+		return nil, fmt.Errorf("it yields %d entries, more than %d", len(list), MaxRequestEntries)
+	}
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("it yields %v, not a map of resource names to quantities", e)
+		}
+		count := int64(1)
+		if r, ok := m["requests"].(map[string]any); ok {
+			n, isInt := integer(m["count"])
+			if !isInt || n < 0 || n > 1<<20 {
+				return nil, fmt.Errorf("an entry's count %v is not a whole number from 0 to %d", m["count"], 1<<20)
+			}
+			m, count = r, n
+		}
+		if err := add(out, m, count); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// add adds count times the quantities of m to out.
+func add(out map[string]resource.Quantity, m map[string]any, count int64) error {
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		s := fmt.Sprint(m[name])
 		q, err := resource.ParseQuantity(s)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %q is not a quantity", name, s)
+			return fmt.Errorf("%s: %q is not a quantity", name, s)
 		}
-		out[name] = q
+		milli := q.MilliValue()
+		if milli < 0 || milli > 0 && count > math.MaxInt64/milli {
+			return fmt.Errorf("%s: %d times %s is not a quantity a division takes", name, count, s)
+		}
+		sum := out[name]
+		sum.Add(*resource.NewMilliQuantity(milli*count, q.Format))
+		out[name] = sum
 	}
-	return out, nil
+	return nil
 }
 
 func integer(v any) (int64, bool) {

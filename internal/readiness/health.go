@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -43,12 +44,10 @@ func CompileHealth(expr, source string) *Health {
 	if iss.Err() != nil {
 		return &Health{source: source, err: iss.Err()}
 	}
-	switch ast.OutputType() {
-	case cel.StringType, cel.DynType:
+	switch ast.OutputType().Kind() {
+	case types.StringKind, types.DynKind, types.MapKind:
 	default:
-		if !ast.OutputType().IsAssignableType(cel.MapType(cel.StringType, cel.DynType)) {
-			return &Health{source: source, err: fmt.Errorf("the expression yields %s, not a state or a map with one", ast.OutputType())}
-		}
+		return &Health{source: source, err: fmt.Errorf("the expression yields %s, not a state or a map with one", ast.OutputType())}
 	}
 	prg, err := celEnv.Program(ast, celbound.ProgramOptions(HealthCost)...)
 	return &Health{prg: prg, source: source, err: err}

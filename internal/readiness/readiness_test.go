@@ -5,6 +5,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 )
 
 func obj(apiVersion, kind string, generation int64, spec, status map[string]any) *unstructured.Unstructured {
@@ -137,4 +139,52 @@ func TestCELRuleErrors(t *testing.T) {
 			NewWithT(t).Expect(err).To(HaveOccurred())
 		})
 	}
+}
+
+func TestHealthRulesFromTheHub(t *testing.T) {
+	g := NewWithT(t)
+	widget := func(status map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "status": status}}
+	}
+	rules := []lodestarworkv1alpha1.HealthRule{{Group: "example.com", Kind: "Widget", Source: "ResourceInterpretation widgets",
+		Expression: "self.status.ready == self.status.size ? {'state': 'Healthy'} : self.status.broken ? {'state': 'Degraded', 'message': 'broken'} : {'state': 'Progressing'}"}}
+	c := (&Checker{}).With(rules)
+	r := c.Evaluate(widget(map[string]any{"ready": int64(3), "size": int64(3), "broken": false}))
+	g.Expect(r.Available).To(BeTrue())
+	g.Expect(r.Reason).To(Equal(lodestarworkv1alpha1.ReasonHealthy))
+	g.Expect(r.Message).To(ContainSubstring("ResourceInterpretation widgets says Healthy"))
+	r = c.Evaluate(widget(map[string]any{"ready": int64(1), "size": int64(3), "broken": true}))
+	g.Expect(r.Degraded).To(BeTrue())
+	g.Expect(r.Message).To(Equal("broken"))
+	r = c.Evaluate(widget(map[string]any{"ready": int64(1), "size": int64(3), "broken": false}))
+	g.Expect(r.Progressing).To(BeTrue())
+
+	r = c.Evaluate(widget(map[string]any{}))
+	g.Expect(r.Progressing).To(BeTrue(), "a field not there yet is pending, not a failure")
+	g.Expect(r.Reason).To(Equal(lodestarworkv1alpha1.ReasonHealthPending))
+
+	r = (&Checker{}).With([]lodestarworkv1alpha1.HealthRule{{Group: "example.com", Kind: "Widget", Expression: "'Fine'", Source: "x"}}).Evaluate(widget(nil))
+	g.Expect(r.Degraded).To(BeTrue(), "a state that is none of the three fails the object")
+	g.Expect(r.Reason).To(Equal(lodestarworkv1alpha1.ReasonInterpretationFailed))
+
+	r = (&Checker{}).With([]lodestarworkv1alpha1.HealthRule{{Group: "example.com", Kind: "Widget", Expression: "self.status.", Source: "x"}}).Evaluate(widget(nil))
+	g.Expect(r.Degraded).To(BeTrue())
+	g.Expect(r.Message).To(ContainSubstring("does not compile"))
+
+	member, err := NewChecker([]Rule{{Group: "example.com", Kind: "Widget", Available: "true"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	r = member.With(rules).Evaluate(widget(map[string]any{"ready": int64(0), "size": int64(3), "broken": true}))
+	g.Expect(r.Available).To(BeTrue(), "the member's own rule for the kind wins over the hub's")
+	g.Expect(r.Reason).To(Equal(lodestarworkv1alpha1.ReasonRuleAvailable))
+	g.Expect(member.With(nil)).To(BeIdenticalTo(member))
+
+	cost := (&Checker{}).With([]lodestarworkv1alpha1.HealthRule{{Group: "example.com", Kind: "Widget", Source: "x",
+		Expression: "self.status.items.map(a, self.status.items.map(b, self.status.items.map(c, 1))).size() > 0 ? 'Healthy' : 'Progressing'"}})
+	items := make([]any, 1000)
+	for i := range items {
+		items[i] = int64(i)
+	}
+	r = cost.Evaluate(widget(map[string]any{"items": items}))
+	g.Expect(r.Degraded).To(BeTrue(), "a rule past its cost fails the object at once")
+	g.Expect(r.Message).To(ContainSubstring("cost limit"))
 }

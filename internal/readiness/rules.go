@@ -8,6 +8,10 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/celbound"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/ext"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -32,8 +36,46 @@ type compiledRule struct {
 	available, degraded cel.Program
 }
 
+// Extensions are the CEL libraries beside the standard one that readiness,
+// health and the hub's interpretations offer: cel.bind, list functions
+// (flatten, distinct, sort), string functions (split, join, format),
+// math.greatest and math.least, and <list>.sum() of a list of numbers.
+func Extensions() []cel.EnvOption {
+	return []cel.EnvOption{ext.Bindings(), ext.Lists(ext.ListsVersion(2)), ext.Strings(), ext.Math(), sumFunction}
+}
+
+// sumFunction is <list>.sum(): the sum of a list of ints (0 for none), or of
+// numbers as a double when one is not an int.
+var sumFunction = cel.Function("sum", cel.MemberOverload("list_sum", []*cel.Type{cel.ListType(cel.DynType)}, cel.DynType,
+	cel.UnaryBinding(func(v ref.Val) ref.Val {
+		l, ok := v.(traits.Lister)
+		if !ok {
+			return types.NewErr("sum() of a %s", v.Type().TypeName())
+		}
+		var i int64
+		var d float64
+		isDouble := false
+		for it := l.Iterator(); it.HasNext() == types.True; {
+			switch n := it.Next().(type) {
+			case types.Int:
+				i += int64(n)
+			case types.Uint:
+				i += int64(n)
+			case types.Double:
+				d += float64(n)
+				isDouble = true
+			default:
+				return types.NewErr("sum() of a list holding a %s", n.Type().TypeName())
+			}
+		}
+		if isDouble {
+			return types.Double(d + float64(i))
+		}
+		return types.Int(i)
+	})))
+
 var celEnv = func() *cel.Env {
-	env, err := cel.NewEnv(cel.Variable("self", cel.DynType))
+	env, err := cel.NewEnv(append(Extensions(), cel.Variable("self", cel.DynType))...)
 	if err != nil {
 		panic(err) // A static environment cannot fail.
 	}

@@ -157,6 +157,46 @@ func TestHubChartRenders(t *testing.T) {
 	}
 }
 
+// The library of ResourceInterpretations: none by default, each kind opted
+// into as the chart ships it, only by the hub-wide release; a name the chart
+// does not have is an error, not nothing.
+func TestHubChartInterpretationLibrary(t *testing.T) {
+	g := NewWithT(t)
+	docs, err := render(t, "lodestar-hub")
+	g.Expect(err).NotTo(HaveOccurred())
+	for key := range docs {
+		g.Expect(key).NotTo(HavePrefix("ResourceInterpretation/"), "opt-in")
+	}
+	values, err := os.ReadFile(filepath.Join(chartsDir, "lodestar-hub", "values.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var v struct {
+		Interpretations map[string]bool `json:"interpretations"`
+	}
+	g.Expect(yaml.Unmarshal(values, &v)).To(Succeed())
+	g.Expect(v.Interpretations).To(HaveLen(6))
+	var args []string
+	for name := range v.Interpretations {
+		args = append(args, "--set", "interpretations."+name+"=true")
+	}
+	docs, err = render(t, "lodestar-hub", args...)
+	g.Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for key := range docs {
+		if name, ok := strings.CutPrefix(key, "ResourceInterpretation/"); ok {
+			names = append(names, name)
+		}
+	}
+	g.Expect(names).To(ConsistOf("rollouts.argoproj.io", "clonesets.apps.kruise.io", "leaderworkersets.leaderworkerset.x-k8s.io",
+		"rayclusters.ray.io", "flinkdeployments.flink.apache.org", "pytorchjobs.kubeflow.org"))
+	docs, err = render(t, "lodestar-hub", append(args, "--set", "hubWide=false")...)
+	g.Expect(err).NotTo(HaveOccurred())
+	for key := range docs {
+		g.Expect(key).NotTo(HavePrefix("ResourceInterpretation/"), "the hub-wide release's")
+	}
+	_, err = render(t, "lodestar-hub", "--set", "interpretations.mysql=true")
+	g.Expect(err).To(MatchError(ContainSubstring("interpretations.mysql: the chart has no such interpretation")))
+}
+
 func TestAgentChartRenders(t *testing.T) {
 	g := NewWithT(t)
 	_, err := render(t, "lodestar-agent")

@@ -273,6 +273,34 @@ func TestChartsInstallAndRun(t *testing.T) {
 		"--set", "reflection.statusResources[0].apiGroups={example.com}", "--set", "reflection.statusResources[0].resources={widgets/status}")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) { g.Expect(hubManagerMay(g, hubCP.Client, widgets)).To(BeTrue()) }).Should(Succeed())
+	interpretationsAsInstalled(t, hubCP, hubKubeconfig)
+}
+
+// interpretationsAsInstalled: the library of ResourceInterpretations the hub
+// chart ships, opted into per kind, is installed by helm, and the manager as
+// the chart's ServiceAccount reads every one as valid; any user of the hub
+// may read them.
+func interpretationsAsInstalled(t *testing.T, hubCP *testenv.ControlPlane, hubKubeconfig string) {
+	t.Helper()
+	g := NewWithT(t)
+	out, err := helm(t, "upgrade", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", hubKubeconfig,
+		"--namespace", releaseNamespace, "--reuse-values", "--set", "interpretations.argoRollout=true", "--set", "interpretations.leaderWorkerSet=true")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	for _, name := range []string{"rollouts.argoproj.io", "leaderworkersets.leaderworkerset.x-k8s.io"} {
+		g.Eventually(func(g Gomega) {
+			ri := &placementv1alpha1.ResourceInterpretation{}
+			g.Expect(hubCP.Client.Get(t.Context(), client.ObjectKey{Name: name}, ri)).To(Succeed())
+			ready := meta.FindStatusCondition(ri.Status.Conditions, placementv1alpha1.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+		}).Should(Succeed())
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "alice", Groups: []string{"system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Group: "placement.lodestar.dev", Resource: "resourceinterpretations"},
+	}}
+	g.Expect(hubCP.Client.Create(t.Context(), sar)).To(Succeed())
+	g.Expect(sar.Status.Allowed).To(BeTrue(), "every user reads the interpretations")
 }
 
 // hubManagerMay asks the hub's authorizer whether the chart's ServiceAccount may
