@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	lodestarfleet "github.com/lodestar-dev/lodestar/internal/fleet"
@@ -46,6 +47,13 @@ func (f *fleet) hostile(ctx context.Context, duration time.Duration, record func
 		if err := lodestarfleet.BindClusterSet(ctx, s.hub.Client, ns, scheduler.DefaultClusterSetNamespace); err != nil {
 			return err
 		}
+	}
+	memberClients := make([]client.Client, 0, len(s.members))
+	for _, m := range s.members {
+		memberClients = append(memberClients, m.cp.Client)
+	}
+	if err := hostile.InstallInterpreted(ctx, s.hub.Client, memberClients...); err != nil {
+		return fmt.Errorf("T1: %w", err)
 	}
 	tenant, err := hostile.NewTenant(ctx, s.hub.Client, s.hub.Config, tenantNS, "tenant")
 	if err != nil {

@@ -241,6 +241,7 @@ func TestHostileTenantSoak(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
+	g.Expect(hostile.InstallInterpreted(ctx, hubCP.Client, members[member1].Client, members[member2].Client)).To(Succeed())
 	tenant, err := hostile.NewTenant(ctx, hubCP.Client, hubCP.Config, ns, "tenant")
 	g.Expect(err).NotTo(HaveOccurred())
 	byNS := newNamespace(t)
@@ -270,6 +271,7 @@ func TestHostileTenantSoak(t *testing.T) {
 		g.Expect(runs).To(HaveKey(a), "every attack ran")
 	}
 	g.Expect(refused[hostile.AttackSelfGrant]).To(Equal(runs[hostile.AttackSelfGrant]), "a tenant never grants itself member access")
+	g.Expect(refused[hostile.AttackSelfInterpretation]).To(Equal(runs[hostile.AttackSelfInterpretation]), "a tenant never interprets a kind")
 	g.Eventually(func(g Gomega) {
 		list := &placementv1alpha1.PlacementList{}
 		g.Expect(hubCP.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())

@@ -34,16 +34,24 @@ const (
 	// AttackSelfGrant: a namespace admin grants its own ServiceAccount every
 	// member (a ConsumerAccessGrant is a platform admin's, cluster-scoped).
 	AttackSelfGrant = "self-granted member access"
+	// AttackInterpretedExtremes: extreme values of the fields an
+	// interpretation reads (InstallInterpreted's Dial).
+	AttackInterpretedExtremes = "interpreted extremes"
+	// AttackSelfInterpretation: a namespace admin writes a
+	// ResourceInterpretation (a platform admin's, cluster-scoped).
+	AttackSelfInterpretation = "self-written interpretation"
 )
 
 // Attacks are every attack Tenant runs.
-var Attacks = []string{AttackHugeTotals, AttackAbsurdRequests, AttackRBACRewrite, AttackUnservedKind, AttackDeepOverrides, AttackServiceSpam, AttackSelfGrant}
+var Attacks = []string{AttackHugeTotals, AttackAbsurdRequests, AttackRBACRewrite, AttackUnservedKind, AttackDeepOverrides, AttackServiceSpam, AttackSelfGrant,
+	AttackInterpretedExtremes, AttackSelfInterpretation}
 
 // MaxLive bounds the hostile Placements a Tenant keeps at once; past it the
 // oldest goes (with its objects), so that a long run stays a steady load.
 const MaxLive = 16
 
-// Tenant runs the attacks through Client, a tenant's own identity with a
+// Tenant runs the attacks through Client (on a hub where InstallInterpreted
+// ran), a tenant's own identity with a
 // namespace admin's rights in Namespace, against Clusters.
 type Tenant struct {
 	Client    client.Client
@@ -214,6 +222,10 @@ data: {k: v}`, name), placement(name, clusters, "", "", "ConfigMap") + `
         - op: copy
           from: /metadata/annotations
           path: /data/copied`}
+	case AttackInterpretedExtremes:
+		return t.interpretedExtremes(name, clusters)
+	case AttackSelfInterpretation:
+		return t.selfInterpretation(name)
 	case AttackSelfGrant:
 		return []string{fmt.Sprintf(`apiVersion: v1
 kind: ServiceAccount

@@ -26,6 +26,9 @@ var AdminRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "serviceaccounts"}, Verbs: []string{"*"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"*"}, Verbs: []string{"*"}},
 	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
+	// The interpreted kind's (InstallInterpreted): its operator's chart
+	// aggregates it into admin.
+	{APIGroups: []string{InterpretedGroup}, Resources: []string{"*"}, Verbs: []string{"*"}},
 }
 
 // NewTenant makes a tenant on the hub: ServiceAccount name in namespace ns
