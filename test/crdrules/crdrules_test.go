@@ -245,6 +245,15 @@ var cases = []ruleCase{
 				Consumers: []placementv1alpha1.ConsumerRef{{Namespace: "platform-tools", Name: "reporter"}},
 				Rules:     []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}}}})
 	}},
+	{"the built-in workload kinds keep their built-in rules (docs/interpretation.md)", func(ctx context.Context, c client.Client, _ string) error {
+		return c.Create(ctx, &placementv1alpha1.ResourceInterpretation{ObjectMeta: metav1.ObjectMeta{Name: "deployments-" + rand.String(5)},
+			Spec: placementv1alpha1.ResourceInterpretationSpec{Target: placementv1alpha1.InterpretedKind{Group: "apps", Kind: "Deployment"},
+				Replicas: &placementv1alpha1.ReplicasInterpretation{Path: "/spec/replicas"}}})
+	}},
+	{"an interpretation says at least one of health, replicas, dependencies and aggregate", func(ctx context.Context, c client.Client, _ string) error {
+		return c.Create(ctx, &placementv1alpha1.ResourceInterpretation{ObjectMeta: metav1.ObjectMeta{Name: "empty-" + rand.String(5)},
+			Spec: placementv1alpha1.ResourceInterpretationSpec{Target: placementv1alpha1.InterpretedKind{Group: "example.com", Kind: "Widget"}}})
+	}},
 	{"a RolloutApproval is immutable", func(ctx context.Context, c client.Client, ns string) error {
 		a := &placementv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns},
 			Spec: placementv1alpha1.RolloutApprovalSpec{Placement: "web", Revision: "web-1", Stage: "prod"}}
