@@ -107,26 +107,10 @@ func ManagerOptions(base ctrl.Options, manager string) ctrl.Options {
 // scheduler, the revision maker, the work generator, the cluster health and cleanup controllers and the
 // status aggregator to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	if len(opts.ClusterSetNamespaces) == 0 {
-		opts.ClusterSetNamespaces = []string{scheduler.DefaultClusterSetNamespace}
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = DefaultWorkers
-	}
-	if opts.Name == "" {
-		opts.Name = DefaultName
-	}
-	if err := markClusterSets(mgr, opts); err != nil {
+	opts, scope, err := prepare(mgr, opts)
+	if err != nil {
 		return err
 	}
-	scope := lookup.Scope{Sets: opts.ClusterSetNamespaces, SetsOnly: opts.SetsOnly, Manager: opts.Name}
-	if err := lookup.AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	if err := lookup.AddServiceIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	metrics.RegisterHub(mgr.GetClient())
 	if err := (&scheduler.Reconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder(scheduler.Name),
@@ -176,6 +160,32 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the cluster cleanup controller: %w", err)
 	}
 	return setupStatus(mgr, opts, scope, interpretations)
+}
+
+// prepare fills in opts' defaults, marks the manager's cluster sets, adds the
+// cache's indexes and the hub's metrics, and returns what the manager takes.
+func prepare(mgr ctrl.Manager, opts Options) (Options, lookup.Scope, error) {
+	if len(opts.ClusterSetNamespaces) == 0 {
+		opts.ClusterSetNamespaces = []string{scheduler.DefaultClusterSetNamespace}
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	scope := lookup.Scope{Sets: opts.ClusterSetNamespaces, SetsOnly: opts.SetsOnly, Manager: opts.Name}
+	if err := markClusterSets(mgr, opts); err != nil {
+		return opts, scope, err
+	}
+	if err := lookup.AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return opts, scope, err
+	}
+	if err := lookup.AddServiceIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return opts, scope, err
+	}
+	metrics.RegisterHub(mgr.GetClient())
+	return opts, scope, nil
 }
 
 // setupStatus adds the controllers that report to tenants and serve them: the

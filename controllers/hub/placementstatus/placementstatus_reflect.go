@@ -61,31 +61,7 @@ var rank = map[placementv1alpha1.ObjectState]int{
 // the StatusReflected condition. An object whose status something else writes
 // on the hub is left to that writer.
 func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.Placement, decided []string, vs map[string]*view) *metav1.Condition {
-	objects := map[string]*reflected{}
-	for _, c := range decided {
-		v := vs[c]
-		if v == nil {
-			continue
-		}
-		for _, o := range v.objects {
-			if o.id.Namespace != placement.Namespace || o.id.Kind == "" {
-				continue
-			}
-			gvk := schema.GroupVersionKind{Group: o.id.Group, Version: o.id.Version, Kind: o.id.Kind}
-			key := gvk.String() + "/" + o.id.Name
-			ro := objects[key]
-			if ro == nil {
-				ro = &reflected{gvk: gvk, name: o.id.Name}
-				objects[key] = ro
-			}
-			ro.copies = append(ro.copies, clusterObject{cluster: c, object: o})
-		}
-	}
-	keys := make([]string, 0, len(objects))
-	for k := range objects {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	objects, keys := reflectedObjects(placement, decided, vs)
 	list := &placementv1alpha1.ResourceInterpretationList{}
 	if err := r.Client.List(ctx, list); err != nil {
 		c := condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonReflectionFailed,
@@ -126,6 +102,37 @@ func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.P
 	}
 	c.Message = message.Truncate(c.Message, 4096)
 	return &c
+}
+
+// reflectedObjects are the Placement's placed objects of its namespace with
+// their copies on the decided clusters, by key, and the keys sorted.
+func reflectedObjects(placement *placementv1alpha1.Placement, decided []string, vs map[string]*view) (map[string]*reflected, []string) {
+	objects := map[string]*reflected{}
+	for _, c := range decided {
+		v := vs[c]
+		if v == nil {
+			continue
+		}
+		for _, o := range v.objects {
+			if o.id.Namespace != placement.Namespace || o.id.Kind == "" {
+				continue
+			}
+			gvk := schema.GroupVersionKind{Group: o.id.Group, Version: o.id.Version, Kind: o.id.Kind}
+			key := gvk.String() + "/" + o.id.Name
+			ro := objects[key]
+			if ro == nil {
+				ro = &reflected{gvk: gvk, name: o.id.Name}
+				objects[key] = ro
+			}
+			ro.copies = append(ro.copies, clusterObject{cluster: c, object: o})
+		}
+	}
+	keys := make([]string, 0, len(objects))
+	for k := range objects {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return objects, keys
 }
 
 // carriers is how many of the decided clusters an object's status is made of:
