@@ -232,12 +232,23 @@ func add(out map[string]resource.Quantity, m map[string]any, count int64) error 
 		if err != nil {
 			return fmt.Errorf("%s: %q is not a quantity", name, s)
 		}
-		milli := q.MilliValue()
-		if milli < 0 || milli > 0 && count > math.MaxInt64/milli {
-			return fmt.Errorf("%s: %d times %s is not a quantity a division takes", name, count, s)
-		}
 		sum := out[name]
-		sum.Add(*resource.NewMilliQuantity(milli*count, q.Format))
+		switch {
+		case q.Sign() < 0:
+			return fmt.Errorf("%s: %s is negative", name, s)
+		case count == 1:
+			sum.Add(q) // the division refuses what is beyond it (division.MaxRequest), exactly
+		case q.Cmp(*division.MaxRequest) > 0:
+			return fmt.Errorf("%s: %s is more than a division takes (at most %s)", name, s, division.MaxRequest.String())
+		default:
+			// Within MaxRequest, its milli-units fit an int64 (2⁶⁰): a product
+			// past the int64 is refused, not wrapped.
+			milli := q.MilliValue()
+			if milli > 0 && count > math.MaxInt64/milli {
+				return fmt.Errorf("%s: %d times %s is more than a division takes", name, count, s)
+			}
+			sum.Add(*resource.NewMilliQuantity(milli*count, q.Format))
+		}
 		out[name] = sum
 	}
 	return nil

@@ -2,13 +2,16 @@ package interpretation
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -74,6 +77,15 @@ func TestReplicasReadAndWrittenAtThePath(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("/spec/size is nine, not a whole number")))
 	_, _, err = in.Replicas(map[string]any{"spec": map[string]any{"size": int64(1), "gpus": int64(1) << 40}})
 	g.Expect(err).To(MatchError(ContainSubstring("count")), "a count beyond bounds is refused")
+
+	// 9e18 cores has no int64 of milli-units: counted, it is refused, not
+	// wrapped into a small request; alone, the division refuses it as for a
+	// Deployment (TestInterpretedKindDividedByCapacity).
+	absurd := Compile(widgets("widgets", placementv1alpha1.ResourceInterpretationSpec{
+		Replicas: &placementv1alpha1.ReplicasInterpretation{Path: "/spec/size", Requests: "[{'count': 3, 'requests': {'cpu': '9e18'}}]"},
+	}))
+	_, _, err = absurd.Replicas(map[string]any{})
+	g.Expect(err).To(MatchError(ContainSubstring("cpu: 9e18 is more than a division takes")))
 }
 
 // A tenant's object drives the expressions: an object that makes one run
@@ -173,4 +185,38 @@ func TestHealthRulesOfTheKindsPlaced(t *testing.T) {
 	g.Expect(rules).To(Equal([]lodestarworkv1alpha1.HealthRule{{Group: "example.com", Kind: "Widget", Expression: "'Healthy'", Source: "ResourceInterpretation widgets"}}))
 	g.Expect(set.HealthRules([]schema.GroupKind{{Kind: "ConfigMap"}})).To(BeEmpty())
 	g.Expect(strings.Count(rules[0].Expression, "Healthy")).To(Equal(1))
+}
+
+// An interpreted kind is divided by capacity as a Deployment is: by the room
+// each cluster has for a replica's requests, each share written at the path.
+func TestInterpretedKindDividedByCapacity(t *testing.T) {
+	g := NewWithT(t)
+	ri := widgets("widgets", placementv1alpha1.ResourceInterpretationSpec{
+		Replicas: &placementv1alpha1.ReplicasInterpretation{Path: "/spec/size", Requests: "{'cpu': self.spec.cpuPerReplica}"},
+	})
+	set := (&Cache{}).Set([]placementv1alpha1.ResourceInterpretation{*ri})
+	raw := []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"blue"},"spec":{"size":12,"cpuPerReplica":"500m"}}`)
+	manifests := []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`)}, {Raw: raw}}
+	workloads := division.Workloads(manifests, set)
+	g.Expect(workloads).To(HaveLen(1))
+	g.Expect(workloads[0].Key).To(Equal("Widget/blue"))
+	g.Expect(division.Workloads(manifests, nil)).To(BeEmpty(), "without the interpretation a Widget is not divided")
+
+	free := func(cpu string) map[string]resource.Quantity {
+		return map[string]resource.Quantity{"cpu": resource.MustParse(cpu)}
+	}
+	spec := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionCapacity}
+	a := division.Assign(spec, workloads, []division.Candidate{{Name: "a", Free: free("3")}, {Name: "b", Free: free("6")}, {Name: "c", Free: free("9")}}, "uid", nil)
+	g.Expect(a.Problems).To(BeEmpty())
+	for cluster, want := range map[string]int64{"a": 2, "b": 4, "c": 6} {
+		out, err := division.Apply(manifests, workloads, a.Of(cluster), nil, "")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(HaveLen(2))
+		g.Expect(string(out[1].Raw)).To(ContainSubstring(fmt.Sprintf(`"size":%d`, want)), cluster)
+		g.Expect(string(out[0].Raw)).To(Equal(string(manifests[0].Raw)), "the ConfigMap goes whole")
+	}
+
+	absurd := []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"},"spec":{"size":3,"cpuPerReplica":"9e18"}}`)}}
+	a = division.Assign(spec, division.Workloads(absurd, set), []division.Candidate{{Name: "a", Free: free("3")}}, "uid", nil)
+	g.Expect(a.Problems).To(ConsistOf(HaveField("Reason", placementv1alpha1.ReasonNotDivisible)), "an extreme request is not divided, as a Deployment's")
 }

@@ -77,6 +77,13 @@ func Conditions(existing []metav1.Condition, gen int64) (reconciling, stall meta
 		Message: fmt.Sprintf("generation %d is carried out on every selected cluster", gen)}
 	stall = metav1.Condition{Type: StalledCondition, Status: metav1.ConditionFalse, Reason: ReasonNotStalled, ObservedGeneration: gen,
 		Message: "nothing stops the Placement"}
+	// An interpretation that does not compile fails its kind's objects until
+	// a platform admin fixes it, whatever the generation.
+	if c := meta.FindStatusCondition(existing, placementv1alpha1.InterpretedCondition); c != nil && stalled(c) {
+		stall.Status, stall.Reason, stall.Message = metav1.ConditionTrue, c.Reason, fmt.Sprintf("%s: %s", c.Type, c.Message)
+		reconciling.Reason, reconciling.Message = c.Reason, fmt.Sprintf("stalled: %s is False (%s)", c.Type, c.Reason)
+		return reconciling, stall
+	}
 	inProgress := false
 	for _, t := range carriedOut {
 		c := meta.FindStatusCondition(existing, t)

@@ -50,6 +50,11 @@ func TestConditions(t *testing.T) {
 			Reason: placementv1alpha1.ReasonNoClusterSetBinding, ObservedGeneration: 3}), metav1.ConditionFalse, metav1.ConditionTrue, placementv1alpha1.ReasonNoClusterSetBinding},
 		{"the failure budget spent", all(3, metav1.Condition{Type: placementv1alpha1.ProgressingCondition, Status: metav1.ConditionFalse,
 			Reason: placementv1alpha1.ReasonFailureBudgetExceeded, ObservedGeneration: 3}), metav1.ConditionFalse, metav1.ConditionTrue, placementv1alpha1.ReasonFailureBudgetExceeded},
+		{"an invalid interpretation, written at an earlier generation", append(all(3, metav1.Condition{Type: placementv1alpha1.AvailableCondition, Status: metav1.ConditionFalse,
+			Reason: placementv1alpha1.ReasonNotAvailable, ObservedGeneration: 3}), metav1.Condition{Type: placementv1alpha1.InterpretedCondition, Status: metav1.ConditionFalse,
+			Reason: placementv1alpha1.ReasonInvalidInterpretation, ObservedGeneration: 2}), metav1.ConditionFalse, metav1.ConditionTrue, placementv1alpha1.ReasonInvalidInterpretation},
+		{"a valid interpretation", append(all(3), metav1.Condition{Type: placementv1alpha1.InterpretedCondition, Status: metav1.ConditionTrue,
+			Reason: placementv1alpha1.ReasonInterpreted, ObservedGeneration: 3}), metav1.ConditionFalse, metav1.ConditionFalse, ReasonSettled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

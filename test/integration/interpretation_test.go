@@ -20,6 +20,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/settled"
 )
 
 var widgetGVK = schema.GroupVersionKind{Group: "interpretation.example.com", Version: "v1", Kind: "Widget"}
@@ -243,6 +244,10 @@ spec:
 		g.Expect(interpreted.Reason).To(Equal(placementv1alpha1.ReasonInvalidInterpretation))
 		g.Expect(interpreted.Message).To(And(ContainSubstring(riName), ContainSubstring("spec.health.expression")))
 		g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AppliedCondition)).To(BeTrue(), "both kinds are applied")
+		stalled := meta.FindStatusCondition(p.Status.Conditions, settled.StalledCondition)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue), "kstatus reads it as failed: only a platform admin can fix it")
+		g.Expect(stalled.Reason).To(Equal(placementv1alpha1.ReasonInvalidInterpretation))
 		g.Expect(p.Status.Clusters).To(HaveLen(2))
 		for _, c := range p.Status.Clusters {
 			// Only what is not available is listed: the ConfigMap is not.
@@ -262,5 +267,6 @@ spec:
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mixed"}, p)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.InterpretedCondition)).To(BeTrue())
 		g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AvailableCondition)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionFalse(p.Status.Conditions, settled.StalledCondition)).To(BeTrue())
 	}).Should(Succeed())
 }

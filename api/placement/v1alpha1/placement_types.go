@@ -163,7 +163,9 @@ type ResourceSelector struct {
 type PlacementStatus struct {
 	// conditions are Scheduled (written by the scheduler), Rendered (the
 	// revision maker), WorkSynchronized and Progressing (the work generator),
-	// Applied, Available, Drifted and StatusReflected (the status aggregator).
+	// Applied, Available, Drifted and StatusReflected (the status aggregator),
+	// Interpreted (the interpretation controller, when it places a kind a
+	// ResourceInterpretation interprets).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

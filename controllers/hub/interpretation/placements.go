@@ -142,7 +142,7 @@ func (r *PlacementReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("interpreted").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		For(&placementv1alpha1.Placement{}, builder.WithPredicates(revisionChanged)).
-		Watches(&placementv1alpha1.ResourceInterpretation{}, handler.EnqueueRequestsFromMapFunc(all)).
+		Watches(&placementv1alpha1.ResourceInterpretation{}, handler.EnqueueRequestsFromMapFunc(all), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&placementv1alpha1.PlacementRevision{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			rev, ok := o.(*placementv1alpha1.PlacementRevision)
 			if !ok {

@@ -13,7 +13,9 @@ import (
 // InterpretedGroup is the group of Dial, the custom kind the soak's platform
 // admin interprets (InstallInterpreted), so that a tenant attacks a kind
 // Lodestar reads by CEL: its replicas at /spec/size, what a replica requests
-// from a list the tenant writes.
+// from a list the tenant writes. The interpretation's health and requests
+// are quadratic in that list: a long one takes them past their cost limit,
+// which must fail that Dial at once and slow nobody else.
 const InterpretedGroup = "hostile.lodestar.example"
 
 // interpretedObjects are Dial's CRD (on the hub and the members) and its
@@ -39,10 +41,15 @@ metadata:
 spec:
   target: {group: ` + InterpretedGroup + `, kind: Dial}
   health:
-    expression: "has(self.status) && has(self.status.ready) && self.status.ready ? 'Healthy' : 'Progressing'"
+    # Quadratic in the tenant's list, on purpose: past the cost limit it
+    # fails the Dial at once, on the member.
+    expression: |
+      cel.bind(distinct, has(self.spec.parts) ? self.spec.parts.filter(p, self.spec.parts.exists(q, q == p)).size() : 0,
+        has(self.status) && has(self.status.ready) && self.status.ready ? 'Healthy' : 'Progressing')
   replicas:
     path: /spec/size
-    requests: "has(self.spec.parts) ? self.spec.parts.map(p, {'cpu': p}) : []"
+    # Quadratic too: on the hub, in the work generator.
+    requests: "has(self.spec.parts) ? self.spec.parts.filter(p, self.spec.parts.exists(q, q == p)).map(p, {'cpu': p}) : []"
   dependencies:
     expression: "has(self.spec.needs) ? self.spec.needs.map(n, {'kind': 'ConfigMap', 'name': n}) : []"
   aggregate:
