@@ -188,11 +188,22 @@ func TestHubChartInterpretationLibrary(t *testing.T) {
 	}
 	g.Expect(names).To(ConsistOf("rollouts.argoproj.io", "clonesets.apps.kruise.io", "leaderworkersets.leaderworkerset.x-k8s.io",
 		"rayclusters.ray.io", "flinkdeployments.flink.apache.org", "pytorchjobs.kubeflow.org"))
+	// A kind whose interpretation aggregates its status: the manager may
+	// write that status on the hub (reflection), in every release.
+	rules := fmt.Sprint(docs["ClusterRole/test-lodestar-hub"]["rules"])
+	for _, status := range []string{"rollouts/status", "clonesets/status", "leaderworkersets/status", "rayclusters/status"} {
+		g.Expect(rules).To(ContainSubstring(status))
+	}
+	g.Expect(rules).NotTo(ContainSubstring("pytorchjobs/status"), "no aggregate, no status right")
 	docs, err = render(t, "lodestar-hub", append(args, "--set", "hubWide=false")...)
 	g.Expect(err).NotTo(HaveOccurred())
 	for key := range docs {
 		g.Expect(key).NotTo(HavePrefix("ResourceInterpretation/"), "the hub-wide release's")
 	}
+	g.Expect(fmt.Sprint(docs["ClusterRole/test-lodestar-hub"]["rules"])).To(ContainSubstring("rollouts/status"))
+	docs, err = render(t, "lodestar-hub")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fmt.Sprint(docs["ClusterRole/test-lodestar-hub"]["rules"])).NotTo(ContainSubstring("rollouts/status"))
 	_, err = render(t, "lodestar-hub", "--set", "interpretations.mysql=true")
 	g.Expect(err).To(MatchError(ContainSubstring("interpretations.mysql: the chart has no such interpretation")))
 }

@@ -301,6 +301,10 @@ func interpretationsAsInstalled(t *testing.T, hubCP *testenv.ControlPlane, hubKu
 	}}
 	g.Expect(hubCP.Client.Create(t.Context(), sar)).To(Succeed())
 	g.Expect(sar.Status.Allowed).To(BeTrue(), "every user reads the interpretations")
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubManagerMay(g, hubCP.Client, authorizationv1.ResourceAttributes{Verb: "patch", Group: "argoproj.io", Resource: "rollouts",
+			Subresource: "status", Namespace: "shop"})).To(BeTrue(), "the Rollout's aggregate is reflected")
+	}).Should(Succeed())
 }
 
 // hubManagerMay asks the hub's authorizer whether the chart's ServiceAccount may
