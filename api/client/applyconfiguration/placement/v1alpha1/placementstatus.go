@@ -30,7 +30,9 @@ import (
 type PlacementStatusApplyConfiguration struct {
 	// conditions are Scheduled (written by the scheduler), Rendered (the
 	// revision maker), WorkSynchronized and Progressing (the work generator),
-	// Applied, Available, Drifted and StatusReflected (the status aggregator).
+	// Applied, Available, Drifted and StatusReflected (the status aggregator),
+	// Interpreted (the interpretation controller, when it places a kind a
+	// ResourceInterpretation interprets).
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// observedGeneration is the generation the scheduler last acted on.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
