@@ -19,8 +19,9 @@ import (
 // examples of the form, which must read every object as the Go code does.
 const builtinDir = "../../docs/examples/interpretation/builtin"
 
-func deploymentObject(generation, observed, replicas, updated, available, total int64, deadline bool) map[string]any {
-	status := map[string]any{"observedGeneration": observed, "updatedReplicas": updated, "availableReplicas": available, "replicas": total}
+// deploymentObject is a Deployment its controller observed at generation 2.
+func deploymentObject(generation, replicas, updated, available, total int64, deadline bool) map[string]any {
+	status := map[string]any{"observedGeneration": int64(2), "updatedReplicas": updated, "availableReplicas": available, "replicas": total}
 	if deadline {
 		status["conditions"] = []any{map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet web-1 has timed out progressing."}}
 	}
@@ -61,12 +62,12 @@ func TestBuiltinRulesAsInterpretations(t *testing.T) {
 	NewWithT(t).Expect(deployment.Err).NotTo(HaveOccurred())
 	NewWithT(t).Expect(job.Err).NotTo(HaveOccurred())
 	objects := map[string]map[string]any{
-		"rolled out":           deploymentObject(2, 2, 3, 3, 3, 3, false),
-		"not observed":         deploymentObject(3, 2, 3, 3, 3, 3, false),
-		"updating":             deploymentObject(2, 2, 3, 1, 3, 4, false),
-		"old pending":          deploymentObject(2, 2, 3, 3, 3, 4, false),
-		"waiting for replicas": deploymentObject(2, 2, 3, 3, 1, 3, false),
-		"deadline exceeded":    deploymentObject(2, 2, 3, 1, 1, 3, true),
+		"rolled out":           deploymentObject(2, 3, 3, 3, 3, false),
+		"not observed":         deploymentObject(3, 3, 3, 3, 3, false),
+		"updating":             deploymentObject(2, 3, 1, 3, 4, false),
+		"old pending":          deploymentObject(2, 3, 3, 3, 4, false),
+		"waiting for replicas": deploymentObject(2, 3, 3, 1, 3, false),
+		"deadline exceeded":    deploymentObject(2, 3, 1, 1, 3, true),
 		"job running":          jobObject(2, 1, ""),
 		"job complete":         jobObject(0, 3, "Complete"),
 		"job failed":           jobObject(0, 1, "Failed"),
