@@ -64,6 +64,7 @@ func TestBuiltinRulesAsInterpretations(t *testing.T) {
 	objects := map[string]map[string]any{
 		"rolled out":           deploymentObject(2, 3, 3, 3, 3, false),
 		"not observed":         deploymentObject(3, 3, 3, 3, 3, false),
+		"scaled up":            deploymentObject(2, 5, 3, 3, 3, false),
 		"updating":             deploymentObject(2, 3, 1, 3, 4, false),
 		"old pending":          deploymentObject(2, 3, 3, 3, 4, false),
 		"waiting for replicas": deploymentObject(2, 3, 3, 1, 3, false),
