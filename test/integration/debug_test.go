@@ -139,9 +139,13 @@ func TestDebugFromTheHub(t *testing.T) {
 	defer cancel()
 	// The hub knows no address of member-3's API server: every request below
 	// reaches it through its agent's outbound tunnel.
-	profile := &cpv1alpha1.ClusterProfile{}
-	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: member3}, profile)).To(Succeed())
-	g.Expect(profile.Status.AccessProviders).To(ConsistOf(HaveField("Cluster.Server", strings.TrimSuffix(hubCP.Config.Host, "/")+debugv1alpha1.ClusterProxyPath(member3))))
+	// (Eventually: an agent an earlier test restarted publishes its provider
+	// once its tunnel is up again.)
+	g.Eventually(func(g Gomega) {
+		profile := &cpv1alpha1.ClusterProfile{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: auxSet, Name: member3}, profile)).To(Succeed())
+		g.Expect(profile.Status.AccessProviders).To(ConsistOf(HaveField("Cluster.Server", strings.TrimSuffix(hubCP.Config.Host, "/")+debugv1alpha1.ClusterProxyPath(member3))))
+	}).Should(Succeed())
 
 	out, errOut, err := f.run(t, "pods", "web", "-o", "wide")
 	g.Expect(err).NotTo(HaveOccurred(), errOut)

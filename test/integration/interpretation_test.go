@@ -103,6 +103,26 @@ func TestCustomKindInterpreted(t *testing.T) {
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: "widgets.interpretation.example.com"}, ri)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(ri.Status.Conditions, placementv1alpha1.ReadyCondition)).To(BeTrue())
 	}).Should(Succeed())
+	// A second interpretation of the kind (created in the same second: the
+	// name breaks the tie) is not used, and says which is.
+	createYAML(t, "", `apiVersion: placement.lodestar.dev/v1alpha1
+kind: ResourceInterpretation
+metadata:
+  name: widgets2.interpretation.example.com
+spec:
+  target: {group: interpretation.example.com, kind: Widget}
+  replicas: {path: /spec/other}`)
+	t.Cleanup(func() {
+		_ = hubCP.Client.Delete(context.Background(), &placementv1alpha1.ResourceInterpretation{ObjectMeta: metav1.ObjectMeta{Name: "widgets2.interpretation.example.com"}})
+	})
+	g.Eventually(func(g Gomega) {
+		ri := &placementv1alpha1.ResourceInterpretation{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: "widgets2.interpretation.example.com"}, ri)).To(Succeed())
+		ready := meta.FindStatusCondition(ri.Status.Conditions, placementv1alpha1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(placementv1alpha1.ReasonInterpretationConflict))
+		g.Expect(ready.Message).To(ContainSubstring("ResourceInterpretation widgets.interpretation.example.com, older, interprets Widget.interpretation.example.com"))
+	}).Should(Succeed())
 	ns := newNamespace(t)
 	placementsGoAtEnd(t, ns)
 	for _, obj := range interpretationExample(t, "03-widget-placement.yaml") {
