@@ -13,6 +13,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -43,6 +44,10 @@ func ProgramOptions(costLimit uint64) []cel.ProgramOption {
 // may not happen again on a less busy machine.
 var ErrDeadline = errors.New("the expression ran longer than its deadline")
 
+// ErrCostLimit is an evaluation stopped at its cost limit: it fails again on
+// the same input, wherever it runs.
+var ErrCostLimit = errors.New("the expression exceeded its cost limit")
+
 // Eval evaluates prg on vars within Deadline; a CEL error value is an error.
 func Eval(prg cel.Program, vars map[string]any) (ref.Val, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
@@ -51,6 +56,9 @@ func Eval(prg cel.Program, vars map[string]any) (ref.Val, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w (%v)", ErrDeadline, Deadline)
+		}
+		if strings.Contains(err.Error(), "cost limit exceeded") { // cel-go's message: it has no error value of its own
+			return nil, fmt.Errorf("%w: %v", ErrCostLimit, err)
 		}
 		return nil, err
 	}

@@ -86,6 +86,17 @@ func TestReplicasReadAndWrittenAtThePath(t *testing.T) {
 	}))
 	_, _, err = absurd.Replicas(map[string]any{})
 	g.Expect(err).To(MatchError(ContainSubstring("cpu: 9e18 is more than a division takes")))
+
+	// A tenant's list of thousands of requests: refused past 256 entries.
+	many := Compile(widgets("widgets", placementv1alpha1.ResourceInterpretationSpec{
+		Replicas: &placementv1alpha1.ReplicasInterpretation{Path: "/spec/size", Requests: "self.spec.parts.map(p, {'cpu': p})"},
+	}))
+	parts := make([]any, MaxRequestEntries+1)
+	for i := range parts {
+		parts[i] = "1m"
+	}
+	_, _, err = many.Replicas(map[string]any{"spec": map[string]any{"parts": parts}})
+	g.Expect(err).To(MatchError(ContainSubstring("257 entries, more than 256")))
 }
 
 // A tenant's object drives the expressions: an object that makes one run

@@ -6,7 +6,6 @@ package readiness
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -66,7 +65,7 @@ func (h *Health) Evaluate(obj *unstructured.Unstructured) Result {
 	state, message, err := h.State(obj)
 	var failed *StateError
 	switch {
-	case errors.As(err, &failed) || err != nil && strings.Contains(err.Error(), "cost limit"):
+	case errors.As(err, &failed) || errors.Is(err, celbound.ErrCostLimit):
 		return degraded(lodestarworkv1alpha1.ReasonInterpretationFailed, "the health expression of %s failed: %v", h.source, err)
 	case err != nil:
 		return progressing(lodestarworkv1alpha1.ReasonHealthPending, "the health expression of %s cannot be evaluated yet: %v", h.source, err)

@@ -205,6 +205,21 @@ func priority(raw []byte) int {
 
 // KindOf is the group and kind of a manifest, read from its apiVersion and kind
 // alone; empty when they cannot be read.
+// Kinds are the kinds of manifests, each once, sorted.
+func Kinds(manifests []runtime.RawExtension) []schema.GroupKind {
+	seen := map[schema.GroupKind]bool{}
+	out := []schema.GroupKind{}
+	for _, m := range manifests {
+		if gk := KindOf(m.Raw); !seen[gk] {
+			seen[gk] = true
+			out = append(out, gk)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// KindOf is the group and kind of a manifest, empty when it has none.
 func KindOf(raw []byte) schema.GroupKind {
 	var head struct {
 		APIVersion string `json:"apiVersion"`

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +25,6 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/division"
-	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/overrides"
@@ -161,7 +159,7 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	kinds, err := interpretations(ctx, c)
+	kinds, err := lookup.Interpretations(ctx, c, nil)
 	if apierrors.IsForbidden(err) && o.Note != nil {
 		// A hub without the tenancy roles' binding: custom kinds are shown
 		// as written, which the hub may divide.
@@ -178,16 +176,6 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 		return nil, overrides.Result{}, fmt.Errorf("placement %s on cluster %s: %w", o.Placement.Name, o.Cluster, err)
 	}
 	return base, res, nil
-}
-
-// interpretations are the hub's ResourceInterpretations in use, as the work
-// generator divides by them (every user may read them: the tenancy roles).
-func interpretations(ctx context.Context, c client.Reader) (*interpretation.Set, error) {
-	list := &placementv1alpha1.ResourceInterpretationList{}
-	if err := c.List(ctx, list); err != nil && !meta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("listing the hub's ResourceInterpretations: %w", err)
-	}
-	return (*interpretation.Cache)(nil).Set(list.Items), nil
 }
 
 // ReadObjects reads the YAML or JSON documents of a file; objects without a

@@ -7,13 +7,11 @@ package workshape
 import (
 	"bytes"
 	"encoding/json"
-	"maps"
 	"slices"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -139,11 +137,7 @@ func Holds(existing, desired *workv1alpha1.Work) bool {
 func Annotations(placement *placementv1alpha1.Placement, manifests []runtime.RawExtension, interps *interpretation.Set) (map[string]string, error) {
 	out := map[string]string{}
 	if interps.Len() > 0 {
-		kinds := map[schema.GroupKind]bool{}
-		for _, m := range manifests {
-			kinds[render.KindOf(m.Raw)] = true
-		}
-		if rules := interps.HealthRules(slices.Collect(maps.Keys(kinds))); len(rules) > 0 {
+		if rules := interps.HealthRules(render.Kinds(manifests)); len(rules) > 0 {
 			b, err := json.Marshal(rules)
 			if err != nil {
 				return nil, err
@@ -164,11 +158,7 @@ func Annotations(placement *placementv1alpha1.Placement, manifests []runtime.Raw
 			return nil, err
 		}
 		if reflects {
-			kinds := map[schema.GroupKind]bool{}
-			for _, m := range manifests {
-				kinds[render.KindOf(m.Raw)] = true
-			}
-			rules = reflection.Rules(rules, slices.Collect(maps.Keys(kinds)))
+			rules = reflection.Rules(rules, render.Kinds(manifests))
 		}
 		b, err := json.Marshal(rules)
 		if err != nil {

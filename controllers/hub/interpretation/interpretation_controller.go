@@ -26,6 +26,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/conditions"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/interpretation"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 )
@@ -52,11 +53,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("resourceInterpretation", klog.KObj(ri)))
-	list := &placementv1alpha1.ResourceInterpretationList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	set, err := lookup.Interpretations(ctx, r.Client, r.Interpretations)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	set := r.Interpretations.Set(list.Items)
 	ready := readyCondition(ri, r.Interpretations.Compile(ri), set)
 	if ri.Status.ObservedGeneration == ri.Generation && conditions.Same(ri.Status.Conditions, ready) {
 		return ctrl.Result{}, nil

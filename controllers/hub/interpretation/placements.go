@@ -3,7 +3,6 @@ package interpretation
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,11 +57,11 @@ func (r *PlacementReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil || !found {
 		return ctrl.Result{}, err // a revision not in the cache yet: its creation enqueues the Placement
 	}
-	list := &placementv1alpha1.ResourceInterpretationList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	set, err := lookup.Interpretations(ctx, r.Client, r.Interpretations)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cond, used := interpretedCondition(r.Interpretations.Set(list.Items), kinds, placement.Generation)
+	cond, used := interpretedCondition(set, kinds, placement.Generation)
 	existing := meta.FindStatusCondition(placement.Status.Conditions, placementv1alpha1.InterpretedCondition)
 	out := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placement.Name, Namespace: placement.Namespace}}
 	switch {
@@ -89,16 +88,7 @@ func (r *PlacementReconciler) placedKinds(ctx context.Context, placement *placem
 	if err != nil {
 		return nil, false, fmt.Errorf("reading revision %s: %w", rev.Name, err)
 	}
-	seen := map[schema.GroupKind]bool{}
-	for _, m := range manifests {
-		seen[render.KindOf(m.Raw)] = true
-	}
-	out := make([]schema.GroupKind, 0, len(seen))
-	for gk := range seen {
-		out = append(out, gk)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out, true, nil
+	return render.Kinds(manifests), true, nil
 }
 
 // interpretedCondition is the Interpreted condition of a Placement placing

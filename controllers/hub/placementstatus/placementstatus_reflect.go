@@ -19,6 +19,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/interpretation"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/reflection"
@@ -62,13 +63,11 @@ var rank = map[placementv1alpha1.ObjectState]int{
 // on the hub is left to that writer.
 func (r *Reconciler) reflect(ctx context.Context, placement *placementv1alpha1.Placement, decided []string, vs map[string]*view) *metav1.Condition {
 	objects, keys := reflectedObjects(placement, decided, vs)
-	list := &placementv1alpha1.ResourceInterpretationList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		c := condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonReflectionFailed,
-			"the hub's ResourceInterpretations cannot be read: %v", err)
+	interps, err := lookup.Interpretations(ctx, r.Client, r.Interpretations)
+	if err != nil {
+		c := condition(placementv1alpha1.StatusReflectedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonReflectionFailed, "%v", err)
 		return &c
 	}
-	interps := r.Interpretations.Set(list.Items)
 
 	var written int
 	var others, failed []string

@@ -1,8 +1,6 @@
 package workgenerator
 
 import (
-	"context"
-	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +9,6 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/percluster"
 )
 
@@ -35,16 +32,6 @@ func (r *Reconciler) newDivider(s *scope) *percluster.Divider {
 		chosen = append(chosen, percluster.ChosenOf(view, parts, written, unseen, hold))
 	}
 	return percluster.NewDivider(string(s.placement.UID), &r.divisions, chosen, s.interpretations)
-}
-
-// interpretations are the hub's ResourceInterpretations in use, from the
-// cache.
-func (r *Reconciler) interpretations(ctx context.Context) (*interpretation.Set, error) {
-	list := &placementv1alpha1.ResourceInterpretationList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing ResourceInterpretations: %w", err)
-	}
-	return r.Interpretations.Set(list.Items), nil
 }
 
 // divisionGate is the Progressing condition of a Placement that divides

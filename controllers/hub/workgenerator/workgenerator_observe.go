@@ -233,7 +233,7 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if s.interpretations, err = r.interpretations(ctx); err != nil {
+	if s.interpretations, err = lookup.Interpretations(ctx, r.Client, r.Interpretations); err != nil {
 		return err
 	}
 	if s.annotations, err = workshape.Annotations(p, target.Manifests, s.interpretations); err != nil {
