@@ -58,7 +58,7 @@ func Eval(prg cel.Program, vars map[string]any) (ref.Val, error) {
 			return nil, fmt.Errorf("%w (%v)", ErrDeadline, Deadline)
 		}
 		if strings.Contains(err.Error(), "cost limit exceeded") { // cel-go's message: it has no error value of its own
-			return nil, fmt.Errorf("%w: %v", ErrCostLimit, err)
+			return nil, fmt.Errorf("%w: %w", ErrCostLimit, err)
 		}
 		return nil, err
 	}

@@ -203,8 +203,6 @@ func priority(raw []byte) int {
 	return 2
 }
 
-// KindOf is the group and kind of a manifest, read from its apiVersion and kind
-// alone; empty when they cannot be read.
 // Kinds are the kinds of manifests, each once, sorted.
 func Kinds(manifests []runtime.RawExtension) []schema.GroupKind {
 	seen := map[schema.GroupKind]bool{}
@@ -219,7 +217,8 @@ func Kinds(manifests []runtime.RawExtension) []schema.GroupKind {
 	return out
 }
 
-// KindOf is the group and kind of a manifest, empty when it has none.
+// KindOf is the group and kind of a manifest, read from its apiVersion and kind
+// alone; empty when they cannot be read.
 func KindOf(raw []byte) schema.GroupKind {
 	var head struct {
 		APIVersion string `json:"apiVersion"`
