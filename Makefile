@@ -137,8 +137,10 @@ test-binaries: $(KUBE_STAMP) $(KWOK_STAGES_FILE) $(LOCALBIN)/kubectl $(HELM4) ##
 
 .PHONY: test
 test: test-binaries build ## Run every test (unit, charts, and on real API servers; the metrics test runs bin/'s binaries).
+	@# The failures are printed again at the end: the controllers' logs bury them.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" LODESTAR_HELM="$(HELM)" LODESTAR_HELM4="$(HELM4)" LODESTAR_BIN="$(LOCALBIN)" \
-		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) -count=1 ./...
+		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) -count=1 ./... 2>&1 | tee $(LOCALBIN)/test.log || \
+		{ echo "=== the failures, again:"; grep -E -A40 -- '^\s*--- FAIL|^panic:' $(LOCALBIN)/test.log | grep -v -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' | head -300; exit 1; }
 	cd api && go test $(GO_TEST_FLAGS) -count=1 ./...
 
 ##@ Benchmarks
