@@ -182,6 +182,10 @@ func admissionPolicies(dir string) ([]client.Object, error) {
 				obj = &admissionregistrationv1.ValidatingAdmissionPolicy{}
 			case "ValidatingAdmissionPolicyBinding":
 				obj = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			case "MutatingAdmissionPolicy":
+				obj = &admissionregistrationv1.MutatingAdmissionPolicy{}
+			case "MutatingAdmissionPolicyBinding":
+				obj = &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
 			default:
 				return nil, fmt.Errorf("%s: unexpected kind %q", e.Name(), head.Kind)
 			}

@@ -123,6 +123,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating the discovery client: %w", err)
 	}
+	interpretations := &interpretationcache.Cache{}
 	if err := (&placementrevision.Reconciler{
 		Client:    mgr.GetClient(),
 		Discovery: disc,
@@ -131,10 +132,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Recorder:  mgr.GetEventRecorder(placementrevision.Name),
 		Workers:   opts.Workers,
 		Scope:     scope,
+		// The work generator's, the status aggregator's and the
+		// interpretation controllers': compiled once per generation.
+		Interpretations: interpretations,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the revision maker: %w", err)
 	}
-	interpretations := &interpretationcache.Cache{}
 	if err := (&workgenerator.Reconciler{
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),

@@ -150,7 +150,18 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err := chosen(placement, d, o.Cluster); err != nil {
 		return nil, overrides.Result{}, err
 	}
-	sel, err := selection.SelectObjects(ctx, placement, selection.Source{Mapper: c.RESTMapper(), List: hubAndLocal(c, o.Local), Kinds: o.Kinds})
+	kinds, err := lookup.Interpretations(ctx, c, nil)
+	if apierrors.IsForbidden(err) && o.Note != nil {
+		// A hub without the tenancy roles' binding: custom kinds are shown
+		// as written, which the hub may divide.
+		o.Note("the hub's ResourceInterpretations cannot be read (forbidden): interpreted kinds are shown undivided, and what they depend on is not followed")
+		kinds, err = nil, nil
+	}
+	if err != nil {
+		return nil, overrides.Result{}, err
+	}
+	sel, err := selection.SelectObjects(ctx, placement, selection.Source{Mapper: c.RESTMapper(), List: hubAndLocal(c, o.Local), Kinds: o.Kinds,
+		Interpretations: kinds, MayFollowSecret: writerMayGetSecret(c, o.Note)})
 	if err == nil {
 		// A preview refuses what the hub would refuse (the hub places the
 		// other selectors' objects and says so in the Rendered condition).
@@ -159,15 +170,8 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	kinds, err := lookup.Interpretations(ctx, c, nil)
-	if apierrors.IsForbidden(err) && o.Note != nil {
-		// A hub without the tenancy roles' binding: custom kinds are shown
-		// as written, which the hub may divide.
-		o.Note("the hub's ResourceInterpretations cannot be read (forbidden): interpreted kinds are shown undivided")
-		kinds, err = nil, nil
-	}
-	if err != nil {
-		return nil, overrides.Result{}, err
+	if len(sel.NotFollowed) > 0 && o.Note != nil {
+		o.Note("dependencies: " + sel.FollowedMessage())
 	}
 	base, res, err := render.Preview(sel.Objects, placement, target.view(), kinds, func(base []runtime.RawExtension) (*division.Shares, error) {
 		return shares(fleet, placement, d.clusters, base, o.Cluster, kinds, o.Note), nil
@@ -337,4 +341,22 @@ func clusterViews(ctx context.Context, c client.Reader, sets []string) (map[stri
 		}
 	}
 	return out, nil
+}
+
+// writerMayGetSecret follows a Secret as the hub does (its Placement's last
+// writer may get it), or, for a user who may not ask the hub about others, as
+// far as the user's own reads go, and says so.
+func writerMayGetSecret(c client.Client, note func(string)) func(ctx context.Context, p *placementv1alpha1.Placement, namespace, name string) (string, error) {
+	asHub, noted := lookup.WriterMayGetSecret(c), false
+	return func(ctx context.Context, p *placementv1alpha1.Placement, namespace, name string) (string, error) {
+		why, err := asHub(ctx, p, namespace, name)
+		if !apierrors.IsForbidden(err) {
+			return why, err
+		}
+		if !noted && note != nil {
+			note("you may not ask the hub who may read Secrets (subjectaccessreviews): followed Secrets are those you may read, the hub follows those the Placement's last writer may")
+			noted = true
+		}
+		return "", nil
+	}
 }

@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/render"
 )
 
@@ -68,6 +69,14 @@ type Source struct {
 	// Forbidden are the kinds the namespace's platform admin forbids
 	// (ForbiddenKinds); nil forbids none.
 	Forbidden func(schema.GroupKind) bool
+	// Interpretations say what custom kinds depend on, for a Placement that
+	// follows dependencies; nil interprets none.
+	Interpretations *interpretation.Set
+	// MayFollowSecret says why the Placement may not place the Secret called
+	// name in namespace, which a selected object references, or "" when it
+	// may. nil lets it follow every Secret it finds (render as a user: the
+	// user's own reads are the check).
+	MayFollowSecret func(ctx context.Context, placement *placementv1alpha1.Placement, namespace, name string) (string, error)
 }
 
 // ForbiddenKinds reads a namespace's placementv1alpha1.ForbiddenKindsAnnotation:
@@ -101,6 +110,11 @@ func forbiddenKinds(annotation string) func(schema.GroupKind) bool {
 type Selected struct {
 	// Objects are the selected objects, each once.
 	Objects []*unstructured.Unstructured
+	// Followed are the references followed (spec.dependencies: Follow), as
+	// Kind/name; their objects are in Objects.
+	Followed []string
+	// NotFollowed say which references are not followed and why.
+	NotFollowed []string
 	// Refused are the selectors that select nothing because they cannot: one
 	// *InvalidSelectorError each, in selector order. The other selectors'
 	// objects are in Objects all the same, so a selector that stops being
@@ -129,7 +143,12 @@ func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, 
 	if err := s.dropStatefulSetClaims(ctx, src); err != nil {
 		return Selected{}, err
 	}
-	return Selected{Objects: s.out, Refused: s.refused}, nil
+	if placement.Spec.Dependencies == placementv1alpha1.DependenciesFollow {
+		if err := s.follow(ctx, placement, src); err != nil {
+			return Selected{}, err
+		}
+	}
+	return Selected{Objects: s.out, Followed: s.followed, NotFollowed: s.notFollowed, Refused: s.refused}, nil
 }
 
 // statefulSets is the kind whose claims are never placed.
@@ -167,9 +186,11 @@ func (s *selection) dropStatefulSetClaims(ctx context.Context, src Source) error
 
 // selection gathers selected objects, each once, and the refused selectors.
 type selection struct {
-	seen    map[string]bool
-	out     []*unstructured.Unstructured
-	refused []error
+	seen        map[string]bool
+	out         []*unstructured.Unstructured
+	refused     []error
+	followed    []string
+	notFollowed []string
 }
 
 // refuse takes err as selector's refusal when it is an *InvalidSelectorError

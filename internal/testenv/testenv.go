@@ -14,7 +14,9 @@ import (
 
 	"github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -149,7 +151,32 @@ func StartHub(scheme *runtime.Scheme, flags ...APIServerFlag) (*ControlPlane, er
 			return nil, errors.Join(fmt.Errorf("installing %T %s: %w", p, p.GetName(), err), cp.Stop())
 		}
 	}
+	if err := PlacementsAdmitted(context.Background(), cp.Client); err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
 	return cp, nil
+}
+
+// PlacementsAdmitted waits until the hub admits a Placement (a dry run): the
+// lodestar-placement-writer policy answers 503 for Placements until the API
+// server has the Placement CRD's schema, seconds after both are installed.
+func PlacementsAdmitted(ctx context.Context, c client.Client) error {
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "placement.lodestar.dev/v1alpha1", "kind": "Placement",
+		"metadata": map[string]any{"name": "admission-probe", "namespace": "default"},
+		"spec":     map[string]any{"resourceSelectors": []any{map[string]any{"version": "v1", "kind": "ConfigMap"}}},
+	}}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the hub admits no Placement: %w", errors.Join(err, last))
+	}
+	return nil
 }
 
 // StartEmpty starts a control plane with no CRDs: for installing them the way

@@ -279,6 +279,13 @@ func TestHostileTenantSoak(t *testing.T) {
 		for _, p := range list.Items {
 			c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.RenderedCondition)
 			g.Expect(c).NotTo(BeNil(), "Placement %s has its Rendered condition", p.Name)
+			g.Expect(p.Annotations).To(HaveKeyWithValue(placementv1alpha1.LastWriterAnnotation, "system:serviceaccount:"+ns+":tenant"),
+				"Placement %s: a tenant never writes who wrote it", p.Name)
+			if p.Spec.Dependencies == placementv1alpha1.DependenciesFollow {
+				c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.DependenciesFollowedCondition)
+				g.Expect(c).NotTo(BeNil(), "Placement %s has its DependenciesFollowed condition", p.Name)
+				g.Expect(c.Message).To(ContainSubstring("not found on the hub"))
+			}
 		}
 	}).Should(Succeed())
 }

@@ -69,6 +69,16 @@ type PlacementSpec struct {
 	// +optional
 	Services *PlacedServices `json:"services,omitempty"`
 
+	// dependencies is Ignore (the default) or Follow: also place the
+	// ConfigMaps, Secrets, ServiceAccounts and PersistentVolumeClaims of the
+	// Placement's namespace that the selected workloads' pod templates
+	// reference, and what ResourceInterpretations say their kinds depend on, as
+	// if selected (they follow moves, failover and deletion). A Secret follows
+	// only when the Placement's last writer may get it on the hub; the
+	// DependenciesFollowed condition names what does not follow and why.
+	// +optional
+	Dependencies DependencyPolicy `json:"dependencies,omitempty"`
+
 	// revisionHistoryLimit is how many PlacementRevisions are kept, besides those a
 	// Work or the rollout still uses. Default 10, at most 50; older revisions are
 	// also pruned once the kept ones add up to more than 8 MiB, so that edits

@@ -36,6 +36,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/division"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/handlers"
+	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
@@ -64,6 +65,9 @@ type Reconciler struct {
 	Watches *watches.Set
 	// Scope is what this hub manager takes (docs/scale.md).
 	Scope lookup.Scope
+	// Interpretations are the hub's ResourceInterpretations compiled, for
+	// the dependencies of custom kinds; nil compiles its own.
+	Interpretations *interpretation.Cache
 
 	controller controller.Controller
 	kinds      *watches.ServedKinds
@@ -75,6 +79,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // unreadableRetry is how soon a Placement with a kind the hub could not list
 // is looked at again.
@@ -98,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	st := &status{}
 	defer func() { retErr = errors.Join(retErr, r.applyStatus(ctx, placement, st)) }()
 
-	rd, err := r.render(ctx, placement)
+	rd, err := r.render(ctx, placement, st)
 	if invalid := (*invalidError)(nil); errors.As(err, &invalid) {
 		// Nothing new is made: the current revision, and the Works, stay.
 		st.rendered.Set(placementv1alpha1.RenderedCondition, metav1.ConditionFalse, invalid.reason, "%v", invalid.err)
@@ -175,12 +180,18 @@ type invalidError struct {
 func (e *invalidError) Error() string { return e.err.Error() }
 func (e *invalidError) Unwrap() error { return e.err }
 
-// render selects the Placement's objects and renders them with its overrides.
-// What the user must fix is an *invalidError.
-func (r *Reconciler) render(ctx context.Context, placement *placementv1alpha1.Placement) (rendering, error) {
+// render selects the Placement's objects and renders them with its overrides,
+// deciding the DependenciesFollowed condition once they are selected. What the
+// user must fix is an *invalidError.
+func (r *Reconciler) render(ctx context.Context, placement *placementv1alpha1.Placement, st *status) (rendering, error) {
 	sel, err := r.selectObjects(ctx, placement)
 	if err != nil {
 		return rendering{}, err
+	}
+	if len(sel.NotFollowed) > 0 {
+		st.followed.Set(placementv1alpha1.DependenciesFollowedCondition, metav1.ConditionFalse, placementv1alpha1.ReasonNotFollowed, "%s", sel.FollowedMessage())
+	} else {
+		st.followed.Set(placementv1alpha1.DependenciesFollowedCondition, metav1.ConditionTrue, placementv1alpha1.ReasonFollowed, "%s", sel.FollowedMessage())
 	}
 	if s := placement.Spec.ApplyStrategy; s != nil {
 		if err := s.Defaulted().Validate(); err != nil {
@@ -220,6 +231,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Discovery != nil {
 		r.kinds = &watches.ServedKinds{Discovery: r.Discovery}
 	}
+	if r.Interpretations == nil {
+		r.Interpretations = &interpretation.Cache{}
+	}
 	if r.Watches == nil {
 		r.Watches = &watches.Set{Cache: r.Cache, Discovery: r.Discovery, Object: UnstructuredObject,
 			OnStop: func(gvk schema.GroupVersionKind) { metrics.WatchedKinds.WithLabelValues(gvk.Group, gvk.Kind).Dec() }}
@@ -241,6 +255,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&placementv1alpha1.PlacementRevision{}, builder.WithPredicates(handlers.Deletions)).
 		// A kind added (or removed) may concern the selectors without kind.
 		WatchesMetadata(crds, handlers.Rechecking(r.placementsByLabels, watches.KindsRecheck, watches.KindsSettle)).
+		// What custom kinds depend on may change what a Placement follows.
+		Watches(&placementv1alpha1.ResourceInterpretation{}, handler.EnqueueRequestsFromMapFunc(r.placementsFollowing),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Kinds a platform admin forbids in a namespace are never placed from it.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(lookup.InNamespace(mgr.GetClient())),
 			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/selection"
@@ -52,14 +53,38 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 		return selection.Selected{}, fmt.Errorf("reading namespace %s: %w", placement.Namespace, err)
 	}
 	src.Forbidden = selection.ForbiddenKinds(ns)
+	if placement.Spec.Dependencies == placementv1alpha1.DependenciesFollow {
+		set, err := lookup.Interpretations(ctx, r.Client, r.Interpretations)
+		if err != nil {
+			return selection.Selected{}, err
+		}
+		src.Interpretations, src.MayFollowSecret = set, lookup.WriterMayGetSecret(r.Client)
+	}
 	return selection.SelectObjects(ctx, placement, src)
+}
+
+// placementsFollowing maps a change of a ResourceInterpretation to the
+// Placements that follow dependencies: what its kind depends on may change.
+func (r *Reconciler) placementsFollowing(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &placementv1alpha1.PlacementList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Placements for an interpretation change")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.Dependencies == placementv1alpha1.DependenciesFollow {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // placementsSelecting maps a change of an object of kind gvk to the Placements
 // that may select it: those of its namespace that select that kind, by name or by
-// labels alone; for a cluster-scoped object, the ClusterPlacements' that name its
-// kind; for a namespaced one, also the ClusterPlacements' that place whole
-// namespaces.
+// labels alone, or follow dependencies (it may be one); for a cluster-scoped
+// object, the ClusterPlacements' that name its kind; for a namespaced one, also
+// the ClusterPlacements' that place whole namespaces.
 func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx context.Context, obj client.Object) []reconcile.Request {
 	byLabels := render.SelectableByLabels(gvk.GroupKind())
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -71,7 +96,8 @@ func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx c
 				return
 			}
 			for i := range list.Items {
-				if slices.ContainsFunc(list.Items[i].Spec.ResourceSelectors, selects) {
+				follows := namespace != placementv1alpha1.ClusterPlacementNamespace && list.Items[i].Spec.Dependencies == placementv1alpha1.DependenciesFollow
+				if follows || slices.ContainsFunc(list.Items[i].Spec.ResourceSelectors, selects) {
 					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 				}
 			}

@@ -40,11 +40,16 @@ const (
 	// AttackSelfInterpretation: a namespace admin writes a
 	// ResourceInterpretation (a platform admin's, cluster-scoped).
 	AttackSelfInterpretation = "self-written interpretation"
+	// AttackForgedWriter: a Placement that follows dependencies, carrying a
+	// last writer of the tenant's choosing (to have a Secret it may not read
+	// followed), for a workload that references more objects than a
+	// Placement may follow, none of them there.
+	AttackForgedWriter = "forged writer"
 )
 
 // Attacks are every attack Tenant runs.
 var Attacks = []string{AttackHugeTotals, AttackAbsurdRequests, AttackRBACRewrite, AttackUnservedKind, AttackDeepOverrides, AttackServiceSpam, AttackSelfGrant,
-	AttackInterpretedExtremes, AttackSelfInterpretation}
+	AttackInterpretedExtremes, AttackSelfInterpretation, AttackForgedWriter}
 
 // MaxLive bounds the hostile Placements a Tenant keeps at once; past it the
 // oldest goes (with its objects), so that a long run stays a steady load.
@@ -226,6 +231,8 @@ data: {k: v}`, name), placement(name, clusters, "", "", "ConfigMap") + `
 		return t.interpretedExtremes(name, clusters)
 	case AttackSelfInterpretation:
 		return t.selfInterpretation(name)
+	case AttackForgedWriter:
+		return forgedWriter(name, clusters)
 	case AttackSelfGrant:
 		return []string{fmt.Sprintf(`apiVersion: v1
 kind: ServiceAccount
@@ -447,4 +454,38 @@ func Quantile(sorted []time.Duration, q float64) time.Duration {
 		return 0
 	}
 	return sorted[min(int(q*float64(len(sorted))), len(sorted)-1)]
+}
+
+// forgedWriter is a Deployment whose pod references more Secrets than a
+// Placement may follow (selection.MaxFollowed), and its Placement, which
+// follows them claiming a cluster admin as its last writer.
+func forgedWriter(name, clusters string) []string {
+	var refs strings.Builder
+	for i := range 1100 {
+		fmt.Fprintf(&refs, `
+            - secretRef: {name: %s-%d}`, name, i)
+	}
+	return []string{fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %s
+spec:
+  paused: true
+  replicas: 1
+  selector:
+    matchLabels: {app: %s}
+  template:
+    metadata:
+      labels: {app: %s}
+    spec:
+      containers:
+        - name: app
+          image: nginx:1.27
+          envFrom:%s`, name, name, name, refs.String()),
+		strings.Replace(placement(name, clusters, "", "apps", "Deployment"), "metadata:\n", `metadata:
+  annotations:
+    placement.lodestar.dev/last-writer: kubernetes-admin
+    placement.lodestar.dev/last-writer-groups: system:masters
+`, 1) + `
+  dependencies: Follow`}
 }

@@ -20,6 +20,7 @@ package v1alpha1
 
 import (
 	workv1alpha1 "github.com/lodestar-dev/lodestar/api/client/applyconfiguration/work/v1alpha1"
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
 // PlacementSpecApplyConfiguration represents a declarative configuration of the PlacementSpec type for use
@@ -65,6 +66,14 @@ type PlacementSpecApplyConfiguration struct {
 	// services says how the Services this Placement places take part in the
 	// fleet's Multicluster Services API (docs/services.md).
 	Services *PlacedServicesApplyConfiguration `json:"services,omitempty"`
+	// dependencies is Ignore (the default) or Follow: also place the
+	// ConfigMaps, Secrets, ServiceAccounts and PersistentVolumeClaims of the
+	// Placement's namespace that the selected workloads' pod templates
+	// reference, and what ResourceInterpretations say their kinds depend on, as
+	// if selected (they follow moves, failover and deletion). A Secret follows
+	// only when the Placement's last writer may get it on the hub; the
+	// DependenciesFollowed condition names what does not follow and why.
+	Dependencies *placementv1alpha1.DependencyPolicy `json:"dependencies,omitempty"`
 	// revisionHistoryLimit is how many PlacementRevisions are kept, besides those a
 	// Work or the rollout still uses. Default 10, at most 50; older revisions are
 	// also pruned once the kept ones add up to more than 8 MiB, so that edits
@@ -141,6 +150,14 @@ func (b *PlacementSpecApplyConfiguration) WithReporting(value *ReportingApplyCon
 // If called multiple times, the Services field is set to the value of the last call.
 func (b *PlacementSpecApplyConfiguration) WithServices(value *PlacedServicesApplyConfiguration) *PlacementSpecApplyConfiguration {
 	b.Services = value
+	return b
+}
+
+// WithDependencies sets the Dependencies field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Dependencies field is set to the value of the last call.
+func (b *PlacementSpecApplyConfiguration) WithDependencies(value placementv1alpha1.DependencyPolicy) *PlacementSpecApplyConfiguration {
+	b.Dependencies = &value
 	return b
 }
 

@@ -1,0 +1,118 @@
+package integration
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+// What a Placement with dependencies: Follow places, as the docs' example
+// shows it: the Deployment it selects and what its pod template references,
+// except the Secret its writer (a tenant who may read only some Secrets) may
+// not read; they move with it, follow edits, and go with it.
+func TestDependenciesFollow(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	placementsGoAtEnd(t, ns)
+	files, doc := examples(t, "dependencies", 2)
+	for _, obj := range exampleObjects(t, files[0], doc, ns) {
+		g.Expect(hubCP.Client.Create(ctx, obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+	}
+	readsSome := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"web-db", "registry"}, Verbs: []string{"get"}}}
+	alice := identity(t, ns, "alice", readsSome, "lodestar:tenant")
+	for _, obj := range exampleObjects(t, files[1], doc, ns) {
+		g.Expect(alice.Create(ctx, obj)).To(Succeed(), "the tenant writes the Placement")
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "web"}
+	writer := "system:serviceaccount:" + ns + ":alice"
+
+	on := func(_ Gomega, cluster string, obj client.Object, name string) error {
+		return members[cluster].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	}
+	expectOn := func(g Gomega, cluster string) {
+		g.Expect(on(g, cluster, &corev1.ConfigMap{}, "web-settings")).To(Succeed())
+		g.Expect(on(g, cluster, &corev1.Secret{}, "web-db")).To(Succeed())
+		g.Expect(on(g, cluster, &corev1.Secret{}, "registry")).To(Succeed(), "the ServiceAccount's pull Secret follows it")
+		g.Expect(on(g, cluster, &corev1.ServiceAccount{}, "web")).To(Succeed())
+		g.Expect(apierrors.IsNotFound(on(g, cluster, &corev1.Secret{}, "web-admin"))).To(BeTrue(), "alice may not read web-admin: it stays on the hub")
+	}
+	g.Eventually(func(g Gomega) {
+		expectOn(g, member1)
+		p := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, p)).To(Succeed())
+		g.Expect(p.Annotations).To(HaveKeyWithValue(placementv1alpha1.LastWriterAnnotation, writer))
+		c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.DependenciesFollowedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonNotFollowed))
+		g.Expect(c.Message).To(ContainSubstring("4 referenced objects followed"))
+		g.Expect(c.Message).To(ContainSubstring("Secret/web-admin (referenced by Deployment web): " + writer + ", who last changed the Placement, may not get it on the hub"))
+		expectPreviewIsTheWork(g, p, member1)
+	}).Should(Succeed())
+
+	// The tenant cannot pass for someone else: the admission policy keeps
+	// who last changed the spec.
+	g.Eventually(func() error {
+		return updateWith(alice, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, func(p *placementv1alpha1.Placement) {
+			p.Annotations[placementv1alpha1.LastWriterAnnotation] = "kubernetes-admin"
+			p.Annotations[placementv1alpha1.LastWriterGroupsAnnotation] = "system:masters"
+		})
+	}).Should(Succeed())
+	p := &placementv1alpha1.Placement{}
+	g.Expect(hubCP.Client.Get(ctx, key, p)).To(Succeed())
+	g.Expect(p.Annotations).To(HaveKeyWithValue(placementv1alpha1.LastWriterAnnotation, writer))
+	g.Expect(p.Annotations[placementv1alpha1.LastWriterGroupsAnnotation]).NotTo(ContainSubstring("system:masters"))
+
+	// An admin who may read it takes the Placement over: the Secret follows.
+	// The Placement moves to member 2, and the followed objects with it.
+	g.Eventually(func() error {
+		return updateOnHub(&placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, func(p *placementv1alpha1.Placement) {
+			p.Spec.Scheduling.ClusterNames = []string{member2}
+		})
+	}).Should(Succeed())
+	// Member 2 runs no deployment controller: the member-1 copy goes once
+	// the new one is Available (make-before-break).
+	setDeploymentStatus(t, ns, "web", 1)
+	g.Eventually(func(g Gomega) {
+		g.Expect(on(g, member2, &corev1.Secret{}, "web-admin")).To(Succeed(), "the admin may read it")
+		for _, name := range []string{"web-db", "registry"} {
+			g.Expect(on(g, member2, &corev1.Secret{}, name)).To(Succeed())
+		}
+		g.Expect(on(g, member2, &corev1.ConfigMap{}, "web-settings")).To(Succeed())
+		g.Expect(on(g, member2, &corev1.ServiceAccount{}, "web")).To(Succeed())
+		g.Expect(apierrors.IsNotFound(on(g, member1, &corev1.ConfigMap{}, "web-settings"))).To(BeTrue(), "gone with the move")
+		g.Expect(apierrors.IsNotFound(on(g, member1, &corev1.Secret{}, "web-db"))).To(BeTrue(), "gone with the move")
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.DependenciesFollowedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+
+	// An edit of a followed object rolls out like one of a selected object.
+	g.Eventually(func() error {
+		return updateOnHub(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-settings"}}, func(cm *corev1.ConfigMap) {
+			cm.Data["greeting"] = "bonjour"
+		})
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(on(g, member2, cm, "web-settings")).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "bonjour"))
+	}).Should(Succeed())
+
+	// They go with the Placement.
+	deletePlacement(t, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(on(g, member2, &corev1.ConfigMap{}, "web-settings"))).To(BeTrue())
+		for _, name := range []string{"web-db", "web-admin", "registry"} {
+			g.Expect(apierrors.IsNotFound(on(g, member2, &corev1.Secret{}, name))).To(BeTrue(), name)
+		}
+		g.Expect(apierrors.IsNotFound(on(g, member2, &corev1.ServiceAccount{}, "web"))).To(BeTrue())
+	}).Should(Succeed())
+}
