@@ -97,6 +97,11 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 	if err := helm(hubKubeconfig, "install", "lodestar-hub", filepath.Join(charts, "lodestar-hub")); err != nil {
 		return err
 	}
+	// The chart's placement-writer policy admits Placements once the API
+	// server has their CRD's schema, seconds after the install.
+	if err := testenv.PlacementsAdmitted(ctx, hubCP.Client); err != nil {
+		return err
+	}
 	managerKubeconfig := filepath.Join(dir, "hub-manager.kubeconfig")
 	if err := saKubeconfig(hubCP, "lodestar-hub", managerKubeconfig); err != nil {
 		return err

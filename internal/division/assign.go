@@ -516,11 +516,27 @@ func Carried(parts []*workv1alpha1.Work) (*Shares, map[string]int64) {
 }
 
 // FreeCapacity is a cluster's free capacity, as its agent reports it in its
-// ClusterProfile's properties (cpu.free and memory.free).
+// ClusterProfile's properties: cpu.free, memory.free, and each extended
+// resource's free amount (<name>.free) and the most of it free on one node
+// (<name>.largestfree, as <name>+OnOneNode).
 func FreeCapacity(properties map[string]string) map[string]resource.Quantity {
 	out := map[string]resource.Quantity{}
 	for name, prop := range map[string]string{"cpu": placementv1alpha1.PropertyCPUFree, "memory": placementv1alpha1.PropertyMemoryFree} {
 		if q, err := resource.ParseQuantity(properties[prop]); err == nil {
+			out[name] = q
+		}
+	}
+	for prop, v := range properties {
+		name, free := strings.CutSuffix(prop, placementv1alpha1.ResourceFreeSuffix)
+		if !free {
+			if name, free = strings.CutSuffix(prop, placementv1alpha1.ResourceLargestFreeSuffix); free {
+				name += OnOneNode
+			}
+		}
+		if !free || !strings.Contains(name, "/") {
+			continue
+		}
+		if q, err := resource.ParseQuantity(v); err == nil {
 			out[name] = q
 		}
 	}

@@ -317,10 +317,16 @@ func milli(q resource.Quantity) (int64, bool) {
 	return q.MilliValue(), true
 }
 
+// OnOneNode is the suffix of a free capacity's entry (FreeCapacity) that says
+// how much of a resource is free on one node at most: a pod that requests
+// more fits nowhere in the cluster, whatever its total.
+const OnOneNode = "@node"
+
 // Room is how many pods of the given requests fit in a cluster's free capacity:
 // the least over the resources the pod requests (a resource it does not request
 // does not bound it). A resource the cluster does not report counts as no room,
-// and so does a request above MaxRequest. With no requests at all the room is
+// and so does a request above MaxRequest, or above what one node has free
+// (name+OnOneNode, when reported). With no requests at all the room is
 // unbounded (ok false).
 func Room(free, request map[string]resource.Quantity) (pods int64, ok bool) {
 	pods = MaxValue
@@ -332,6 +338,9 @@ func Room(free, request map[string]resource.Quantity) (pods int64, ok bool) {
 		have, reported := free[name]
 		w, sane := milli(want)
 		if !reported || have.Sign() <= 0 || !sane {
+			return 0, true
+		}
+		if node, reported := free[name+OnOneNode]; reported && want.Cmp(node) > 0 {
 			return 0, true
 		}
 		// Milli-units keep CPU exact; memory and the like fit in them too

@@ -148,3 +148,28 @@ func TestRoom(t *testing.T) {
 	_, ok = Room(free, nil)
 	g.Expect(ok).To(BeFalse(), "a pod without requests is not bounded by capacity")
 }
+
+// Extended resources divide by what the agents report of them: the free
+// amount over the cluster, and no room at all for a pod that asks more than
+// one node has free.
+func TestRoomOfExtendedResources(t *testing.T) {
+	g := NewWithT(t)
+	q := resource.MustParse
+	spread := FreeCapacity(map[string]string{"cpu.free.lodestar.dev": "64", "nvidia.com/gpu.free.lodestar.dev": "8",
+		"nvidia.com/gpu.largestfree.lodestar.dev": "2", "memory.allocatable.lodestar.dev": "1Ti", "nvidia.com/gpu.allocatable.lodestar.dev": "16"})
+	g.Expect(spread).To(HaveLen(3), "cpu, nvidia.com/gpu and its largest on one node")
+	g.Expect(spread).To(HaveKeyWithValue("nvidia.com/gpu"+OnOneNode, q("2")))
+
+	pods, _ := Room(spread, map[string]resource.Quantity{"cpu": q("1"), "nvidia.com/gpu": q("1")})
+	g.Expect(pods).To(BeEquivalentTo(8), "eight pods of one GPU each")
+	pods, _ = Room(spread, map[string]resource.Quantity{"nvidia.com/gpu": q("2")})
+	g.Expect(pods).To(BeEquivalentTo(4))
+	pods, _ = Room(spread, map[string]resource.Quantity{"nvidia.com/gpu": q("4")})
+	g.Expect(pods).To(BeZero(), "4 GPUs on one node: no node of the cluster has them")
+
+	dense := FreeCapacity(map[string]string{"nvidia.com/gpu.free.lodestar.dev": "4", "nvidia.com/gpu.largestfree.lodestar.dev": "4"})
+	pods, _ = Room(dense, map[string]resource.Quantity{"nvidia.com/gpu": q("4")})
+	g.Expect(pods).To(BeEquivalentTo(1))
+	pods, _ = Room(dense, map[string]resource.Quantity{"nvidia.com/gpu": q("1e16")})
+	g.Expect(pods).To(BeZero(), "a request past MaxRequest fits nowhere")
+}

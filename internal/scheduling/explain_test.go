@@ -161,7 +161,7 @@ func TestEachFilterIsOneStepOfOneChain(t *testing.T) {
 		g.Expect(seen[f.name]).To(BeFalse(), "filter %s twice", f.name)
 		seen[f.name] = true
 	}
-	g.Expect(seen).To(HaveLen(9))
+	g.Expect(seen).To(HaveLen(10))
 	poor := cluster("poor", map[string]string{"env": "prod"}, map[string]string{placementv1alpha1.PropertyCPUFree: "1", placementv1alpha1.PropertyMemoryFree: "1Gi",
 		placementv1alpha1.PropertyStorageClasses: "standard"})
 	poor.Taints = []placementv1alpha1.Taint{{Key: "maintenance", Effect: placementv1alpha1.TaintNoSchedule}}
@@ -169,7 +169,8 @@ func TestEachFilterIsOneStepOfOneChain(t *testing.T) {
 	sick.Conditions[placementv1alpha1.AgentReachableCondition] = "False"
 	p := mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{
 		ClusterNames: []string{"poor", "other"}, ClusterExpression: "cluster.labels['tier'] == 'gold'",
-		RequiredCapacity: &placementv1alpha1.Capacity{CPU: "2", Memory: "2Gi"}, RequiredStorageClasses: []string{"replicated"},
+		RequiredCapacity: &placementv1alpha1.Capacity{CPU: "2", Memory: "2Gi", Resources: []placementv1alpha1.ResourceAmount{{Name: "nvidia.com/gpu", Quantity: "4", OnOneNode: true}}},
+		RequiredStorageClasses: []string{"replicated"},
 		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
 	}})
 	p.Exclude = map[string]bool{"sick": true}
@@ -185,5 +186,40 @@ func TestEachFilterIsOneStepOfOneChain(t *testing.T) {
 			g.Expect(f.explain(j, o)).To(ContainElement(And(HaveField("Filter", f.name), HaveField("Passed", false), HaveField("Reason", o.reason))), "%s on %s", f.name, c.Name)
 		}
 	}
-	g.Expect(kept).To(BeNumerically(">=", 9), "every filter keeps one of them out")
+	g.Expect(kept).To(BeNumerically(">=", 10), "every filter keeps one of them out")
+}
+
+// Extended resources: over the cluster, or on one node; a cluster that
+// reports none has none.
+func TestExtendedResources(t *testing.T) {
+	g := NewWithT(t)
+	now := metav1.Now().Time
+	spread := cluster("spread", nil, map[string]string{"nvidia.com/gpu.free.lodestar.dev": "8", "nvidia.com/gpu.largestfree.lodestar.dev": "2"})
+	dense := cluster("dense", nil, map[string]string{"nvidia.com/gpu.free.lodestar.dev": "4", "nvidia.com/gpu.largestfree.lodestar.dev": "4"})
+	none := cluster("none", nil, map[string]string{placementv1alpha1.PropertyCPUFree: "64"})
+	pass := func(ask placementv1alpha1.ResourceAmount) []string {
+		p := mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{},
+			RequiredCapacity: &placementv1alpha1.Capacity{Resources: []placementv1alpha1.ResourceAmount{ask}}}})
+		var out []string
+		for _, c := range []Cluster{spread, dense, none} {
+			if _, reason, _ := filter(c, false, p, now); reason == "" {
+				out = append(out, c.Name)
+			}
+		}
+		return out
+	}
+	g.Expect(pass(placementv1alpha1.ResourceAmount{Name: "nvidia.com/gpu", Quantity: "4"})).To(ConsistOf("spread", "dense"))
+	g.Expect(pass(placementv1alpha1.ResourceAmount{Name: "nvidia.com/gpu", Quantity: "4", OnOneNode: true})).To(ConsistOf("dense"))
+	g.Expect(pass(placementv1alpha1.ResourceAmount{Name: "nvidia.com/gpu", Quantity: "5"})).To(ConsistOf("spread"))
+	g.Expect(pass(placementv1alpha1.ResourceAmount{Name: "amd.com/gpu", Quantity: "1"})).To(BeEmpty())
+
+	p := mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{},
+		RequiredCapacity: &placementv1alpha1.Capacity{Resources: []placementv1alpha1.ResourceAmount{{Name: "nvidia.com/gpu", Quantity: "4", OnOneNode: true}}}}})
+	e := Explain(spread, false, p, now)
+	g.Expect(e.Verdicts).To(ContainElement(And(HaveField("Filter", FilterResources), HaveField("Passed", false),
+		HaveField("Detail", "nvidia.com/gpu on one node free 2 < 4 asked"))))
+
+	_, err := PolicyFor(placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{},
+		RequiredCapacity: &placementv1alpha1.Capacity{Resources: []placementv1alpha1.ResourceAmount{{Name: "nvidia.com/gpu", Quantity: "lots"}}}}, "seed")
+	g.Expect(err).To(MatchError(ContainSubstring("spec.scheduling.requiredCapacity.resources[0].quantity")))
 }

@@ -24,6 +24,7 @@ const (
 	FilterCPU        = "cpu"
 	FilterMemory     = "memory"
 	FilterStorage    = "storageClasses"
+	FilterResources  = "resources"
 )
 
 // judged is one cluster before one Placement's filters: what the filters are
@@ -72,7 +73,37 @@ var chain = []filterStep{
 		capacityExplain(FilterCPU, "cpu", placementv1alpha1.PropertyCPUFree, func(p Policy) *resource.Quantity { return p.CPU })},
 	{FilterMemory, capacityCheck(placementv1alpha1.PropertyMemoryFree, func(p Policy) *resource.Quantity { return p.Memory }),
 		capacityExplain(FilterMemory, "memory", placementv1alpha1.PropertyMemoryFree, func(p Policy) *resource.Quantity { return p.Memory })},
+	{FilterResources, checkResources, explainResources},
 	{FilterStorage, checkStorage, explainStorage},
+}
+
+// checkResources keeps out a cluster without the free extended resources
+// asked (over the cluster, or on one node), checked as CPU is: not for a
+// cluster chosen before.
+func checkResources(j *judged) outcome {
+	if j.current {
+		return outcome{}
+	}
+	for i := range j.p.Resources {
+		r := &j.p.Resources[i]
+		if !hasCapacity(j.c, r.Property, &r.Quantity) {
+			return outcome{reason: placementv1alpha1.ExclusionInsufficientCapacity}
+		}
+	}
+	return outcome{}
+}
+
+func explainResources(j *judged, o outcome) []Verdict {
+	var out []Verdict
+	for i := range j.p.Resources {
+		r := &j.p.Resources[i]
+		name := r.Name
+		if r.OnOneNode {
+			name += " on one node"
+		}
+		out = append(out, capacityExplain(FilterResources, name, r.Property, func(Policy) *resource.Quantity { return &r.Quantity })(j, o)...)
+	}
+	return out
 }
 
 // filter returns the cluster as a candidate, or the reason it is not one, and

@@ -64,6 +64,20 @@ func PolicyFor(spec placementv1alpha1.Scheduling, seed string) (Policy, error) {
 		if p.Memory, err = parseQuantity("spec.scheduling.requiredCapacity.memory", c.Memory); err != nil {
 			return p, err
 		}
+		for i, r := range c.Resources {
+			q, err := parseQuantity(fmt.Sprintf("spec.scheduling.requiredCapacity.resources[%d].quantity", i), r.Quantity)
+			if err != nil {
+				return p, err
+			}
+			if q == nil {
+				continue
+			}
+			ask := ResourceAsk{Name: r.Name, Quantity: *q, OnOneNode: r.OnOneNode, Property: r.Name + placementv1alpha1.ResourceFreeSuffix}
+			if r.OnOneNode {
+				ask.Property = r.Name + placementv1alpha1.ResourceLargestFreeSuffix
+			}
+			p.Resources = append(p.Resources, ask)
+		}
 	}
 	p.StorageClasses = spec.RequiredStorageClasses
 	if spec.NumberOfClusters != nil {

@@ -86,6 +86,8 @@ type Policy struct {
 	Expression *Expression
 	// CPU and Memory, when set, are the free capacity required.
 	CPU, Memory *resource.Quantity
+	// Resources are the free amounts of extended resources required.
+	Resources []ResourceAsk
 	// StorageClasses are the storage classes a cluster must offer.
 	StorageClasses []string
 	// Tolerations are the Placement's tolerations.
@@ -254,6 +256,16 @@ func tolerated(t placementv1alpha1.Taint, tolerations []placementv1alpha1.Tolera
 	return placementv1alpha1.Toleration{}, false
 }
 
+// ResourceAsk is a free amount of an extended resource a cluster must have, and
+// the property that says how much it has.
+type ResourceAsk struct {
+	Name     string
+	Quantity resource.Quantity
+	// OnOneNode reads the largest free on one node.
+	OnOneNode bool
+	Property  string
+}
+
 func hasCapacity(c Cluster, property string, want *resource.Quantity) bool {
 	if want == nil {
 		return true
@@ -409,6 +421,9 @@ func score(cands []candidate, p Policy) {
 	}
 	if p.Memory != nil {
 		prefs = append(prefs, Preference{Weight: 10, Property: placementv1alpha1.PropertyMemoryFree, Descending: true})
+	}
+	for _, r := range p.Resources {
+		prefs = append(prefs, Preference{Weight: 10, Property: r.Property, Descending: true})
 	}
 	for _, pref := range prefs {
 		raw := make([]float64, len(cands))

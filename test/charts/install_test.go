@@ -74,6 +74,9 @@ func chartedFleet(t *testing.T, startHub, startMember startFunc) (hubCP, memberC
 	out, err := helm(t, "install", "lodestar-hub", filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", filepath.Join(dir, "hub"),
 		"--namespace", releaseNamespace, "--create-namespace")
 	g.Expect(err).NotTo(HaveOccurred(), out)
+	// The chart's placement-writer policy admits Placements once the API
+	// server has their CRD's schema, seconds after the install.
+	g.Expect(testenv.PlacementsAdmitted(t.Context(), hubCP.Client)).To(Succeed())
 	debugAddr = freeAddress(t)
 	g.Expect(testenv.InstallDebugAPI(t.Context(), hubCP.Client, releaseNamespace, testenv.Port(debugAddr))).To(Succeed())
 	return hubCP, memberCP, dir, debugAddr

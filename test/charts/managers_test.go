@@ -44,6 +44,7 @@ func installHubRelease(t *testing.T, cp *testenv.ControlPlane, dir, name, fullna
 	out, err := helm(t, append([]string{"install", name, filepath.Join(chartsDir, "lodestar-hub"), "--kubeconfig", filepath.Join(dir, "hub"),
 		"--namespace", releaseNamespace, "--create-namespace"}, args...)...)
 	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(testenv.PlacementsAdmitted(t.Context(), cp.Client)).To(Succeed())
 	chart, err := testenv.FromDeployment(t.Context(), cp.Client, client.ObjectKey{Namespace: releaseNamespace, Name: fullname}, "manager", filepath.Join(dir, fullname))
 	g.Expect(err).NotTo(HaveOccurred())
 	r := &hubRelease{t: t, fullname: fullname, chart: chart, kubeconfig: filepath.Join(dir, fullname+"-sa")}

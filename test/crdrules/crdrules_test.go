@@ -130,6 +130,12 @@ var cases = []ruleCase{
 	{"memory must be a quantity, for example 512Mi or 8Gi", placementWith(func(s *placementv1alpha1.PlacementSpec) {
 		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{Memory: "lots"}
 	})},
+	{"quantity must be a quantity, for example 4", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{Resources: []placementv1alpha1.ResourceAmount{{Name: "nvidia.com/gpu", Quantity: "all of them"}}}
+	})},
+	{"name must be an extended resource (<domain>/<name>, not kubernetes.io/); cpu and memory have their own fields", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{Resources: []placementv1alpha1.ResourceAmount{{Name: "kubernetes.io/batch-cpu", Quantity: "1"}}}
+	})},
 	{"a toleration with operator Exists takes no value", placementWith(func(s *placementv1alpha1.PlacementSpec) {
 		s.Scheduling.Tolerations = []placementv1alpha1.Toleration{{Key: "k", Operator: placementv1alpha1.TolerationExists, Value: "v"}}
 	})},

@@ -118,6 +118,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &placementv1alpha1.ReplicaWeightApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Reporting"):
 		return &placementv1alpha1.ReportingApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceAmount"):
+		return &placementv1alpha1.ResourceAmountApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceInterpretation"):
 		return &placementv1alpha1.ResourceInterpretationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceInterpretationSpec"):

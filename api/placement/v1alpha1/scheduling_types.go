@@ -14,6 +14,17 @@ const (
 	PropertyMemoryFree        = "memory.free.lodestar.dev"
 )
 
+// Suffixes of the properties the agent reports for each extended resource its
+// nodes advertise (nvidia.com/gpu, any <domain>/<name>): <name> + suffix, for
+// example nvidia.com/gpu.free.lodestar.dev. Values are quantities: the ready,
+// schedulable nodes' allocatable amount, what the pods on them have not
+// requested, and the most of it free on one node.
+const (
+	ResourceAllocatableSuffix = ".allocatable.lodestar.dev"
+	ResourceFreeSuffix        = ".free.lodestar.dev"
+	ResourceLargestFreeSuffix = ".largestfree.lodestar.dev"
+)
+
 // PropertyStorageClasses is the property in which the agent reports the names
 // of the member's StorageClasses, sorted and comma-separated (absent when it
 // has none: a property's value is never empty); the scheduler's
@@ -342,6 +353,35 @@ type Capacity struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="isQuantity(self)",message="memory must be a quantity, for example 512Mi or 8Gi"
 	Memory string `json:"memory,omitempty"`
+	// resources are free amounts of extended resources a cluster must have
+	// (nvidia.com/gpu, amd.com/gpu, any <domain>/<name> its nodes advertise),
+	// over the cluster or, with onOneNode, on one of its nodes.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Resources []ResourceAmount `json:"resources,omitempty"`
+}
+
+// ResourceAmount is a free amount of one extended resource.
+type ResourceAmount struct {
+	// name is the extended resource, as nodes advertise it: <domain>/<name>,
+	// for example nvidia.com/gpu.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('kubernetes.io/') && !self.startsWith('requests.')",message="name must be an extended resource (<domain>/<name>, not kubernetes.io/); cpu and memory have their own fields"
+	Name string `json:"name"`
+	// quantity is the amount, for example 4.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self)",message="quantity must be a quantity, for example 4"
+	Quantity string `json:"quantity"`
+	// onOneNode asks for the amount free on one node (the largest free on a
+	// node, as the agent reports it) rather than over the cluster: "4 GPUs
+	// on one node" for a pod that needs them together. Default false.
+	// +optional
+	OnOneNode bool `json:"onOneNode,omitempty"`
 }
 
 // SchedulingStatus says how the scheduler chose.

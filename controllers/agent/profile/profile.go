@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +30,7 @@ import (
 
 	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/capacity"
 )
 
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get
@@ -291,65 +291,28 @@ func (r *Reporter) storageClasses(ctx context.Context) (string, error) {
 	return strings.Join(names, ","), nil
 }
 
-// capacity returns the node count and the allocatable and free CPU and memory of
-// the member's ready, schedulable nodes; free is allocatable less the requests of
-// the pods on those nodes that have not finished.
+// capacity returns the node count and the allocatable and free CPU, memory and
+// extended resources of the member's ready, schedulable nodes
+// (internal/capacity).
 func (r *Reporter) capacity(ctx context.Context) (map[string]string, error) {
 	nodes := &corev1.NodeList{}
 	if err := r.Member.List(ctx, nodes); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	usable := map[string]bool{}
-	cpu, mem := resource.Quantity{}, resource.Quantity{}
-	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable || !nodeReady(&n) {
-			continue
-		}
-		usable[n.Name] = true
-		cpu.Add(n.Status.Allocatable[corev1.ResourceCPU])
-		mem.Add(n.Status.Allocatable[corev1.ResourceMemory])
-	}
-	freeCPU, freeMem := cpu.DeepCopy(), mem.DeepCopy()
+	tally := capacity.NewTally(nodes.Items)
 	pods := &corev1.PodList{}
 	for {
 		if err := r.Member.List(ctx, pods, client.Limit(500), client.Continue(pods.Continue)); err != nil {
 			return nil, fmt.Errorf("listing pods: %w", err)
 		}
-		for _, p := range pods.Items {
-			if !usable[p.Spec.NodeName] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			for _, c := range p.Spec.Containers {
-				freeCPU.Sub(c.Resources.Requests[corev1.ResourceCPU])
-				freeMem.Sub(c.Resources.Requests[corev1.ResourceMemory])
-			}
+		for i := range pods.Items {
+			tally.AddPod(&pods.Items[i])
 		}
 		if pods.Continue == "" {
 			break
 		}
 	}
-	if freeCPU.Sign() < 0 {
-		freeCPU = resource.Quantity{}
-	}
-	if freeMem.Sign() < 0 {
-		freeMem = resource.Quantity{}
-	}
-	return map[string]string{
-		placementv1alpha1.PropertyNodeCount:         fmt.Sprint(len(usable)),
-		placementv1alpha1.PropertyCPUAllocatable:    cpu.String(),
-		placementv1alpha1.PropertyCPUFree:           freeCPU.String(),
-		placementv1alpha1.PropertyMemoryAllocatable: mem.String(),
-		placementv1alpha1.PropertyMemoryFree:        freeMem.String(),
-	}, nil
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return tally.Properties(), nil
 }
 
 func eventHandler(notify func(any)) toolscache.ResourceEventHandler {

@@ -29,6 +29,10 @@ type CapacityApplyConfiguration struct {
 	CPU *string `json:"cpu,omitempty"`
 	// memory is the free memory a cluster must have, as a quantity.
 	Memory *string `json:"memory,omitempty"`
+	// resources are free amounts of extended resources a cluster must have
+	// (nvidia.com/gpu, amd.com/gpu, any <domain>/<name> its nodes advertise),
+	// over the cluster or, with onOneNode, on one of its nodes.
+	Resources []ResourceAmountApplyConfiguration `json:"resources,omitempty"`
 }
 
 // CapacityApplyConfiguration constructs a declarative configuration of the Capacity type for use with
@@ -50,5 +54,18 @@ func (b *CapacityApplyConfiguration) WithCPU(value string) *CapacityApplyConfigu
 // If called multiple times, the Memory field is set to the value of the last call.
 func (b *CapacityApplyConfiguration) WithMemory(value string) *CapacityApplyConfiguration {
 	b.Memory = &value
+	return b
+}
+
+// WithResources adds the given value to the Resources field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Resources field.
+func (b *CapacityApplyConfiguration) WithResources(values ...*ResourceAmountApplyConfiguration) *CapacityApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithResources")
+		}
+		b.Resources = append(b.Resources, *values[i])
+	}
 	return b
 }
