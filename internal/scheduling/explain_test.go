@@ -169,9 +169,9 @@ func TestEachFilterIsOneStepOfOneChain(t *testing.T) {
 	sick.Conditions[placementv1alpha1.AgentReachableCondition] = "False"
 	p := mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{
 		ClusterNames: []string{"poor", "other"}, ClusterExpression: "cluster.labels['tier'] == 'gold'",
-		RequiredCapacity: &placementv1alpha1.Capacity{CPU: "2", Memory: "2Gi", Resources: []placementv1alpha1.ResourceAmount{{Name: "nvidia.com/gpu", Quantity: "4", OnOneNode: true}}},
+		RequiredCapacity:       &placementv1alpha1.Capacity{CPU: "2", Memory: "2Gi", Resources: []placementv1alpha1.ResourceAmount{{Name: "nvidia.com/gpu", Quantity: "4", OnOneNode: true}}},
 		RequiredStorageClasses: []string{"replicated"},
-		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+		ClusterSelector:        &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
 	}})
 	p.Exclude = map[string]bool{"sick": true}
 	kept := 0
