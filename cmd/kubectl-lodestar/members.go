@@ -190,8 +190,18 @@ func newCordonCommand(o *options, verb string) *cobra.Command {
 }
 
 // printHeld lists the Placements whose copies on a drained cluster their claims
-// hold there.
+// hold there, and those whose disruption budgets pace the drain.
 func (o *options) printHeld(cmd *cobra.Command, c client.Client, cluster string, included bool) error {
+	budgeted, err := fleet.BudgetedOn(cmd.Context(), c, cluster)
+	if err != nil {
+		return err
+	}
+	if len(budgeted) > 0 {
+		fmt.Fprintf(o.Out, "%d Placements leave %s only as their disruption budgets allow (kubectl lodestar status <placement> shows what waits):\n", len(budgeted), cluster)
+		for _, h := range budgeted {
+			fmt.Fprintf(o.Out, "  %s/%s: %s\n", h.Namespace, h.Placement, h.Why)
+		}
+	}
 	held, err := fleet.HeldOn(cmd.Context(), c, cluster)
 	if err != nil || len(held) == 0 {
 		return err

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -69,6 +68,32 @@ type Held struct {
 // leaves in place unless it includes stateful copies. Placements that move
 // stateful copies anyway (spec.strategy.stateful: Move) are not listed.
 func HeldOn(ctx context.Context, c client.Client, cluster string) ([]Held, error) {
+	return onCluster(ctx, c, cluster, func(p *placementv1alpha1.Placement, works []*workv1alpha1.Work) string {
+		holding := claims.Holding(works)
+		if len(holding) == 0 || p.Spec.Strategy.Stateful == placementv1alpha1.StatefulMove {
+			return ""
+		}
+		return claims.DescribeAll(cluster, holding, 3)
+	})
+}
+
+// BudgetedOn lists the Placements with a copy on the cluster and a
+// disruption budget: a drain moves them only as the budget lets it (the
+// Placement's Progressing condition says what it keeps).
+func BudgetedOn(ctx context.Context, c client.Client, cluster string) ([]Held, error) {
+	return onCluster(ctx, c, cluster, func(p *placementv1alpha1.Placement, _ []*workv1alpha1.Work) string {
+		b := p.Spec.Strategy.DisruptionBudget
+		if b == nil {
+			return ""
+		}
+		return fmt.Sprintf("spec.strategy.disruptionBudget.minAvailableClusters %s: its copy on %s stays until that many clusters are Available without it",
+			b.MinAvailableClusters.String(), cluster)
+	})
+}
+
+// onCluster lists, by namespace and name, the Placements with Works on the
+// cluster for which why says something.
+func onCluster(ctx context.Context, c client.Client, cluster string, why func(*placementv1alpha1.Placement, []*workv1alpha1.Work) string) ([]Held, error) {
 	works := &workv1alpha1.WorkList{}
 	if err := c.List(ctx, works, client.InNamespace(names.ClusterNamespace(cluster))); err != nil {
 		return nil, fmt.Errorf("listing the Works of cluster %s: %w", cluster, err)
@@ -81,23 +106,26 @@ func HeldOn(ctx context.Context, c client.Client, cluster string) ([]Held, error
 			byPlacement[key] = append(byPlacement[key], w)
 		}
 	}
+	if len(byPlacement) == 0 {
+		return nil, nil
+	}
+	placements := &placementv1alpha1.PlacementList{}
+	if err := c.List(ctx, placements); err != nil {
+		return nil, fmt.Errorf("listing Placements: %w", err)
+	}
+	byKey := map[types.NamespacedName]*placementv1alpha1.Placement{}
+	for i := range placements.Items {
+		byKey[client.ObjectKeyFromObject(&placements.Items[i])] = &placements.Items[i]
+	}
 	var out []Held
 	for _, key := range slices.SortedFunc(maps.Keys(byPlacement), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
-		holding := claims.Holding(byPlacement[key])
-		if len(holding) == 0 {
+		p, ok := byKey[key]
+		if !ok {
 			continue
 		}
-		p := &placementv1alpha1.Placement{}
-		if err := c.Get(ctx, key, p); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("reading Placement %s: %w", key, err)
+		if w := why(p, byPlacement[key]); w != "" {
+			out = append(out, Held{Namespace: key.Namespace, Placement: key.Name, Why: w})
 		}
-		if p.Spec.Strategy.Stateful == placementv1alpha1.StatefulMove {
-			continue
-		}
-		out = append(out, Held{Namespace: key.Namespace, Placement: key.Name, Why: claims.DescribeAll(cluster, holding, 3)})
 	}
 	return out, nil
 }

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
@@ -68,19 +71,27 @@ func Holds(leaving []Leaving) (held []string, failover bool) {
 //     deadline forces nothing while a selected cluster has not been given the
 //     objects yet (the rollout is paused, stopped, waits for approval, or is
 //     held): its replacement never had its chance.
+//
 //   - Claims: a copy with bound ReadWriteOnce claims is held whatever the
 //     deadline (Holds), and is not counted as one that lets another go;
 //     with ClaimsMove it goes as any other, and is said to move (Moving).
+//
 //   - Traffic: a copy the availability lets go that exports Services stays
 //     until every importer serves a replacement, then its endpoints are
 //     withdrawn (Withdraw), then no importer serves them, then the drain
 //     time has passed.
 //
+//   - Budget (Strategy.MinAvailableClusters): a copy Available there goes
+//     only while as many clusters as the budget asks stay Available without
+//     it, deadline or not.
+//
 // A revoked cluster (the namespace may no longer use it) goes at once,
-// whatever its claims and traffic; a removal forced by the deadline does not
-// wait for the traffic.
-func Depart(leaving []Leaving, selected []Cluster, deadline time.Duration, now time.Time) Removal {
+// whatever its claims, budget and traffic; a removal forced by the deadline
+// does not wait for the traffic.
+func Depart(leaving []Leaving, selected []Cluster, s Strategy, now time.Time) Removal {
 	var r Removal
+	deadline := s.Deadline
+	budget := newBudget(s.MinAvailableClusters, leaving, selected)
 	copies := newTally(selected)
 	unplaced := false
 	for _, c := range selected {
@@ -107,13 +118,18 @@ func Depart(leaving []Leaving, selected []Cluster, deadline time.Duration, now t
 		case l.heldByClaims():
 			r.Kept = append(r.Kept, l.Name)
 			r.Held = append(r.Held, l.Name)
+		case !l.Revoked && len(serves) > 0 && !budget.spare():
+			r.Kept = append(r.Kept, l.Name)
+			r.BudgetHeld = append(r.BudgetHeld, budget.holds(l.Name))
 		case l.Revoked || len(serves) == 0 || copies.spare(serves):
 			r.leave(l, now)
 			copies.add(serves, -1)
+			budget.remove(l)
 		case !unplaced && !now.Before(l.Since.Add(cmp.Or(l.Deadline, deadline))):
 			r.Remove = append(r.Remove, l.Name)
 			r.Forced = append(r.Forced, l.Name)
 			copies.add(serves, -1)
+			budget.remove(l)
 		default:
 			r.Kept = append(r.Kept, l.Name)
 			if !unplaced {
@@ -164,4 +180,48 @@ func (l Leaving) trafficWait(now time.Time) (string, time.Duration, bool) {
 func HoldMessage(held []string) string {
 	return message.List(held, 3, "; ") + "; moving would leave their data behind, so no other cluster is given a copy in its place; " +
 		"set spec.strategy.stateful: Move to move anyway (to new, empty claims), or drain the cluster with --include-stateful"
+}
+
+// budget is the disruption budget as the removals go: how many clusters the
+// Placement has Available, and how many it must keep.
+type budget struct {
+	set            bool
+	min, available int
+}
+
+// newBudget counts the clusters Available, selected or left, against the
+// budget's minimum (a percentage of all of them, rounded up); no budget keeps
+// nothing.
+func newBudget(minAvailable *intstr.IntOrString, leaving []Leaving, selected []Cluster) *budget {
+	b := &budget{set: minAvailable != nil}
+	if !b.set {
+		return b
+	}
+	for _, c := range selected {
+		if c.Available == metav1.ConditionTrue {
+			b.available++
+		}
+	}
+	for _, l := range leaving {
+		if len(l.serves()) > 0 {
+			b.available++
+		}
+	}
+	b.min, _ = intstr.GetScaledValueFromIntOrPercent(minAvailable, len(selected)+len(leaving), true)
+	return b
+}
+
+// spare tells whether one Available copy may go.
+func (b *budget) spare() bool { return !b.set || b.available-1 >= b.min }
+
+// remove counts a copy that goes.
+func (b *budget) remove(l Leaving) {
+	if len(l.serves()) > 0 {
+		b.available--
+	}
+}
+
+// holds says why the budget keeps cluster.
+func (b *budget) holds(cluster string) string {
+	return fmt.Sprintf("%s (the disruption budget keeps %d clusters Available; without it %d would be)", cluster, b.min, b.available-1)
 }

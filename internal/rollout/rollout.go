@@ -75,6 +75,8 @@ type Strategy struct {
 	Stages         []Stage
 	Deadline       time.Duration
 	MaxFailures    int
+	// MinAvailableClusters is the disruption budget; nil: none.
+	MinAvailableClusters *intstr.IntOrString
 }
 
 // StrategyFor parses a Placement's spec.strategy; nil is AllAtOnce.
@@ -88,6 +90,9 @@ func StrategyFor(s placementv1alpha1.RolloutStrategy) (Strategy, error) {
 		out.Deadline = time.Duration(*s.ProgressDeadlineSeconds) * time.Second
 	}
 	out.MaxFailures = int(s.MaxFailures)
+	if b := s.DisruptionBudget; b != nil {
+		out.MinAvailableClusters = &b.MinAvailableClusters
+	}
 	if r := s.Rolling; r != nil {
 		if r.MaxUnavailable != nil {
 			out.MaxUnavailable = *r.MaxUnavailable
@@ -642,6 +647,9 @@ type Removal struct {
 	// Moving describe the copies with bound ReadWriteOnce claims that leave
 	// anyway (ClaimsMove).
 	Moving []string
+	// BudgetHeld say which Available copies the disruption budget keeps, and
+	// why.
+	BudgetHeld []string
 	// Withdraw are the clusters whose endpoints are to be withdrawn from the
 	// importers now (the traffic gate's one step that writes).
 	Withdraw     []string

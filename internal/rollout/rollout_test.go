@@ -469,7 +469,7 @@ func TestDepartIsMakeBeforeBreak(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			r := Depart(tt.leaving, tt.selected, 10*time.Minute, tt.now)
+			r := Depart(tt.leaving, tt.selected, Strategy{Deadline: 10 * time.Minute}, tt.now)
 			g.Expect(r.Remove).To(Equal(tt.remove))
 			g.Expect(r.Forced).To(Equal(tt.forced))
 			g.Expect(r.Held).To(Equal(tt.held))
@@ -543,9 +543,56 @@ func TestDepartByObject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			r := Depart(tt.leaving, tt.selected, 10*time.Minute, t0)
+			r := Depart(tt.leaving, tt.selected, Strategy{Deadline: 10 * time.Minute}, t0)
 			g.Expect(r.Remove).To(Equal(tt.remove))
 			g.Expect(r.Forced).To(BeEmpty())
+		})
+	}
+}
+
+// The disruption budget: an Available copy goes only while enough clusters
+// stay Available without it, past the deadline too; a copy that is not
+// Available (a failover's unreachable cluster) and a revoked cluster go all
+// the same; a percentage is of the clusters selected and left.
+func TestDepartHonoursTheDisruptionBudget(t *testing.T) {
+	two, all := intstr.FromInt32(2), intstr.FromString("100%")
+	left := func(name string, available bool) Leaving { return Leaving{Name: name, Since: t0, Available: available} }
+	tests := []struct {
+		name     string
+		budget   *intstr.IntOrString
+		selected []Cluster
+		leaving  []Leaving
+		now      time.Time
+		remove   []string
+		held     int
+	}{
+		{name: "a drain with no replacement: without a budget the copy goes", selected: []Cluster{at("a", target, true)},
+			leaving: []Leaving{left("drained", true)}, now: t0, remove: []string{"drained"}},
+		{name: "a drain with no replacement: a budget of 2 keeps it", budget: &two, selected: []Cluster{at("a", target, true)},
+			leaving: []Leaving{left("drained", true)}, now: t0, held: 1},
+		{name: "and keeps it past the deadline", budget: &two, selected: []Cluster{at("a", target, true), at("b", target, false)},
+			leaving: []Leaving{left("drained", true)}, now: t0.Add(time.Hour), held: 1},
+		{name: "a replacement Available: it goes", budget: &two, selected: []Cluster{at("a", target, true), at("b", target, true)},
+			leaving: []Leaving{left("drained", true)}, now: t0, remove: []string{"drained"}},
+		{name: "two leave, one replacement Available: one goes, the budget keeps the other", budget: &two,
+			selected: []Cluster{at("a", target, true), at("b", target, false)},
+			leaving:  []Leaving{left("x", true), left("y", true)}, now: t0.Add(time.Hour), remove: []string{"x"}, held: 1},
+		{name: "a copy that is not Available (failover) goes: it keeps nothing Available", budget: &two, selected: []Cluster{at("a", target, true)},
+			leaving: []Leaving{{Name: "gone", Since: t0, FailedOver: true, Deadline: time.Minute}}, now: t0.Add(time.Minute), remove: []string{"gone"}},
+		{name: "revoked: goes whatever the budget", budget: &two, selected: []Cluster{at("a", target, true)},
+			leaving: []Leaving{{Name: "r", Since: t0, Available: true, Revoked: true}}, now: t0, remove: []string{"r"}},
+		{name: "100% of selected and left", budget: &all, selected: []Cluster{at("a", target, true), at("b", target, true)},
+			leaving: []Leaving{left("drained", true)}, now: t0, held: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := Depart(tt.leaving, tt.selected, Strategy{Deadline: 10 * time.Minute, MinAvailableClusters: tt.budget}, tt.now)
+			g.Expect(r.Remove).To(Equal(tt.remove))
+			g.Expect(r.BudgetHeld).To(HaveLen(tt.held))
+			for _, h := range r.BudgetHeld {
+				g.Expect(h).To(ContainSubstring("the disruption budget keeps"))
+			}
 		})
 	}
 }

@@ -197,6 +197,9 @@ var cases = []ruleCase{
 		s.Strategy = placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling, Rolling: &placementv1alpha1.RollingStrategy{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromString("0%"))}}
 	})},
+	{"minAvailableClusters is an integer of at least 0 or a percentage", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Strategy.DisruptionBudget = &placementv1alpha1.DisruptionBudget{MinAvailableClusters: intstr.FromString("all")}
+	})},
 	{"an integer of at least 0 or a percentage", placementWith(func(s *placementv1alpha1.PlacementSpec) {
 		s.Strategy = placementv1alpha1.RolloutStrategy{Type: placementv1alpha1.RolloutRolling, Rolling: &placementv1alpha1.RollingStrategy{
 			MaxUnavailable: ptr.To(intstr.FromString("half"))}}

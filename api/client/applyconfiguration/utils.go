@@ -64,6 +64,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &placementv1alpha1.ConsumerRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DependenciesInterpretation"):
 		return &placementv1alpha1.DependenciesInterpretationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DisruptionBudget"):
+		return &placementv1alpha1.DisruptionBudgetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ExcludedCluster"):
 		return &placementv1alpha1.ExcludedClusterApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Exclusion"):

@@ -107,6 +107,29 @@ type RolloutStrategy struct {
 	// +optional
 	// +kubebuilder:default=Hold
 	Stateful StatefulMoves `json:"stateful,omitempty"`
+
+	// disruptionBudget bounds what moves take away: a copy Available on a
+	// cluster the Placement left (a drain, a failover, a change of the
+	// selected clusters or of their labels) is removed only while at least
+	// minAvailableClusters clusters keep the Placement Available without it,
+	// whatever the progress deadline; a drain that would break the budget
+	// waits, and the Progressing condition says so. A cluster the namespace
+	// may no longer use goes all the same. Unset: no budget (make-before-break
+	// until the progress deadline).
+	// +optional
+	DisruptionBudget *DisruptionBudget `json:"disruptionBudget,omitempty"`
+}
+
+// DisruptionBudget is how many clusters a Placement keeps Available through
+// moves.
+type DisruptionBudget struct {
+	// minAvailableClusters is a number of clusters, or a percentage (rounded
+	// up) of the clusters the Placement runs on: those selected and those it
+	// left whose copies are not removed yet.
+	// +required
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : size(self) <= 4 && self.endsWith('%')",message="minAvailableClusters is an integer of at least 0 or a percentage"
+	MinAvailableClusters intstr.IntOrString `json:"minAvailableClusters"`
 }
 
 // RollingStrategy bounds a Rolling update.

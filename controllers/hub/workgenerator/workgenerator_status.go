@@ -94,6 +94,9 @@ func (r *Reconciler) report(_ context.Context, s *scope) (ctrl.Result, error) {
 	if len(s.removal.TrafficHeld) > 0 {
 		msg += "; moving the traffic of exported Services before removing a copy: " + strings.Join(s.removal.TrafficHeld, "; ")
 	}
+	if len(s.removal.BudgetHeld) > 0 {
+		msg += "; kept by spec.strategy.disruptionBudget: " + message.List(s.removal.BudgetHeld, 5, "; ")
+	}
 	st.progressing.Set(placementv1alpha1.ProgressingCondition, cond, reason, "%s", msg)
 	if reason == placementv1alpha1.ReasonFailureBudgetExceeded {
 		r.warnOnce(s.placement, reason, msg)

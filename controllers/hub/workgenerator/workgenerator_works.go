@@ -149,7 +149,7 @@ func (r *Reconciler) adopt(ctx context.Context, placement *placementv1alpha1.Pla
 // removes the Works of those that may go.
 func (r *Reconciler) removeLeft(ctx context.Context, s *scope) (ctrl.Result, error) {
 	leaving, selected := rollout.ByObject(s.leaving, s.clusters, s.works, s.renderer.Surging())
-	s.removal = rollout.Depart(leaving, selected, s.strategy.Deadline, s.now)
+	s.removal = rollout.Depart(leaving, selected, s.strategy, s.now)
 	for _, cluster := range s.removal.Withdraw {
 		if err := r.withdraw(ctx, s, cluster); err != nil {
 			return ctrl.Result{}, err

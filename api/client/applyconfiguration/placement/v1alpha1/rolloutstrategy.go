@@ -58,6 +58,15 @@ type RolloutStrategyApplyConfiguration struct {
 	// empty claims. ReadWriteMany claims never hold a move. A drain with
 	// --include-stateful moves held copies off the drained cluster.
 	Stateful *placementv1alpha1.StatefulMoves `json:"stateful,omitempty"`
+	// disruptionBudget bounds what moves take away: a copy Available on a
+	// cluster the Placement left (a drain, a failover, a change of the
+	// selected clusters or of their labels) is removed only while at least
+	// minAvailableClusters clusters keep the Placement Available without it,
+	// whatever the progress deadline; a drain that would break the budget
+	// waits, and the Progressing condition says so. A cluster the namespace
+	// may no longer use goes all the same. Unset: no budget (make-before-break
+	// until the progress deadline).
+	DisruptionBudget *DisruptionBudgetApplyConfiguration `json:"disruptionBudget,omitempty"`
 }
 
 // RolloutStrategyApplyConfiguration constructs a declarative configuration of the RolloutStrategy type for use with
@@ -124,5 +133,13 @@ func (b *RolloutStrategyApplyConfiguration) WithPaused(value bool) *RolloutStrat
 // If called multiple times, the Stateful field is set to the value of the last call.
 func (b *RolloutStrategyApplyConfiguration) WithStateful(value placementv1alpha1.StatefulMoves) *RolloutStrategyApplyConfiguration {
 	b.Stateful = &value
+	return b
+}
+
+// WithDisruptionBudget sets the DisruptionBudget field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DisruptionBudget field is set to the value of the last call.
+func (b *RolloutStrategyApplyConfiguration) WithDisruptionBudget(value *DisruptionBudgetApplyConfiguration) *RolloutStrategyApplyConfiguration {
+	b.DisruptionBudget = value
 	return b
 }
