@@ -165,8 +165,8 @@ func age(t time.Time, now time.Time) string {
 
 // newDescribeCommand is `kubectl lodestar describe cluster <name>`.
 func newDescribeCommand(o *options) *cobra.Command {
-	cmd := group("describe", "Show the details of a fleet object", "Show the details of a fleet object: `describe cluster <name>`.",
-		"  kubectl lodestar describe cluster edge-12")
+	cmd := group("describe", "Show the details of a fleet object", "Show the details of a fleet object: `describe cluster <name>`, `describe quota [name]`.",
+		"  kubectl lodestar describe cluster edge-12\n  kubectl lodestar describe quota -n team")
 	cluster := &cobra.Command{
 		Use:     "cluster <name>",
 		Aliases: []string{"clusters", "clusterprofile"},
@@ -209,7 +209,7 @@ providers and the events of its ClusterProfile.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(cluster)
+	cmd.AddCommand(cluster, newDescribeQuotaCommand(o))
 	return cmd
 }
 

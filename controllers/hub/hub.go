@@ -21,6 +21,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/clusterplacement"
 	"github.com/lodestar-dev/lodestar/controllers/hub/clustersetbinding"
 	"github.com/lodestar-dev/lodestar/controllers/hub/consumeraccess"
+	"github.com/lodestar-dev/lodestar/controllers/hub/fleetquota"
 	"github.com/lodestar-dev/lodestar/controllers/hub/fleetview"
 	"github.com/lodestar-dev/lodestar/controllers/hub/interpretation"
 	"github.com/lodestar-dev/lodestar/controllers/hub/memberaccess"
@@ -204,6 +205,9 @@ func setupStatus(mgr ctrl.Manager, opts Options, scope lookup.Scope, interpretat
 	}
 	if err := (&interpretation.PlacementReconciler{Client: mgr.GetClient(), Interpretations: interpretations, Workers: opts.Workers, Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the interpreted controller: %w", err)
+	}
+	if err := (&fleetquota.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(fleetquota.Name), Interpretations: interpretations, Scope: scope}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the fleet quota controller: %w", err)
 	}
 	if !scope.SetsOnly {
 		// Cluster-scoped: the hub-wide manager reports on them.

@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -262,6 +263,10 @@ var cases = []ruleCase{
 	{"an interpretation says at least one of health, replicas, dependencies and aggregate", func(ctx context.Context, c client.Client, _ string) error {
 		return c.Create(ctx, &placementv1alpha1.ResourceInterpretation{ObjectMeta: metav1.ObjectMeta{Name: "empty-" + rand.String(5)},
 			Spec: placementv1alpha1.ResourceInterpretationSpec{Target: placementv1alpha1.InterpretedKind{Group: "example.com", Kind: "Widget"}}})
+	}},
+	{"hard names pods, clusters, requests.<resource> or limits.<resource>", func(ctx context.Context, c client.Client, ns string) error {
+		return c.Create(ctx, &placementv1alpha1.FleetQuota{ObjectMeta: metav1.ObjectMeta{Name: "q-" + rand.String(5), Namespace: ns},
+			Spec: placementv1alpha1.FleetQuotaSpec{Hard: map[string]resource.Quantity{"cpu": resource.MustParse("2")}}})
 	}},
 	{"a RolloutApproval is immutable", func(ctx context.Context, c client.Client, ns string) error {
 		a := &placementv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns},

@@ -54,6 +54,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &placementv1alpha1.ClusterSetBindingStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterStatus"):
 		return &placementv1alpha1.ClusterStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClusterUse"):
+		return &placementv1alpha1.ClusterUseApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ConsumerAccessGrant"):
 		return &placementv1alpha1.ConsumerAccessGrantApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ConsumerAccessGrantSpec"):
@@ -74,6 +76,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &placementv1alpha1.FailoverApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FilterVerdict"):
 		return &placementv1alpha1.FilterVerdictApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetQuota"):
+		return &placementv1alpha1.FleetQuotaApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetQuotaSpec"):
+		return &placementv1alpha1.FleetQuotaSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetQuotaStatus"):
+		return &placementv1alpha1.FleetQuotaStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HealthInterpretation"):
 		return &placementv1alpha1.HealthInterpretationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImageOverride"):

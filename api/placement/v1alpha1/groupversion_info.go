@@ -25,7 +25,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PlacementRevision{}, &PlacementRevisionList{}, &RolloutApproval{}, &RolloutApprovalList{},
 		&ClusterSetBinding{}, &ClusterSetBindingList{}, &ClusterPlacement{}, &ClusterPlacementList{},
 		&MemberAccessGrant{}, &MemberAccessGrantList{}, &ConsumerAccessGrant{}, &ConsumerAccessGrantList{},
-		&ResourceInterpretation{}, &ResourceInterpretationList{})
+		&ResourceInterpretation{}, &ResourceInterpretationList{}, &FleetQuota{}, &FleetQuotaList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -179,7 +179,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// revision maker.
 		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, handlers.Updates(lookup.RenderedChanged)))).
 		Watches(&placementv1alpha1.PlacementRevision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, "")),
-			builder.WithPredicates(handlers.Creations)).
+			builder.WithPredicates(predicate.Or[client.Object](handlers.Creations, predicate.AnnotationChangedPredicate{}))).
 		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
 		// Edits and deletions of its Works concern the generator; their status
 		// reports only while a rollout or a removal of their Placement is under way.

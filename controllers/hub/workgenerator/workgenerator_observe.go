@@ -153,6 +153,9 @@ func (r *Reconciler) observeRevisions(ctx context.Context, s *scope) (bool, erro
 		return false, nil
 	}
 	s.revs, s.target = revs, &revs[i]
+	if ok, err := r.quotaTarget(ctx, s); !ok || err != nil {
+		return false, err
+	}
 	if ro := p.Status.Rollout; ro != nil {
 		if j := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == ro.StableRevision }); j >= 0 {
 			s.stable = &revs[j]

@@ -45,11 +45,14 @@ const (
 	// followed), for a workload that references more objects than a
 	// Placement may follow, none of them there.
 	AttackForgedWriter = "forged writer"
+	// AttackSelfQuota: a namespace admin writes itself a FleetQuota (a
+	// platform admin's) of every resource, unbounded.
+	AttackSelfQuota = "self-written quota"
 )
 
 // Attacks are every attack Tenant runs.
 var Attacks = []string{AttackHugeTotals, AttackAbsurdRequests, AttackRBACRewrite, AttackUnservedKind, AttackDeepOverrides, AttackServiceSpam, AttackSelfGrant,
-	AttackInterpretedExtremes, AttackSelfInterpretation, AttackForgedWriter}
+	AttackInterpretedExtremes, AttackSelfInterpretation, AttackForgedWriter, AttackSelfQuota}
 
 // MaxLive bounds the hostile Placements a Tenant keeps at once; past it the
 // oldest goes (with its objects), so that a long run stays a steady load.
@@ -233,6 +236,13 @@ data: {k: v}`, name), placement(name, clusters, "", "", "ConfigMap") + `
 		return t.selfInterpretation(name)
 	case AttackForgedWriter:
 		return forgedWriter(name, clusters)
+	case AttackSelfQuota:
+		return []string{fmt.Sprintf(`apiVersion: placement.lodestar.dev/v1alpha1
+kind: FleetQuota
+metadata:
+  name: %s
+spec:
+  hard: {requests.cpu: 1e18, pods: 9e18, clusters: "100000"}`, name)}
 	case AttackSelfGrant:
 		return []string{fmt.Sprintf(`apiVersion: v1
 kind: ServiceAccount

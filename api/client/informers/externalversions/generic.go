@@ -61,6 +61,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Placement().V1alpha1().ClusterSetBindings().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("consumeraccessgrants"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Placement().V1alpha1().ConsumerAccessGrants().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("fleetquotas"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Placement().V1alpha1().FleetQuotas().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("memberaccessgrants"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Placement().V1alpha1().MemberAccessGrants().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("placements"):

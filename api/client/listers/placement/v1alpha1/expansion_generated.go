@@ -34,6 +34,14 @@ type ClusterSetBindingNamespaceListerExpansion interface{}
 // ConsumerAccessGrantLister.
 type ConsumerAccessGrantListerExpansion interface{}
 
+// FleetQuotaListerExpansion allows custom methods to be added to
+// FleetQuotaLister.
+type FleetQuotaListerExpansion interface{}
+
+// FleetQuotaNamespaceListerExpansion allows custom methods to be added to
+// FleetQuotaNamespaceLister.
+type FleetQuotaNamespaceListerExpansion interface{}
+
 // MemberAccessGrantListerExpansion allows custom methods to be added to
 // MemberAccessGrantLister.
 type MemberAccessGrantListerExpansion interface{}

@@ -30,6 +30,8 @@ type Interface interface {
 	ClusterSetBindings() ClusterSetBindingInformer
 	// ConsumerAccessGrants returns a ConsumerAccessGrantInformer.
 	ConsumerAccessGrants() ConsumerAccessGrantInformer
+	// FleetQuotas returns a FleetQuotaInformer.
+	FleetQuotas() FleetQuotaInformer
 	// MemberAccessGrants returns a MemberAccessGrantInformer.
 	MemberAccessGrants() MemberAccessGrantInformer
 	// Placements returns a PlacementInformer.
@@ -66,6 +68,11 @@ func (v *version) ClusterSetBindings() ClusterSetBindingInformer {
 // ConsumerAccessGrants returns a ConsumerAccessGrantInformer.
 func (v *version) ConsumerAccessGrants() ConsumerAccessGrantInformer {
 	return &consumerAccessGrantInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// FleetQuotas returns a FleetQuotaInformer.
+func (v *version) FleetQuotas() FleetQuotaInformer {
+	return &fleetQuotaInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // MemberAccessGrants returns a MemberAccessGrantInformer.

@@ -24,6 +24,8 @@ type ClusterSetBindingExpansion interface{}
 
 type ConsumerAccessGrantExpansion interface{}
 
+type FleetQuotaExpansion interface{}
+
 type MemberAccessGrantExpansion interface{}
 
 type PlacementExpansion interface{}

@@ -31,6 +31,7 @@ type PlacementV1alpha1Interface interface {
 	ClusterPlacementsGetter
 	ClusterSetBindingsGetter
 	ConsumerAccessGrantsGetter
+	FleetQuotasGetter
 	MemberAccessGrantsGetter
 	PlacementsGetter
 	PlacementRevisionsGetter
@@ -53,6 +54,10 @@ func (c *PlacementV1alpha1Client) ClusterSetBindings(namespace string) ClusterSe
 
 func (c *PlacementV1alpha1Client) ConsumerAccessGrants() ConsumerAccessGrantInterface {
 	return newConsumerAccessGrants(c)
+}
+
+func (c *PlacementV1alpha1Client) FleetQuotas(namespace string) FleetQuotaInterface {
+	return newFleetQuotas(c, namespace)
 }
 
 func (c *PlacementV1alpha1Client) MemberAccessGrants() MemberAccessGrantInterface {

@@ -40,6 +40,10 @@ func (c *FakePlacementV1alpha1) ConsumerAccessGrants() v1alpha1.ConsumerAccessGr
 	return newFakeConsumerAccessGrants(c)
 }
 
+func (c *FakePlacementV1alpha1) FleetQuotas(namespace string) v1alpha1.FleetQuotaInterface {
+	return newFakeFleetQuotas(c, namespace)
+}
+
 func (c *FakePlacementV1alpha1) MemberAccessGrants() v1alpha1.MemberAccessGrantInterface {
 	return newFakeMemberAccessGrants(c)
 }

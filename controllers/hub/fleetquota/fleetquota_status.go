@@ -1,0 +1,194 @@
+package fleetquota
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/conditions"
+	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/quota"
+)
+
+// maxListedClusters caps a FleetQuota's status.clusters.
+const maxListedClusters = 200
+
+// decision is the admission of one Placement's newest revision.
+type decision struct {
+	placement *placementv1alpha1.Placement
+	target    *placementv1alpha1.PlacementRevision
+	admit     bool
+	message   string
+}
+
+// condition is the Placement's QuotaAdmitted condition for d.
+func (d decision) condition() metav1.Condition {
+	c := metav1.Condition{Type: placementv1alpha1.QuotaAdmittedCondition, Status: metav1.ConditionTrue, Reason: placementv1alpha1.ReasonQuotaAdmitted,
+		Message: message.Truncate(d.message, conditions.MaxMessage), ObservedGeneration: d.placement.Generation}
+	if !d.admit {
+		c.Status, c.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonQuotaExceeded
+	}
+	return conditions.Merge(d.placement.Status.Conditions, c)
+}
+
+func admitted(rev *placementv1alpha1.PlacementRevision) bool {
+	return rev.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] == "true"
+}
+
+// admit decides, in creation order, whether each Placement's newest revision
+// fits every quota beside what the others claim: their use, or, once their
+// newest revision is admitted, the larger of their use and its ask (it may be
+// rolling out). A revision admitted stays admitted.
+func admit(ns *namespace, quotas []placementv1alpha1.FleetQuota) []decision {
+	claim := map[*placed]quota.Usage{}
+	on := map[*placed]map[string]bool{}
+	for _, pl := range ns.placed {
+		claim[pl], on[pl] = pl.use(), setOf(slices.Collect(maps.Keys(pl.byCluster)))
+		if pl.target != nil && admitted(pl.target) && pl.askErr == nil {
+			claim[pl] = quota.Max(claim[pl], pl.ask)
+			maps.Copy(on[pl], setOf(pl.askClusters))
+		}
+	}
+	var out []decision
+	for _, pl := range ns.placed {
+		if pl.target == nil {
+			continue
+		}
+		d := decision{placement: pl.placement, target: pl.target}
+		rev := fmt.Sprintf("revision %d", pl.target.Spec.Revision)
+		switch {
+		case admitted(pl.target):
+			d.admit, d.message = true, rev+" fits the namespace's FleetQuotas"
+		case pl.askErr != nil:
+			d.message = fmt.Sprintf("%s cannot be counted (%v), so it is not rolled out; %s", rev, pl.askErr, stays(pl.placement))
+		default:
+			others, otherClusters := quota.Usage{}, map[string]bool{}
+			for _, q := range ns.placed {
+				if q != pl {
+					others.Add(claim[q])
+					maps.Copy(otherClusters, on[q])
+				}
+			}
+			var problems []string
+			for _, fq := range quotas {
+				if vs := quota.Exceeds(fq.Spec.Hard, withClusters(others, otherClusters, nil), withClusters(pl.ask, otherClusters, pl.askClusters)); len(vs) > 0 {
+					problems = append(problems, "FleetQuota "+fq.Name+": "+quota.Describe(vs))
+				}
+			}
+			if len(problems) == 0 {
+				d.admit, d.message = true, rev+" fits the namespace's FleetQuotas"
+				claim[pl] = quota.Max(claim[pl], pl.ask)
+				maps.Copy(on[pl], setOf(pl.askClusters))
+				break
+			}
+			d.message = fmt.Sprintf("%s is not rolled out, it would take the namespace past its quota (%s); %s", rev, strings.Join(problems, "; "), stays(pl.placement))
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// stays says what the Placement keeps while its newest revision waits.
+func stays(p *placementv1alpha1.Placement) string {
+	if ro := p.Status.Rollout; ro != nil && ro.StableRevision != "" {
+		return "the clusters keep " + ro.StableRevision
+	}
+	return "nothing is placed until it fits"
+}
+
+// withClusters is u with the clusters resource: as used, the clusters of
+// base; as asked (more non-nil), how many of more base does not have yet.
+func withClusters(u quota.Usage, base map[string]bool, more []string) quota.Usage {
+	out := maps.Clone(u)
+	if out == nil {
+		out = quota.Usage{}
+	}
+	n := len(base)
+	if more != nil {
+		n = 0
+		for _, c := range more {
+			if !base[c] {
+				n++
+			}
+		}
+	}
+	out[placementv1alpha1.QuotaClusters] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	return out
+}
+
+func setOf(names []string) map[string]bool {
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
+
+// applyCondition writes c as the Placement's QuotaAdmitted condition; nil
+// gives it up (server-side apply removes it).
+func (r *Reconciler) applyCondition(ctx context.Context, p *placementv1alpha1.Placement, c *metav1.Condition) error {
+	out := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+	out.Status.Conditions = []metav1.Condition{}
+	if c != nil {
+		out.Status.Conditions = []metav1.Condition{*c}
+	}
+	return patch.ApplyStatus(ctx, r.Client, out, Name)
+}
+
+// quotaStatus is a FleetQuota's status for what the namespace uses.
+func quotaStatus(fq *placementv1alpha1.FleetQuota, ns *namespace) placementv1alpha1.FleetQuotaStatus {
+	total, byCluster := quota.Usage{}, map[string]quota.Usage{}
+	for _, pl := range ns.placed {
+		for cluster, u := range pl.byCluster {
+			if byCluster[cluster] == nil {
+				byCluster[cluster] = quota.Usage{}
+			}
+			byCluster[cluster].Add(u)
+			total.Add(u)
+		}
+	}
+	st := placementv1alpha1.FleetQuotaStatus{ObservedGeneration: fq.Generation,
+		Used: withClusters(total, setOf(slices.Collect(maps.Keys(byCluster))), nil).Only(fq.Spec.Hard)}
+	for _, cluster := range slices.Sorted(maps.Keys(byCluster)) {
+		if len(st.Clusters) == maxListedClusters {
+			st.ClustersNotListed++
+			continue
+		}
+		u := byCluster[cluster].Only(fq.Spec.Hard)
+		delete(u, placementv1alpha1.QuotaClusters)
+		st.Clusters = append(st.Clusters, placementv1alpha1.ClusterUse{Name: cluster, Used: u})
+	}
+	c := metav1.Condition{Type: placementv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: placementv1alpha1.ReasonWithinQuota,
+		Message: "what the namespace's Placements use is within hard", ObservedGeneration: fq.Generation}
+	if vs := quota.Exceeds(fq.Spec.Hard, quota.Usage{}, st.Used); len(vs) > 0 {
+		over := make([]string, len(vs))
+		for i, v := range vs {
+			over[i] = fmt.Sprintf("%s: %s used, %s allowed", v.Resource, v.Asked.String(), v.Hard.String())
+		}
+		c.Status, c.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonQuotaExceeded
+		c.Message = "more is used than hard allows (nothing is taken away; no revision that asks more is rolled out): " + strings.Join(over, "; ")
+	}
+	st.Conditions = []metav1.Condition{conditions.Merge(fq.Status.Conditions, c)}
+	return st
+}
+
+// applyQuotaStatus writes a FleetQuota's status when it changes.
+func (r *Reconciler) applyQuotaStatus(ctx context.Context, fq *placementv1alpha1.FleetQuota, ns *namespace) error {
+	st := quotaStatus(fq, ns)
+	if old := meta.FindStatusCondition(fq.Status.Conditions, placementv1alpha1.ReadyCondition); old != nil && conditions.Same(fq.Status.Conditions, st.Conditions[0]) &&
+		equality.Semantic.DeepEqual(fq.Status.Used, st.Used) && equality.Semantic.DeepEqual(fq.Status.Clusters, st.Clusters) &&
+		fq.Status.ObservedGeneration == st.ObservedGeneration && fq.Status.ClustersNotListed == st.ClustersNotListed {
+		return nil
+	}
+	out := &placementv1alpha1.FleetQuota{ObjectMeta: metav1.ObjectMeta{Name: fq.Name, Namespace: fq.Namespace}, Status: st}
+	return patch.ApplyStatus(ctx, r.Client, out, Name)
+}

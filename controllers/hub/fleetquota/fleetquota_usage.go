@@ -1,0 +1,167 @@
+package fleetquota
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/clusterworks"
+	"github.com/lodestar-dev/lodestar/internal/division"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/percluster"
+	"github.com/lodestar-dev/lodestar/internal/quota"
+	"github.com/lodestar-dev/lodestar/internal/scheduling"
+)
+
+// placed is what one Placement uses and asks.
+type placed struct {
+	placement *placementv1alpha1.Placement
+	// byCluster is what its Works carry, by cluster.
+	byCluster map[string]quota.Usage
+	// target is its newest revision (status.revision), nil while there is
+	// none; ask what it asks over the clusters decided, askClusters those.
+	target      *placementv1alpha1.PlacementRevision
+	ask         quota.Usage
+	askClusters []string
+	// askErr says why the ask cannot be counted.
+	askErr error
+}
+
+// use is what its Works carry over the fleet.
+func (p *placed) use() quota.Usage {
+	u := quota.Usage{}
+	for _, cu := range p.byCluster {
+		u.Add(cu)
+	}
+	return u
+}
+
+// namespace is what a namespace's Placements use and ask, in creation order.
+type namespace struct {
+	placed []*placed
+}
+
+// observe reads each Placement's Works and newest revision.
+func (r *Reconciler) observe(ctx context.Context, placements []placementv1alpha1.Placement) (*namespace, error) {
+	kinds, err := lookup.Interpretations(ctx, r.Client, r.Interpretations)
+	if err != nil {
+		return nil, err
+	}
+	ns := &namespace{}
+	slices.SortFunc(placements, func(a, b placementv1alpha1.Placement) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	for i := range placements {
+		p := &placements[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		pl := &placed{placement: p, byCluster: map[string]quota.Usage{}}
+		works, err := lookup.Works(ctx, r.Client, p, client.UnsafeDisableDeepCopy)
+		if err != nil {
+			return nil, err
+		}
+		for cluster, parts := range clusterworks.ByCluster(works) {
+			var manifests []runtime.RawExtension
+			for _, w := range parts {
+				for _, m := range w.Spec.Workload.Manifests {
+					manifests = append(manifests, m.RawExtension)
+				}
+			}
+			u, err := quota.Of(manifests, kinds)
+			if err != nil {
+				return nil, fmt.Errorf("counting what Placement %s carries to %s: %w", p.Name, cluster, err)
+			}
+			pl.byCluster[cluster] = u
+		}
+		if err := r.observeAsk(ctx, pl, kinds); err != nil {
+			return nil, err
+		}
+		ns.placed = append(ns.placed, pl)
+	}
+	return ns, nil
+}
+
+// observeAsk renders the Placement's newest revision for each cluster decided
+// and counts it: divided workloads once over the fleet (division splits their
+// replicas without adding any), the rest per cluster after its overrides.
+func (r *Reconciler) observeAsk(ctx context.Context, pl *placed, kinds division.Kinds) error {
+	p := pl.placement
+	revs, err := lookup.Revisions(ctx, r.Client, p)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == p.Status.Revision })
+	if i < 0 {
+		return nil
+	}
+	pl.target = &revs[i]
+	decided, err := lookup.DecidedIn(ctx, r.Client, p, r.Scope.Sets)
+	if err != nil {
+		return err
+	}
+	profiles, err := lookup.ProfilesIn(ctx, r.Client, decided.Clusters, decided.Sets)
+	if err != nil {
+		return err
+	}
+	views := make(map[string]scheduling.Cluster, len(profiles))
+	for name, profile := range profiles {
+		views[name] = scheduling.ClusterOf(profile)
+	}
+	rd := percluster.NewRenderer(client.ObjectKeyFromObject(p), &r.compiled, views)
+	base, err := rd.Revision(pl.target)
+	if err != nil {
+		pl.askErr = err
+		return nil
+	}
+	divided := func(raw []byte) bool {
+		if base.Division == nil {
+			return false
+		}
+		_, ok := division.WorkloadOf(raw, kinds)
+		return ok
+	}
+	pl.ask = quota.Usage{}
+	once, err := quota.Of(filter(base.Manifests, divided), kinds)
+	if err != nil {
+		pl.askErr = err
+		return nil
+	}
+	pl.ask.Add(once)
+	for _, cluster := range decided.Clusters {
+		c, err := rd.For(base, cluster)
+		if percluster.OverrideFailure(err) != "" {
+			continue // the cluster keeps what it has, counted in use
+		}
+		if err != nil {
+			return err
+		}
+		u, err := quota.Of(filter(c.Manifests, func(raw []byte) bool { return !divided(raw) }), kinds)
+		if err != nil {
+			pl.askErr = err
+			return nil
+		}
+		pl.ask.Add(u)
+		pl.askClusters = append(pl.askClusters, cluster)
+	}
+	return nil
+}
+
+// filter are the manifests keep keeps.
+func filter(manifests []runtime.RawExtension, keep func([]byte) bool) []runtime.RawExtension {
+	var out []runtime.RawExtension
+	for _, m := range manifests {
+		if keep(m.Raw) {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,41 @@
+package workgenerator
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=fleetquotas,verbs=get;list;watch
+
+// quotaTarget is the revision to roll out in a namespace with FleetQuotas:
+// the newest one the fleet quota controller admitted (the QuotaAdmitted
+// condition says why a newer one waits). False when none is admitted yet, as
+// st says: nothing is rolled out.
+func (r *Reconciler) quotaTarget(ctx context.Context, s *scope) (bool, error) {
+	quotas := &placementv1alpha1.FleetQuotaList{}
+	if err := r.Client.List(ctx, quotas, client.InNamespace(s.placement.Namespace), client.Limit(1)); err != nil {
+		return false, err
+	}
+	if len(quotas.Items) == 0 || s.target.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] == "true" {
+		return true, nil
+	}
+	var best *placementv1alpha1.PlacementRevision
+	for i := range s.revs {
+		rv := &s.revs[i]
+		if rv.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] == "true" && rv.Spec.Revision < s.target.Spec.Revision &&
+			(best == nil || rv.Spec.Revision > best.Spec.Revision) {
+			best = rv
+		}
+	}
+	if best == nil {
+		s.st.set(metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForQuota,
+			"revision %d waits for the namespace's FleetQuotas to admit it (the QuotaAdmitted condition says why not)", s.target.Spec.Revision)
+		return false, nil
+	}
+	s.target = best
+	return true, nil
+}

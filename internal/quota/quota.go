@@ -1,0 +1,204 @@
+// Package quota is what a namespace's Placements use over the fleet, as a
+// FleetQuota counts it: for each workload a Work carries, its pods times what
+// one pod requests and limits (cpu, memory, any extended resource), its pods,
+// and the clusters used; and whether a revision's ask fits a quota's hard
+// amounts beside what the namespace's other Placements use.
+package quota
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/capacity"
+	"github.com/lodestar-dev/lodestar/internal/division"
+)
+
+// Usage is an amount by quota resource name (requests.cpu, limits.memory,
+// pods, clusters...).
+type Usage map[string]resource.Quantity
+
+// Add adds u2 to u.
+func (u Usage) Add(u2 Usage) {
+	for name, q := range u2 {
+		sum := u[name]
+		sum.Add(q)
+		u[name] = sum
+	}
+}
+
+// Max is, by resource, the larger of a and b.
+func Max(a, b Usage) Usage {
+	out := Usage{}
+	for _, u := range []Usage{a, b} {
+		for name, q := range u {
+			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+				out[name] = q.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+// Only is u restricted to the resources hard names.
+func (u Usage) Only(hard map[string]resource.Quantity) Usage {
+	out := Usage{}
+	for name := range hard {
+		out[name] = u[name].DeepCopy()
+	}
+	return out
+}
+
+// podSpecPaths is where the built-in kinds that run pods keep their pod
+// template's spec, and how many pods each runs: replicas (default 1), a Job's
+// parallelism, one for a Pod, a CronJob's job's parallelism, and one per
+// cluster for a DaemonSet (its node count is the member's).
+var podSpecPaths = map[schema.GroupKind]struct {
+	spec, pods []string
+}{
+	{Kind: "Pod"}:                        {spec: []string{"spec"}},
+	{Kind: "ReplicationController"}:      {spec: []string{"spec", "template", "spec"}, pods: []string{"spec", "replicas"}},
+	{Group: "apps", Kind: "Deployment"}:  {spec: []string{"spec", "template", "spec"}, pods: []string{"spec", "replicas"}},
+	{Group: "apps", Kind: "StatefulSet"}: {spec: []string{"spec", "template", "spec"}, pods: []string{"spec", "replicas"}},
+	{Group: "apps", Kind: "ReplicaSet"}:  {spec: []string{"spec", "template", "spec"}, pods: []string{"spec", "replicas"}},
+	{Group: "apps", Kind: "DaemonSet"}:   {spec: []string{"spec", "template", "spec"}},
+	{Group: "batch", Kind: "Job"}:        {spec: []string{"spec", "template", "spec"}, pods: []string{"spec", "parallelism"}},
+	{Group: "batch", Kind: "CronJob"}:    {spec: []string{"spec", "jobTemplate", "spec", "template", "spec"}, pods: []string{"spec", "jobTemplate", "spec", "parallelism"}},
+}
+
+// Of is what one cluster's manifests use: each workload's pods times what one
+// pod requests and limits; kinds interprets custom kinds (their replicas and
+// requests per replica). Manifests that run nothing use nothing. The error
+// names a workload that cannot be read.
+func Of(manifests []runtime.RawExtension, kinds division.Kinds) (Usage, error) {
+	u := Usage{}
+	for _, m := range manifests {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(m.Raw); err != nil {
+			continue
+		}
+		wu, err := workload(obj, kinds)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		u.Add(wu)
+	}
+	return u, nil
+}
+
+// workload is what one workload uses.
+func workload(obj *unstructured.Unstructured, kinds division.Kinds) (Usage, error) {
+	gk := obj.GroupVersionKind().GroupKind()
+	paths, ok := podSpecPaths[gk]
+	if !ok {
+		if kinds == nil {
+			return nil, nil
+		}
+		r := kinds.Replicas(gk)
+		if r == nil {
+			return nil, nil
+		}
+		n, requests, err := r.Replicas(obj.Object)
+		if err != nil {
+			return nil, err
+		}
+		u := Usage{placementv1alpha1.QuotaPods: *resource.NewQuantity(n, resource.DecimalSI)}
+		for name, q := range requests {
+			u["requests."+name] = times(q, n)
+		}
+		return u, nil
+	}
+	pods := int64(1)
+	if paths.pods != nil {
+		if v, found, err := unstructured.NestedInt64(obj.Object, paths.pods...); err == nil && found {
+			pods = max(v, 0)
+		}
+	}
+	raw, found, err := unstructured.NestedMap(obj.Object, paths.spec...)
+	if err != nil || !found {
+		return Usage{placementv1alpha1.QuotaPods: *resource.NewQuantity(pods, resource.DecimalSI)}, nil
+	}
+	spec := &corev1.PodSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec); err != nil {
+		return nil, fmt.Errorf("reading the pod template: %w", err)
+	}
+	u := Usage{placementv1alpha1.QuotaPods: *resource.NewQuantity(pods, resource.DecimalSI)}
+	for name, q := range capacity.Requests(spec) {
+		u["requests."+string(name)] = times(q, pods)
+	}
+	for name, q := range limits(spec) {
+		u["limits."+string(name)] = times(q, pods)
+	}
+	return u, nil
+}
+
+// limits is what a pod spec limits: its containers' summed, or its largest
+// init container's when larger.
+func limits(spec *corev1.PodSpec) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, c := range spec.Containers {
+		for name, q := range c.Resources.Limits {
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	for _, c := range spec.InitContainers {
+		for name, q := range c.Resources.Limits {
+			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+				out[name] = q.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+// times is q times n, exactly, however large.
+func times(q resource.Quantity, n int64) resource.Quantity {
+	d := q.AsDec()
+	d.Mul(d, resource.NewQuantity(n, resource.DecimalSI).AsDec())
+	return *resource.NewDecimalQuantity(*d, q.Format)
+}
+
+// Violation is a resource a revision's ask takes past a quota.
+type Violation struct {
+	Resource          string
+	Used, Asked, Hard resource.Quantity
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s: %s used by the namespace's other Placements and %s asked, more than the %s allowed",
+		v.Resource, v.Used.String(), v.Asked.String(), v.Hard.String())
+}
+
+// Exceeds lists, by resource name, what others (the other Placements'
+// use) and ask together take past hard.
+func Exceeds(hard map[string]resource.Quantity, others, ask Usage) []Violation {
+	var out []Violation
+	for _, name := range slices.Sorted(maps.Keys(hard)) {
+		used, asked := others[name], ask[name]
+		total := used.DeepCopy()
+		total.Add(asked)
+		if total.Cmp(hard[name]) > 0 {
+			out = append(out, Violation{Resource: name, Used: used, Asked: asked, Hard: hard[name]})
+		}
+	}
+	return out
+}
+
+// Describe lists violations in one line.
+func Describe(vs []Violation) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.String()
+	}
+	return strings.Join(parts, "; ")
+}

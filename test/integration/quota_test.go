@@ -1,0 +1,100 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// A FleetQuota counts what the namespace runs over the fleet (replicas times
+// copies); a revision that would take it past the quota is not rolled out
+// and the Placement says which resource, used and asked; raised, it rolls
+// out: the docs' examples.
+func TestFleetQuota(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	placementsGoAtEnd(t, ns)
+	files, doc := examples(t, "quota", 2)
+	for _, file := range files {
+		for _, obj := range exampleObjects(t, file, doc, ns) {
+			g.Expect(hubCP.Client.Create(ctx, obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+		}
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "web"}
+	replicasOn := func(g Gomega, cluster string) int32 {
+		d := &appsv1.Deployment{}
+		g.Expect(members[cluster].Client.Get(ctx, key, d)).To(Succeed())
+		return ptr.Deref(d.Spec.Replicas, 1)
+	}
+	quota := func(g Gomega) *placementv1alpha1.FleetQuota {
+		fq := &placementv1alpha1.FleetQuota{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team"}, fq)).To(Succeed())
+		return fq
+	}
+	q := resource.MustParse
+	g.Eventually(func(g Gomega) {
+		g.Expect(replicasOn(g, member1)).To(BeEquivalentTo(1))
+		g.Expect(replicasOn(g, member2)).To(BeEquivalentTo(1))
+		c := placementCondition(g, t, key, placementv1alpha1.QuotaAdmittedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		fq := quota(g)
+		g.Expect(fq.Status.Used).To(HaveLen(5))
+		for name, want := range map[string]resource.Quantity{"requests.cpu": q("1"), "pods": q("2"), "clusters": q("2"), "limits.memory": q("1Gi"), "requests.nvidia.com/gpu": q("0")} {
+			got := fq.Status.Used[name]
+			g.Expect(got.Cmp(want)).To(BeZero(), "%s used: %s", name, got.String())
+		}
+		g.Expect(fq.Status.Clusters).To(HaveLen(2))
+		g.Expect(meta.IsStatusConditionTrue(fq.Status.Conditions, placementv1alpha1.ReadyCondition)).To(BeTrue())
+	}).Should(Succeed())
+
+	// 3 replicas on each of two clusters: 3 CPUs and 6 pods, past the quota.
+	g.Eventually(func() error {
+		return updateOnHub(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](3) })
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.QuotaAdmittedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonQuotaExceeded))
+		g.Expect(c.Message).To(ContainSubstring("revision 2 is not rolled out"))
+		g.Expect(c.Message).To(ContainSubstring("FleetQuota team: pods: 0 used by the namespace's other Placements and 6 asked, more than the 4 allowed; requests.cpu: 0 used by the namespace's other Placements and 3 asked, more than the 2 allowed"))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(replicasOn(g, member1)).To(BeEquivalentTo(1), "revision 1 stays")
+		g.Expect(replicasOn(g, member2)).To(BeEquivalentTo(1), "revision 1 stays")
+	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+
+	// The quota raised: revision 2 rolls out.
+	g.Eventually(func() error {
+		return updateOnHub(&placementv1alpha1.FleetQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"}}, func(fq *placementv1alpha1.FleetQuota) {
+			fq.Spec.Hard["requests.cpu"], fq.Spec.Hard["pods"] = q("4"), q("8")
+		})
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(replicasOn(g, member1)).To(BeEquivalentTo(3))
+		g.Expect(replicasOn(g, member2)).To(BeEquivalentTo(3))
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.QuotaAdmittedCondition).Status).To(Equal(metav1.ConditionTrue))
+		used := quota(g).Status.Used["requests.cpu"]
+		g.Expect(used.Cmp(q("3"))).To(BeZero(), "used %s", used.String())
+	}).Should(Succeed())
+
+	// kubectl lodestar describe quota: hard, used, and the use per cluster.
+	out, err := hubTool(t, testenv.EventuallyTimeout, filepath.Join(os.Getenv("LODESTAR_BIN"), "kubectl-lodestar"), "describe", "quota", "team", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`requests\.cpu\s+3\s+4`))
+	g.Expect(out).To(MatchRegexp(`pods\s+6\s+8`))
+	g.Expect(out).To(MatchRegexp(`member-1\s+.*1500m`))
+	g.Expect(out).To(MatchRegexp(`member-2\s+.*1500m`))
+}
