@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/adopt"
+)
+
+// wholeNamespace are the kinds `adopt --all` takes from a member namespace.
+var wholeNamespace = []schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "Deployment"}, {Group: "apps", Version: "v1", Kind: "StatefulSet"},
+	{Group: "apps", Version: "v1", Kind: "DaemonSet"}, {Group: "batch", Version: "v1", Kind: "CronJob"},
+	{Version: "v1", Kind: "Service"}, {Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Secret"},
+	{Version: "v1", Kind: "ServiceAccount"}, {Version: "v1", Kind: "PersistentVolumeClaim"},
+	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}, {Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"},
+}
+
+// newAdoptCommand is `kubectl lodestar adopt`.
+func newAdoptCommand(o *options) *cobra.Command {
+	var (
+		from      map[string]string
+		all       bool
+		placement string
+		dryRun    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "adopt (<kind>/<name>... | --all) --from <cluster>=<kubeconfig>...",
+		Short: "Take workloads that already run on members under Lodestar, restarting nothing",
+		Long: `Adopt objects that already run on member clusters: write each as the hub
+object (cleaned of status and of what belongs to the member), and a Placement
+pinned to the members that run them, whose agents take the copies over
+(applyStrategy takeover IfNoDiff) without changing them, so that nothing
+restarts. Where the members' copies differ, the hub object is the first
+member's (by name) and the others' differences become the Placement's
+overrides, listed as they are found; a member without an object gets a delete
+override for it. --all adopts every Deployment, StatefulSet, DaemonSet,
+CronJob, Service, ConfigMap, Secret, ServiceAccount, PersistentVolumeClaim,
+Ingress and PodDisruptionBudget of the namespace (not what the member's
+controllers make, nor what every namespace has). The hub namespace must exist
+and be bound to the members' cluster set. --dry-run prints what would be
+written (docs/adopt.md).`,
+		Example: `  kubectl lodestar adopt deployment/web configmap/web-settings -n shop \
+      --from member-1=member-1.kubeconfig --from member-2=member-2.kubeconfig
+  kubectl lodestar adopt --all -n shop --from member-1=member-1.kubeconfig --dry-run`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(from) == 0 {
+				return errors.New("--from <cluster>=<kubeconfig> names the members to adopt from, at least one")
+			}
+			if all == (len(args) > 0) {
+				return errors.New("name the objects to adopt as <kind>/<name>, or give --all")
+			}
+			hub, ns, err := o.hubIn()
+			if err != nil {
+				return err
+			}
+			a := &adoption{namespace: ns, from: from, out: o.Out}
+			if err := a.read(cmd.Context(), args); err != nil {
+				return err
+			}
+			if placement == "" {
+				placement = "adopted-" + a.objects[0].GetName()
+				if all {
+					placement = "adopted"
+				}
+			}
+			p, err := a.plan(placement)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				return a.print(p)
+			}
+			return a.write(cmd.Context(), hub, p)
+		},
+	}
+	cmd.Flags().StringToStringVar(&from, "from", nil, "A member to adopt from and the path of its kubeconfig, as <cluster>=<path>; repeat for each member.")
+	cmd.Flags().BoolVar(&all, "all", false, "Adopt the whole member namespace (the kinds listed above).")
+	cmd.Flags().StringVar(&placement, "placement", "", "The Placement's name (default adopted-<first object>, or adopted with --all).")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Print the hub objects and the Placement, and the differences, without writing them.")
+	return cmd
+}
+
+// adoption is one adopt command's reading of the members.
+type adoption struct {
+	namespace string
+	from      map[string]string
+	out       io.Writer
+	// objects are the hub objects; copies each one's cleaned copies, by cluster.
+	objects []*unstructured.Unstructured
+	copies  []map[string]*unstructured.Unstructured
+	// clusters are the members that run at least one.
+	clusters []string
+}
+
+// read finds the objects on each member.
+func (a *adoption) read(ctx context.Context, refs []string) error {
+	byKey := map[string]map[string]*unstructured.Unstructured{}
+	var order []string
+	for _, cluster := range slices.Sorted(maps.Keys(a.from)) {
+		c, err := memberClient(a.from[cluster])
+		if err != nil {
+			return fmt.Errorf("member %s: %w", cluster, err)
+		}
+		found, err := a.find(ctx, c, refs)
+		if err != nil {
+			return fmt.Errorf("member %s: %w", cluster, err)
+		}
+		for _, obj := range found {
+			key := obj.GroupVersionKind().GroupKind().String() + "/" + obj.GetName()
+			if byKey[key] == nil {
+				byKey[key] = map[string]*unstructured.Unstructured{}
+				order = append(order, key)
+			}
+			byKey[key][cluster] = adopt.Clean(obj)
+		}
+		if len(found) > 0 {
+			a.clusters = append(a.clusters, cluster)
+		}
+	}
+	if len(order) == 0 {
+		return fmt.Errorf("nothing to adopt in namespace %s of %s", a.namespace, strings.Join(slices.Sorted(maps.Keys(a.from)), ", "))
+	}
+	for _, key := range order {
+		copies := byKey[key]
+		first := copies[slices.Sorted(maps.Keys(copies))[0]]
+		a.objects = append(a.objects, first.DeepCopy())
+		a.copies = append(a.copies, copies)
+	}
+	return nil
+}
+
+// find reads the named objects (a name absent there is skipped) or, with no
+// names, the adoptable objects of the namespace, from one member.
+func (a *adoption) find(ctx context.Context, c client.Client, refs []string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	if len(refs) == 0 {
+		for _, gvk := range wholeNamespace {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := c.List(ctx, list, client.InNamespace(a.namespace)); err != nil {
+				return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+			}
+			for i := range list.Items {
+				obj := &list.Items[i]
+				obj.SetGroupVersionKind(gvk)
+				if adopt.Adoptable(obj) == "" {
+					out = append(out, obj)
+				}
+			}
+		}
+		return out, nil
+	}
+	for _, ref := range refs {
+		kind, name, ok := strings.Cut(ref, "/")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q: name an object as <kind>/<name>, for example deployment/web", ref)
+		}
+		gvk, err := c.RESTMapper().KindFor(schema.ParseGroupResource(kind).WithVersion(""))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", ref, err)
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: a.namespace, Name: name}, obj); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		if why := adopt.Adoptable(obj); why != "" {
+			return nil, fmt.Errorf("%s is not adopted: %s", ref, why)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// memberClient connects to a member with its kubeconfig.
+func memberClient(path string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{})
+}
+
+// plan is the Placement, with the members' differences as overrides (each
+// listed on the output).
+func (a *adoption) plan(name string) (*placementv1alpha1.Placement, error) {
+	var overrides []placementv1alpha1.Override
+	for i, obj := range a.objects {
+		copies := a.copies[i]
+		base := slices.Sorted(maps.Keys(copies))[0]
+		diffs := adopt.Differences(copies)
+		for _, d := range diffs {
+			fmt.Fprintf(a.out, "# %s %s differs at %s:", obj.GetKind(), obj.GetName(), d.Path)
+			for _, c := range slices.Sorted(maps.Keys(d.Values)) {
+				fmt.Fprintf(a.out, " %s=%v", c, d.Values[c])
+			}
+			fmt.Fprintln(a.out)
+		}
+		rules, err := adopt.Overrides(obj, diffs, base, slices.Sorted(maps.Keys(copies)))
+		if err != nil {
+			return nil, err
+		}
+		overrides = append(overrides, rules...)
+		for _, c := range a.clusters {
+			if _, ok := copies[c]; !ok {
+				fmt.Fprintf(a.out, "# %s %s is not on %s: a delete override keeps it off\n", obj.GetKind(), obj.GetName(), c)
+				gvk := obj.GroupVersionKind()
+				overrides = append(overrides, placementv1alpha1.Override{Name: adopt.OverrideName("absent-", obj.GetKind(), obj.GetName(), c), ClusterNames: []string{c},
+					Targets: []placementv1alpha1.OverrideTarget{{Group: gvk.Group, Kind: gvk.Kind, Name: obj.GetName()}}, Delete: true})
+			}
+		}
+	}
+	if len(overrides) > adopt.MaxOverrides {
+		return nil, fmt.Errorf("the members' copies differ in %d ways, more than a Placement's %d overrides: adopt fewer objects at once, or make the copies alike first",
+			len(overrides), adopt.MaxOverrides)
+	}
+	return adopt.Placement(name, a.namespace, a.objects, a.clusters, overrides), nil
+}
+
+// print writes what adopt would write, as YAML documents.
+func (a *adoption) print(p *placementv1alpha1.Placement) error {
+	for _, obj := range a.objects {
+		b, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.out, "---\n%s", b)
+	}
+	b, err := yaml.Marshal(p)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.out, "---\n%s", b)
+	return nil
+}
+
+// write creates the hub objects (one that exists as it would be written is
+// left; one that differs is an error) and the Placement.
+func (a *adoption) write(ctx context.Context, hub client.Client, p *placementv1alpha1.Placement) error {
+	if err := hub.Get(ctx, client.ObjectKey{Name: a.namespace}, &corev1.Namespace{}); err != nil {
+		return fmt.Errorf("hub namespace %s: %w (create it and bind it to the members' cluster set first)", a.namespace, err)
+	}
+	for _, obj := range a.objects {
+		err := hub.Create(ctx, obj.DeepCopy())
+		if apierrors.IsAlreadyExists(err) {
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(obj.GroupVersionKind())
+			if err := hub.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+				return err
+			}
+			if !equality.Semantic.DeepEqual(adopt.Clean(cur).Object["spec"], obj.Object["spec"]) {
+				return fmt.Errorf("%s %s exists on the hub and differs from the members' copy: delete it, or adopt under another namespace", obj.GetKind(), obj.GetName())
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s %s on the hub: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	if err := hub.Create(ctx, p); err != nil {
+		return fmt.Errorf("writing Placement %s: %w", p.Name, err)
+	}
+	fmt.Fprintf(a.out, "adopted %d objects from %s into Placement %s/%s (takeover IfNoDiff: the copies are taken over unchanged)\n",
+		len(a.objects), strings.Join(a.clusters, ", "), p.Namespace, p.Name)
+	return nil
+}

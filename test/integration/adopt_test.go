@@ -1,0 +1,94 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
+)
+
+// kubectl lodestar adopt takes what already runs on two members (the docs'
+// example, with 2 replicas on member-2) under a Placement: the dry run
+// shows the replicas' difference as an override, the adoption writes the hub
+// objects and the Placement, the agents take the copies over unchanged
+// (same UID, same generation: nothing restarts), and from then on a change
+// on the hub reaches both.
+func TestAdoptWhatRuns(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	placementsGoAtEnd(t, ns)
+	files, doc := examples(t, "adopt", 1)
+	dir := t.TempDir()
+	args := []string{"adopt", "deployment/web", "configmap/web-settings", "service/web", "-n", ns}
+	for _, cluster := range []string{member1, member2} {
+		c := members[cluster].Client
+		g.Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+		for _, obj := range exampleObjects(t, files[0], doc, ns) {
+			if cluster == member2 && obj.GetKind() == "Deployment" {
+				g.Expect(unstructured.SetNestedField(obj.Object, int64(2), "spec", "replicas")).To(Succeed())
+			}
+			g.Expect(c.Create(ctx, obj)).To(Succeed(), "%s %s on %s", obj.GetKind(), obj.GetName(), cluster)
+		}
+		path := filepath.Join(dir, cluster)
+		g.Expect(testenv.WriteKubeconfig(members[cluster].Config, cluster, path)).To(Succeed())
+		args = append(args, "--from", cluster+"="+path)
+	}
+	before := map[string]*appsv1.Deployment{}
+	for _, cluster := range []string{member1, member2} {
+		d := &appsv1.Deployment{}
+		g.Expect(members[cluster].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+		before[cluster] = d
+	}
+	plugin := filepath.Join(os.Getenv("LODESTAR_BIN"), "kubectl-lodestar")
+
+	out, err := hubTool(t, testenv.EventuallyTimeout, plugin, append(args, "--dry-run")...)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("# Deployment web differs at /spec/replicas: member-1=1 member-2=2"))
+	g.Expect(out).To(ContainSubstring("takeover: IfNoDiff"))
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).NotTo(Succeed(), "a dry run writes nothing")
+
+	out, err = hubTool(t, testenv.EventuallyTimeout, plugin, args...)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("adopted 3 objects from member-1, member-2 into Placement " + ns + "/adopted-web"))
+
+	key := client.ObjectKey{Namespace: ns, Name: "adopted-web"}
+	g.Eventually(func(g Gomega) {
+		p := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, p)).To(Succeed())
+		c := placementCondition(g, t, key, placementv1alpha1.AppliedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		for cluster, want := range map[string]int32{member1: 1, member2: 2} {
+			d := &appsv1.Deployment{}
+			g.Expect(members[cluster].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+			g.Expect(d.UID).To(Equal(before[cluster].UID), "taken over on %s, not made anew", cluster)
+			g.Expect(d.Generation).To(Equal(before[cluster].Generation), "unchanged on %s: nothing restarts", cluster)
+			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(want)))
+		}
+	}).Should(Succeed())
+
+	// Lodestar's now: an edit on the hub reaches both members.
+	g.Eventually(func() error {
+		return updateOnHub(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-settings"}}, func(cm *corev1.ConfigMap) { cm.Data["greeting"] = "bonjour" })
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, cluster := range []string{member1, member2} {
+			cm := &corev1.ConfigMap{}
+			g.Expect(members[cluster].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-settings"}, cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "bonjour"), cluster)
+		}
+		d := &appsv1.Deployment{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+		g.Expect(ptr.Deref(d.Spec.Replicas, 0)).To(BeEquivalentTo(1), "the hub object is the first member's copy")
+	}).Should(Succeed())
+}
