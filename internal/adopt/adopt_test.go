@@ -70,4 +70,3 @@ func TestDifferencesAsOverrides(t *testing.T) {
 	g.Expect(Differences(map[string]*unstructured.Unstructured{"m1": copies["m1"], "m4": copies["m1"].DeepCopy()})).To(BeEmpty())
 	g.Expect(OverrideName("absent-", "ConfigMap", "a.very.long.name-that-goes-on-and-on-and-on-and-on", "member-with-a-long-name")).To(HaveLen(63))
 }
-
