@@ -20,7 +20,7 @@ func TestCRDs(t *testing.T) {
 	}
 	g.Expect(hubNames).To(ConsistOf(
 		"placements.placement.lodestar.dev", "resourceinterpretations.placement.lodestar.dev", "placementrevisions.placement.lodestar.dev", "rolloutapprovals.placement.lodestar.dev", "clustersetbindings.placement.lodestar.dev", "clusterplacements.placement.lodestar.dev",
-		"memberaccessgrants.placement.lodestar.dev", "consumeraccessgrants.placement.lodestar.dev", "fleetquotas.placement.lodestar.dev", "works.multicluster.x-k8s.io", "clusterprofiles.multicluster.x-k8s.io", "placementdecisions.multicluster.x-k8s.io",
+		"memberaccessgrants.placement.lodestar.dev", "consumeraccessgrants.placement.lodestar.dev", "fleetquotas.placement.lodestar.dev", "clusterfleetquotas.placement.lodestar.dev", "works.multicluster.x-k8s.io", "clusterprofiles.multicluster.x-k8s.io", "placementdecisions.multicluster.x-k8s.io",
 		"serviceexports.multicluster.x-k8s.io", "serviceimports.multicluster.x-k8s.io", "exportedservices.services.lodestar.dev", "importedservices.services.lodestar.dev"))
 
 	member, err := MemberCRDs()

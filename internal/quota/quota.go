@@ -175,7 +175,7 @@ type Violation struct {
 }
 
 func (v Violation) String() string {
-	return fmt.Sprintf("%s: %s used by the namespace's other Placements and %s asked, more than the %s allowed",
+	return fmt.Sprintf("%s: %s used by the other Placements it bounds and %s asked, more than the %s allowed",
 		v.Resource, v.Used.String(), v.Asked.String(), v.Hard.String())
 }
 

@@ -96,6 +96,6 @@ func TestExceeds(t *testing.T) {
 	g.Expect(Exceeds(hard, Usage{"requests.cpu": q("3")}, Usage{"requests.cpu": q("1"), "pods": q("10")})).To(BeEmpty(), "exactly at hard fits")
 	vs := Exceeds(hard, Usage{"requests.cpu": q("3")}, Usage{"requests.cpu": q("1500m")})
 	g.Expect(vs).To(HaveLen(1))
-	g.Expect(vs[0].String()).To(Equal("requests.cpu: 3 used by the namespace's other Placements and 1500m asked, more than the 4 allowed"))
+	g.Expect(vs[0].String()).To(Equal("requests.cpu: 3 used by the other Placements it bounds and 1500m asked, more than the 4 allowed"))
 	g.Expect(Max(Usage{"a": q("1"), "b": q("5")}, Usage{"a": q("2")})).To(HaveKeyWithValue("a", q("2")))
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,8 +29,8 @@ func TestFleetQuota(t *testing.T) {
 	ctx := t.Context()
 	ns := newNamespace(t)
 	placementsGoAtEnd(t, ns)
-	files, doc := examples(t, "quota", 2)
-	for _, file := range files {
+	files, doc := examples(t, "quota", 3)
+	for _, file := range files[:2] {
 		for _, obj := range exampleObjects(t, file, doc, ns) {
 			g.Expect(hubCP.Client.Create(ctx, obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
 		}
@@ -69,7 +71,7 @@ func TestFleetQuota(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonQuotaExceeded))
 		g.Expect(c.Message).To(ContainSubstring("revision 2 is not rolled out"))
-		g.Expect(c.Message).To(ContainSubstring("FleetQuota team: pods: 0 used by the namespace's other Placements and 6 asked, more than the 4 allowed; requests.cpu: 0 used by the namespace's other Placements and 3 asked, more than the 2 allowed"))
+		g.Expect(c.Message).To(ContainSubstring("FleetQuota team: pods: 0 used by the other Placements it bounds and 6 asked, more than the 4 allowed; requests.cpu: 0 used by the other Placements it bounds and 3 asked, more than the 2 allowed"))
 	}).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(replicasOn(g, member1)).To(BeEquivalentTo(1), "revision 1 stays")
@@ -97,4 +99,56 @@ func TestFleetQuota(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`pods\s+6\s+8`))
 	g.Expect(out).To(MatchRegexp(`member-1\s+.*1500m`))
 	g.Expect(out).To(MatchRegexp(`member-2\s+.*1500m`))
+}
+
+// A ClusterFleetQuota bounds several namespaces together: the docs'
+// example over two namespaces labelled team=payments, each placing the web
+// app (2 pods, 3 allowed): the second waits until the first goes.
+func TestClusterFleetQuota(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	files, doc := examples(t, "quota", 3)
+	for _, obj := range exampleObjects(t, files[2], doc, "") {
+		obj.SetNamespace("")
+		g.Expect(hubCP.Client.Create(ctx, obj)).To(Succeed())
+		t.Cleanup(func() { _ = hubCP.Client.Delete(context.Background(), obj) })
+	}
+	var keys []client.ObjectKey
+	for range 2 {
+		ns := newNamespace(t)
+		placementsGoAtEnd(t, ns)
+		g.Eventually(func() error {
+			return updateOnHub(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+				if n.Labels == nil {
+					n.Labels = map[string]string{}
+				}
+				n.Labels["team"] = "payments"
+			})
+		}).Should(Succeed())
+		for _, obj := range exampleObjects(t, files[1], doc, ns) {
+			g.Expect(hubCP.Client.Create(ctx, obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+		}
+		keys = append(keys, client.ObjectKey{Namespace: ns, Name: "web"})
+		// The first is admitted before the second is made: oldest first.
+		g.Eventually(func(g Gomega) {
+			c := placementCondition(g, t, keys[0], placementv1alpha1.QuotaAdmittedCondition)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		}).Should(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, keys[1], placementv1alpha1.QuotaAdmittedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("ClusterFleetQuota payments: pods: 2 used by the other Placements it bounds and 2 asked, more than the 3 allowed"))
+		cq := &placementv1alpha1.ClusterFleetQuota{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: "payments"}, cq)).To(Succeed())
+		pods := cq.Status.Used["pods"]
+		g.Expect(pods.Value()).To(BeEquivalentTo(2))
+	}).Should(Succeed())
+	g.Expect(members[member1].Client.Get(ctx, keys[1], &appsv1.Deployment{})).NotTo(Succeed(), "nothing of the second is placed")
+
+	deletePlacement(t, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: keys[0].Namespace, Name: "web"}})
+	g.Eventually(func(g Gomega) {
+		g.Expect(placementCondition(g, t, keys[1], placementv1alpha1.QuotaAdmittedCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(members[member1].Client.Get(ctx, keys[1], &appsv1.Deployment{})).To(Succeed())
+	}).Should(Succeed())
 }

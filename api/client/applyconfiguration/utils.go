@@ -42,6 +42,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &placementv1alpha1.CapacityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClaimStatus"):
 		return &placementv1alpha1.ClaimStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClusterFleetQuota"):
+		return &placementv1alpha1.ClusterFleetQuotaApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClusterFleetQuotaSpec"):
+		return &placementv1alpha1.ClusterFleetQuotaSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterPlacement"):
 		return &placementv1alpha1.ClusterPlacementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterRollout"):

@@ -98,6 +98,56 @@ type FleetQuotaList struct {
 	Items           []FleetQuota `json:"items"`
 }
 
+// ClusterFleetQuotaSpec bounds what the Placements of the namespaces it
+// selects use over the fleet, together.
+type ClusterFleetQuotaSpec struct {
+	// namespaceSelector selects the hub namespaces bounded, by their labels
+	// (an empty selector selects every namespace).
+	// +required
+	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+
+	// hard is the most the selected namespaces' Placements may use together
+	// over the whole fleet, as a FleetQuota's hard.
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k == 'pods' || k == 'clusters' || ((k.startsWith('requests.') || k.startsWith('limits.')) && size(k) <= 253))",message="hard names pods, clusters, requests.<resource> or limits.<resource>"
+	Hard map[string]resource.Quantity `json:"hard"`
+}
+
+// ClusterFleetQuota is a FleetQuota over several namespaces: what the
+// Placements of the namespaces it selects use together. A platform admin's,
+// for a team with several namespaces; each Placement must fit every
+// FleetQuota of its namespace and every ClusterFleetQuota that selects it.
+// status.clusters is the use on each cluster of all the selected namespaces.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=cfq
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +genclient
+// +genclient:nonNamespaced
+type ClusterFleetQuota struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ClusterFleetQuotaSpec `json:"spec"`
+	// +optional
+	Status FleetQuotaStatus `json:"status,omitempty"`
+}
+
+// ClusterFleetQuotaList is a list of ClusterFleetQuotas.
+// +kubebuilder:object:root=true
+type ClusterFleetQuotaList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterFleetQuota `json:"items"`
+}
+
 // Ready condition reasons of a FleetQuota.
 const (
 	// ReasonWithinQuota: what is used is within hard.

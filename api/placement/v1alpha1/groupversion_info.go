@@ -25,7 +25,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PlacementRevision{}, &PlacementRevisionList{}, &RolloutApproval{}, &RolloutApprovalList{},
 		&ClusterSetBinding{}, &ClusterSetBindingList{}, &ClusterPlacement{}, &ClusterPlacementList{},
 		&MemberAccessGrant{}, &MemberAccessGrantList{}, &ConsumerAccessGrant{}, &ConsumerAccessGrantList{},
-		&ResourceInterpretation{}, &ResourceInterpretationList{}, &FleetQuota{}, &FleetQuotaList{})
+		&ResourceInterpretation{}, &ResourceInterpretationList{}, &FleetQuota{}, &FleetQuotaList{}, &ClusterFleetQuota{}, &ClusterFleetQuotaList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

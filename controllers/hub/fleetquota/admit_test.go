@@ -32,13 +32,15 @@ func placedOf(name string, use map[string]string, target *placementv1alpha1.Plac
 	return pl
 }
 
-func quotas(hard map[string]string) []placementv1alpha1.FleetQuota {
-	fq := placementv1alpha1.FleetQuota{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: placementv1alpha1.FleetQuotaSpec{Hard: map[string]resource.Quantity{}}}
+func quotas(hard map[string]string) []bound {
+	b := bound{what: "FleetQuota team", hard: map[string]resource.Quantity{}, namespaces: []string{"ns"}}
 	for k, v := range hard {
-		fq.Spec.Hard[k] = resource.MustParse(v)
+		b.hard[k] = resource.MustParse(v)
 	}
-	return []placementv1alpha1.FleetQuota{fq}
+	return []bound{b}
 }
+
+func in(ps ...*placed) map[string][]*placed { return map[string][]*placed{"ns": ps} }
 
 // Oldest first, each beside what the others claim; an admitted revision
 // rolling out claims the larger of its use and its ask.
@@ -46,24 +48,24 @@ func TestAdmit(t *testing.T) {
 	g := NewWithT(t)
 	a := placedOf("a", map[string]string{"m1": "1", "m2": "1"}, rev(3, true), "3", "m1", "m2")
 	b := placedOf("b", nil, rev(1, false), "2", "m3")
-	ds := admit(&namespace{placed: []*placed{a, b}}, quotas(map[string]string{"requests.cpu": "4"}))
+	ds := admit("ns", in(a, b), quotas(map[string]string{"requests.cpu": "4"}))
 	g.Expect(ds).To(HaveLen(2))
 	g.Expect(ds[0].admit).To(BeTrue())
 	g.Expect(ds[1].admit).To(BeFalse(), "a claims 3 (rolling out), b asks 2: 5 > 4")
-	g.Expect(ds[1].message).To(ContainSubstring("requests.cpu: 3 used by the namespace's other Placements and 2 asked, more than the 4 allowed"))
+	g.Expect(ds[1].message).To(ContainSubstring("requests.cpu: 3 used by the other Placements it bounds and 2 asked, more than the 4 allowed"))
 	g.Expect(ds[1].condition().Reason).To(Equal(placementv1alpha1.ReasonQuotaExceeded))
 
-	ds = admit(&namespace{placed: []*placed{a, b}}, quotas(map[string]string{"requests.cpu": "5", "clusters": "2"}))
+	ds = admit("ns", in(a, b), quotas(map[string]string{"requests.cpu": "5", "clusters": "2"}))
 	g.Expect(ds[1].admit).To(BeFalse(), "a third cluster")
-	g.Expect(ds[1].message).To(ContainSubstring("clusters: 2 used by the namespace's other Placements and 1 asked, more than the 2 allowed"))
+	g.Expect(ds[1].message).To(ContainSubstring("clusters: 2 used by the other Placements it bounds and 1 asked, more than the 2 allowed"))
 
 	b2 := placedOf("b", nil, rev(1, false), "2", "m1")
-	ds = admit(&namespace{placed: []*placed{a, b2}}, quotas(map[string]string{"requests.cpu": "5", "clusters": "2"}))
+	ds = admit("ns", in(a, b2), quotas(map[string]string{"requests.cpu": "5", "clusters": "2"}))
 	g.Expect(ds[1].admit).To(BeTrue(), "a cluster already in use adds none")
 
 	// Two new revisions that each fit alone: the older Placement's first.
 	c := placedOf("c", nil, rev(1, false), "3", "m1")
 	d := placedOf("d", nil, rev(1, false), "3", "m1")
-	ds = admit(&namespace{placed: []*placed{c, d}}, quotas(map[string]string{"requests.cpu": "4"}))
+	ds = admit("ns", in(c, d), quotas(map[string]string{"requests.cpu": "4"}))
 	g.Expect([]bool{ds[0].admit, ds[1].admit}).To(Equal([]bool{true, false}))
 }

@@ -10,17 +10,17 @@ package fleetquota
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -51,37 +51,54 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=fleetquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=fleetquotas/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clusterfleetquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clusterfleetquotas/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placementrevisions,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works;placementdecisions;clusterprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile enforces every FleetQuota of the request's namespace at once.
+// Reconcile enforces the quotas that bound the request's namespace: its
+// FleetQuotas and the ClusterFleetQuotas that select it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	quotas := &placementv1alpha1.FleetQuotaList{}
-	if err := r.Client.List(ctx, quotas, client.InNamespace(req.Namespace)); err != nil {
+	bounds, err := r.bounds(ctx, req.Namespace)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	placements := &placementv1alpha1.PlacementList{}
 	if err := r.Client.List(ctx, placements, client.InNamespace(req.Namespace)); err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(quotas.Items) == 0 {
+	if len(bounds) == 0 {
 		return ctrl.Result{}, r.forget(ctx, placements.Items)
 	}
-	ns, err := r.observe(ctx, placements.Items)
-	if err != nil {
+	byNamespace := map[string][]*placed{}
+	if byNamespace[req.Namespace], err = r.observe(ctx, placements.Items); err != nil {
 		return ctrl.Result{}, err
 	}
-	decisions := admit(ns, quotas.Items)
-	for _, d := range decisions {
+	for _, b := range bounds {
+		for _, ns := range b.namespaces {
+			if _, ok := byNamespace[ns]; ok {
+				continue
+			}
+			list := &placementv1alpha1.PlacementList{}
+			if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return ctrl.Result{}, err
+			}
+			if byNamespace[ns], err = r.observe(ctx, list.Items); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	for _, d := range admit(req.Namespace, byNamespace, bounds) {
 		if err := r.apply(ctx, d); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	for i := range quotas.Items {
-		if err := r.applyQuotaStatus(ctx, &quotas.Items[i], ns); err != nil {
+	for _, b := range bounds {
+		if err := r.applyBoundStatus(ctx, b, byNamespace); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -123,23 +140,40 @@ func (r *Reconciler) apply(ctx context.Context, d decision) error {
 	return r.applyCondition(ctx, d.placement, &c)
 }
 
-// SetupWithManager registers the controller: a FleetQuota's change, and
-// what changes its namespace's use (Works' content, decisions) or asks
-// (new revisions), reconcile the namespace's quotas.
+// SetupWithManager registers the controller, keyed by namespace: a quota's
+// change, a namespace's labels, and what changes a namespace's use (Works'
+// content, decisions) or asks (new revisions) reconcile that namespace, and
+// the others a ClusterFleetQuota bounds with it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Interpretations == nil {
 		r.Interpretations = &interpretation.Cache{}
 	}
 	c := mgr.GetClient()
-	byNamespace := func(ctx context.Context, obj client.Object) []reconcile.Request {
-		return quotasIn(ctx, c, obj.GetNamespace())
-	}
+	byNamespace := func(ctx context.Context, obj client.Object) []reconcile.Request { return r.bounded(ctx, obj.GetNamespace()) }
 	byWork := func(ctx context.Context, obj client.Object) []reconcile.Request {
-		return quotasIn(ctx, c, obj.GetLabels()[placementv1alpha1.PlacementNamespaceLabel])
+		return r.bounded(ctx, obj.GetLabels()[placementv1alpha1.PlacementNamespaceLabel])
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fleetquota").
-		For(&placementv1alpha1.FleetQuota{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&placementv1alpha1.FleetQuota{}, handler.EnqueueRequestsFromMapFunc(namespaceOf), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&placementv1alpha1.ClusterFleetQuota{}, handler.Funcs{
+			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				add(q, r.selected(ctx, e.Object))
+			},
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+					add(q, r.selected(ctx, e.ObjectOld, e.ObjectNew))
+				}
+			},
+			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				add(q, r.selected(ctx, e.Object))
+			},
+		}).
+		// A namespace's labels may put it under a ClusterFleetQuota, or take
+		// it out (then its conditions go).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetName()}}}
+		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&placementv1alpha1.Placement{}, handler.EnqueueRequestsFromMapFunc(byNamespace),
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, handlers.Updates(lookup.RenderedChanged)))).
 		Watches(&placementv1alpha1.PlacementRevision{}, handler.EnqueueRequestsFromMapFunc(byNamespace), builder.WithPredicates(handlers.Creations)).
@@ -148,21 +182,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r.Scope.Only(c, r))
 }
 
-// quotasIn are requests for the FleetQuotas of namespace.
-func quotasIn(ctx context.Context, c client.Reader, namespace string) []reconcile.Request {
-	if namespace == "" {
-		return nil
+func add(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
+	for _, req := range reqs {
+		q.Add(req)
 	}
-	list := &placementv1alpha1.FleetQuotaList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing FleetQuotas", "namespace", namespace)
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	// One request per namespace: each reconcile enforces all its quotas.
-	slices.SortFunc(reqs, func(a, b reconcile.Request) int { return strings.Compare(a.Name, b.Name) })
-	return reqs[:min(len(reqs), 1)]
+}
+
+// namespaceOf is the request of an object's namespace.
+func namespaceOf(_ context.Context, obj client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace()}}}
 }

@@ -44,22 +44,25 @@ func admitted(rev *placementv1alpha1.PlacementRevision) bool {
 	return rev.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] == "true"
 }
 
-// admit decides, in creation order, whether each Placement's newest revision
-// fits every quota beside what the others claim: their use, or, once their
-// newest revision is admitted, the larger of their use and its ask (it may be
-// rolling out). A revision admitted stays admitted.
-func admit(ns *namespace, quotas []placementv1alpha1.FleetQuota) []decision {
+// admit decides, in creation order, whether the newest revision of each
+// Placement of namespace fits every bound over it beside what the others of
+// the bound's namespaces claim: their use, or, once their newest revision is
+// admitted, the larger of their use and its ask (it may be rolling out). A
+// revision admitted stays admitted.
+func admit(namespace string, byNamespace map[string][]*placed, bounds []bound) []decision {
 	claim := map[*placed]quota.Usage{}
 	on := map[*placed]map[string]bool{}
-	for _, pl := range ns.placed {
-		claim[pl], on[pl] = pl.use(), setOf(slices.Collect(maps.Keys(pl.byCluster)))
-		if pl.target != nil && admitted(pl.target) && pl.askErr == nil {
-			claim[pl] = quota.Max(claim[pl], pl.ask)
-			maps.Copy(on[pl], setOf(pl.askClusters))
+	for _, placed := range byNamespace {
+		for _, pl := range placed {
+			claim[pl], on[pl] = pl.use(), setOf(slices.Collect(maps.Keys(pl.byCluster)))
+			if pl.target != nil && admitted(pl.target) && pl.askErr == nil {
+				claim[pl] = quota.Max(claim[pl], pl.ask)
+				maps.Copy(on[pl], setOf(pl.askClusters))
+			}
 		}
 	}
 	var out []decision
-	for _, pl := range ns.placed {
+	for _, pl := range byNamespace[namespace] {
 		if pl.target == nil {
 			continue
 		}
@@ -67,25 +70,27 @@ func admit(ns *namespace, quotas []placementv1alpha1.FleetQuota) []decision {
 		rev := fmt.Sprintf("revision %d", pl.target.Spec.Revision)
 		switch {
 		case admitted(pl.target):
-			d.admit, d.message = true, rev+" fits the namespace's FleetQuotas"
+			d.admit, d.message = true, rev+" fits the quotas that bound the namespace"
 		case pl.askErr != nil:
 			d.message = fmt.Sprintf("%s cannot be counted (%v), so it is not rolled out; %s", rev, pl.askErr, stays(pl.placement))
 		default:
-			others, otherClusters := quota.Usage{}, map[string]bool{}
-			for _, q := range ns.placed {
-				if q != pl {
-					others.Add(claim[q])
-					maps.Copy(otherClusters, on[q])
-				}
-			}
 			var problems []string
-			for _, fq := range quotas {
-				if vs := quota.Exceeds(fq.Spec.Hard, withClusters(others, otherClusters, nil), withClusters(pl.ask, otherClusters, pl.askClusters)); len(vs) > 0 {
-					problems = append(problems, "FleetQuota "+fq.Name+": "+quota.Describe(vs))
+			for _, b := range bounds {
+				others, otherClusters := quota.Usage{}, map[string]bool{}
+				for _, ns := range b.namespaces {
+					for _, q := range byNamespace[ns] {
+						if q != pl {
+							others.Add(claim[q])
+							maps.Copy(otherClusters, on[q])
+						}
+					}
+				}
+				if vs := quota.Exceeds(b.hard, withClusters(others, otherClusters, nil), withClusters(pl.ask, otherClusters, pl.askClusters)); len(vs) > 0 {
+					problems = append(problems, b.what+": "+quota.Describe(vs))
 				}
 			}
 			if len(problems) == 0 {
-				d.admit, d.message = true, rev+" fits the namespace's FleetQuotas"
+				d.admit, d.message = true, rev+" fits the quotas that bound the namespace"
 				claim[pl] = quota.Max(claim[pl], pl.ask)
 				maps.Copy(on[pl], setOf(pl.askClusters))
 				break
@@ -144,32 +149,34 @@ func (r *Reconciler) applyCondition(ctx context.Context, p *placementv1alpha1.Pl
 	return patch.ApplyStatus(ctx, r.Client, out, Name)
 }
 
-// quotaStatus is a FleetQuota's status for what the namespace uses.
-func quotaStatus(fq *placementv1alpha1.FleetQuota, ns *namespace) placementv1alpha1.FleetQuotaStatus {
+// boundStatus is a quota's status for what its namespaces use.
+func boundStatus(b bound, old []metav1.Condition, generation int64, byNamespace map[string][]*placed) placementv1alpha1.FleetQuotaStatus {
 	total, byCluster := quota.Usage{}, map[string]quota.Usage{}
-	for _, pl := range ns.placed {
-		for cluster, u := range pl.byCluster {
-			if byCluster[cluster] == nil {
-				byCluster[cluster] = quota.Usage{}
+	for _, ns := range b.namespaces {
+		for _, pl := range byNamespace[ns] {
+			for cluster, u := range pl.byCluster {
+				if byCluster[cluster] == nil {
+					byCluster[cluster] = quota.Usage{}
+				}
+				byCluster[cluster].Add(u)
+				total.Add(u)
 			}
-			byCluster[cluster].Add(u)
-			total.Add(u)
 		}
 	}
-	st := placementv1alpha1.FleetQuotaStatus{ObservedGeneration: fq.Generation,
-		Used: withClusters(total, setOf(slices.Collect(maps.Keys(byCluster))), nil).Only(fq.Spec.Hard)}
+	st := placementv1alpha1.FleetQuotaStatus{ObservedGeneration: generation,
+		Used: withClusters(total, setOf(slices.Collect(maps.Keys(byCluster))), nil).Only(b.hard)}
 	for _, cluster := range slices.Sorted(maps.Keys(byCluster)) {
 		if len(st.Clusters) == maxListedClusters {
 			st.ClustersNotListed++
 			continue
 		}
-		u := byCluster[cluster].Only(fq.Spec.Hard)
+		u := byCluster[cluster].Only(b.hard)
 		delete(u, placementv1alpha1.QuotaClusters)
 		st.Clusters = append(st.Clusters, placementv1alpha1.ClusterUse{Name: cluster, Used: u})
 	}
 	c := metav1.Condition{Type: placementv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: placementv1alpha1.ReasonWithinQuota,
-		Message: "what the namespace's Placements use is within hard", ObservedGeneration: fq.Generation}
-	if vs := quota.Exceeds(fq.Spec.Hard, quota.Usage{}, st.Used); len(vs) > 0 {
+		Message: "what the Placements it bounds use is within hard", ObservedGeneration: generation}
+	if vs := quota.Exceeds(b.hard, quota.Usage{}, st.Used); len(vs) > 0 {
 		over := make([]string, len(vs))
 		for i, v := range vs {
 			over[i] = fmt.Sprintf("%s: %s used, %s allowed", v.Resource, v.Asked.String(), v.Hard.String())
@@ -177,18 +184,27 @@ func quotaStatus(fq *placementv1alpha1.FleetQuota, ns *namespace) placementv1alp
 		c.Status, c.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonQuotaExceeded
 		c.Message = "more is used than hard allows (nothing is taken away; no revision that asks more is rolled out): " + strings.Join(over, "; ")
 	}
-	st.Conditions = []metav1.Condition{conditions.Merge(fq.Status.Conditions, c)}
+	st.Conditions = []metav1.Condition{conditions.Merge(old, c)}
 	return st
 }
 
-// applyQuotaStatus writes a FleetQuota's status when it changes.
-func (r *Reconciler) applyQuotaStatus(ctx context.Context, fq *placementv1alpha1.FleetQuota, ns *namespace) error {
-	st := quotaStatus(fq, ns)
-	if old := meta.FindStatusCondition(fq.Status.Conditions, placementv1alpha1.ReadyCondition); old != nil && conditions.Same(fq.Status.Conditions, st.Conditions[0]) &&
-		equality.Semantic.DeepEqual(fq.Status.Used, st.Used) && equality.Semantic.DeepEqual(fq.Status.Clusters, st.Clusters) &&
-		fq.Status.ObservedGeneration == st.ObservedGeneration && fq.Status.ClustersNotListed == st.ClustersNotListed {
+// applyBoundStatus writes a quota's status when it changes.
+func (r *Reconciler) applyBoundStatus(ctx context.Context, b bound, byNamespace map[string][]*placed) error {
+	var cur placementv1alpha1.FleetQuotaStatus
+	var generation int64
+	if b.namespaced != nil {
+		cur, generation = b.namespaced.Status, b.namespaced.Generation
+	} else {
+		cur, generation = b.cluster.Status, b.cluster.Generation
+	}
+	st := boundStatus(b, cur.Conditions, generation, byNamespace)
+	if meta.FindStatusCondition(cur.Conditions, placementv1alpha1.ReadyCondition) != nil && conditions.Same(cur.Conditions, st.Conditions[0]) &&
+		equality.Semantic.DeepEqual(cur.Used, st.Used) && equality.Semantic.DeepEqual(cur.Clusters, st.Clusters) &&
+		cur.ObservedGeneration == st.ObservedGeneration && cur.ClustersNotListed == st.ClustersNotListed {
 		return nil
 	}
-	out := &placementv1alpha1.FleetQuota{ObjectMeta: metav1.ObjectMeta{Name: fq.Name, Namespace: fq.Namespace}, Status: st}
-	return patch.ApplyStatus(ctx, r.Client, out, Name)
+	if b.namespaced != nil {
+		return patch.ApplyStatus(ctx, r.Client, &placementv1alpha1.FleetQuota{ObjectMeta: metav1.ObjectMeta{Name: b.namespaced.Name, Namespace: b.namespaced.Namespace}, Status: st}, Name)
+	}
+	return patch.ApplyStatus(ctx, r.Client, &placementv1alpha1.ClusterFleetQuota{ObjectMeta: metav1.ObjectMeta{Name: b.cluster.Name}, Status: st}, Name)
 }

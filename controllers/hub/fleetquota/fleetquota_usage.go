@@ -41,18 +41,13 @@ func (p *placed) use() quota.Usage {
 	return u
 }
 
-// namespace is what a namespace's Placements use and ask, in creation order.
-type namespace struct {
-	placed []*placed
-}
-
-// observe reads each Placement's Works and newest revision.
-func (r *Reconciler) observe(ctx context.Context, placements []placementv1alpha1.Placement) (*namespace, error) {
+// observe reads each Placement's Works and newest revision, in creation order.
+func (r *Reconciler) observe(ctx context.Context, placements []placementv1alpha1.Placement) ([]*placed, error) {
 	kinds, err := lookup.Interpretations(ctx, r.Client, r.Interpretations)
 	if err != nil {
 		return nil, err
 	}
-	ns := &namespace{}
+	var out []*placed
 	slices.SortFunc(placements, func(a, b placementv1alpha1.Placement) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
@@ -85,9 +80,9 @@ func (r *Reconciler) observe(ctx context.Context, placements []placementv1alpha1
 		if err := r.observeAsk(ctx, pl, kinds); err != nil {
 			return nil, err
 		}
-		ns.placed = append(ns.placed, pl)
+		out = append(out, pl)
 	}
-	return ns, nil
+	return out, nil
 }
 
 // observeAsk renders the Placement's newest revision for each cluster decided

@@ -4,24 +4,25 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 )
 
-// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=fleetquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=placement.lodestar.dev,resources=fleetquotas;clusterfleetquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
-// quotaTarget is the revision to roll out in a namespace with FleetQuotas:
+// quotaTarget is the revision to roll out in a namespace a FleetQuota or a
+// ClusterFleetQuota bounds:
 // the newest one the fleet quota controller admitted (the QuotaAdmitted
 // condition says why a newer one waits). False when none is admitted yet, as
 // st says: nothing is rolled out.
 func (r *Reconciler) quotaTarget(ctx context.Context, s *scope) (bool, error) {
-	quotas := &placementv1alpha1.FleetQuotaList{}
-	if err := r.Client.List(ctx, quotas, client.InNamespace(s.placement.Namespace), client.Limit(1)); err != nil {
-		return false, err
-	}
-	if len(quotas.Items) == 0 || s.target.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] == "true" {
+	if s.target.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] == "true" {
 		return true, nil
+	}
+	if bounded, err := lookup.QuotaBounded(ctx, r.Client, s.placement.Namespace); err != nil || !bounded {
+		return !bounded, err
 	}
 	var best *placementv1alpha1.PlacementRevision
 	for i := range s.revs {

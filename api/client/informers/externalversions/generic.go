@@ -55,6 +55,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=placement.lodestar.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("clusterfleetquotas"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Placement().V1alpha1().ClusterFleetQuotas().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("clusterplacements"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Placement().V1alpha1().ClusterPlacements().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("clustersetbindings"):

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+// ClusterFleetQuotaListerExpansion allows custom methods to be added to
+// ClusterFleetQuotaLister.
+type ClusterFleetQuotaListerExpansion interface{}
+
 // ClusterPlacementListerExpansion allows custom methods to be added to
 // ClusterPlacementLister.
 type ClusterPlacementListerExpansion interface{}

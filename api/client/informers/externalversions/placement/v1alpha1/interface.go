@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// ClusterFleetQuotas returns a ClusterFleetQuotaInformer.
+	ClusterFleetQuotas() ClusterFleetQuotaInformer
 	// ClusterPlacements returns a ClusterPlacementInformer.
 	ClusterPlacements() ClusterPlacementInformer
 	// ClusterSetBindings returns a ClusterSetBindingInformer.
@@ -53,6 +55,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// ClusterFleetQuotas returns a ClusterFleetQuotaInformer.
+func (v *version) ClusterFleetQuotas() ClusterFleetQuotaInformer {
+	return &clusterFleetQuotaInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // ClusterPlacements returns a ClusterPlacementInformer.

@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1alpha1
 
+type ClusterFleetQuotaExpansion interface{}
+
 type ClusterPlacementExpansion interface{}
 
 type ClusterSetBindingExpansion interface{}

@@ -28,6 +28,7 @@ import (
 
 type PlacementV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	ClusterFleetQuotasGetter
 	ClusterPlacementsGetter
 	ClusterSetBindingsGetter
 	ConsumerAccessGrantsGetter
@@ -42,6 +43,10 @@ type PlacementV1alpha1Interface interface {
 // PlacementV1alpha1Client is used to interact with features provided by the placement.lodestar.dev group.
 type PlacementV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *PlacementV1alpha1Client) ClusterFleetQuotas() ClusterFleetQuotaInterface {
+	return newClusterFleetQuotas(c)
 }
 
 func (c *PlacementV1alpha1Client) ClusterPlacements() ClusterPlacementInterface {

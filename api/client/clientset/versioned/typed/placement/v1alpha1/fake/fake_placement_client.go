@@ -28,6 +28,10 @@ type FakePlacementV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakePlacementV1alpha1) ClusterFleetQuotas() v1alpha1.ClusterFleetQuotaInterface {
+	return newFakeClusterFleetQuotas(c)
+}
+
 func (c *FakePlacementV1alpha1) ClusterPlacements() v1alpha1.ClusterPlacementInterface {
 	return newFakeClusterPlacements(c)
 }
