@@ -149,7 +149,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Interpretations = &interpretation.Cache{}
 	}
 	c := mgr.GetClient()
-	byNamespace := func(ctx context.Context, obj client.Object) []reconcile.Request { return r.bounded(ctx, obj.GetNamespace()) }
+	byNamespace := func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return r.bounded(ctx, obj.GetNamespace())
+	}
 	byWork := func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return r.bounded(ctx, obj.GetLabels()[placementv1alpha1.PlacementNamespaceLabel])
 	}
