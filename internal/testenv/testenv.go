@@ -157,8 +157,8 @@ func StartHub(scheme *runtime.Scheme, flags ...APIServerFlag) (*ControlPlane, er
 	return cp, nil
 }
 
-// PlacementsAdmitted waits until the hub admits a Placement (a dry run): the
-// lodestar-placement-writer policy answers 503 for Placements until the API
+// PlacementsAdmitted waits until the hub stamps a Placement with its writer (a
+// dry run): the lodestar-placement-writer policy stamps nothing until the API
 // server has the Placement CRD's schema, seconds after both are installed.
 func PlacementsAdmitted(ctx context.Context, c client.Client) error {
 	probe := &unstructured.Unstructured{Object: map[string]any{
@@ -170,8 +170,15 @@ func PlacementsAdmitted(ctx context.Context, c client.Client) error {
 	defer cancel()
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		last = c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		return last == nil, nil
+		got := probe.DeepCopy()
+		if last = c.Create(ctx, got, client.DryRunAll); last != nil {
+			return false, nil
+		}
+		if _, stamped := got.GetAnnotations()["placement.lodestar.dev/last-writer"]; !stamped {
+			last = errors.New("the lodestar-placement-writer policy does not stamp Placements yet")
+			return false, nil
+		}
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("the hub admits no Placement: %w", errors.Join(err, last))

@@ -103,6 +103,7 @@ func TestHubChartRenders(t *testing.T) {
 	}
 	g.Expect(docs).To(HaveKey("MutatingAdmissionPolicy/lodestar-placement-writer"))
 	g.Expect(docs).To(HaveKey("MutatingAdmissionPolicyBinding/lodestar-placement-writer"))
+	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-placement-writer-guard"))
 	for _, name := range []string{"lodestar:tenant", "lodestar:approver", "lodestar:clusterset-admin", "lodestar:clusterset:lodestar-fleet:bind"} {
 		g.Expect(docs).To(HaveKey("ClusterRole/" + name))
 	}

@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
 // What a Placement with dependencies: Follow places, as the docs' example
@@ -71,6 +74,29 @@ func TestDependenciesFollow(t *testing.T) {
 	g.Expect(hubCP.Client.Get(ctx, key, p)).To(Succeed())
 	g.Expect(p.Annotations).To(HaveKeyWithValue(placementv1alpha1.LastWriterAnnotation, writer))
 	g.Expect(p.Annotations[placementv1alpha1.LastWriterGroupsAnnotation]).NotTo(ContainSubstring("system:masters"))
+
+	// Without the mutating policy (as for the seconds the API server
+	// republishes schemas: it fails open), the guard refuses a writer of the
+	// tenant's choosing.
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Name: "lodestar-placement-writer"}, binding)).To(Succeed())
+	g.Expect(hubCP.Client.Delete(ctx, binding)).To(Succeed())
+	restore := func() {
+		binding.ResourceVersion, binding.UID = "", ""
+		_ = hubCP.Client.Create(context.Background(), binding)
+		g.Expect(testenv.PlacementsAdmitted(context.Background(), hubCP.Client)).To(Succeed())
+	}
+	t.Cleanup(restore)
+	g.Eventually(func(g Gomega) {
+		forged := &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged",
+			Annotations: map[string]string{placementv1alpha1.LastWriterAnnotation: "kubernetes-admin", placementv1alpha1.LastWriterGroupsAnnotation: "system:masters"}},
+			Spec: placementv1alpha1.PlacementSpec{ResourceSelectors: []placementv1alpha1.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}},
+				Dependencies: placementv1alpha1.DependenciesFollow}}
+		err := alice.Create(ctx, forged)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("are written by the hub (policy lodestar-placement-writer), never by hand"))
+	}).Should(Succeed())
+	restore()
 
 	// An admin who may read it takes the Placement over: the Secret follows.
 	// The Placement moves to member 2, and the followed objects with it.
