@@ -32,18 +32,8 @@ var wholeNamespace = []schema.GroupVersionKind{
 	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}, {Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"},
 }
 
-// newAdoptCommand is `kubectl lodestar adopt`.
-func newAdoptCommand(o *options) *cobra.Command {
-	var (
-		from      map[string]string
-		all       bool
-		placement string
-		dryRun    bool
-	)
-	cmd := &cobra.Command{
-		Use:   "adopt (<kind>/<name>... | --all) --from <cluster>=<kubeconfig>...",
-		Short: "Take workloads that already run on members under Lodestar, restarting nothing",
-		Long: `Adopt objects that already run on member clusters: write each as the hub
+// adoptLong is adopt's help.
+const adoptLong = `Adopt objects that already run on member clusters: write each as the hub
 object (cleaned of status and of what belongs to the member), and a Placement
 pinned to the members that run them, whose agents take the copies over
 (applyStrategy takeover IfNoDiff) without changing them, so that nothing
@@ -55,7 +45,20 @@ CronJob, Service, ConfigMap, Secret, ServiceAccount, PersistentVolumeClaim,
 Ingress and PodDisruptionBudget of the namespace (not what the member's
 controllers make, nor what every namespace has). The hub namespace must exist
 and be bound to the members' cluster set. --dry-run prints what would be
-written (docs/adopt.md).`,
+written (docs/adopt.md).`
+
+// newAdoptCommand is `kubectl lodestar adopt`.
+func newAdoptCommand(o *options) *cobra.Command {
+	var (
+		from      map[string]string
+		all       bool
+		placement string
+		dryRun    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "adopt (<kind>/<name>... | --all) --from <cluster>=<kubeconfig>...",
+		Short: "Take workloads that already run on members under Lodestar, restarting nothing",
+		Long:  adoptLong,
 		Example: `  kubectl lodestar adopt deployment/web configmap/web-settings -n shop \
       --from member-1=member-1.kubeconfig --from member-2=member-2.kubeconfig
   kubectl lodestar adopt --all -n shop --from member-1=member-1.kubeconfig --dry-run`,

@@ -112,10 +112,18 @@ func (r *Reconciler) observeAsk(ctx context.Context, pl *placed, kinds division.
 		views[name] = scheduling.ClusterOf(profile)
 	}
 	rd := percluster.NewRenderer(client.ObjectKeyFromObject(p), &r.compiled, views)
-	base, err := rd.Revision(pl.target)
+	pl.ask, pl.askClusters, pl.askErr = ask(rd, pl.target, decided.Clusters, kinds)
+	return nil
+}
+
+// ask counts a revision over clusters: divided workloads once over the
+// fleet, the rest per cluster after its overrides (a cluster whose overrides
+// fail keeps what it has: its use counts). The error says why the revision
+// cannot be counted.
+func ask(rd *percluster.Renderer, rev *placementv1alpha1.PlacementRevision, clusters []string, kinds division.Kinds) (quota.Usage, []string, error) {
+	base, err := rd.Revision(rev)
 	if err != nil {
-		pl.askErr = err
-		return nil
+		return nil, nil, err
 	}
 	divided := func(raw []byte) bool {
 		if base.Division == nil {
@@ -124,30 +132,27 @@ func (r *Reconciler) observeAsk(ctx context.Context, pl *placed, kinds division.
 		_, ok := division.WorkloadOf(raw, kinds)
 		return ok
 	}
-	pl.ask = quota.Usage{}
-	once, err := quota.Of(filter(base.Manifests, divided), kinds)
+	total, err := quota.Of(filter(base.Manifests, divided), kinds)
 	if err != nil {
-		pl.askErr = err
-		return nil
+		return nil, nil, err
 	}
-	pl.ask.Add(once)
-	for _, cluster := range decided.Clusters {
+	var on []string
+	for _, cluster := range clusters {
 		c, err := rd.For(base, cluster)
 		if percluster.OverrideFailure(err) != "" {
-			continue // the cluster keeps what it has, counted in use
+			continue
 		}
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		u, err := quota.Of(filter(c.Manifests, func(raw []byte) bool { return !divided(raw) }), kinds)
 		if err != nil {
-			pl.askErr = err
-			return nil
+			return nil, nil, err
 		}
-		pl.ask.Add(u)
-		pl.askClusters = append(pl.askClusters, cluster)
+		total.Add(u)
+		on = append(on, cluster)
 	}
-	return nil
+	return total, on, nil
 }
 
 // filter are the manifests keep keeps.

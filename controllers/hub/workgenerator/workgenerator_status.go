@@ -91,12 +91,7 @@ func (r *Reconciler) report(_ context.Context, s *scope) (ctrl.Result, error) {
 	cond, reason, msg := rollout.Progressing(s.target, s.plan, s.removal, s.placement.Spec.Strategy.Paused, len(s.decided.Clusters))
 	cond, reason, msg = r.statefulGate(s, cond, reason, msg)
 	cond, reason, msg = r.divisionGate(s, cond, reason, msg)
-	if len(s.removal.TrafficHeld) > 0 {
-		msg += "; moving the traffic of exported Services before removing a copy: " + strings.Join(s.removal.TrafficHeld, "; ")
-	}
-	if len(s.removal.BudgetHeld) > 0 {
-		msg += "; kept by spec.strategy.disruptionBudget: " + message.List(s.removal.BudgetHeld, 5, "; ")
-	}
+	msg += removalNotes(s.removal)
 	st.progressing.Set(placementv1alpha1.ProgressingCondition, cond, reason, "%s", msg)
 	if reason == placementv1alpha1.ReasonFailureBudgetExceeded {
 		r.warnOnce(s.placement, reason, msg)
@@ -196,4 +191,18 @@ func (s *scope) rolloutReport(stable string) rollout.Report {
 	return rollout.Report{Target: s.target, Stable: stable, Routine: s.strategy.Type == placementv1alpha1.RolloutAllAtOnce,
 		Plan: s.plan, Removal: s.removal, Leaving: s.leaving, Holds: rollout.RevisionNames(s.clusters, s.leaving, s.works, s.revs),
 		Retained: rollout.RetainedClaims(s.retainedBefore, s.retained, s.decided.Clusters, s.now)}
+}
+
+// removalNotes says what keeps the copies of clusters the Placement left
+// beyond their replacements' availability: their traffic, the disruption
+// budget.
+func removalNotes(removal rollout.Removal) string {
+	var notes string
+	if len(removal.TrafficHeld) > 0 {
+		notes += "; moving the traffic of exported Services before removing a copy: " + strings.Join(removal.TrafficHeld, "; ")
+	}
+	if len(removal.BudgetHeld) > 0 {
+		notes += "; kept by spec.strategy.disruptionBudget: " + message.List(removal.BudgetHeld, 5, "; ")
+	}
+	return notes
 }
