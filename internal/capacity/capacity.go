@@ -87,16 +87,26 @@ func (t *Tally) AddPod(p *corev1.Pod) {
 // Requests is what a pod spec requests: the sum of its containers' requests,
 // or for each resource its largest init container's when larger.
 func Requests(spec *corev1.PodSpec) corev1.ResourceList {
+	return perPod(spec, func(r corev1.ResourceRequirements) corev1.ResourceList { return r.Requests })
+}
+
+// Limits is what a pod spec limits, counted as Requests counts requests.
+func Limits(spec *corev1.PodSpec) corev1.ResourceList {
+	return perPod(spec, func(r corev1.ResourceRequirements) corev1.ResourceList { return r.Limits })
+}
+
+// perPod is one pod's amounts of pick, as kube-scheduler counts requests.
+func perPod(spec *corev1.PodSpec, pick func(corev1.ResourceRequirements) corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, c := range spec.Containers {
-		for name, q := range c.Resources.Requests {
+		for name, q := range pick(c.Resources) {
 			sum := out[name]
 			sum.Add(q)
 			out[name] = sum
 		}
 	}
 	for _, c := range spec.InitContainers {
-		for name, q := range c.Resources.Requests {
+		for name, q := range pick(c.Resources) {
 			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
 				out[name] = q.DeepCopy()
 			}

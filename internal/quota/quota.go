@@ -134,31 +134,10 @@ func workload(obj *unstructured.Unstructured, kinds division.Kinds) (Usage, erro
 	for name, q := range capacity.Requests(spec) {
 		u["requests."+string(name)] = times(q, pods)
 	}
-	for name, q := range limits(spec) {
+	for name, q := range capacity.Limits(spec) {
 		u["limits."+string(name)] = times(q, pods)
 	}
 	return u, nil
-}
-
-// limits is what a pod spec limits: its containers' summed, or its largest
-// init container's when larger.
-func limits(spec *corev1.PodSpec) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, c := range spec.Containers {
-		for name, q := range c.Resources.Limits {
-			sum := out[name]
-			sum.Add(q)
-			out[name] = sum
-		}
-	}
-	for _, c := range spec.InitContainers {
-		for name, q := range c.Resources.Limits {
-			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
-				out[name] = q.DeepCopy()
-			}
-		}
-	}
-	return out
 }
 
 // times is q times n, exactly, however large.

@@ -72,32 +72,25 @@ func (r *Reconciler) bounded(ctx context.Context, namespace string) []reconcile.
 		ctrl.LoggerFrom(ctx).Error(err, "Reading ClusterFleetQuotas", "namespace", namespace)
 		return nil
 	}
-	for _, cfq := range clusterQuotas {
-		selected, err := lookup.SelectedBy(ctx, r.Client, cfq)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing the namespaces of a ClusterFleetQuota", "clusterFleetQuota", cfq.Name)
-			continue
-		}
-		for _, ns := range selected {
-			seen[ns] = true
-		}
-	}
-	reqs := make([]reconcile.Request, 0, len(seen))
-	for _, ns := range slices.Sorted(maps.Keys(seen)) {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns}})
-	}
-	return reqs
+	return r.namespacesOf(ctx, seen, clusterQuotas)
 }
 
 // selected maps ClusterFleetQuotas (an update's old and new) to the
 // namespaces they select: those it no longer selects lose its bound.
 func (r *Reconciler) selected(ctx context.Context, objs ...client.Object) []reconcile.Request {
-	seen := map[string]bool{}
+	var quotas []*placementv1alpha1.ClusterFleetQuota
 	for _, obj := range objs {
-		cfq, ok := obj.(*placementv1alpha1.ClusterFleetQuota)
-		if !ok {
-			continue
+		if cfq, ok := obj.(*placementv1alpha1.ClusterFleetQuota); ok {
+			quotas = append(quotas, cfq)
 		}
+	}
+	return r.namespacesOf(ctx, map[string]bool{}, quotas)
+}
+
+// namespacesOf are requests for the namespaces of seen and those the
+// ClusterFleetQuotas select, each once, sorted.
+func (r *Reconciler) namespacesOf(ctx context.Context, seen map[string]bool, quotas []*placementv1alpha1.ClusterFleetQuota) []reconcile.Request {
+	for _, cfq := range quotas {
 		selected, err := lookup.SelectedBy(ctx, r.Client, cfq)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing the namespaces of a ClusterFleetQuota", "clusterFleetQuota", cfq.Name)

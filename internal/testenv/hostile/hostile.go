@@ -275,12 +275,17 @@ spec:
 }
 
 func deployment(name string, replicas int64, cpu string) string {
-	requests := ""
-	if cpu != "" {
-		requests = fmt.Sprintf(`
-          resources:
-            requests: {cpu: %q}`, cpu)
+	if cpu == "" {
+		return deploymentWith(name, replicas, "")
 	}
+	return deploymentWith(name, replicas, fmt.Sprintf(`
+          resources:
+            requests: {cpu: %q}`, cpu))
+}
+
+// deploymentWith is a paused Deployment of replicas whose container has the
+// fields of container (indented under it).
+func deploymentWith(name string, replicas int64, container string) string {
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -296,7 +301,7 @@ spec:
     spec:
       containers:
         - name: app
-          image: nginx:1.27%s`, name, replicas, name, name, requests)
+          image: nginx:1.27%s`, name, replicas, name, name, container)
 }
 
 // placement selects the attack's objects of group and kind (by name, or by its
@@ -475,23 +480,7 @@ func forgedWriter(name, clusters string) []string {
 		fmt.Fprintf(&refs, `
             - secretRef: {name: %s-%d}`, name, i)
 	}
-	return []string{fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: %s
-spec:
-  paused: true
-  replicas: 1
-  selector:
-    matchLabels: {app: %s}
-  template:
-    metadata:
-      labels: {app: %s}
-    spec:
-      containers:
-        - name: app
-          image: nginx:1.27
-          envFrom:%s`, name, name, name, refs.String()),
+	return []string{deploymentWith(name, 1, "\n          envFrom:"+refs.String()),
 		strings.Replace(placement(name, clusters, "", "apps", "Deployment"), "metadata:\n", `metadata:
   annotations:
     placement.lodestar.dev/last-writer: kubernetes-admin
