@@ -52,7 +52,19 @@ func TestAdoptWhatRuns(t *testing.T) {
 	}
 	plugin := filepath.Join(os.Getenv("LODESTAR_BIN"), "kubectl-lodestar")
 
-	out, err := hubTool(t, testenv.EventuallyTimeout, plugin, append(args, "--dry-run")...)
+	// The whole member namespace: what was written there, not what every
+	// namespace has (kube-root-ca.crt, the default ServiceAccount) nor what
+	// the member's controllers made (member-1's ReplicaSet).
+	out, err := hubTool(t, testenv.EventuallyTimeout, plugin, "adopt", "--all", "-n", ns, "--from", member1+"="+filepath.Join(dir, member1), "--dry-run")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("kind: Deployment"))
+	g.Expect(out).To(ContainSubstring("kind: Service"))
+	g.Expect(out).To(ContainSubstring("name: web-settings"))
+	g.Expect(out).NotTo(ContainSubstring("kube-root-ca.crt"))
+	g.Expect(out).NotTo(ContainSubstring("kind: ReplicaSet"))
+	g.Expect(out).To(ContainSubstring("name: adopted\n"))
+
+	out, err = hubTool(t, testenv.EventuallyTimeout, plugin, append(args, "--dry-run")...)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("# Deployment web differs at /spec/replicas: member-1=1 member-2=2"))
 	g.Expect(out).To(ContainSubstring("takeover: IfNoDiff"))
