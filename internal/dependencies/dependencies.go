@@ -56,7 +56,10 @@ func Of(obj *unstructured.Unstructured, kinds Kinds) ([]Ref, error) {
 	gk := obj.GroupVersionKind().GroupKind()
 	if path, ok := podSpecPaths[gk]; ok {
 		raw, found, err := unstructured.NestedMap(obj.Object, path...)
-		if err != nil || !found {
+		if err != nil {
+			return nil, fmt.Errorf("reading the pod template at %s: %w", strings.Join(path, "."), err)
+		}
+		if !found {
 			return nil, nil
 		}
 		spec := &corev1.PodSpec{}

@@ -123,7 +123,10 @@ func workload(obj *unstructured.Unstructured, kinds division.Kinds) (Usage, erro
 		}
 	}
 	raw, found, err := unstructured.NestedMap(obj.Object, paths.spec...)
-	if err != nil || !found {
+	if err != nil {
+		return nil, fmt.Errorf("reading the pod template: %w", err)
+	}
+	if !found {
 		return Usage{placementv1alpha1.QuotaPods: *resource.NewQuantity(pods, resource.DecimalSI)}, nil
 	}
 	spec := &corev1.PodSpec{}

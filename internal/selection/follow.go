@@ -156,10 +156,9 @@ func describe(obj *unstructured.Unstructured) string {
 // not: the DependenciesFollowed condition's message.
 func (s Selected) FollowedMessage() string {
 	var b strings.Builder
-	switch n := len(s.Followed); {
-	case n == 0:
+	if n := len(s.Followed); n == 0 {
 		b.WriteString("no referenced object to follow")
-	default:
+	} else {
 		fmt.Fprintf(&b, "%d referenced %s followed: %s", n, plural(n, "object", "objects"), list(s.Followed, 20))
 	}
 	if len(s.NotFollowed) > 0 {

@@ -172,7 +172,7 @@ func PlacementsAdmitted(ctx context.Context, c client.Client) error {
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		got := probe.DeepCopy()
 		if last = c.Create(ctx, got, client.DryRunAll); last != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // Keep polling; the last error is reported at the end.
 		}
 		if _, stamped := got.GetAnnotations()["placement.lodestar.dev/last-writer"]; !stamped {
 			last = errors.New("the lodestar-placement-writer policy does not stamp Placements yet")

@@ -71,13 +71,13 @@ type FleetQuotaStatus struct {
 // take the namespace past it is not rolled out (the current one stays), and
 // the Placement's QuotaAdmitted condition names the resource, the used and
 // the asked amounts. Platform admins write it; tenants read it.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=fq
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +genclient
 type FleetQuota struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
@@ -166,11 +166,13 @@ const (
 // controller.
 const QuotaAdmittedCondition = "QuotaAdmitted"
 
-// ReasonQuotaAdmitted: the newest revision fits every FleetQuota.
+// ReasonQuotaAdmitted is the QuotaAdmitted reason when the newest revision
+// fits every quota that bounds the namespace.
 const ReasonQuotaAdmitted = "Admitted"
 
-// ReasonWaitingForQuota (WorkSynchronized): no revision of the Placement is
-// admitted by its namespace's FleetQuotas yet, so nothing is rolled out.
+// ReasonWaitingForQuota is the WorkSynchronized reason when no revision of
+// the Placement is admitted by the quotas that bound its namespace yet, so
+// nothing is rolled out.
 const ReasonWaitingForQuota = "WaitingForQuota"
 
 // QuotaAdmittedAnnotation on a PlacementRevision says the namespace's
