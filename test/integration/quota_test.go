@@ -92,8 +92,29 @@ func TestFleetQuota(t *testing.T) {
 		g.Expect(used.Cmp(q("3"))).To(BeZero(), "used %s", used.String())
 	}).Should(Succeed())
 
-	// kubectl lodestar describe quota: hard, used, and the use per cluster.
+	// 5 replicas (10 pods) do not fit; the quota deleted, they roll out and
+	// the condition goes.
+	g.Eventually(func() error {
+		return updateOnHub(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) })
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.QuotaAdmittedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("revision 3 is not rolled out"))
+	}).Should(Succeed())
+	g.Expect(replicasOn(g, member1)).To(BeEquivalentTo(3))
 	out, err := hubTool(t, testenv.EventuallyTimeout, filepath.Join(os.Getenv("LODESTAR_BIN"), "kubectl-lodestar"), "describe", "quota", "team", "-n", ns)
+	g.Expect(hubCP.Client.Delete(ctx, &placementv1alpha1.FleetQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(replicasOn(g, member1)).To(BeEquivalentTo(5))
+		g.Expect(replicasOn(g, member2)).To(BeEquivalentTo(5))
+		p := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, p)).To(Succeed())
+		g.Expect(meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.QuotaAdmittedCondition)).To(BeNil())
+	}).Should(Succeed())
+
+	// kubectl lodestar describe quota (read before the deletion): hard, used,
+	// and the use per cluster.
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(MatchRegexp(`requests\.cpu\s+3\s+4`))
 	g.Expect(out).To(MatchRegexp(`pods\s+6\s+8`))

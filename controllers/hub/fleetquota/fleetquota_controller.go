@@ -10,9 +10,11 @@ package fleetquota
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -106,13 +108,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // forget takes the QuotaAdmitted condition off the Placements of a namespace
-// whose last FleetQuota went.
+// no quota bounds any more, and admits the newest revision of those that
+// waited (its annotation is what brings the work generator back to them).
 func (r *Reconciler) forget(ctx context.Context, placements []placementv1alpha1.Placement) error {
 	for i := range placements {
-		if meta.FindStatusCondition(placements[i].Status.Conditions, placementv1alpha1.QuotaAdmittedCondition) == nil {
+		p := &placements[i]
+		c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.QuotaAdmittedCondition)
+		if c == nil {
 			continue
 		}
-		if err := r.applyCondition(ctx, &placements[i], nil); err != nil {
+		if c.Status == metav1.ConditionFalse {
+			revs, err := lookup.Revisions(ctx, r.Client, p)
+			if err != nil {
+				return err
+			}
+			if i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == p.Status.Revision }); i >= 0 {
+				if err := r.admitRevision(ctx, &revs[i]); err != nil {
+					return err
+				}
+			}
+		}
+		if err := r.applyCondition(ctx, p, nil); err != nil {
 			return err
 		}
 	}
@@ -123,10 +139,9 @@ func (r *Reconciler) forget(ctx context.Context, placements []placementv1alpha1.
 // admitted, the Placement's condition, and a Warning event when a refusal is
 // new.
 func (r *Reconciler) apply(ctx context.Context, d decision) error {
-	if d.admit && d.target.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] != "true" {
-		body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, placementv1alpha1.QuotaAdmittedAnnotation)
-		if err := r.Client.Patch(ctx, d.target, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("admitting PlacementRevision %s: %w", d.target.Name, err)
+	if d.admit {
+		if err := r.admitRevision(ctx, d.target); err != nil {
+			return err
 		}
 	}
 	c := d.condition()
@@ -138,6 +153,18 @@ func (r *Reconciler) apply(ctx context.Context, d decision) error {
 		return nil
 	}
 	return r.applyCondition(ctx, d.placement, &c)
+}
+
+// admitRevision marks a revision admitted, once.
+func (r *Reconciler) admitRevision(ctx context.Context, rev *placementv1alpha1.PlacementRevision) error {
+	if rev.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] == "true" {
+		return nil
+	}
+	body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, placementv1alpha1.QuotaAdmittedAnnotation)
+	if err := r.Client.Patch(ctx, rev, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("admitting PlacementRevision %s: %w", rev.Name, err)
+	}
+	return nil
 }
 
 // SetupWithManager registers the controller, keyed by namespace: a quota's
