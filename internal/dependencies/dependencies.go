@@ -47,6 +47,13 @@ var podSpecPaths = map[schema.GroupKind][]string{
 	{Group: "batch", Kind: "CronJob"}:    {"spec", "jobTemplate", "spec", "template", "spec"},
 }
 
+// PodSpecPath is where a built-in kind that runs pods keeps its pod spec, and
+// whether gk is one.
+func PodSpecPath(gk schema.GroupKind) ([]string, bool) {
+	path, ok := podSpecPaths[gk]
+	return path, ok
+}
+
 // Of returns what obj references, sorted and each once: from its pod spec for
 // the built-in kinds that run pods, its image pull Secrets for a
 // ServiceAccount, and its interpretation's dependencies expression for a kind

@@ -18,29 +18,25 @@ import (
 // create SubjectAccessReviews (an error says it was not).
 func WriterMayGetSecret(c client.Client) func(ctx context.Context, placement *placementv1alpha1.Placement, namespace, name string) (string, error) {
 	return func(ctx context.Context, placement *placementv1alpha1.Placement, namespace, name string) (string, error) {
-		return writerMayGetSecret(ctx, c, placement, namespace, name)
+		user := placement.Annotations[placementv1alpha1.LastWriterAnnotation]
+		if user == "" {
+			return fmt.Sprintf("the Placement carries no %s annotation (the hub's lodestar-placement-writer admission policy records it), so no Secret is followed",
+				placementv1alpha1.LastWriterAnnotation), nil
+		}
+		var groups []string
+		if g := placement.Annotations[placementv1alpha1.LastWriterGroupsAnnotation]; g != "" {
+			groups = strings.Split(g, ",")
+		}
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "secrets", Name: name},
+		}}
+		if err := c.Create(ctx, review); err != nil {
+			return "", fmt.Errorf("asking the hub whether %s may get Secret %s/%s: %w", user, namespace, name, err)
+		}
+		if review.Status.Allowed {
+			return "", nil
+		}
+		return fmt.Sprintf("%s, who last changed the Placement, may not get it on the hub", user), nil
 	}
-}
-
-func writerMayGetSecret(ctx context.Context, c client.Client, placement *placementv1alpha1.Placement, namespace, name string) (string, error) {
-	user := placement.Annotations[placementv1alpha1.LastWriterAnnotation]
-	if user == "" {
-		return fmt.Sprintf("the Placement carries no %s annotation (the hub's lodestar-placement-writer admission policy records it), so no Secret is followed",
-			placementv1alpha1.LastWriterAnnotation), nil
-	}
-	var groups []string
-	if g := placement.Annotations[placementv1alpha1.LastWriterGroupsAnnotation]; g != "" {
-		groups = strings.Split(g, ",")
-	}
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user, Groups: groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "secrets", Name: name},
-	}}
-	if err := c.Create(ctx, review); err != nil {
-		return "", fmt.Errorf("asking the hub whether %s may get Secret %s/%s: %w", user, namespace, name, err)
-	}
-	if review.Status.Allowed {
-		return "", nil
-	}
-	return fmt.Sprintf("%s, who last changed the Placement, may not get it on the hub", user), nil
 }

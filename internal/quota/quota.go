@@ -19,6 +19,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/capacity"
+	"github.com/lodestar-dev/lodestar/internal/dependencies"
 	"github.com/lodestar-dev/lodestar/internal/division"
 )
 
@@ -57,21 +58,16 @@ func (u Usage) Only(hard map[string]resource.Quantity) Usage {
 	return out
 }
 
-// podSpecPaths is where the built-in kinds that run pods keep their pod
-// template's spec, and how many pods each runs: replicas (default 1), a Job's
-// parallelism, one for a Pod, a CronJob's job's parallelism, and one per
-// cluster for a DaemonSet (its node count is the member's).
-var podSpecPaths = map[schema.GroupKind]struct {
-	spec, pods []string
-}{
-	{Kind: "Pod"}:                        {spec: []string{"spec"}},
-	{Kind: "ReplicationController"}:      {spec: []string{"spec", "template", "spec"}, pods: []string{"spec", "replicas"}},
-	{Group: "apps", Kind: "Deployment"}:  {spec: []string{"spec", "template", "spec"}, pods: []string{"spec", "replicas"}},
-	{Group: "apps", Kind: "StatefulSet"}: {spec: []string{"spec", "template", "spec"}, pods: []string{"spec", "replicas"}},
-	{Group: "apps", Kind: "ReplicaSet"}:  {spec: []string{"spec", "template", "spec"}, pods: []string{"spec", "replicas"}},
-	{Group: "apps", Kind: "DaemonSet"}:   {spec: []string{"spec", "template", "spec"}},
-	{Group: "batch", Kind: "Job"}:        {spec: []string{"spec", "template", "spec"}, pods: []string{"spec", "parallelism"}},
-	{Group: "batch", Kind: "CronJob"}:    {spec: []string{"spec", "jobTemplate", "spec", "template", "spec"}, pods: []string{"spec", "jobTemplate", "spec", "parallelism"}},
+// podsPaths is where the built-in kinds that run pods say how many: replicas
+// (default 1), a Job's or a CronJob's job's parallelism; a Pod, and a
+// DaemonSet on each cluster (its node count is the member's), count one.
+var podsPaths = map[schema.GroupKind][]string{
+	{Kind: "ReplicationController"}:      {"spec", "replicas"},
+	{Group: "apps", Kind: "Deployment"}:  {"spec", "replicas"},
+	{Group: "apps", Kind: "StatefulSet"}: {"spec", "replicas"},
+	{Group: "apps", Kind: "ReplicaSet"}:  {"spec", "replicas"},
+	{Group: "batch", Kind: "Job"}:        {"spec", "parallelism"},
+	{Group: "batch", Kind: "CronJob"}:    {"spec", "jobTemplate", "spec", "parallelism"},
 }
 
 // Of is what one cluster's manifests use: each workload's pods times what one
@@ -97,7 +93,7 @@ func Of(manifests []runtime.RawExtension, kinds division.Kinds) (Usage, error) {
 // workload is what one workload uses.
 func workload(obj *unstructured.Unstructured, kinds division.Kinds) (Usage, error) {
 	gk := obj.GroupVersionKind().GroupKind()
-	paths, ok := podSpecPaths[gk]
+	specPath, ok := dependencies.PodSpecPath(gk)
 	if !ok {
 		if kinds == nil {
 			return nil, nil
@@ -117,12 +113,12 @@ func workload(obj *unstructured.Unstructured, kinds division.Kinds) (Usage, erro
 		return u, nil
 	}
 	pods := int64(1)
-	if paths.pods != nil {
-		if v, found, err := unstructured.NestedInt64(obj.Object, paths.pods...); err == nil && found {
+	if path, ok := podsPaths[gk]; ok {
+		if v, found, err := unstructured.NestedInt64(obj.Object, path...); err == nil && found {
 			pods = max(v, 0)
 		}
 	}
-	raw, found, err := unstructured.NestedMap(obj.Object, paths.spec...)
+	raw, found, err := unstructured.NestedMap(obj.Object, specPath...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the pod template: %w", err)
 	}
