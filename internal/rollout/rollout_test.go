@@ -556,6 +556,7 @@ func TestDepartByObject(t *testing.T) {
 // the same; a percentage is of the clusters selected and left.
 func TestDepartHonoursTheDisruptionBudget(t *testing.T) {
 	two, all := intstr.FromInt32(2), intstr.FromString("100%")
+	huge, absurd, zero := intstr.FromInt32(1<<31-1), intstr.FromString("999%"), intstr.FromInt32(0)
 	left := func(name string, available bool) Leaving { return Leaving{Name: name, Since: t0, Available: available} }
 	tests := []struct {
 		name     string
@@ -583,6 +584,13 @@ func TestDepartHonoursTheDisruptionBudget(t *testing.T) {
 			leaving: []Leaving{{Name: "r", Since: t0, Available: true, Revoked: true}}, now: t0, remove: []string{"r"}},
 		{name: "100% of selected and left", budget: &all, selected: []Cluster{at("a", target, true), at("b", target, true)},
 			leaving: []Leaving{left("drained", true)}, now: t0, held: 1},
+		// A tenant's extreme budgets hold its own copies, nothing else, and never panic.
+		{name: "2^31-1 clusters: every Available copy held", budget: &huge, selected: []Cluster{at("a", target, true)},
+			leaving: []Leaving{left("x", true), left("y", false)}, now: t0.Add(time.Hour), remove: []string{"y"}, held: 1},
+		{name: "999%: as many", budget: &absurd, selected: []Cluster{at("a", target, true), at("b", target, true)},
+			leaving: []Leaving{left("x", true)}, now: t0, held: 1},
+		{name: "0: no floor", budget: &zero, selected: []Cluster{at("a", target, false)},
+			leaving: []Leaving{left("x", true)}, now: t0.Add(time.Hour), remove: []string{"x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

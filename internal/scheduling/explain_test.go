@@ -212,6 +212,8 @@ func TestExtendedResources(t *testing.T) {
 	g.Expect(pass(placementv1alpha1.ResourceAmount{Name: "nvidia.com/gpu", Quantity: "4", OnOneNode: true})).To(ConsistOf("dense"))
 	g.Expect(pass(placementv1alpha1.ResourceAmount{Name: "nvidia.com/gpu", Quantity: "5"})).To(ConsistOf("spread"))
 	g.Expect(pass(placementv1alpha1.ResourceAmount{Name: "amd.com/gpu", Quantity: "1"})).To(BeEmpty())
+	g.Expect(pass(placementv1alpha1.ResourceAmount{Name: "nvidia.com/gpu", Quantity: "1e18", OnOneNode: true})).To(BeEmpty(), "an absurd ask excludes every cluster, nothing else")
+	g.Expect(pass(placementv1alpha1.ResourceAmount{Name: "nvidia.com/gpu", Quantity: "0"})).To(ConsistOf("spread", "dense"), "nothing asked: only a cluster that reports none fails")
 
 	p := mustPolicy(t, placementv1alpha1.PlacementSpec{Scheduling: placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{},
 		RequiredCapacity: &placementv1alpha1.Capacity{Resources: []placementv1alpha1.ResourceAmount{{Name: "nvidia.com/gpu", Quantity: "4", OnOneNode: true}}}}})
