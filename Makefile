@@ -27,6 +27,8 @@ CODE_GENERATOR_VERSION   := $(shell sed -n 's|^[[:space:]]*k8s.io/client-go \(v[
 GOLANGCI_LINT_VERSION    ?= v2.15.0
 
 LOCALBIN       := $(CURDIR)/bin
+comma          := ,
+space          := $(subst ,, )
 KUBE_BIN_DIR   := $(LOCALBIN)/k8s-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)-kwok-$(KWOK_VERSION)-helm-$(HELM_VERSION)
 KUBE_STAMP     := $(KUBE_BIN_DIR)/.complete
 KWOK           := $(KUBE_BIN_DIR)/kwok
@@ -49,6 +51,20 @@ MCS_API_CRDS = $(shell go list -m -f '{{.Dir}}' sigs.k8s.io/mcs-api)/config/crd
 
 # The about-api module ships no API-review annotation for its protected group; we say so.
 ABOUT_API_APPROVAL := unapproved, KEP-2149 ClusterProperty as published in sigs.k8s.io/about-api
+
+# The release, in one place: VERSION. `make set-version NEW=v0.2.0` writes it
+# and the charts' version and appVersion (the image test checks they agree);
+# every binary reports it (--version), the images are tagged with it.
+VERSION  := $(shell cat VERSION)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The commit's time: images built twice from one commit are the same bytes.
+CREATED  := $(shell git log -1 --format=%cI 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
+VERSION_LDFLAGS := -X github.com/lodestar-dev/lodestar/internal/version.version=$(VERSION) \
+                   -X github.com/lodestar-dev/lodestar/internal/version.revision=$(REVISION)
+
+# Every binary is static (no cgo): what the images carry is what the tests ran,
+# and one build cache serves both.
+export CGO_ENABLED := 0
 
 GO_TEST_FLAGS ?=
 TEST_TIMEOUT  ?= 25m
@@ -92,14 +108,16 @@ fmt: ## Run gofmt.
 	gofmt -s -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## Run go vet (both modules).
+vet: ## Run go vet (the three modules: root, api, the image builder).
 	go vet ./...
 	cd api && go vet ./...
+	cd hack/tools/images && go vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint (both modules).
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (the three modules).
 	$(GOLANGCI_LINT) run ./...
 	cd api && $(GOLANGCI_LINT) run ./...
+	cd hack/tools/images && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated code or CRDs are stale, code is unformatted, or lint fails.
@@ -108,6 +126,7 @@ verify: generate manifests ## Fail when generated code or CRDs are stale, code i
 	@test -z "$$(git ls-files --others --exclude-standard -- api config)" || { echo "untracked generated files: run 'make generate manifests' and commit"; git ls-files --others --exclude-standard -- api config; exit 1; }
 	go mod tidy -diff
 	cd api && go mod tidy -diff
+	cd hack/tools/images && go mod tidy -diff
 	$(MAKE) vet lint agent-deps
 
 # HUB_PACKAGES are what lodestar-agent never links (the depguard rule
@@ -122,15 +141,37 @@ agent-deps: ## Fail when lodestar-agent's dependency tree reaches a hub package.
 
 .PHONY: build
 build: ## Build the hub manager, the agent, the kubectl plugin, the tunnel's credential plugin, the local fleet runner and the secretreader plugin into bin/.
-	go build -o $(LOCALBIN)/lodestar-hub ./cmd/lodestar-hub
-	go build -o $(LOCALBIN)/lodestar-agent ./cmd/lodestar-agent
-	go build -o $(LOCALBIN)/kubectl-lodestar ./cmd/kubectl-lodestar
-	go build -o $(LOCALBIN)/lodestar-credentials ./cmd/lodestar-credentials
+	go build -ldflags '$(VERSION_LDFLAGS)' -o $(LOCALBIN)/ ./cmd/lodestar-hub ./cmd/lodestar-agent ./cmd/kubectl-lodestar ./cmd/lodestar-credentials
 	@# kubectl completes `kubectl lodestar ...` by running kubectl_complete-lodestar.
 	ln -sf kubectl-lodestar $(LOCALBIN)/kubectl_complete-lodestar
 	go build -o $(LOCALBIN)/lodestar-devfleet ./hack/devfleet
 	@# The upstream credential plugin that member-access consumers exec (docs/member-access.md).
 	go build -o $(LOCALBIN)/secretreader-plugin sigs.k8s.io/cluster-inventory-api/plugins/secretreader/cmd/plugin
+
+# Images: built by hack/tools/images (go-containerregistry) from static binaries
+# over a minimal root made here, as an OCI layout; no container engine.
+IMAGE_REPOSITORY ?= ghcr.io/lodestar-dev
+IMAGE_PLATFORMS  ?= linux/amd64 linux/arm64
+IMAGES_DIR       := $(LOCALBIN)/images/$(VERSION)
+
+.PHONY: images
+images: ## Build the lodestar-hub, -agent and -credentials images for IMAGE_PLATFORMS into bin/images/<version>/oci (an OCI layout).
+	@$(foreach p,$(IMAGE_PLATFORMS),echo ">> building the binaries for $(p)"; \
+		GOOS=$(word 1,$(subst /, ,$(p))) GOARCH=$(word 2,$(subst /, ,$(p))) go build -trimpath -ldflags '-s -w $(VERSION_LDFLAGS)' \
+		-o $(IMAGES_DIR)/bin/$(subst /,-,$(p))/ ./cmd/lodestar-hub ./cmd/lodestar-agent ./cmd/lodestar-credentials;)
+	cd hack/tools/images && go run . build --binaries $(IMAGES_DIR)/bin --out $(IMAGES_DIR)/oci --repository $(IMAGE_REPOSITORY) \
+		--version $(VERSION) --revision $(REVISION) --created $(CREATED) --platforms $(subst $(space),$(comma),$(strip $(IMAGE_PLATFORMS)))
+
+.PHONY: images-push
+images-push: ## Push what `make images` built to REGISTRY (e.g. REGISTRY=registry.example.com/platform), with your docker login.
+	@test -n "$(REGISTRY)" || { echo "set REGISTRY, e.g. make images-push REGISTRY=registry.example.com/platform"; exit 1; }
+	cd hack/tools/images && go run . push --layout $(IMAGES_DIR)/oci --repository $(REGISTRY)
+
+.PHONY: set-version
+set-version: ## Set the release everywhere it is stamped: make set-version NEW=v0.2.0 (VERSION and both charts).
+	@echo "$(NEW)" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "NEW must be a version like v0.2.0, not '$(NEW)'"; exit 1; }
+	echo "$(NEW)" > VERSION
+	sed -i -e 's/^version: .*/version: $(patsubst v%,%,$(NEW))/' -e 's/^appVersion: .*/appVersion: "$(NEW)"/' charts/lodestar-hub/Chart.yaml charts/lodestar-agent/Chart.yaml
 
 .PHONY: test-binaries
 test-binaries: $(KUBE_STAMP) $(KWOK_STAGES_FILE) $(LOCALBIN)/kubectl $(HELM4) ## Build kube-apiserver, etcd, kubectl, kube-controller-manager, kube-scheduler, kwok, helm v3 and v4 (once per version).
@@ -142,6 +183,8 @@ test: test-binaries build ## Run every test (unit, charts, and on real API serve
 		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) -count=1 ./... 2>&1 | tee $(LOCALBIN)/test.log || \
 		{ echo "=== the failures, again:"; grep -E -A40 -- '^\s*--- FAIL|^panic:' $(LOCALBIN)/test.log | grep -v -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' | head -300; exit 1; }
 	cd api && go test $(GO_TEST_FLAGS) -count=1 ./...
+	@# The image builder's own module: it builds images of bin/'s binaries and checks them.
+	cd hack/tools/images && LODESTAR_BIN="$(LOCALBIN)" go test $(GO_TEST_FLAGS) -count=1 ./...
 
 ##@ Benchmarks
 

@@ -26,6 +26,7 @@ import (
 	"github.com/lodestar-dev/lodestar/api/client/clientset/versioned"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
+	"github.com/lodestar-dev/lodestar/internal/version"
 	"github.com/lodestar-dev/lodestar/internal/watches"
 )
 
@@ -91,6 +92,8 @@ Every verb takes kubectl's connection flags (--kubeconfig, --context, -n, --as,
 		Args:          unknownSubcommand,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	root.Version = version.Version()
+	root.SetVersionTemplate(version.String("kubectl-lodestar") + "\n")
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	o.config.AddFlags(root.PersistentFlags())

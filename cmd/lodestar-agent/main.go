@@ -23,6 +23,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/agent/work"
 	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/run"
+	"github.com/lodestar-dev/lodestar/internal/version"
 )
 
 func main() {
@@ -65,7 +66,11 @@ func main() {
 	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries above --kube-api-qps.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
+	showVersion := version.AddFlag(flag.CommandLine)
 	flag.Parse()
+	if showVersion.Print(os.Stdout, "lodestar-agent") {
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("lodestar-agent").WithValues("cluster", clusterName)
 

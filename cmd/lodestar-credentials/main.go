@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/lodestar-dev/lodestar/internal/version"
 	"os"
 	"strings"
 	"time"
@@ -38,7 +39,11 @@ func main() {
 	sa := flag.String("service-account", "", "Request a token for this hub ServiceAccount (<namespace>/<name>) instead, with --kubeconfig's rights (serviceaccounts/token create).")
 	kubeconfig := flag.String("kubeconfig", "", "Kubeconfig of the hub for --service-account (default: $KUBECONFIG, ~/.kube/config or in-cluster).")
 	ttl := flag.Duration("token-ttl", time.Hour, "Lifetime of a requested token (--service-account); at least 10m.")
+	showVersion := version.AddFlag(flag.CommandLine)
 	flag.Parse()
+	if showVersion.Print(os.Stdout, "lodestar-credentials") {
+		return
+	}
 	cred, err := credential(*tokenFile, *sa, *kubeconfig, *ttl)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lodestar-credentials:", err)

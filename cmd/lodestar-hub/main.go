@@ -21,6 +21,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/mcs"
 	"github.com/lodestar-dev/lodestar/internal/renderctl"
 	"github.com/lodestar-dev/lodestar/internal/run"
+	"github.com/lodestar-dev/lodestar/internal/version"
 )
 
 func main() {
@@ -69,7 +70,11 @@ func main() {
 	flag.IntVar(&debugOpts.Streams, "debug-streams", debugapi.DefaultStreams, "Most open debug streams on one replica.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
+	showVersion := version.AddFlag(flag.CommandLine)
 	flag.Parse()
+	if showVersion.Print(os.Stdout, "lodestar-hub") {
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("lodestar-hub")
 
