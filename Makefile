@@ -131,7 +131,7 @@ verify: generate manifests ## Fail when generated code or CRDs are stale, code i
 
 # HUB_PACKAGES are what lodestar-agent never links (the depguard rule
 # agent-links-only-agent checks each file; this checks the whole tree).
-HUB_PACKAGES = github.com/lodestar-dev/lodestar/(controllers/hub|config|internal/(debugapi|division|fleet|fleetview|handlers|kubeconfig|lookup|mcs|overrides|pki|rbacguard|reflection|render|renderctl|requeue|rollout|rolloutctl|scheduling|selection|settled|summary|teardown|testenv))(/|$$)
+HUB_PACKAGES = github.com/lodestar-dev/lodestar/(controllers/hub|config|internal/(console|debugapi|division|fleet|fleetview|handlers|kubeconfig|lookup|mcs|overrides|pki|rbacguard|reflection|render|renderctl|requeue|rollout|rolloutctl|scheduling|selection|settled|summary|teardown|testenv))(/|$$)
 
 .PHONY: agent-deps
 agent-deps: ## Fail when lodestar-agent's dependency tree reaches a hub package.

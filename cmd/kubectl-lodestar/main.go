@@ -101,7 +101,7 @@ Every verb takes kubectl's connection flags (--kubeconfig, --context, -n, --as,
 
 	root.AddCommand(
 		newJoinCommand(o), newCordonCommand(o, "cordon"), newCordonCommand(o, "drain"), newCordonCommand(o, "uncordon"), newTaintCommand(o),
-		newUnjoinCommand(o), newRevokeCommand(o), newRolloutCommand(o), newRenderCommand(o), newStatusCommand(o),
+		newUnjoinCommand(o), newRevokeCommand(o), newRolloutCommand(o), newConsoleCommand(o), newRenderCommand(o), newStatusCommand(o),
 		newGetCommand(o), newDescribeCommand(o), newWhyCommand(o), newAdoptCommand(o),
 		newPodsCommand(o), newLogsCommand(o), newEventsCommand(o), newExecCommand(o), newPortForwardCommand(o),
 		newInterpretCommand(o),
