@@ -17,16 +17,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
-
-	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
@@ -56,14 +52,14 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 	}
 
 	var planes []*testenv.ControlPlane
-	var procs []*proc
-	exited := make(chan *proc, 4)
+	var procs []*testenv.Proc
+	exited := make(chan *testenv.Proc, 4)
 	defer func() {
 		for _, p := range procs {
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			_ = p.Cmd.Process.Signal(syscall.SIGTERM)
 		}
 		for _, p := range procs {
-			<-p.done
+			<-p.Done()
 		}
 		for _, cp := range planes {
 			err = errors.Join(err, cp.Stop())
@@ -113,38 +109,12 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 		return err
 	}
 	defer func() { _ = metricsFile.Close() }()
-	// As many hub manager replicas as the chart's Deployment has (leader
-	// election picks one to lead; each serves the debug API). The hub API
-	// server reaches them through an ExternalName Service for localhost in
-	// place of the chart's ClusterIP one, and a local proxy that spreads
-	// connections over the replicas as the Service would.
-	replicas, err := deploymentReplicas(ctx, hubCP, "lodestar-hub")
-	if err != nil {
-		return err
-	}
-	debugAddrs := make([]string, replicas)
-	for i := range debugAddrs {
-		if debugAddrs[i], err = testenv.FreeAddress(); err != nil {
-			return err
-		}
-	}
-	debugService, err := testenv.StartProxy(debugAddrs...)
+	hubProcs, debugService, err := testenv.SpawnHubChart(ctx, exited, hubCP, dir, managerKubeconfig, binDir, logs, metricsFile)
+	procs = append(procs, hubProcs...)
 	if err != nil {
 		return err
 	}
 	defer debugService.Stop()
-	if err := testenv.InstallDebugAPI(ctx, hubCP.Client, testenv.ReleaseNamespace, testenv.Port(debugService.Addr())); err != nil {
-		return err
-	}
-	for i, addr := range debugAddrs {
-		name := fmt.Sprintf("lodestar-hub-%d", i)
-		hubProc, err := spawnChart(ctx, exited, hubCP, "lodestar-hub", "manager", filepath.Join(dir, name), managerKubeconfig, binDir, logs, metricsFile,
-			"debug-bind-address", addr, "debug-replica-id", name)
-		if err != nil {
-			return err
-		}
-		procs = append(procs, hubProc)
-	}
 
 	for _, m := range testenv.DefaultMembers() {
 		say("starting member " + m.Name + " (API server, etcd, controller manager, scheduler, a kwok fake node)")
@@ -186,7 +156,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 		if err := saKubeconfig(cp, "lodestar-agent", agentKubeconfig); err != nil {
 			return err
 		}
-		p, err := spawnChart(ctx, exited, cp, "lodestar-agent", "agent", filepath.Join(dir, "lodestar-agent-"+m.Name), agentKubeconfig, binDir, logs, metricsFile)
+		p, err := testenv.SpawnChart(ctx, exited, cp, "lodestar-agent", "agent", filepath.Join(dir, "lodestar-agent-"+m.Name), agentKubeconfig, binDir, logs, metricsFile)
 		if err != nil {
 			return err
 		}
@@ -204,7 +174,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 		say("stopping")
 		return nil
 	case p := <-exited:
-		return fmt.Errorf("%s exited, see its log in %s: %w", filepath.Base(p.cmd.Path), logs, p.err)
+		return fmt.Errorf("%s exited, see its log in %s: %w", filepath.Base(p.Cmd.Path), logs, p.Err)
 	}
 }
 
@@ -220,79 +190,6 @@ func memberAccessValues(cp *testenv.ControlPlane) []string {
 	return []string{"--set", "memberAccess.enabled=true", "--set", "memberAccess.server=" + cp.Config.Host,
 		"--set", "memberAccess.caBundle=" + base64.StdEncoding.EncodeToString(cp.Config.CAData),
 		"--set-json", `memberAccess.rules=[{"apiGroups":[""],"resources":["namespaces"],"verbs":["get","list","watch"]}]`}
-}
-
-// spawnChart starts the binary of a chart's Deployment as the chart installed
-// it on cp: with its container's arguments, configuration files and
-// environment (testenv.ChartProcess), as its ServiceAccount (kubeconfig, in
-// place of the pod's in-cluster identity). Only the ports differ: local
-// processes on one machine cannot all listen on the chart's.
-func spawnChart(ctx context.Context, exited chan<- *proc, cp *testenv.ControlPlane, name, container, dir, kubeconfig, binDir, logs string, metrics io.Writer, flags ...string) (*proc, error) {
-	chart, err := testenv.FromDeployment(ctx, cp.Client, client.ObjectKey{Namespace: testenv.ReleaseNamespace, Name: name}, container, dir)
-	if err != nil {
-		return nil, err
-	}
-	addr, err := testenv.FreeAddress()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := fmt.Fprintf(metrics, "%s %s http://%s/metrics\n", filepath.Base(dir), cp.Name, addr); err != nil {
-		return nil, err
-	}
-	chart.Set("kubeconfig", kubeconfig)
-	chart.Set("metrics-bind-address", addr)
-	chart.Set("health-probe-bind-address", "0")
-	for i := 0; i+1 < len(flags); i += 2 {
-		chart.Set(flags[i], flags[i+1])
-	}
-	return spawn(ctx, exited, filepath.Join(binDir, name), filepath.Join(logs, filepath.Base(dir)+".log"), chart.Env, chart.Args...)
-}
-
-// deploymentReplicas is how many replicas a chart's Deployment asks for.
-func deploymentReplicas(ctx context.Context, cp *testenv.ControlPlane, name string) (int, error) {
-	d := &appsv1.Deployment{}
-	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: testenv.ReleaseNamespace, Name: name}, d); err != nil {
-		return 0, fmt.Errorf("reading the chart's Deployment %s: %w", name, err)
-	}
-	if d.Spec.Replicas == nil {
-		return 1, nil
-	}
-	return int(*d.Spec.Replicas), nil
-}
-
-// proc is a started controller process.
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-// spawn starts bin with its output in logPath, with env added to this process's
-// environment; when it exits, it is sent on exited.
-func spawn(ctx context.Context, exited chan<- *proc, bin, logPath string, env []string, args ...string) (*proc, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		_ = logFile.Close()
-		close(p.done)
-		select {
-		case exited <- p:
-		default:
-		}
-	}()
-	return p, nil
 }
 
 func say(msg string) { fmt.Printf("%s devfleet: %s\n", time.Now().Format("15:04:05"), msg) }
