@@ -7,14 +7,13 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/scheme"
 )
 
 func TestListenRefusesNonLoopback(t *testing.T) {
@@ -108,10 +107,10 @@ func TestSession(t *testing.T) {
 // A fleet of 5 000 clusters is read a page at a time; the filter and the
 // count of clusters not ready cover every page.
 func TestClustersPaged(t *testing.T) {
-	s := newFake(t)
 	const n = 5000
-	for i := range n {
-		p := &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "lodestar-fleet", Name: fmt.Sprintf("edge-%04d", i),
+	var profiles []cpv1alpha1.ClusterProfile
+	for i := n - 1; i >= 0; i-- { // in no order: the page sorts
+		p := cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "lodestar-fleet", Name: fmt.Sprintf("edge-%04d", i),
 			Labels: map[string]string{"region": []string{"eu", "us"}[i%2]}}}
 		if i%10 != 0 {
 			p.Status.Conditions = []metav1.Condition{
@@ -119,41 +118,49 @@ func TestClustersPaged(t *testing.T) {
 				{Type: placementv1alpha1.AgentReachableCondition, Status: metav1.ConditionTrue},
 			}
 		}
-		if err := s.c.Create(t.Context(), p); err != nil {
-			t.Fatal(err)
-		}
+		profiles = append(profiles, p)
 	}
-	read := func(query string) ClusterPage {
-		r := httptest.NewRequest(http.MethodGet, "/api/clusters?"+query, nil)
-		out, err := s.clusters(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out.(ClusterPage)
+	heartbeat := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	read := func(q string, offset, limit int) ClusterPage {
+		return clusterPage(profiles, map[string]time.Time{"edge-0001": heartbeat}, map[string]int{"edge-0001": 3}, true, q, offset, limit)
 	}
-	p := read("offset=4950&limit=100")
+	p := read("", 4950, 100)
 	if p.Total != n || len(p.Items) != 50 || p.Items[0].Name != "edge-4950" || p.Unhealthy != n/10 {
 		t.Errorf("last page: total %d, %d items from %s, %d not ready", p.Total, len(p.Items), p.Items[0].Name, p.Unhealthy)
 	}
-	if p := read("limit=100000"); len(p.Items) != defaultPage {
-		t.Errorf("a limit past %d gives %d items, want the default page %d", maxPage, len(p.Items), defaultPage)
+	if p := read("region=eu", 0, 100); p.Total != n/2 || p.Unhealthy != n/10 {
+		t.Errorf("filter region=eu: %d (%d not ready), want %d (%d)", p.Total, p.Unhealthy, n/2, n/10)
 	}
-	if p := read("q=region%3Deu"); p.Total != n/2 {
-		t.Errorf("filter region=eu: %d, want %d", p.Total, n/2)
-	}
-	if p := read("offset=9999"); p.Total != n || len(p.Items) != 0 {
+	if p := read("", 9999, 100); p.Total != n || len(p.Items) != 0 {
 		t.Errorf("past the end: %d items", len(p.Items))
 	}
-	first := read("q=edge-0000").Items[0]
-	if len(first.NotReady) != 2 || first.Healthy != "Unknown" || first.Works != 0 {
+	first := read("edge-0000", 0, 100).Items[0]
+	if len(first.NotReady) != 2 || first.Healthy != "Unknown" || first.Works != 0 || first.Heartbeat != "" {
 		t.Errorf("a cluster that reported nothing: %+v", first)
+	}
+	second := read("edge-0001", 0, 100).Items[0]
+	if len(second.NotReady) != 0 || second.Works != 3 || second.Heartbeat != "2026-11-29T01:00:00Z" {
+		t.Errorf("a ready cluster: %+v", second)
+	}
+	if c := clusterPage(profiles[:1], nil, nil, false, "", 0, 1).Items[0]; c.Works != -1 {
+		t.Errorf("Works the user may not list: %d, want -1", c.Works)
 	}
 }
 
+func TestPage(t *testing.T) {
+	for query, want := range map[string][2]int{"": {0, defaultPage}, "offset=-5&limit=7": {0, 7},
+		"offset=10&limit=100000": {10, defaultPage}, "limit=500": {0, maxPage}} {
+		o, l := page(httptest.NewRequest(http.MethodGet, "/api/clusters?"+query, nil))
+		if [2]int{o, l} != want {
+			t.Errorf("page(%q) = %d, %d; want %v", query, o, l, want)
+		}
+	}
+}
+
+// newFake is a console of no hub: enough for what does not read it.
 func newFake(t *testing.T) *Server {
 	t.Helper()
-	c := fake.NewClientBuilder().WithScheme(scheme.Hub()).Build()
-	return &Server{opts: Options{Config: &rest.Config{Host: "https://hub.example"}, Namespace: "shop"}, c: c, token: "t0ken", events: newBroadcaster()}
+	return &Server{opts: Options{Config: &rest.Config{Host: "https://hub.example"}, Namespace: "shop"}, token: "t0ken", events: newBroadcaster()}
 }
 
 func TestBroadcasterCoalesces(t *testing.T) {

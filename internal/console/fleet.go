@@ -99,11 +99,17 @@ func (s *Server) clusters(r *http.Request) (any, error) {
 			works[cluster]++
 		}
 	}
-	q := r.URL.Query().Get("q")
+	offset, limit := page(r)
+	return clusterPage(profiles.Items, heartbeats, works, worksReadable, r.URL.Query().Get("q"), offset, limit), nil
+}
+
+// clusterPage is the page of the clusters that match q (all when empty),
+// sorted by set and name, and how many of them all are not ready.
+func clusterPage(profiles []cpv1alpha1.ClusterProfile, heartbeats map[string]time.Time, works map[string]int, worksReadable bool, q string, offset, limit int) ClusterPage {
 	out := ClusterPage{Items: []Cluster{}}
 	var all []Cluster
-	for i := range profiles.Items {
-		c := clusterOf(&profiles.Items[i], heartbeats, works, worksReadable)
+	for i := range profiles {
+		c := clusterOf(&profiles[i], heartbeats, works, worksReadable)
 		if q != "" && !matches(c, q) {
 			continue
 		}
@@ -115,9 +121,8 @@ func (s *Server) clusters(r *http.Request) (any, error) {
 	sort.Slice(all, func(i, j int) bool {
 		return cmp.Or(cmp.Compare(all[i].ClusterSet, all[j].ClusterSet), cmp.Compare(all[i].Name, all[j].Name)) < 0
 	})
-	offset, limit := page(r)
 	out.Total, out.Items = len(all), window(all, offset, limit)
-	return out, nil
+	return out
 }
 
 func clusterOf(p *cpv1alpha1.ClusterProfile, heartbeats map[string]time.Time, works map[string]int, worksReadable bool) Cluster {

@@ -191,7 +191,7 @@ func (b *browser) run(actions ...chromedp.Action[chromedp.Void]) {
 func (b *browser) text(sel string) string {
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 	defer cancel()
-	nodes, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(` + jsString(sel) + `).length`))
+	nodes, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+jsString(sel)+`).length`))
 	if err != nil || nodes == 0 {
 		return ""
 	}
