@@ -14,7 +14,7 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
-	"github.com/lodestar-dev/lodestar/controllers/agent/work"
+	"github.com/lodestar-dev/lodestar/internal/workapply"
 )
 
 // A CRD and its custom resource in one Work, the resource listed first: the CRD is
@@ -107,7 +107,7 @@ func TestLargeWorkStatusIsTrimmed(t *testing.T) {
 		g.Expect(trimmed.Status).To(Equal(metav1.ConditionTrue))
 		b, err := json.Marshal(got.Status)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(len(b)).To(BeNumerically("<=", work.MaxStatusBytes+4096))
+		g.Expect(len(b)).To(BeNumerically("<=", workapply.MaxStatusBytes+4096))
 	}).Should(Succeed())
 }
 

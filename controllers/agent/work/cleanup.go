@@ -18,20 +18,13 @@ import (
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/workapply"
 )
 
 // DefaultUnservedKindGracePeriod is how long cleanup waits for the member to serve
 // a recorded object's kind again (an aggregated API that is down, say) before it
 // releases the record and leaves the object, if it is there, alone.
 const DefaultUnservedKindGracePeriod = 10 * time.Minute
-
-// held is an object the agent is removing and cannot be done with yet.
-type held struct {
-	// what names the object and what holds it.
-	what string
-	// reason is the CleanupBlocked reason.
-	reason string
-}
 
 // removeStale deletes (or, as the deletion policy says, releases) the recorded
 // objects that desired does not name and returns the records still to be answered for, and
@@ -41,15 +34,15 @@ type held struct {
 // hold is released instead of deleted, and one that another Work waits for passes
 // to that Work. An object the Work took over is released unless the policy is
 // DeleteTakenOver.
-func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1alpha1.AppliedResource, desired map[string]bool, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy) ([]lodestarworkv1alpha1.AppliedResource, []held, error) {
+func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1alpha1.AppliedResource, desired map[string]bool, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy) ([]lodestarworkv1alpha1.AppliedResource, []workapply.Held, error) {
 	if desired == nil {
 		return records, nil, nil
 	}
 	kept := make([]lodestarworkv1alpha1.AppliedResource, 0, len(records))
-	var blocked []held
+	var blocked []workapply.Held
 	waiting := &waitingWorks{}
 	for i, rec := range records {
-		if desired[recordKey(rec)] {
+		if desired[workapply.RecordKey(rec)] {
 			kept = append(kept, rec)
 			continue
 		}
@@ -72,20 +65,20 @@ func (r *Reconciler) removeStale(ctx context.Context, records []lodestarworkv1al
 // holds it when the agent is not done with it. With the Orphan policy it only
 // releases; an object taken over is released too, unless the policy is
 // DeleteTakenOver.
-func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy, waiting *waitingWorks) (*held, error) {
+func (r *Reconciler) removeOne(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy, waiting *waitingWorks) (*workapply.Held, error) {
 	orphan := policy == lodestarworkv1alpha1.DeletionOrphan
-	retained := isClaim(rec) && recordedClaims(applied) == lodestarworkv1alpha1.ClaimsRetain
+	retained := isClaim(rec) && workapply.RecordedClaims(applied) == lodestarworkv1alpha1.ClaimsRetain
 	release := orphan || retained || rec.TakenOver && policy != lodestarworkv1alpha1.DeletionDeleteTakenOver
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", rec.Kind, "object", klog.KRef(rec.Namespace, rec.Name))
 	ctx = ctrl.LoggerInto(ctx, log)
-	r.forgetWritten(recordKey(rec))
+	r.onMember().ForgetWritten(workapply.RecordKey(rec))
 	obj, err := r.readRecorded(ctx, rec)
 	if h, done, err := r.judgeRecorded(ctx, rec, obj, err, applied, release); done {
 		return h, err
 	}
 	if release || len(obj.GetOwnerReferences()) > 1 {
-		if ownedBy(obj, applied) {
-			if err := r.setOwner(ctx, obj, applied, nil); err != nil {
+		if workapply.OwnedBy(obj, applied) {
+			if err := r.onMember().SetOwner(ctx, obj, applied, nil); err != nil {
 				return nil, fmt.Errorf("releasing %s %s: %w", rec.Kind, klog.KRef(rec.Namespace, rec.Name), err)
 			}
 		}
@@ -136,7 +129,7 @@ func (r *Reconciler) readRecorded(ctx context.Context, rec lodestarworkv1alpha1.
 // not the one recorded, another Work's, only waited for, or being deleted.
 // done is false when the object is the Work's to release, pass on or delete.
 func (r *Reconciler) judgeRecorded(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, obj *unstructured.Unstructured, err error,
-	applied *lodestarworkv1alpha1.AppliedWork, release bool) (h *held, done bool, _ error) {
+	applied *lodestarworkv1alpha1.AppliedWork, release bool) (h *workapply.Held, done bool, _ error) {
 	log := ctrl.LoggerFrom(ctx)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -150,15 +143,15 @@ func (r *Reconciler) judgeRecorded(ctx context.Context, rec lodestarworkv1alpha1
 	case obj.GetUID() != rec.UID:
 		log.Info("Not deleting an object recreated by someone else", "uid", obj.GetUID())
 		return nil, true, nil
-	case !ownedBy(obj, applied) && otherWork(obj) != "":
+	case !workapply.OwnedBy(obj, applied) && workapply.OtherWork(obj) != "":
 		log.Info("Not deleting an object that another Work placed")
 		return nil, true, nil
-	case rec.WaitingFor != "" && !ownedBy(obj, applied):
+	case rec.WaitingFor != "" && !workapply.OwnedBy(obj, applied):
 		// Waited for, never placed by this Work (its holder orphaned it, say).
 		log.Info("Not deleting an object this Work only waited for")
 		return nil, true, nil
 	case !obj.GetDeletionTimestamp().IsZero() && !release:
-		return &held{what: deletionHolder(rec, obj), reason: lodestarworkv1alpha1.ReasonWaitingOnMember}, true, nil
+		return &workapply.Held{What: deletionHolder(rec, obj), Reason: lodestarworkv1alpha1.ReasonWaitingOnMember}, true, nil
 	}
 	return nil, false, nil
 }
@@ -166,7 +159,7 @@ func (r *Reconciler) judgeRecorded(ctx context.Context, rec lodestarworkv1alpha1
 // passOrDelete passes an object the Work alone holds to another Work waiting
 // for it, or deletes it, and returns what holds its deletion on the member.
 func (r *Reconciler) passOrDelete(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, obj *unstructured.Unstructured,
-	applied *lodestarworkv1alpha1.AppliedWork, waiting *waitingWorks) (*held, error) {
+	applied *lodestarworkv1alpha1.AppliedWork, waiting *waitingWorks) (*workapply.Held, error) {
 	log := ctrl.LoggerFrom(ctx)
 	ref := klog.KRef(rec.Namespace, rec.Name)
 	next, err := waiting.next(ctx, r.Member, rec, applied)
@@ -174,13 +167,13 @@ func (r *Reconciler) passOrDelete(ctx context.Context, rec lodestarworkv1alpha1.
 		return nil, err
 	}
 	if next != nil {
-		if err := r.setOwner(ctx, obj, applied, next); err != nil {
+		if err := r.onMember().SetOwner(ctx, obj, applied, next); err != nil {
 			return nil, fmt.Errorf("passing %s %s to AppliedWork %s: %w", rec.Kind, ref, next.Name, err)
 		}
 		log.Info("Passed an object to another Work that places it, without deleting it", "appliedWork", next.Name)
 		return nil, nil
 	}
-	err = r.deleteObject(ctx, obj, rec.UID)
+	err = r.onMember().DeleteObject(ctx, obj, rec.UID)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil, nil // Gone, or replaced by another object with the same name.
 	}
@@ -192,7 +185,7 @@ func (r *Reconciler) passOrDelete(ctx context.Context, rec lodestarworkv1alpha1.
 	if apierrors.IsNotFound(err) || (err == nil && obj.GetUID() != rec.UID) {
 		return nil, nil
 	}
-	return &held{what: deletionHolder(rec, obj), reason: lodestarworkv1alpha1.ReasonWaitingOnMember}, nil
+	return &workapply.Held{What: deletionHolder(rec, obj), Reason: lodestarworkv1alpha1.ReasonWaitingOnMember}, nil
 }
 
 // objectNotFound tells a NotFound answer about the object itself from one about
@@ -221,7 +214,7 @@ func objectNotFound(err error) bool {
 func (r *Reconciler) servedVersion(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource) (string, error) {
 	if rec.Group != "" && rec.Resource != "" {
 		crd := &unstructured.Unstructured{}
-		crd.SetGroupVersionKind(crdKind.WithVersion("v1"))
+		crd.SetGroupVersionKind(workapply.CRDKind.WithVersion("v1"))
 		err := r.Member.Get(ctx, client.ObjectKey{Name: rec.Resource + "." + rec.Group}, crd)
 		switch {
 		case err == nil:
@@ -261,12 +254,12 @@ func (r *Reconciler) servedVersion(ctx context.Context, rec lodestarworkv1alpha1
 // be there and is held, the Work says so and until when: after
 // UnservedKindGracePeriod the record is released, so that cleanup cannot be stuck
 // for ever on what the agent cannot look up.
-func (r *Reconciler) unservedKind(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork) *held {
+func (r *Reconciler) unservedKind(ctx context.Context, rec lodestarworkv1alpha1.AppliedResource, applied *lodestarworkv1alpha1.AppliedWork) *workapply.Held {
 	what := rec.Kind + " " + klog.KRef(rec.Namespace, rec.Name).String()
 	gv := metav1.GroupVersion{Group: rec.Group, Version: rec.Version}.String()
 	if rec.Group != "" && rec.Resource != "" {
 		crd := &metav1.PartialObjectMetadata{}
-		crd.SetGroupVersionKind(crdKind.WithVersion("v1"))
+		crd.SetGroupVersionKind(workapply.CRDKind.WithVersion("v1"))
 		err := r.Member.Get(ctx, client.ObjectKey{Name: rec.Resource + "." + rec.Group}, crd)
 		if apierrors.IsNotFound(err) {
 			ctrl.LoggerFrom(ctx).Info("Forgetting an object whose CustomResourceDefinition is gone from the member", "kind", rec.Kind, "object", klog.KRef(rec.Namespace, rec.Name))
@@ -277,15 +270,15 @@ func (r *Reconciler) unservedKind(ctx context.Context, rec lodestarworkv1alpha1.
 	if grace <= 0 {
 		grace = DefaultUnservedKindGracePeriod
 	}
-	first, _ := r.unserved.LoadOrStore(string(applied.UID)+"/"+recordKey(rec), time.Now())
+	first, _ := r.unserved.LoadOrStore(string(applied.UID)+"/"+workapply.RecordKey(rec), time.Now())
 	until := first.(time.Time).Add(grace)
 	if !time.Now().Before(until) {
 		ctrl.LoggerFrom(ctx).Info("Releasing the record of an object whose kind the member has not served for the grace period; the object, if it is there, is left alone",
 			"kind", rec.Kind, "object", klog.KRef(rec.Namespace, rec.Name), "apiVersion", gv, "gracePeriod", grace)
 		return nil
 	}
-	return &held{what: what + " (the member does not serve " + gv + "; the agent cannot look it up; the record is released at " +
-		until.UTC().Format(time.RFC3339) + " if it stays so)", reason: lodestarworkv1alpha1.ReasonKindNotServed}
+	return &workapply.Held{What: what + " (the member does not serve " + gv + "; the agent cannot look it up; the record is released at " +
+		until.UTC().Format(time.RFC3339) + " if it stays so)", Reason: lodestarworkv1alpha1.ReasonKindNotServed}
 }
 
 // waitingWorks finds, once per cleanup pass, the AppliedWorks on the member that
@@ -317,14 +310,14 @@ func (w *waitingWorks) next(ctx context.Context, c client.Client, rec lodestarwo
 			}
 			for _, r := range aw.Status.AppliedResources {
 				if r.WaitingFor != "" {
-					k := recordKey(r) + "/" + string(r.UID)
+					k := workapply.RecordKey(r) + "/" + string(r.UID)
 					w.byKey[k] = append(w.byKey[k], waiter{applied: aw, holder: r.WaitingFor})
 				}
 			}
 		}
 		w.loaded = true
 	}
-	for _, cand := range w.byKey[recordKey(rec)+"/"+string(rec.UID)] {
+	for _, cand := range w.byKey[workapply.RecordKey(rec)+"/"+string(rec.UID)] {
 		if cand.holder == applied.Name && cand.applied.UID != applied.UID {
 			return cand.applied, nil
 		}

@@ -7,13 +7,11 @@ package work
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -36,7 +34,7 @@ func (r *Reconciler) appliedWork(ctx context.Context, work *workv1alpha1.Work) (
 					"the AppliedWork %s was deleted on the member; it is kept (finalizer %s) while this Work exists, so the placed objects stay", applied.Name, lodestarworkv1alpha1.AppliedWorkFinalizer)
 			}
 		}
-		if err := r.holdAppliedWork(ctx, applied, true); err != nil {
+		if err := r.onMember().HoldAppliedWork(ctx, applied, true); err != nil {
 			return nil, err
 		}
 		return applied, nil
@@ -51,29 +49,12 @@ func (r *Reconciler) appliedWork(ctx context.Context, work *workv1alpha1.Work) (
 		},
 		Spec: lodestarworkv1alpha1.AppliedWorkSpec{WorkNamespace: work.Namespace, WorkName: work.Name},
 	}
-	return applied, r.createAppliedWork(ctx, applied)
+	return applied, r.onMember().CreateAppliedWork(ctx, applied)
 }
 
 // appliedWorkName is the name of a Work's AppliedWork on the member.
 func (r *Reconciler) appliedWorkName(work *workv1alpha1.Work) string {
 	return names.AppliedWork(r.HubID, work.Namespace, work.Name)
-}
-
-// recordedDeletionPolicy is the deletion policy recorded on an AppliedWork.
-func recordedDeletionPolicy(applied *lodestarworkv1alpha1.AppliedWork) lodestarworkv1alpha1.DeletionPolicy {
-	if v, ok := applied.Annotations[lodestarworkv1alpha1.RecordedDeletionPolicyAnnotation]; ok {
-		return lodestarworkv1alpha1.DeletionPolicy(v)
-	}
-	return lodestarworkv1alpha1.DeletionDelete
-}
-
-// recordedClaims is the claim policy an AppliedWork records (Retain when it
-// records none).
-func recordedClaims(applied *lodestarworkv1alpha1.AppliedWork) lodestarworkv1alpha1.ClaimPolicy {
-	if applied.Annotations[lodestarworkv1alpha1.RecordedClaimsAnnotation] == string(lodestarworkv1alpha1.ClaimsDelete) {
-		return lodestarworkv1alpha1.ClaimsDelete
-	}
-	return lodestarworkv1alpha1.ClaimsRetain
 }
 
 // workFor names the Work of an AppliedWork of the agent's hub namespace; false for
@@ -91,68 +72,4 @@ func (r *Reconciler) workFor(ctx context.Context, workNamespace, appliedName str
 		return "", false
 	}
 	return applied.Spec.WorkName, true
-}
-
-// mergeRecords adds the objects applied now to the records of earlier applies,
-// replacing a record of the same object.
-func mergeRecords(prev []lodestarworkv1alpha1.AppliedResource, results []result) []lodestarworkv1alpha1.AppliedResource {
-	out := slices.Clone(prev)
-	at := make(map[string]int, len(out))
-	for i, rec := range out {
-		at[recordKey(rec)] = i
-	}
-	for _, res := range results {
-		if res.record == nil {
-			continue
-		}
-		if i, ok := at[res.key]; ok {
-			// An object taken over stays taken over while it is the same object.
-			taken := out[i].TakenOver && out[i].UID == res.record.UID
-			out[i] = *res.record
-			out[i].TakenOver = out[i].TakenOver || taken
-		} else {
-			at[res.key] = len(out)
-			out = append(out, *res.record)
-		}
-	}
-	return out
-}
-
-// desiredKeys returns the objects the Work's manifests name. It returns nil when a
-// manifest could not be identified: then nothing is known to be unwanted, and
-// nothing is removed.
-func desiredKeys(results []result) map[string]bool {
-	keys := map[string]bool{}
-	for _, res := range results {
-		if res.key == "" && res.condition.Reason != lodestarworkv1alpha1.ReasonDuplicate {
-			return nil
-		}
-		keys[res.key] = true
-	}
-	return keys
-}
-
-func recordKey(rec lodestarworkv1alpha1.AppliedResource) string {
-	return objectKey(rec.Group, rec.Kind, rec.Namespace, rec.Name)
-}
-
-// recordIndex indexes the AppliedWork's records by object key.
-func recordIndex(applied *lodestarworkv1alpha1.AppliedWork) map[string]*lodestarworkv1alpha1.AppliedResource {
-	index := make(map[string]*lodestarworkv1alpha1.AppliedResource, len(applied.Status.AppliedResources))
-	for i := range applied.Status.AppliedResources {
-		index[recordKey(applied.Status.AppliedResources[i])] = &applied.Status.AppliedResources[i]
-	}
-	return index
-}
-
-// record is what the agent answers for after applying a manifest to live.
-func record(live *unstructured.Unstructured, id workv1alpha1.ResourceIdentifier, hash string) *lodestarworkv1alpha1.AppliedResource {
-	return &lodestarworkv1alpha1.AppliedResource{
-		Group: id.Group, Version: id.Version, Kind: id.Kind, Resource: id.Resource,
-		Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID(), ManifestHash: hash,
-	}
-}
-
-func equalRecords(a, b []lodestarworkv1alpha1.AppliedResource) bool {
-	return slices.Equal(a, b)
 }

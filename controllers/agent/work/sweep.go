@@ -11,6 +11,7 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/workapply"
 )
 
 // DefaultMissingWorkGracePeriod is how long a Work may be missing from the hub
@@ -105,21 +106,21 @@ func (s *Sweeper) check(ctx context.Context, applied *lodestarworkv1alpha1.Appli
 	switch {
 	case found && marked:
 		log.Info("The Work is back on the hub: its objects stay")
-		return s.Reconciler.markWorkMissing(ctx, applied, "")
+		return s.Reconciler.onMember().MarkWorkMissing(ctx, applied, "")
 	case found:
 		return nil
 	case !marked:
 		log.Info("The Work is gone from the hub; its objects are removed after the grace period unless it comes back", "gracePeriod", s.GracePeriod)
-		return s.Reconciler.markWorkMissing(ctx, applied, s.Now().UTC().Format(time.RFC3339))
+		return s.Reconciler.onMember().MarkWorkMissing(ctx, applied, s.Now().UTC().Format(time.RFC3339))
 	}
 	t, err := time.Parse(time.RFC3339, since)
 	if err != nil {
-		return s.Reconciler.markWorkMissing(ctx, applied, s.Now().UTC().Format(time.RFC3339))
+		return s.Reconciler.onMember().MarkWorkMissing(ctx, applied, s.Now().UTC().Format(time.RFC3339))
 	}
 	if s.Now().Sub(t) < s.GracePeriod {
 		return nil
 	}
-	policy := recordedDeletionPolicy(applied)
+	policy := workapply.RecordedDeletionPolicy(applied)
 	if policy == lodestarworkv1alpha1.DeletionOrphan {
 		log.Info("Releasing the objects of an Orphan Work missing from the hub for longer than the grace period", "missingSince", since)
 	} else {

@@ -39,16 +39,18 @@ import (
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/member"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/policy"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 	"github.com/lodestar-dev/lodestar/internal/watches"
+	"github.com/lodestar-dev/lodestar/internal/workapply"
 )
 
 // FieldManager is the agent's server-side apply field manager on members and its
 // field owner of Work status on the hub.
-const FieldManager = "lodestar-agent"
+const FieldManager = member.FieldManager
 
 // Reconciler applies Works of one cluster.
 type Reconciler struct {
@@ -76,15 +78,22 @@ type Reconciler struct {
 	// unserved remembers when each record was first found of an unserved kind
 	// (AppliedWork UID and record key to time.Time).
 	unserved sync.Map
-	// written remembers, by object key, what the agent last applied to each
-	// object and how that left it (unchangedSinceWritten).
-	written sync.Map
+	// member is the one writer to the member (onMember), made from Member,
+	// Policy and Readiness on first use.
+	member     *member.Member
+	memberOnce sync.Once
 	// resync, set by SetupWithManager, brings every Work back (Resync).
 	resync chan event.TypedGenericEvent[*workv1alpha1.Work]
 	// Watches, when set, tracks the kinds watched on the member and stops the
 	// watch of a kind the member no longer serves; its Object must make
 	// metadata-only objects.
 	Watches *watches.Set
+}
+
+// onMember is the reconciler's one writer to the member.
+func (r *Reconciler) onMember() *member.Member {
+	r.memberOnce.Do(func() { r.member = &member.Member{Client: r.Member, Policy: r.Policy, Readiness: r.Readiness} })
+	return r.member
 }
 
 // Requeue intervals: while something is on its way (a CRD being established, an
@@ -123,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !work.DeletionTimestamp.IsZero() {
 		blocked, err := r.reconcileDelete(ctx, work)
 		if len(blocked) > 0 {
-			status = ptr.To(cleanupBlockedStatus(work, blocked))
+			status = ptr.To(workapply.CleanupBlockedStatus(work, blocked))
 		}
 		return ctrl.Result{}, err
 	}
@@ -131,10 +140,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 
-	p, err := planFor(work)
+	p, err := workapply.For(work)
 	if err != nil {
 		// Not knowing how to write, write nothing; a new Work generation is needed.
-		status = ptr.To(invalidStrategyStatus(work, err))
+		status = ptr.To(workapply.InvalidStrategyStatus(work, err))
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	return r.applyWork(ctx, work, p, &status)
@@ -142,12 +151,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 // applyWork applies the Work's manifests, records what was applied, removes what
 // it no longer asks for, and says what the Work's status is (*status).
-func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work, p plan, status **workv1alpha1.WorkStatus) (ctrl.Result, error) {
+func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work, p workapply.Plan, status **workv1alpha1.WorkStatus) (ctrl.Result, error) {
 	applied, err := r.appliedWork(ctx, work)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.recordDeletionPolicy(ctx, applied, p.deletionPolicy(work), p.strategy.Claims); err != nil {
+	if err := r.onMember().RecordDeletionPolicy(ctx, applied, p.DeletionPolicy(work), p.Strategy.Claims); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -157,15 +166,15 @@ func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work, p p
 	r.recordCorrections(ctx, work, results)
 
 	// Record what was applied, then remove what the Work no longer asks for.
-	records := mergeRecords(applied.Status.AppliedResources, results)
-	kept, blocked, cleanupErr := r.removeStale(ctx, records, desiredKeys(results), applied, p.deletionPolicy(work))
-	r.namePodBlockers(ctx, results)
-	r.readClaims(ctx, results)
-	*status = ptr.To(newWorkStatus(work, results, p, r.Readiness.With(p.health), blocked))
-	if err := r.writeRecords(ctx, applied, kept); err != nil {
+	records := workapply.MergeRecords(applied.Status.AppliedResources, results)
+	kept, blocked, cleanupErr := r.removeStale(ctx, records, workapply.DesiredKeys(results), applied, p.DeletionPolicy(work))
+	r.onMember().NamePodBlockers(ctx, results)
+	r.onMember().ReadClaims(ctx, results)
+	*status = ptr.To(workapply.NewWorkStatus(work, results, p, r.Readiness.With(p.Health), blocked))
+	if err := r.onMember().WriteRecords(ctx, applied, kept); err != nil {
 		return ctrl.Result{}, errors.Join(cleanupErr, err)
 	}
-	if err := errors.Join(cleanupErr, transientErrors(results)); err != nil {
+	if err := errors.Join(cleanupErr, workapply.TransientErrors(results)); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeueAfter(results, **status, p)}, nil
@@ -174,28 +183,28 @@ func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work, p p
 // recordCorrections tells, with an event on the Work and in the log, what the agent
 // set back on the member, and which objects passed to this Work from another; and
 // counts the corrections and the manifests that failed for the metrics.
-func (r *Reconciler) recordCorrections(ctx context.Context, work *workv1alpha1.Work, results []result) {
+func (r *Reconciler) recordCorrections(ctx context.Context, work *workv1alpha1.Work, results []workapply.Result) {
 	for _, res := range results {
-		if res.condition.Status == metav1.ConditionFalse {
-			metrics.ApplyErrors.WithLabelValues(res.condition.Reason).Inc()
+		if res.Condition.Status == metav1.ConditionFalse {
+			metrics.ApplyErrors.WithLabelValues(res.Condition.Reason).Inc()
 		}
-		if res.passedFrom != "" {
-			what := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
-			ctrl.LoggerFrom(ctx).Info("Took over an object another Work let go", "manifest", what, "from", res.passedFrom)
+		if res.PassedFrom != "" {
+			what := fmt.Sprintf("manifest %d (%s)", res.ID.Ordinal, workapply.Describe(res.ID))
+			ctrl.LoggerFrom(ctx).Info("Took over an object another Work let go", "manifest", what, "from", res.PassedFrom)
 			if r.Recorder != nil {
 				r.Recorder.Eventf(work, nil, corev1.EventTypeNormal, lodestarworkv1alpha1.EventOwnershipPassed, "Apply",
-					"%s passed to this Work from AppliedWork %s without being deleted", what, res.passedFrom)
+					"%s passed to this Work from AppliedWork %s without being deleted", what, res.PassedFrom)
 			}
 		}
-		if len(res.corrected) == 0 {
+		if len(res.Corrected) == 0 {
 			continue
 		}
 		metrics.DriftCorrections.Inc()
-		what := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
-		ctrl.LoggerFrom(ctx).Info("Corrected drift on the member", "manifest", what, "fields", res.corrected)
+		what := fmt.Sprintf("manifest %d (%s)", res.ID.Ordinal, workapply.Describe(res.ID))
+		ctrl.LoggerFrom(ctx).Info("Corrected drift on the member", "manifest", what, "fields", res.Corrected)
 		if r.Recorder != nil {
 			r.Recorder.Eventf(work, nil, corev1.EventTypeNormal, lodestarworkv1alpha1.EventDriftCorrected, "Apply",
-				"%s was changed on the member at %s; set back to the manifest", what, strings.Join(res.corrected, ", "))
+				"%s was changed on the member at %s; set back to the manifest", what, strings.Join(res.Corrected, ", "))
 		}
 	}
 }
@@ -203,14 +212,14 @@ func (r *Reconciler) recordCorrections(ctx context.Context, work *workv1alpha1.W
 // requeueAfter says when to look at the Work again without an event: soon while a
 // CRD of the Work is being established, regularly while objects are not available
 // or only reported on (whose changes no watch reports), and otherwise as a resync.
-func requeueAfter(results []result, st workv1alpha1.WorkStatus, p plan) time.Duration {
+func requeueAfter(results []workapply.Result, st workv1alpha1.WorkStatus, p workapply.Plan) time.Duration {
 	d := requeueResync
 	for _, res := range results {
-		if res.waiting {
+		if res.Waiting {
 			d = requeueWaiting
 		}
 	}
-	if d == requeueResync && (!meta.IsStatusConditionTrue(st.Conditions, lodestarworkv1alpha1.ConditionAvailable) || p.strategy.Type == lodestarworkv1alpha1.ApplyReportOnly) {
+	if d == requeueResync && (!meta.IsStatusConditionTrue(st.Conditions, lodestarworkv1alpha1.ConditionAvailable) || p.Strategy.Type == lodestarworkv1alpha1.ApplyReportOnly) {
 		d = requeuePending
 	}
 	return wait.Jitter(d, requeueJitterBy)
@@ -220,16 +229,16 @@ func requeueAfter(results []result, st workv1alpha1.WorkStatus, p plan) time.Dur
 // it, when the Work orphans), then the AppliedWork, then releases the Work on the
 // hub. While objects are held on the member it returns what holds them (for the
 // Work's CleanupBlocked condition), and the Work keeps its finalizer.
-func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Work) ([]held, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, work *workv1alpha1.Work) ([]workapply.Held, error) {
 	if !controllerutil.ContainsFinalizer(work, lodestarworkv1alpha1.WorkFinalizer) {
 		return nil, nil
 	}
 	policy := lodestarworkv1alpha1.DeletionDelete
-	if orphans(work) {
+	if workapply.Orphans(work) {
 		policy = lodestarworkv1alpha1.DeletionOrphan
 	}
-	if p, err := planFor(work); err == nil {
-		policy = p.deletionPolicy(work)
+	if p, err := workapply.For(work); err == nil {
+		policy = p.DeletionPolicy(work)
 	}
 	applied := &lodestarworkv1alpha1.AppliedWork{}
 	err := r.Member.Get(ctx, client.ObjectKey{Name: r.appliedWorkName(work)}, applied)
@@ -262,12 +271,12 @@ func (r *Reconciler) holdWork(ctx context.Context, work *workv1alpha1.Work, held
 // forget removes (or releases, as the deletion policy says) every object of an
 // AppliedWork, then the AppliedWork itself. While objects are held on the member,
 // it returns what holds them and an error, to be retried.
-func (r *Reconciler) forget(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy) ([]held, error) {
+func (r *Reconciler) forget(ctx context.Context, applied *lodestarworkv1alpha1.AppliedWork, policy lodestarworkv1alpha1.DeletionPolicy) ([]workapply.Held, error) {
 	kept, blocked, cleanupErr := r.removeStale(ctx, applied.Status.AppliedResources, map[string]bool{}, applied, policy)
-	if err := r.writeRecords(ctx, applied, kept); err != nil || cleanupErr != nil {
+	if err := r.onMember().WriteRecords(ctx, applied, kept); err != nil || cleanupErr != nil {
 		return blocked, errors.Join(cleanupErr, err)
 	}
-	if err := r.deleteAppliedWork(ctx, applied); err != nil {
+	if err := r.onMember().DeleteAppliedWork(ctx, applied); err != nil {
 		return nil, err
 	}
 	return nil, nil

@@ -1,4 +1,4 @@
-package work
+package workapply
 
 import (
 	"testing"
@@ -26,26 +26,26 @@ func TestWithIgnored(t *testing.T) {
 	labels, _ := diff.ParsePointer("/metadata/labels/team")
 	manifest, live := deployment(2, "nginx:1"), deployment(5, "nginx:0")
 
-	out := withIgnored(manifest, live, []diff.Pointer{replicas, labels})
+	out := WithIgnored(manifest, live, []diff.Pointer{replicas, labels})
 	g.Expect(out.Object["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(5), "the member's value")
 	g.Expect(out.GetLabels()).To(BeEmpty(), "absent on the member: not set")
 	g.Expect(manifest.Object["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(2), "the manifest itself is not changed")
-	g.Expect(withIgnored(manifest, nil, []diff.Pointer{replicas})).To(BeIdenticalTo(manifest), "on creation the manifest's value is used")
+	g.Expect(WithIgnored(manifest, nil, []diff.Pointer{replicas})).To(BeIdenticalTo(manifest), "on creation the manifest's value is used")
 
 	live.SetResourceVersion("42")
-	g.Expect(at(out, live).GetResourceVersion()).To(Equal("42"))
+	g.Expect(At(out, live).GetResourceVersion()).To(Equal("42"))
 }
 
 func TestManifestHash(t *testing.T) {
 	g := NewWithT(t)
 	a, b := deployment(2, "nginx:1"), deployment(2, "nginx:1")
-	g.Expect(manifestHash(a)).To(HaveLen(32))
-	g.Expect(manifestHash(a)).To(Equal(manifestHash(b)), "the same content, the same hash")
-	g.Expect(manifestHash(a)).NotTo(Equal(manifestHash(deployment(3, "nginx:1"))))
+	g.Expect(ManifestHash(a)).To(HaveLen(32))
+	g.Expect(ManifestHash(a)).To(Equal(ManifestHash(b)), "the same content, the same hash")
+	g.Expect(ManifestHash(a)).NotTo(Equal(ManifestHash(deployment(3, "nginx:1"))))
 }
 
 func TestRunsOnce(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(runsOnce(schema.GroupKind{Group: "batch", Kind: "Job"})).To(BeTrue())
-	g.Expect(runsOnce(schema.GroupKind{Group: "apps", Kind: "Deployment"})).To(BeFalse())
+	g.Expect(RunsOnce(schema.GroupKind{Group: "batch", Kind: "Job"})).To(BeTrue())
+	g.Expect(RunsOnce(schema.GroupKind{Group: "apps", Kind: "Deployment"})).To(BeFalse())
 }

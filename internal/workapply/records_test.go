@@ -1,4 +1,4 @@
-package work
+package workapply
 
 import (
 	"testing"
@@ -14,11 +14,11 @@ func TestMergeRecords(t *testing.T) {
 	rec := func(name string, uid types.UID) lodestarworkv1alpha1.AppliedResource {
 		return lodestarworkv1alpha1.AppliedResource{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: name, UID: uid}
 	}
-	res := func(r lodestarworkv1alpha1.AppliedResource) result {
-		return result{key: recordKey(r), record: &r}
+	res := func(r lodestarworkv1alpha1.AppliedResource) Result {
+		return Result{Key: RecordKey(r), Record: &r}
 	}
 	prev := []lodestarworkv1alpha1.AppliedResource{rec("a", "1"), rec("b", "2")}
-	out := mergeRecords(prev, []result{res(rec("b", "3")), res(rec("c", "4")), {key: "not-applied"}})
+	out := MergeRecords(prev, []Result{res(rec("b", "3")), res(rec("c", "4")), {Key: "not-applied"}})
 	g.Expect(out).To(Equal([]lodestarworkv1alpha1.AppliedResource{rec("a", "1"), rec("b", "3"), rec("c", "4")}))
 	g.Expect(prev[1].UID).To(BeEquivalentTo("2"), "the previous records are not changed")
 }

@@ -1,4 +1,4 @@
-package work
+package member
 
 import (
 	"testing"
@@ -14,8 +14,8 @@ func TestCreatedBy(t *testing.T) {
 	g := NewWithT(t)
 	live := &unstructured.Unstructured{}
 	live.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply}})
-	g.Expect(createdBy(live)).To(BeEmpty(), "created by the agent's apply alone")
+	g.Expect(CreatedBy(live)).To(BeEmpty(), "created by the agent's apply alone")
 	live.SetManagedFields(append(live.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate}))
-	g.Expect(createdBy(live)).To(Equal("kubectl-create"))
-	g.Expect(createdBy(&unstructured.Unstructured{})).To(BeEmpty())
+	g.Expect(CreatedBy(live)).To(Equal("kubectl-create"))
+	g.Expect(CreatedBy(&unstructured.Unstructured{})).To(BeEmpty())
 }

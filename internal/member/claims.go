@@ -1,4 +1,4 @@
-package work
+package member
 
 import (
 	"context"
@@ -17,15 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lodestar-dev/lodestar/internal/claims"
+	"github.com/lodestar-dev/lodestar/internal/workapply"
 )
 
-// Claim reports' bounds.
-const (
-	// maxClaimsBytes bounds the Claims condition of one manifest.
-	maxClaimsBytes = 4 << 10
-	// maxClaimsRead bounds the claims read for one StatefulSet: one page.
-	maxClaimsRead = 500
-)
+// maxClaimsRead bounds the claims read for one StatefulSet: one page.
+const maxClaimsRead = 500
 
 var (
 	claimKind       = schema.GroupKind{Kind: "PersistentVolumeClaim"}
@@ -35,38 +31,38 @@ var (
 // defaultClassAnnotation marks the member's default StorageClass.
 const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 
-// readClaims sets the claims report of every result whose object is a placed
+// ReadClaims sets the claims report of every result whose object is a placed
 // claim, or a placed StatefulSet with claim templates (the claims its
 // controller made on the member). Claims are read from the member's API server
 // directly, and only for such objects; a claim that cannot be read leaves the
 // result without a report.
-func (r *Reconciler) readClaims(ctx context.Context, results []result) {
-	classes := &storageClasses{member: r.Member}
+func (m *Member) ReadClaims(ctx context.Context, results []workapply.Result) {
+	classes := &storageClasses{member: m.Client}
 	for i := range results {
 		res := &results[i]
-		if res.live == nil || res.record == nil {
+		if res.Live == nil || res.Record == nil {
 			continue
 		}
 		var found []corev1.PersistentVolumeClaim
 		var err error
-		switch res.live.GroupVersionKind().GroupKind() {
+		switch res.Live.GroupVersionKind().GroupKind() {
 		case claimKind:
 			pvc := corev1.PersistentVolumeClaim{}
-			err = runtime.DefaultUnstructuredConverter.FromUnstructured(res.live.Object, &pvc)
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(res.Live.Object, &pvc)
 			found = []corev1.PersistentVolumeClaim{pvc}
 		case statefulSetKind:
-			found, err = r.statefulSetClaims(ctx, res)
+			found, err = m.statefulSetClaims(ctx, res)
 		default:
 			continue
 		}
 		if err == nil && len(found) > 0 {
 			var report claims.Report
-			report, err = r.claimsReport(ctx, found, classes)
-			res.claims = &report
+			report, err = m.claimsReport(ctx, found, classes)
+			res.Claims = &report
 		}
 		if err != nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("Cannot read the claims of a placed object", "object", describeObject(res.live), "error", err.Error())
-			res.claims = nil
+			ctrl.LoggerFrom(ctx).V(1).Info("Cannot read the claims of a placed object", "object", workapply.DescribeObject(res.Live), "error", err.Error())
+			res.Claims = nil
 		}
 	}
 }
@@ -75,9 +71,9 @@ func (r *Reconciler) readClaims(ctx context.Context, results []result) {
 // member: <template>-<statefulset>-<ordinal>, labelled with its selector's
 // matchLabels, whatever its replicas now (a claim left by a scale-down still
 // holds data).
-func (r *Reconciler) statefulSetClaims(ctx context.Context, res *result) ([]corev1.PersistentVolumeClaim, error) {
+func (m *Member) statefulSetClaims(ctx context.Context, res *workapply.Result) ([]corev1.PersistentVolumeClaim, error) {
 	sts := appsv1.StatefulSet{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(res.live.Object, &sts); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(res.Live.Object, &sts); err != nil {
 		return nil, err
 	}
 	if len(sts.Spec.VolumeClaimTemplates) == 0 {
@@ -93,7 +89,7 @@ func (r *Reconciler) statefulSetClaims(ctx context.Context, res *result) ([]core
 		opts = append(opts, client.MatchingLabels(sts.Spec.Selector.MatchLabels))
 	}
 	list := &corev1.PersistentVolumeClaimList{}
-	if err := r.Member.List(ctx, list, opts...); err != nil {
+	if err := m.Client.List(ctx, list, opts...); err != nil {
 		return nil, err
 	}
 	out := slices.DeleteFunc(list.Items, func(c corev1.PersistentVolumeClaim) bool { return !generated.MatchString(c.Name) })
@@ -112,7 +108,7 @@ func claimOrder(a, b string) int {
 
 // claimsReport is the state of claims as the hub shows it: phase, class, modes,
 // sizes, whether deleting the claim deletes the data, and why one is not Bound.
-func (r *Reconciler) claimsReport(ctx context.Context, pvcs []corev1.PersistentVolumeClaim, classes *storageClasses) (claims.Report, error) {
+func (m *Member) claimsReport(ctx context.Context, pvcs []corev1.PersistentVolumeClaim, classes *storageClasses) (claims.Report, error) {
 	out := make([]claims.Claim, 0, len(pvcs))
 	for i := range pvcs {
 		pvc := &pvcs[i]
@@ -132,7 +128,7 @@ func (r *Reconciler) claimsReport(ctx context.Context, pvcs []corev1.PersistentV
 		switch {
 		case pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName != "":
 			pv := &corev1.PersistentVolume{}
-			if err := r.Member.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil && !apierrors.IsNotFound(err) {
+			if err := m.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil && !apierrors.IsNotFound(err) {
 				return claims.Report{}, err
 			} else if err == nil {
 				c.ReclaimDelete = pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete

@@ -1,4 +1,4 @@
-package work
+package workapply
 
 import (
 	"testing"
@@ -32,7 +32,7 @@ func TestPodProblem(t *testing.T) {
 		{"ready", corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "web", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			NewWithT(t).Expect(podProblem(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: tc.st})).To(Equal(tc.want))
+			NewWithT(t).Expect(PodProblem(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: tc.st})).To(Equal(tc.want))
 		})
 	}
 }

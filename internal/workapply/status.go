@@ -1,7 +1,6 @@
-package work
+package workapply
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -20,7 +18,6 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/conditions"
 	"github.com/lodestar-dev/lodestar/internal/feedback"
 	"github.com/lodestar-dev/lodestar/internal/message"
-	"github.com/lodestar-dev/lodestar/internal/patch"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
 
@@ -38,29 +35,31 @@ const (
 	maxFeedbackTotal = 64 << 10
 	// maxMessage bounds a condition message.
 	maxMessage = 1024
+	// maxClaimsBytes bounds the Claims condition of one manifest.
+	maxClaimsBytes = 4 << 10
 )
 
-// newWorkStatus computes the Work's status from the results of applying its
+// NewWorkStatus computes the Work's status from the results of applying its
 // manifests, keeping the transition times of conditions that did not change.
-func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *readiness.Checker, blocked []held) workv1alpha1.WorkStatus {
+func NewWorkStatus(work *workv1alpha1.Work, results []Result, p Plan, checker *readiness.Checker, blocked []Held) workv1alpha1.WorkStatus {
 	previous := map[int][]metav1.Condition{}
 	for _, mc := range work.Status.ManifestConditions {
 		previous[mc.Identifier.Ordinal] = mc.Conditions
 	}
 	st := workv1alpha1.WorkStatus{ManifestConditions: make([]workv1alpha1.ManifestCondition, 0, len(results))}
-	t := &tally{reportsDrift: p.strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport && p.strategy.Type == lodestarworkv1alpha1.ApplyServerSide}
+	t := &tally{reportsDrift: p.Strategy.WhenDrifted == lodestarworkv1alpha1.DriftReport && p.Strategy.Type == lodestarworkv1alpha1.ApplyServerSide}
 	feedbackLeft := maxFeedbackTotal
 	for _, res := range results {
-		conds := []metav1.Condition{res.condition}
+		conds := []metav1.Condition{res.Condition}
 		conds = append(conds, manifestReadiness(checker, res)...)
-		if t.reportsDrift && res.condition.Status == metav1.ConditionTrue {
+		if t.reportsDrift && res.Condition.Status == metav1.ConditionTrue {
 			conds = append(conds, driftCondition(res))
 		}
 		if c, ok := feedbackCondition(res, p, &feedbackLeft); ok {
 			conds = append(conds, c)
 		}
-		if res.claims != nil {
-			conds = append(conds, claims.Condition(*res.claims, maxClaimsBytes))
+		if res.Claims != nil {
+			conds = append(conds, claims.Condition(*res.Claims, maxClaimsBytes))
 		}
 		merged := make([]metav1.Condition, 0, len(conds))
 		for _, c := range conds {
@@ -68,9 +67,9 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *r
 			if !encoded(c.Type) {
 				c.Message = message.Truncate(c.Message, maxMessage)
 			}
-			merged = append(merged, conditions.Merge(previous[res.id.Ordinal], c))
+			merged = append(merged, conditions.Merge(previous[res.ID.Ordinal], c))
 		}
-		st.ManifestConditions = append(st.ManifestConditions, workv1alpha1.ManifestCondition{Identifier: res.id, Conditions: merged})
+		st.ManifestConditions = append(st.ManifestConditions, workv1alpha1.ManifestCondition{Identifier: res.ID, Conditions: merged})
 		t.add(res, merged)
 	}
 	workConds := t.conditions(len(results), p)
@@ -91,11 +90,11 @@ func newWorkStatus(work *workv1alpha1.Work, results []result, p plan, checker *r
 // left of the Work's feedback budget (left, counted down). Feedback reads only
 // objects the Work answers for: never one it only reports on (ReportOnly) or
 // waits for.
-func feedbackCondition(res result, p plan, left *int) (metav1.Condition, bool) {
-	if res.live == nil || res.record == nil || res.record.WaitingFor != "" {
+func feedbackCondition(res Result, p Plan, left *int) (metav1.Condition, bool) {
+	if res.Live == nil || res.Record == nil || res.Record.WaitingFor != "" {
 		return metav1.Condition{}, false
 	}
-	values, errs, ok := p.feedback.Values(res.live)
+	values, errs, ok := p.Feedback.Values(res.Live)
 	if !ok {
 		return metav1.Condition{}, false
 	}
@@ -116,13 +115,13 @@ type tally struct {
 }
 
 // add counts one manifest by its result and its conditions.
-func (t *tally) add(res result, conds []metav1.Condition) {
-	name := fmt.Sprintf("manifest %d (%s)", res.id.Ordinal, describe(res.id))
-	if res.condition.Status != metav1.ConditionTrue {
-		t.notApplied = append(t.notApplied, res.condition.Message)
+func (t *tally) add(res Result, conds []metav1.Condition) {
+	name := fmt.Sprintf("manifest %d (%s)", res.ID.Ordinal, Describe(res.ID))
+	if res.Condition.Status != metav1.ConditionTrue {
+		t.notApplied = append(t.notApplied, res.Condition.Message)
 	}
-	if len(res.drift) > 0 {
-		t.drift = append(t.drift, name+" at "+strings.Join(res.drift, ", "))
+	if len(res.Drift) > 0 {
+		t.drift = append(t.drift, name+" at "+strings.Join(res.Drift, ", "))
 	}
 	for _, c := range conds {
 		switch {
@@ -137,7 +136,7 @@ func (t *tally) add(res result, conds []metav1.Condition) {
 }
 
 // conditions are the Work's own conditions over its n manifests.
-func (t *tally) conditions(n int, p plan) []metav1.Condition {
+func (t *tally) conditions(n int, p Plan) []metav1.Condition {
 	out := []metav1.Condition{
 		summary(lodestarworkv1alpha1.ConditionApplied, len(t.notApplied) == 0, lodestarworkv1alpha1.ReasonAllApplied, lodestarworkv1alpha1.ReasonSomeNotApplied,
 			message.All(n, "manifest")+" applied", fmt.Sprintf("%d of %d manifests not applied", len(t.notApplied), n), t.notApplied),
@@ -148,8 +147,8 @@ func (t *tally) conditions(n int, p plan) []metav1.Condition {
 		summary(lodestarworkv1alpha1.ConditionDegraded, len(t.degraded) > 0, lodestarworkv1alpha1.ReasonSomeDegraded, lodestarworkv1alpha1.ReasonNoneDegraded,
 			fmt.Sprintf("%d of %d manifests degraded", len(t.degraded), n), "no manifest is degraded", t.degraded),
 	}
-	if p.feedbackErr != nil {
-		out = append(out, metav1.Condition{Type: lodestarworkv1alpha1.ConditionStatusFeedback, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInvalidFeedback, Message: p.feedbackErr.Error()})
+	if p.FeedbackErr != nil {
+		out = append(out, metav1.Condition{Type: lodestarworkv1alpha1.ConditionStatusFeedback, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInvalidFeedback, Message: p.FeedbackErr.Error()})
 	}
 	if t.reportsDrift {
 		out = append(out, summary(lodestarworkv1alpha1.ConditionDrifted, len(t.drift) > 0, lodestarworkv1alpha1.ReasonDriftDetected, lodestarworkv1alpha1.ReasonNoDrift,
@@ -159,42 +158,42 @@ func (t *tally) conditions(n int, p plan) []metav1.Condition {
 }
 
 // driftCondition is a manifest's Drifted condition.
-func driftCondition(res result) metav1.Condition {
-	if len(res.drift) > 0 {
+func driftCondition(res Result) metav1.Condition {
+	if len(res.Drift) > 0 {
 		return metav1.Condition{Type: lodestarworkv1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: lodestarworkv1alpha1.ReasonDriftDetected,
-			Message: "changed on the member at " + strings.Join(res.drift, ", ") + "; left so (whenDrifted: Report)"}
+			Message: "changed on the member at " + strings.Join(res.Drift, ", ") + "; left so (whenDrifted: Report)"}
 	}
 	return metav1.Condition{Type: lodestarworkv1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInSync, Message: "the member's object matches the manifest"}
 }
 
 // cleanupBlocked is the Work's CleanupBlocked condition for the objects whose
 // removal is held on the member. Its reason is the first object's.
-func cleanupBlocked(blocked []held) metav1.Condition {
+func cleanupBlocked(blocked []Held) metav1.Condition {
 	what := make([]string, len(blocked))
 	for i, h := range blocked {
-		what[i] = h.what
+		what[i] = h.What
 	}
 	msg := message.Count(len(blocked), "object") + " being deleted on the member and held there"
-	if blocked[0].reason == lodestarworkv1alpha1.ReasonKindNotServed {
+	if blocked[0].Reason == lodestarworkv1alpha1.ReasonKindNotServed {
 		msg = fmt.Sprintf("%d objects to remove are of a kind the member does not serve now, so the agent cannot look them up; they are kept in the AppliedWork until the kind is served again", len(blocked))
 	}
-	return summary(lodestarworkv1alpha1.ConditionCleanupBlocked, true, blocked[0].reason, "",
+	return summary(lodestarworkv1alpha1.ConditionCleanupBlocked, true, blocked[0].Reason, "",
 		msg+fmt.Sprintf("; the Work keeps its finalizer until they are gone, or until its deletion policy is Orphan (annotation %s: %s)",
 			lodestarworkv1alpha1.DeletionPolicyAnnotation, lodestarworkv1alpha1.DeletionPolicyOrphan), "", what)
 }
 
-// cleanupBlockedStatus is the status of a deleted Work whose objects are held on
+// CleanupBlockedStatus is the status of a deleted Work whose objects are held on
 // the member: its other conditions as they were, with CleanupBlocked.
-func cleanupBlockedStatus(work *workv1alpha1.Work, blocked []held) workv1alpha1.WorkStatus {
+func CleanupBlockedStatus(work *workv1alpha1.Work, blocked []Held) workv1alpha1.WorkStatus {
 	return workv1alpha1.WorkStatus{
 		Conditions:         workConditions(work, []metav1.Condition{cleanupBlocked(blocked)}),
 		ManifestConditions: work.Status.ManifestConditions,
 	}
 }
 
-// invalidStrategyStatus is the status of a Work whose apply strategy cannot be read:
+// InvalidStrategyStatus is the status of a Work whose apply strategy cannot be read:
 // nothing was applied.
-func invalidStrategyStatus(work *workv1alpha1.Work, err error) workv1alpha1.WorkStatus {
+func InvalidStrategyStatus(work *workv1alpha1.Work, err error) workv1alpha1.WorkStatus {
 	return workv1alpha1.WorkStatus{
 		Conditions: workConditions(work, []metav1.Condition{{
 			Type: lodestarworkv1alpha1.ConditionApplied, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonInvalidStrategy,
@@ -315,20 +314,9 @@ func joinSteps(steps []string) string {
 	return out
 }
 
-// applyWorkStatus writes the Work's status on the hub; the agent is its only writer.
-func (r *Reconciler) applyWorkStatus(ctx context.Context, work *workv1alpha1.Work, st workv1alpha1.WorkStatus) error {
-	if equality.Semantic.DeepEqual(work.Status, st) {
-		return nil // Nothing would change: no write to the hub.
-	}
-	// The agent alone writes a Work's status: it is replaced whole with a merge
-	// patch, which costs the hub less than an apply.
-	desired := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: work.Name, Namespace: work.Namespace}, Status: st}
-	return patch.ReplaceStatus(ctx, r.Hub, work, desired, FieldManager, withOrdinals)
-}
-
-// withOrdinals writes every manifest condition's identifier.ordinal, 0 included:
+// WithOrdinals writes every manifest condition's identifier.ordinal, 0 included:
 // the work-api type omits a zero ordinal, and upstream's newer CRD requires it.
-func withOrdinals(status map[string]any) {
+func WithOrdinals(status map[string]any) {
 	mcs, _ := status["manifestConditions"].([]any)
 	for _, mc := range mcs {
 		m, ok := mc.(map[string]any)
@@ -346,9 +334,9 @@ func withOrdinals(status map[string]any) {
 	}
 }
 
-// errorMessage describes err; for a Secret, only the reason and the field paths
+// ErrorMessage describes err; for a Secret, only the reason and the field paths
 // of the member's answer, never values.
-func errorMessage(err error, isSecret bool) string {
+func ErrorMessage(err error, isSecret bool) string {
 	if !isSecret {
 		return err.Error()
 	}
@@ -368,7 +356,8 @@ func errorMessage(err error, isSecret bool) string {
 	return msg
 }
 
-func describe(id workv1alpha1.ResourceIdentifier) string {
+// Describe names a manifest's object in a message.
+func Describe(id workv1alpha1.ResourceIdentifier) string {
 	switch {
 	case id.Kind == "":
 		return "unknown object"
@@ -379,21 +368,22 @@ func describe(id workv1alpha1.ResourceIdentifier) string {
 	}
 }
 
-func appliedCondition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+// AppliedCondition is a manifest's Applied condition.
+func AppliedCondition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
 	return metav1.Condition{Type: lodestarworkv1alpha1.ConditionApplied, Status: status, Reason: reason, Message: message}
 }
 
 // manifestReadiness is the Available, Progressing and Degraded conditions of a manifest.
-func manifestReadiness(checker *readiness.Checker, res result) []metav1.Condition {
+func manifestReadiness(checker *readiness.Checker, res Result) []metav1.Condition {
 	switch {
-	case res.ranOnce:
+	case res.RanOnce:
 		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: lodestarworkv1alpha1.ReasonRanOnce, Message: "the Job ran and is gone from the member"}}
-	case res.live == nil && res.condition.Status == metav1.ConditionTrue:
+	case res.Live == nil && res.Condition.Status == metav1.ConditionTrue:
 		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonNotFound, Message: "the object is not on the member"}}
-	case res.live == nil || res.condition.Status != metav1.ConditionTrue && res.condition.Reason != lodestarworkv1alpha1.ReasonOutOfSync:
+	case res.Live == nil || res.Condition.Status != metav1.ConditionTrue && res.Condition.Reason != lodestarworkv1alpha1.ReasonOutOfSync:
 		return []metav1.Condition{{Type: lodestarworkv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: lodestarworkv1alpha1.ReasonNotApplied, Message: "the object is not applied"}}
 	}
-	h := blockerReadiness(checker.Evaluate(res.live), res)
+	h := BlockerReadiness(checker.Evaluate(res.Live), res)
 	status := func(b bool) metav1.ConditionStatus {
 		if b {
 			return metav1.ConditionTrue

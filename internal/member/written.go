@@ -1,14 +1,14 @@
-package work
+package member
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/workapply"
 )
 
 // written is what the agent last applied to an object, and the object as the
-// apply left it: enough to tell from a later read that applying the same again
+// Apply left it: enough to tell from a later read that applying the same again
 // would change nothing.
 type written struct {
 	uid types.UID
@@ -20,17 +20,7 @@ type written struct {
 	meta            string
 }
 
-// sentID identifies what applying m over existing sends: the manifest with the
-// ignored fields' values existing has, and the AppliedWork as an owner.
-func sentID(m manifest, existing *unstructured.Unstructured, applied *lodestarworkv1alpha1.AppliedWork) string {
-	hash := m.hash
-	if existing != nil && len(m.ignored) > 0 {
-		hash = manifestHash(withIgnored(m.obj, existing, m.ignored))
-	}
-	return hash + "/" + string(applied.UID)
-}
-
-// unchangedSinceWritten tells whether applying sent to existing would write
+// UnchangedSinceWritten tells whether applying sent to existing would write
 // nothing, so that the apply can be left out: the agent applied the same to
 // this very object, and the object has not changed since (the same
 // resourceVersion), or only its status has. The API server moves an object's
@@ -38,8 +28,8 @@ func sentID(m manifest, existing *unstructured.Unstructured, applied *lodestarwo
 // status), so a status change (a Deployment's pods becoming ready), which moves
 // neither its generation nor its metadata, needs a fresh read for readiness,
 // not a write. For kinds without a generation (ConfigMaps) any change counts.
-func (r *Reconciler) unchangedSinceWritten(key, sent string, existing *unstructured.Unstructured) bool {
-	v, ok := r.written.Load(key)
+func (m *Member) UnchangedSinceWritten(key, sent string, existing *unstructured.Unstructured) bool {
+	v, ok := m.written.Load(key)
 	if !ok {
 		return false
 	}
@@ -53,19 +43,19 @@ func (r *Reconciler) unchangedSinceWritten(key, sent string, existing *unstructu
 	return existing.GetGeneration() != 0 && w.generation == existing.GetGeneration() && w.meta == metaDigest(existing)
 }
 
-// rememberWritten records that sent was applied to the object key, which the
-// apply left as live.
-func (r *Reconciler) rememberWritten(key, sent string, live *unstructured.Unstructured) {
+// RememberWritten records that sent was applied to the object key, which the
+// Apply left as live.
+func (m *Member) RememberWritten(key, sent string, live *unstructured.Unstructured) {
 	if live.GetUID() == "" || live.GetResourceVersion() == "" {
-		r.written.Delete(key)
+		m.written.Delete(key)
 		return
 	}
-	r.written.Store(key, written{uid: live.GetUID(), sent: sent, resourceVersion: live.GetResourceVersion(),
+	m.written.Store(key, written{uid: live.GetUID(), sent: sent, resourceVersion: live.GetResourceVersion(),
 		generation: live.GetGeneration(), meta: metaDigest(live)})
 }
 
-// forgetWritten drops what was recorded for the object key (deleted by the agent).
-func (r *Reconciler) forgetWritten(key string) { r.written.Delete(key) }
+// ForgetWritten drops what was recorded for the object key (deleted by the agent).
+func (m *Member) ForgetWritten(key string) { m.written.Delete(key) }
 
 // metaDigest identifies the metadata an apply may set or another writer may
 // change without moving the generation: labels, annotations, owners,
@@ -77,7 +67,7 @@ func metaDigest(obj *unstructured.Unstructured) string {
 			own = append(own, map[string]any{"operation": string(f.Operation), "apiVersion": f.APIVersion, "fields": f.FieldsV1})
 		}
 	}
-	return manifestHash(&unstructured.Unstructured{Object: map[string]any{
+	return workapply.ManifestHash(&unstructured.Unstructured{Object: map[string]any{
 		"labels": obj.GetLabels(), "annotations": obj.GetAnnotations(), "owners": obj.GetOwnerReferences(),
 		"finalizers": obj.GetFinalizers(), "managed": own,
 	}})
