@@ -29,7 +29,7 @@ const ScreenshotsEnv = "LODESTAR_CONSOLE_SCREENSHOTS"
 // by `kubectl lodestar console` as a tenant of the debug fleet: it lists the
 // namespace's Placements, shows a staged rollout waiting for approval,
 // approves it with the button (the members get the new revision), opens a
-// pod's logs through the debug API, and shows no clusters to a tenant who may
+// pod's logs and its events through the debug API, and shows no clusters to a tenant who may
 // not read them; as the hub's admin, the clusters with their labels.
 func TestConsoleInABrowser(t *testing.T) {
 	browser := chromium(t)
@@ -88,6 +88,9 @@ func TestConsoleInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#load-pods`)), chromedp.WaitVisible(chromedp.CSS(`button.logs`)), chromedp.Click(chromedp.CSS(`button.logs`)))
 	g.Eventually(func() string { return b.text(`#logs`) }).ShouldNot(Or(BeEmpty(), Equal("reading…"), Equal("(empty)")))
 	b.screenshot("logs")
+	// Its events: the members' (the pods scheduled and started there).
+	b.run(chromedp.Click(chromedp.CSS(`#load-events`)), chromedp.WaitVisible(chromedp.CSS(`#event-list`)))
+	g.Eventually(func() string { return b.text(`#event-list tbody`) }).Should(ContainSubstring(member1))
 
 	// What the tenant may not read is absent.
 	b.run(chromedp.Navigate(url+"#/clusters"), chromedp.WaitVisible(chromedp.CSS(`#forbidden`)))

@@ -145,15 +145,7 @@ func TestImages(t *testing.T) {
 // digests by reference.
 func checkLayout(t *testing.T, dir string, spec Spec, host, tmp string) map[string]v1.Hash {
 	t.Helper()
-	path, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	index, err := path.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	digests := indexDigests(t, dir)
+	index, digests := readLayout(t, dir)
 	for _, name := range Images {
 		ref := spec.Repository + "/" + name + ":" + spec.Version
 		digest, ok := digests[ref]
@@ -287,6 +279,14 @@ func filesOf(t *testing.T, img v1.Image) map[string]entry {
 // indexDigests are the layout's image indexes by the reference they are tagged as.
 func indexDigests(t *testing.T, dir string) map[string]v1.Hash {
 	t.Helper()
+	_, digests := readLayout(t, dir)
+	return digests
+}
+
+// readLayout reads the OCI layout at dir: its index, and the digests of the
+// image indexes it holds by the reference each is tagged as.
+func readLayout(t *testing.T, dir string) (v1.ImageIndex, map[string]v1.Hash) {
+	t.Helper()
 	path, err := layout.FromPath(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +303,7 @@ func indexDigests(t *testing.T, dir string) map[string]v1.Hash {
 	for _, desc := range m.Manifests {
 		digests[desc.Annotations[RefAnnotation]] = desc.Digest
 	}
-	return digests
+	return index, digests
 }
 
 func TestRetag(t *testing.T) {
