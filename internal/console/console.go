@@ -64,6 +64,8 @@ type Server struct {
 	events *broadcaster
 	// addr is the address the server listens on (Host header check).
 	addr string
+	// counts are the clusters view's heartbeats and Work counts, reused a while.
+	counts cached
 }
 
 // New makes a console of the hub opts.Config reaches.

@@ -2,9 +2,11 @@ package console
 
 import (
 	"cmp"
+	"context"
 	"net/http"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -78,29 +80,63 @@ func (s *Server) clusters(r *http.Request) (any, error) {
 	if err := s.c.List(ctx, profiles, in...); err != nil {
 		return nil, err
 	}
-	heartbeats := map[string]time.Time{}
+	c := s.counts.get(ctx, s.readCounts)
+	offset, limit := page(r)
+	return clusterPage(profiles.Items, c.heartbeats, c.works, c.worksReadable, r.URL.Query().Get("q"), offset, limit), nil
+}
+
+// counts are the columns of the clusters view read beside the profiles: the
+// agents' heartbeats and the Works per cluster (every Work's metadata: read
+// once per countsTTL, not at every page view or watch event of a large fleet).
+type counts struct {
+	heartbeats    map[string]time.Time
+	works         map[string]int
+	worksReadable bool
+}
+
+// countsTTL is how long the clusters view's heartbeats and Work counts are
+// reused.
+const countsTTL = 10 * time.Second
+
+// cached keeps the last counts read, and when.
+type cached struct {
+	mu   sync.Mutex
+	at   time.Time
+	last counts
+}
+
+func (c *cached) get(ctx context.Context, read func(context.Context) counts) counts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() || time.Since(c.at) > countsTTL {
+		c.last, c.at = read(ctx), time.Now()
+	}
+	return c.last
+}
+
+// readCounts reads the agents' Leases and the Works' metadata, each when the
+// user may.
+func (s *Server) readCounts(ctx context.Context) counts {
+	out := counts{heartbeats: map[string]time.Time{}, works: map[string]int{}, worksReadable: true}
 	leases := &coordinationv1.LeaseList{}
 	if err := s.c.List(ctx, leases, client.MatchingFields{"metadata.name": placementv1alpha1.AgentLeaseName}); err == nil {
 		for _, l := range leases.Items {
 			if cluster, ok := names.ClusterFromNamespace(l.Namespace); ok && l.Spec.RenewTime != nil {
-				heartbeats[cluster] = l.Spec.RenewTime.Time
+				out.heartbeats[cluster] = l.Spec.RenewTime.Time
 			}
 		}
 	}
-	works := map[string]int{}
-	worksReadable := true
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(workv1alpha1.SchemeGroupVersion.WithKind("WorkList"))
 	if err := s.c.List(ctx, list); err != nil {
-		worksReadable = false
+		out.worksReadable = false
 	}
 	for _, w := range list.Items {
 		if cluster, ok := names.ClusterFromNamespace(w.Namespace); ok {
-			works[cluster]++
+			out.works[cluster]++
 		}
 	}
-	offset, limit := page(r)
-	return clusterPage(profiles.Items, heartbeats, works, worksReadable, r.URL.Query().Get("q"), offset, limit), nil
+	return out
 }
 
 // clusterPage is the page of the clusters that match q (all when empty),
