@@ -216,7 +216,8 @@ KUBE_VERSION_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-
 $(KUBE_STAMP):
 	@echo ">> building Kubernetes $(KUBE_VERSION), etcd $(ETCD_VERSION), kwok $(KWOK_VERSION) and helm $(HELM_VERSION) from source into $(KUBE_BIN_DIR) (first time only: about 7 minutes on 2 cores from an empty build cache)"
 	mkdir -p $(KUBE_BIN_DIR)
-	cd hack/tools/kube && go build -trimpath -ldflags='-s -w $(KUBE_VERSION_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)' -o $(KUBE_BIN_DIR)/ \
+	@# Built as upstream builds them, whatever CGO_ENABLED our own binaries use.
+	cd hack/tools/kube && env -u CGO_ENABLED go build -trimpath -ldflags='-s -w $(KUBE_VERSION_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)' -o $(KUBE_BIN_DIR)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl \
 		k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler ./etcd \
 		sigs.k8s.io/kwok/cmd/kwok helm.sh/helm/v3/cmd/helm
@@ -227,7 +228,7 @@ $(KWOK) $(HELM) $(KUBECTL): $(KUBE_STAMP) ;
 $(HELM4):
 	@echo ">> building helm $(HELM4_VERSION) from source into $(dir $@) (first time only: about 2 minutes on 2 cores)"
 	mkdir -p $(dir $@)
-	cd hack/tools/helm4 && go build -trimpath -ldflags='-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM4_VERSION)' -o $@ helm.sh/helm/v4/cmd/helm
+	cd hack/tools/helm4 && env -u CGO_ENABLED go build -trimpath -ldflags='-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM4_VERSION)' -o $@ helm.sh/helm/v4/cmd/helm
 
 # bin/kubectl: the kubectl of the pinned release, whatever directories older
 # releases left in bin/ (the README's commands use it).
