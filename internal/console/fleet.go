@@ -9,15 +9,13 @@ import (
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
-	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 )
 
@@ -117,24 +115,12 @@ func (c *cached) get(ctx context.Context, read func(context.Context) counts) cou
 // readCounts reads the agents' Leases and the Works' metadata, each when the
 // user may.
 func (s *Server) readCounts(ctx context.Context) counts {
-	out := counts{heartbeats: map[string]time.Time{}, works: map[string]int{}, worksReadable: true}
-	leases := &coordinationv1.LeaseList{}
-	if err := s.c.List(ctx, leases, client.MatchingFields{"metadata.name": placementv1alpha1.AgentLeaseName}); err == nil {
-		for _, l := range leases.Items {
-			if cluster, ok := names.ClusterFromNamespace(l.Namespace); ok && l.Spec.RenewTime != nil {
-				out.heartbeats[cluster] = l.Spec.RenewTime.Time
-			}
-		}
+	out := counts{heartbeats: map[string]time.Time{}, works: map[string]int{}}
+	if h, err := fleet.Heartbeats(ctx, s.c); err == nil {
+		out.heartbeats = h
 	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(workv1alpha1.SchemeGroupVersion.WithKind("WorkList"))
-	if err := s.c.List(ctx, list); err != nil {
-		out.worksReadable = false
-	}
-	for _, w := range list.Items {
-		if cluster, ok := names.ClusterFromNamespace(w.Namespace); ok {
-			out.works[cluster]++
-		}
+	if w, err := fleet.WorkCounts(ctx, s.c); err == nil {
+		out.works, out.worksReadable = w, true
 	}
 	return out
 }

@@ -78,26 +78,13 @@ func Clusters(ctx context.Context, c client.Reader, opts ClustersOptions) ([]Clu
 			return nil, err
 		}
 	}
-	leases := &coordinationv1.LeaseList{}
-	if err := c.List(ctx, leases, client.MatchingFields{"metadata.name": placementv1alpha1.AgentLeaseName}); err != nil {
-		return nil, fmt.Errorf("listing the agents' Leases: %w", err)
+	heartbeats, err := Heartbeats(ctx, c)
+	if err != nil {
+		return nil, err
 	}
-	heartbeats := map[string]time.Time{}
-	for _, l := range leases.Items {
-		if cluster, ok := names.ClusterFromNamespace(l.Namespace); ok && l.Spec.RenewTime != nil {
-			heartbeats[cluster] = l.Spec.RenewTime.Time
-		}
-	}
-	works := &metav1.PartialObjectMetadataList{}
-	works.SetGroupVersionKind(workv1alpha1.SchemeGroupVersion.WithKind("WorkList"))
-	if err := c.List(ctx, works); err != nil {
-		return nil, fmt.Errorf("listing Works: %w", err)
-	}
-	count := map[string]int{}
-	for _, w := range works.Items {
-		if cluster, ok := names.ClusterFromNamespace(w.Namespace); ok {
-			count[cluster]++
-		}
+	count, err := WorkCounts(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 
 	var out []ClusterInfo
@@ -124,6 +111,38 @@ func Clusters(ctx context.Context, c client.Reader, opts ClustersOptions) ([]Clu
 		return a.Name < b.Name
 	})
 	return out, nil
+}
+
+// Heartbeats are the agents' last Lease renewals, by cluster.
+func Heartbeats(ctx context.Context, c client.Reader) (map[string]time.Time, error) {
+	leases := &coordinationv1.LeaseList{}
+	if err := c.List(ctx, leases, client.MatchingFields{"metadata.name": placementv1alpha1.AgentLeaseName}); err != nil {
+		return nil, fmt.Errorf("listing the agents' Leases: %w", err)
+	}
+	heartbeats := map[string]time.Time{}
+	for _, l := range leases.Items {
+		if cluster, ok := names.ClusterFromNamespace(l.Namespace); ok && l.Spec.RenewTime != nil {
+			heartbeats[cluster] = l.Spec.RenewTime.Time
+		}
+	}
+	return heartbeats, nil
+}
+
+// WorkCounts are how many Works each cluster's hub namespace holds (their
+// metadata only is read).
+func WorkCounts(ctx context.Context, c client.Reader) (map[string]int, error) {
+	works := &metav1.PartialObjectMetadataList{}
+	works.SetGroupVersionKind(workv1alpha1.SchemeGroupVersion.WithKind("WorkList"))
+	if err := c.List(ctx, works); err != nil {
+		return nil, fmt.Errorf("listing Works: %w", err)
+	}
+	count := map[string]int{}
+	for _, w := range works.Items {
+		if cluster, ok := names.ClusterFromNamespace(w.Namespace); ok {
+			count[cluster]++
+		}
+	}
+	return count, nil
 }
 
 // ChosenBy lists the Placements (namespace/name) whose PlacementDecisions name
