@@ -26,6 +26,7 @@ import (
 
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
+	"github.com/lodestar-dev/lodestar/internal/testenv/chartproc"
 )
 
 func main() {
@@ -52,8 +53,8 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 	}
 
 	var planes []*testenv.ControlPlane
-	var procs []*testenv.Proc
-	exited := make(chan *testenv.Proc, 4)
+	var procs []*chartproc.Proc
+	exited := make(chan *chartproc.Proc, 4)
 	defer func() {
 		for _, p := range procs {
 			_ = p.Cmd.Process.Signal(syscall.SIGTERM)
@@ -109,7 +110,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 		return err
 	}
 	defer func() { _ = metricsFile.Close() }()
-	hubProcs, debugService, err := testenv.SpawnHubChart(ctx, exited, hubCP, dir, managerKubeconfig, binDir, logs, metricsFile)
+	hubProcs, debugService, err := chartproc.SpawnHubChart(ctx, exited, hubCP, dir, managerKubeconfig, binDir, logs, metricsFile)
 	procs = append(procs, hubProcs...)
 	if err != nil {
 		return err
@@ -156,7 +157,7 @@ func run(dir, binDir, helmBin, charts string) (err error) {
 		if err := saKubeconfig(cp, "lodestar-agent", agentKubeconfig); err != nil {
 			return err
 		}
-		p, err := testenv.SpawnChart(ctx, exited, cp, "lodestar-agent", "agent", filepath.Join(dir, "lodestar-agent-"+m.Name), agentKubeconfig, binDir, logs, metricsFile)
+		p, err := chartproc.SpawnChart(ctx, exited, cp, "lodestar-agent", "agent", filepath.Join(dir, "lodestar-agent-"+m.Name), agentKubeconfig, binDir, logs, metricsFile)
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lodestar-dev/lodestar/internal/scheme"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
+	"github.com/lodestar-dev/lodestar/internal/testenv/chartproc"
 )
 
 // installSteps are the blocks of docs/install.md the test runs, in order.
@@ -102,8 +103,8 @@ func TestInstallGuide(t *testing.T) {
 		t.Fatal(err)
 	}
 	manager := serviceAccountKubeconfig(t, hub, "lodestar-hub", filepath.Join(dir, "hub-manager.kubeconfig"))
-	hubProcs, debugService, err := testenv.SpawnHubChart(ctx, nil, hub, dir, manager, bin, logs, nil)
-	stopAll := func(procs []*testenv.Proc) {
+	hubProcs, debugService, err := chartproc.SpawnHubChart(ctx, nil, hub, dir, manager, bin, logs, nil)
+	stopAll := func(procs []*chartproc.Proc) {
 		for _, p := range procs {
 			p.Stop()
 		}
@@ -115,14 +116,14 @@ func TestInstallGuide(t *testing.T) {
 	t.Cleanup(debugService.Stop)
 	step("hub-ready", nil)
 
-	agents := map[string]*testenv.Proc{}
+	agents := map[string]*chartproc.Proc{}
 	memberEnv := func(name string) map[string]string {
 		return map[string]string{"MEMBER": name, "MEMBER_KUBECONFIG": filepath.Join(dir, name+".kubeconfig")}
 	}
 	for _, name := range []string{"member-1", "member-2"} {
 		step("join", memberEnv(name))
 		agent := serviceAccountKubeconfig(t, members[name], "lodestar-agent", filepath.Join(dir, name+"-agent.kubeconfig"))
-		p, err := testenv.SpawnChart(ctx, nil, members[name], "lodestar-agent", "agent", filepath.Join(dir, "lodestar-agent-"+name), agent, bin, logs, nil)
+		p, err := chartproc.SpawnChart(ctx, nil, members[name], "lodestar-agent", "agent", filepath.Join(dir, "lodestar-agent-"+name), agent, bin, logs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

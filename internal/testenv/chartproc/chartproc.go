@@ -1,4 +1,7 @@
-package testenv
+// Package chartproc runs the charts' Deployments as local processes, as helm
+// installed them (testenv.ChartProcess), for the quick start and the install
+// guide's test: there is no container runtime here.
+package chartproc
 
 import (
 	"context"
@@ -11,6 +14,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
 // Proc is a started local process.
@@ -60,18 +65,18 @@ func Spawn(ctx context.Context, exited chan<- *Proc, bin, logPath string, env []
 }
 
 // SpawnChart starts the binary of a chart's Deployment (name, in
-// ReleaseNamespace) as the chart installed it on cp: with its container's
-// arguments, configuration files and environment (ChartProcess), as its
+// testenv.ReleaseNamespace) as the chart installed it on cp: with its container's
+// arguments, configuration files and environment (testenv.ChartProcess), as its
 // ServiceAccount (kubeconfig, in place of the pod's in-cluster identity).
 // Only the ports differ: local processes on one machine cannot all listen on
 // the chart's. Its metrics address is written to metrics (when not nil) as
 // "<process> <cluster> <url>"; flags are more flag name, value pairs.
-func SpawnChart(ctx context.Context, exited chan<- *Proc, cp *ControlPlane, name, container, dir, kubeconfig, binDir, logs string, metrics io.Writer, flags ...string) (*Proc, error) {
-	chart, err := FromDeployment(ctx, cp.Client, client.ObjectKey{Namespace: ReleaseNamespace, Name: name}, container, dir)
+func SpawnChart(ctx context.Context, exited chan<- *Proc, cp *testenv.ControlPlane, name, container, dir, kubeconfig, binDir, logs string, metrics io.Writer, flags ...string) (*Proc, error) {
+	chart, err := testenv.FromDeployment(ctx, cp.Client, client.ObjectKey{Namespace: testenv.ReleaseNamespace, Name: name}, container, dir)
 	if err != nil {
 		return nil, err
 	}
-	addr, err := FreeAddress()
+	addr, err := testenv.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +103,9 @@ func SpawnChart(ctx context.Context, exited chan<- *Proc, cp *ControlPlane, name
 // connections over the replicas as the Service would; call InstallDebugAPI
 // again with its port after anything that puts the chart's Service back (a
 // helm upgrade). On error, the processes already started are returned.
-func SpawnHubChart(ctx context.Context, exited chan<- *Proc, cp *ControlPlane, dir, managerKubeconfig, binDir, logs string, metrics io.Writer) ([]*Proc, *Proxy, error) {
+func SpawnHubChart(ctx context.Context, exited chan<- *Proc, cp *testenv.ControlPlane, dir, managerKubeconfig, binDir, logs string, metrics io.Writer) ([]*Proc, *testenv.Proxy, error) {
 	d := &appsv1.Deployment{}
-	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ReleaseNamespace, Name: "lodestar-hub"}, d); err != nil {
+	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: testenv.ReleaseNamespace, Name: "lodestar-hub"}, d); err != nil {
 		return nil, nil, fmt.Errorf("reading the chart's Deployment lodestar-hub: %w", err)
 	}
 	replicas := 1
@@ -110,15 +115,15 @@ func SpawnHubChart(ctx context.Context, exited chan<- *Proc, cp *ControlPlane, d
 	addrs := make([]string, replicas)
 	for i := range addrs {
 		var err error
-		if addrs[i], err = FreeAddress(); err != nil {
+		if addrs[i], err = testenv.FreeAddress(); err != nil {
 			return nil, nil, err
 		}
 	}
-	proxy, err := StartProxy(addrs...)
+	proxy, err := testenv.StartProxy(addrs...)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := InstallDebugAPI(ctx, cp.Client, ReleaseNamespace, Port(proxy.Addr())); err != nil {
+	if err := testenv.InstallDebugAPI(ctx, cp.Client, testenv.ReleaseNamespace, testenv.Port(proxy.Addr())); err != nil {
 		proxy.Stop()
 		return nil, nil, err
 	}
