@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/agent/registration"
@@ -114,6 +117,35 @@ func TestHeartbeatPacing(t *testing.T) {
 	g.Expect(leaseDuration()).To(BeEquivalentTo(2))
 
 	g.Expect(reconnects.Load()).To(BeZero(), "the hub's writes to the Lease are not an outage")
+
+	// A fleet that grew: re-pacing every Lease is spread within the write
+	// budget (here 1 a second, after a first 8 at once), never a burst.
+	for i := range 10 {
+		g.Expect(hubClient.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("grown-%d", i), Namespace: ns, Labels: map[string]string{placementv1alpha1.AgentLeaseLabel: "true"}},
+			Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: time.Now()}, LeaseDurationSeconds: ptr.To[int32](40)},
+		})).To(Succeed())
+	}
+	var mu sync.Mutex
+	var patched []time.Time
+	direct, err := client.NewWithWatch(ownHub.Config, client.Options{Scheme: hubClient.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	recording := interceptor.NewClient(direct, interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+		mu.Lock()
+		patched = append(patched, time.Now())
+		mu.Unlock()
+		return c.Patch(ctx, obj, p, opts...)
+	}})
+	spread := &clusterhealth.Pacer{Client: recording, WriteBudget: 1, MaxInterval: 3 * time.Second}
+	g.Expect(spread.Pace(ctx)).To(Succeed())
+	leases := &coordinationv1.LeaseList{}
+	g.Expect(hubClient.List(ctx, leases, client.InNamespace(ns))).To(Succeed())
+	g.Expect(leases.Items).To(HaveLen(13))
+	for _, l := range leases.Items {
+		g.Expect(l.Annotations).To(HaveKeyWithValue(placementv1alpha1.HeartbeatIntervalAnnotation, "3"), l.Name)
+	}
+	g.Expect(patched).To(HaveLen(13), "every Lease written once")
+	g.Expect(patched[12].Sub(patched[0])).To(BeNumerically(">=", 4*time.Second), "13 writes at 1 a second after a burst of 8")
 
 	// A running Pacer paces the Lease of an agent that joins as soon as its cache
 	// sees it, not at its next count (an hour away here).

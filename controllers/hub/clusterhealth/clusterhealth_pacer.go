@@ -2,6 +2,7 @@ package clusterhealth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
@@ -173,6 +175,13 @@ func (p *Pacer) paceQueued(ctx context.Context, log logr.Logger) {
 // placementv1alpha1.AgentLeaseLabel) and the registered clusters (a fleet
 // registered at once is paced for its size before its agents come up), and sets
 // the interval for it on every Lease that does not carry it yet.
+//
+// A new interval for a fleet that grew rewrites every Lease: those writes are
+// spread within the write budget (at most WriteBudget a second after a first
+// paceWriters), so that re-pacing 10 000 agents never lands on the hub as a
+// burst in the middle of a fan-out. A running Pacer meanwhile re-paces each
+// agent that renews at once (notice), which spreads the rest over one of the
+// old intervals; the Leases it wrote are not written again here.
 func (p *Pacer) Pace(ctx context.Context) error {
 	leases := &coordinationv1.LeaseList{}
 	if err := p.Client.List(ctx, leases, client.HasLabels{placementv1alpha1.AgentLeaseLabel}, client.UnsafeDisableDeepCopy); err != nil {
@@ -185,20 +194,35 @@ func (p *Pacer) Pace(ctx context.Context) error {
 	agents := max(len(leases.Items), len(clusters.Items))
 	want := IntervalAnnotation(agents, p.WriteBudget, p.MaxInterval)
 	p.want.Store(&want)
+	var stale []types.NamespacedName
+	for i := range leases.Items {
+		if l := &leases.Items[i]; l.Annotations[placementv1alpha1.HeartbeatIntervalAnnotation] != want {
+			stale = append(stale, client.ObjectKeyFromObject(l))
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Setting the agents' heartbeat interval for the fleet's size", "agents", agents, "intervalSeconds", want, "leases", len(stale))
+	limit := rate.Inf
+	if p.WriteBudget > 0 {
+		limit = rate.Limit(p.WriteBudget)
+	}
+	spread := rate.NewLimiter(limit, paceWriters)
 	var eg errgroup.Group
 	eg.SetLimit(paceWriters)
-	changed := 0
-	for i := range leases.Items {
-		l := &leases.Items[i]
-		if l.Annotations[placementv1alpha1.HeartbeatIntervalAnnotation] == want {
-			continue
+	for _, key := range stale {
+		if err := spread.Wait(ctx); err != nil {
+			return errors.Join(err, eg.Wait())
 		}
-		changed++
-		key := client.ObjectKeyFromObject(l)
-		eg.Go(func() error { return p.patch(ctx, key, want) })
-	}
-	if changed > 0 {
-		ctrl.LoggerFrom(ctx).Info("Setting the agents' heartbeat interval for the fleet's size", "agents", agents, "intervalSeconds", want, "leases", changed)
+		eg.Go(func() error {
+			// Paced meanwhile at its renewal (notice), or gone: nothing to write.
+			l := &coordinationv1.Lease{}
+			if err := p.Client.Get(ctx, key, l); err != nil || l.Annotations[placementv1alpha1.HeartbeatIntervalAnnotation] == want {
+				return client.IgnoreNotFound(err)
+			}
+			return p.patch(ctx, key, want)
+		})
 	}
 	return eg.Wait()
 }
