@@ -142,6 +142,15 @@ type Interests struct{ m sync.Map }
 // Set records key's interest.
 func (in *Interests) Set(key client.ObjectKey, v Interest) { in.m.Store(key, v) }
 
+// Swap records key's interest and returns the one it had (Gating when none
+// was recorded).
+func (in *Interests) Swap(key client.ObjectKey, v Interest) Interest {
+	if old, ok := in.m.Swap(key, v); ok {
+		return old.(Interest)
+	}
+	return Gating
+}
+
 // Forget drops key.
 func (in *Interests) Forget(key client.ObjectKey) { in.m.Delete(key) }
 

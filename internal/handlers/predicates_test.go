@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
@@ -27,5 +28,20 @@ func TestPredicates(t *testing.T) {
 	}
 	if labelMoved.Update(event.UpdateEvent{ObjectOld: &corev1.Secret{}, ObjectNew: &corev1.Secret{}}) {
 		t.Error("an object of another type")
+	}
+}
+
+func TestInterestsSwap(t *testing.T) {
+	var in Interests
+	key := client.ObjectKey{Namespace: "ns", Name: "p"}
+	if got := in.Swap(key, Idle); got != Gating {
+		t.Errorf("an object not recorded was %v, want Gating", got)
+	}
+	if got := in.Swap(key, Reporting); got != Idle {
+		t.Errorf("got %v, want Idle", got)
+	}
+	in.Forget(key)
+	if got := in.Swap(key, Idle); got != Gating {
+		t.Errorf("a forgotten object was %v, want Gating", got)
 	}
 }

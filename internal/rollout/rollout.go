@@ -193,6 +193,27 @@ type Plan struct {
 	RecheckAfter time.Duration
 }
 
+// Rewritten records that the Works of clusters were written after the plan
+// was computed (a surge-first division lowering their shares once the raised
+// ones are Available): each of them that the plan counts Succeeded is
+// Updating again until its agent reports the new Work, and the rollout is
+// neither done nor complete.
+func (p *Plan) Rewritten(clusters []string) {
+	if len(clusters) == 0 {
+		return
+	}
+	written := make(map[string]bool, len(clusters))
+	for _, c := range clusters {
+		written[c] = true
+	}
+	for i := range p.Clusters {
+		if c := &p.Clusters[i]; written[c.Name] && c.State == placementv1alpha1.ClusterSucceeded {
+			c.State, c.Reason = placementv1alpha1.ClusterUpdating, "its Work was just written anew"
+			p.Done, p.Complete = false, false
+		}
+	}
+}
+
 // Compute is the gate.
 func Compute(clusters []Cluster, s Strategy, st State, now time.Time) Plan {
 	clusters = slices.Clone(clusters)

@@ -604,3 +604,32 @@ func TestDepartHonoursTheDisruptionBudget(t *testing.T) {
 		})
 	}
 }
+
+// A Work written after the plan was made (a surge-first division lowering a
+// share once the raised ones are Available) is not Succeeded yet: the rollout
+// is neither done nor complete until its agent reports it.
+func TestRewrittenIsNotComplete(t *testing.T) {
+	g := NewWithT(t)
+	s, err := StrategyFor(placementv1alpha1.RolloutStrategy{})
+	g.Expect(err).NotTo(HaveOccurred())
+	p := Compute([]Cluster{at("a", target, true), at("b", target, true)}, s, State{Target: target}, t0)
+	g.Expect(p.Complete).To(BeTrue())
+	g.Expect(p.Done).To(BeTrue())
+
+	p.Rewritten(nil)
+	g.Expect(p.Complete).To(BeTrue(), "nothing written")
+	p.Rewritten([]string{"b", "gone"})
+	g.Expect(p.Complete).To(BeFalse())
+	g.Expect(p.Done).To(BeFalse())
+	g.Expect(p.Clusters).To(ConsistOf(
+		HaveField("State", placementv1alpha1.ClusterSucceeded),
+		And(HaveField("Name", "b"), HaveField("State", placementv1alpha1.ClusterUpdating))))
+	_, reason, msg := Progressing(&placementv1alpha1.PlacementRevision{Spec: placementv1alpha1.PlacementRevisionSpec{Revision: 2}}, p, Removal{}, false, 2)
+	g.Expect(reason).To(Equal(placementv1alpha1.ReasonRolloutInProgress))
+	g.Expect(msg).To(HavePrefix("revision 2: 1 of 2 clusters updated"))
+
+	// A failed cluster stays failed.
+	failed := Plan{Clusters: []ClusterPlan{{Name: "a", State: placementv1alpha1.ClusterFailed}}, Done: true}
+	failed.Rewritten([]string{"a"})
+	g.Expect(failed.Done).To(BeTrue())
+}

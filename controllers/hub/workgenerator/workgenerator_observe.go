@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,10 @@ import (
 // scope is what one reconcile of a Placement knows and decides, phase by phase.
 type scope struct {
 	placement *placementv1alpha1.Placement
+	// written are the clusters whose Works this reconcile wrote (after the
+	// gate's plan was made).
+	written   []string
+	writtenMu sync.Mutex
 	// st is the work generator's part of the Placement's status, as this
 	// reconcile finds it; written once, at the end.
 	st       *status
@@ -81,6 +86,13 @@ type scope struct {
 	division *division.Assignment
 	// retainedBefore is status.rollout.retainedClaims as last written.
 	retainedBefore []placementv1alpha1.RetainedClaims
+}
+
+// wroteTo records that this reconcile wrote cluster's Works.
+func (s *scope) wroteTo(cluster string) {
+	s.writtenMu.Lock()
+	defer s.writtenMu.Unlock()
+	s.written = append(s.written, cluster)
 }
 
 // observe reads what the Placement's rollout starts from: its strategy, the

@@ -80,6 +80,8 @@ func (r *Reconciler) report(_ context.Context, s *scope) (ctrl.Result, error) {
 	if s.stable != nil {
 		stable = s.stable.Name
 	}
+	// A Work written now is not Succeeded yet, whatever the plan found before.
+	s.plan.Rewritten(s.written)
 	if s.plan.Complete {
 		stable = s.target.Name
 	}
@@ -99,17 +101,22 @@ func (r *Reconciler) report(_ context.Context, s *scope) (ctrl.Result, error) {
 	// Work status reports concern this Placement while its rollout, or a removal,
 	// is under way: promptly when they open a gate, at a slower pace when they
 	// only move the status (AllAtOnce, nothing to remove).
+	interest := handlers.Gating
 	switch {
 	case s.renderer.Surging():
-		r.active.Set(key, handlers.Gating) // surge first waits for the increases
+		interest = handlers.Gating // surge first waits for the increases
 	case s.plan.Complete && len(s.leaving) == len(s.removal.Remove):
-		r.active.Set(key, handlers.Idle)
+		interest = handlers.Idle
 	case s.strategy.Type == placementv1alpha1.RolloutAllAtOnce && len(s.leaving) == 0:
-		r.active.Set(key, handlers.Reporting)
-	default:
-		r.active.Set(key, handlers.Gating)
+		interest = handlers.Reporting
 	}
 	result := ctrl.Result{RequeueAfter: requeue.Soonest(s.plan.RecheckAfter, s.removal.RecheckAfter)}
+	if r.active.Swap(key, interest) == handlers.Idle && interest != handlers.Idle {
+		// The reports that came while this reconcile ran were let through as
+		// of no concern: look again once they are all in the cache, or the
+		// last of them may never be seen.
+		result.RequeueAfter = requeue.Soonest(result.RequeueAfter, statusWindow)
+	}
 	if !s.decided.Consistent {
 		// The slices are being rewritten: a cluster missing now may be moving from
 		// one slice to another. Works are removed once every slice agrees.

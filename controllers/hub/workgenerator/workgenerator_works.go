@@ -59,6 +59,9 @@ func (r *Reconciler) writeAll(ctx context.Context, s *scope) error {
 			if err != nil {
 				return fmt.Errorf("writing the Works of cluster %s: %w", cluster, err)
 			}
+			if wrote {
+				s.wroteTo(cluster)
+			}
 			if wrote && rev != c.Hash {
 				e := rollout.Expectation{Revision: c.Hash, Since: rollout.ParseTime(since, s.now)}
 				r.expected.Store(expectationKey(s.placement, cluster), e, e.Since)
