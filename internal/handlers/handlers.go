@@ -29,6 +29,32 @@ func Coalescing(mapFn handler.MapFunc, delay time.Duration) handler.EventHandler
 	return coalescing(mapFn, nil, delay)
 }
 
+// CoalescingBy is Coalescing with a delay per request: a window that grows
+// with what the reconcile has to gather (a Placement's clusters), so that a
+// small one is not held back as long as a large one must be.
+func CoalescingBy(mapFn handler.MapFunc, delay func(reconcile.Request) time.Duration) handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			addAfter(ctx, mapFn, delay, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			addAfter(ctx, mapFn, delay, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			addAfter(ctx, mapFn, delay, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			addAfter(ctx, mapFn, delay, e.Object, q)
+		},
+	}
+}
+
+func addAfter(ctx context.Context, mapFn handler.MapFunc, delay func(reconcile.Request) time.Duration, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, req := range mapFn(ctx, obj) {
+		q.AddAfter(req, delay(req))
+	}
+}
+
 // Rechecking enqueues the requests mapFn returns at once and again after
 // each of delays, for a change whose effects another component shows later (a
 // new CRD's kind in the API server's discovery). mapFn runs once per event.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"k8s.io/client-go/tools/events"
 	"maps"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -32,13 +34,25 @@ import (
 // Name is the status aggregator's field owner.
 const Name = "lodestar-status"
 
-// coalesceWindow is how long Work status events for one Placement are gathered
-// before its status is computed; statusEvery is the least time between two
+// coalesceWindow is how long Work status events for a large Placement are
+// gathered before its status is computed (a smaller one's window is
+// coalesceWindowFor its clusters); statusEvery is the least time between two
 // writes of it that move no condition (counts, per-cluster states, summaries).
 const (
 	coalesceWindow = 100 * time.Millisecond
 	statusEvery    = 500 * time.Millisecond
 )
+
+// coalesceWindowFor is how long the Work status events of a Placement of n
+// clusters are gathered: 250 µs per cluster, from 5 ms (two clusters' reports
+// are seen at once) to coalesceWindow (from 400 clusters on); coalesceWindow
+// while n is not known yet.
+func coalesceWindowFor(n int, known bool) time.Duration {
+	if !known {
+		return coalesceWindow
+	}
+	return min(max(time.Duration(n)*250*time.Microsecond, 5*time.Millisecond), coalesceWindow)
+}
 
 // Reconciler aggregates Work status into Placement status.
 type Reconciler struct {
@@ -60,6 +74,18 @@ type Reconciler struct {
 	pace handlers.StatusPace
 	// compute spaces the computations of a large Placement's status.
 	compute computePace
+	// sizes are the clusters each Placement was decided for, at its last
+	// reconcile: its reports' coalescing window.
+	sizes sync.Map
+}
+
+// window is the coalescing window of req's Work status reports.
+func (r *Reconciler) window(req reconcile.Request) time.Duration {
+	n, ok := r.sizes.Load(req.NamespacedName)
+	if !ok {
+		return coalesceWindowFor(0, false)
+	}
+	return coalesceWindowFor(n.(int), true)
 }
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=placements,verbs=get;list;watch
@@ -77,6 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.changes.Forget(req.NamespacedName)
 			r.pace.Forget(req.NamespacedName)
 			r.compute.forget(req.NamespacedName)
+			r.sizes.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -93,6 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	clusters := decided.Clusters
+	r.sizes.Store(req.NamespacedName, len(clusters))
 	works, err := lookup.Works(ctx, r.Client, placement, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -131,6 +159,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
 		// Work status reports arrive in bursts (one per cluster); they are folded
 		// into one status write per Placement per coalescing window.
-		Watches(&workv1alpha1.Work{}, handlers.Coalescing(lookup.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel), coalesceWindow)).
+		Watches(&workv1alpha1.Work{}, handlers.CoalescingBy(lookup.FromLabels(mgr.GetClient(), placementv1alpha1.PlacementNameLabel, placementv1alpha1.PlacementNamespaceLabel), r.window)).
 		Complete(r.Scope.Only(mgr.GetClient(), r))
 }

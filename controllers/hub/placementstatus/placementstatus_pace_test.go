@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 func TestComputePaceSpacesLargePlacementsOnly(t *testing.T) {
@@ -24,4 +25,20 @@ func TestComputePaceSpacesLargePlacementsOnly(t *testing.T) {
 	g.Expect(p.wait(small, 1, 100, now.Add(10*time.Millisecond))).To(BeZero(), "100 clusters: 10 ms, less than the gathering window")
 	p.forget(small)
 	g.Expect(p.wait(small, 1, 100, now.Add(11*time.Millisecond))).To(BeZero())
+}
+
+func TestCoalesceWindowGrowsWithThePlacement(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(coalesceWindowFor(0, false)).To(Equal(coalesceWindow), "not known yet: the large window")
+	g.Expect(coalesceWindowFor(0, true)).To(Equal(5 * time.Millisecond))
+	g.Expect(coalesceWindowFor(2, true)).To(Equal(5*time.Millisecond), "two clusters' reports are not held 100 ms")
+	g.Expect(coalesceWindowFor(100, true)).To(Equal(25 * time.Millisecond))
+	g.Expect(coalesceWindowFor(400, true)).To(Equal(coalesceWindow))
+	g.Expect(coalesceWindowFor(1<<30, true)).To(Equal(coalesceWindow), "never more")
+
+	var r Reconciler
+	key := types.NamespacedName{Namespace: "shop", Name: "web"}
+	g.Expect(r.window(reconcile.Request{NamespacedName: key})).To(Equal(coalesceWindow))
+	r.sizes.Store(key, 40)
+	g.Expect(r.window(reconcile.Request{NamespacedName: key})).To(Equal(10 * time.Millisecond))
 }
