@@ -160,24 +160,38 @@ func (r *Reconciler) classify(req ctrl.Request, exports []servicesv1alpha1.Expor
 func importersOf(valid []mcs.Export, sets clusterSets, bound, members []string, placed map[string]bool) (mcs.Merged, map[string][]string) {
 	var merged mcs.Merged
 	importers := map[string][]string{} // importing cluster -> exporting clusters it sees
-	if len(valid) > 0 {
-		merged = mcs.Merge(valid)
-		mcs.Oldest(valid)
-		for _, e := range valid {
-			domain := members
-			if len(bound) == 0 {
-				domain = nil
-				for _, set := range sets.of[e.Cluster] {
-					domain = append(domain, sets.clusters[set]...)
-				}
+	if len(valid) == 0 {
+		return merged, importers
+	}
+	merged = mcs.Merge(valid)
+	mcs.Oldest(valid)
+	// Each importer once per exporter (a cluster may be in several sets):
+	// without a search of what it has, as a Service exported from and
+	// imported on 1 000 clusters is a million pairs.
+	unique := func(clusters []string) []string {
+		out := make([]string, 0, len(clusters))
+		seen := make(map[string]bool, len(clusters))
+		for _, c := range clusters {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
 			}
-			for _, importer := range domain {
-				if !placed[importer] {
-					continue // imports land only in namespaces the hub places there
-				}
-				if !slices.Contains(importers[importer], e.Cluster) {
-					importers[importer] = append(importers[importer], e.Cluster)
-				}
+		}
+		return out
+	}
+	members = unique(members)
+	for _, e := range valid {
+		domain := members
+		if len(bound) == 0 {
+			domain = nil
+			for _, set := range sets.of[e.Cluster] {
+				domain = append(domain, sets.clusters[set]...)
+			}
+			domain = unique(domain)
+		}
+		for _, importer := range domain {
+			if placed[importer] { // imports land only in namespaces the hub places there
+				importers[importer] = append(importers[importer], e.Cluster)
 			}
 		}
 	}
