@@ -29,12 +29,7 @@ func (f *fleet) divided(ctx context.Context, bw float64, record func(*Result) er
 	if err := f.app(ctx, ns); err != nil {
 		return err
 	}
-	deploy := &appsv1.Deployment{}
-	if err := f.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, deploy); err != nil {
-		return err
-	}
-	deploy.Spec.Replicas = ptrTo[int32](3000)
-	if err := f.admin.Update(ctx, deploy); err != nil {
+	if err := f.scaleApp(ctx, ns, 3000); err != nil {
 		return err
 	}
 	p := placementFor(ns, "divided", map[string]string{"fleet": "sim"})
@@ -75,15 +70,7 @@ func (f *fleet) divided(ctx context.Context, bw float64, record func(*Result) er
 	if err := f.shares(ctx, p, want, 10*time.Minute); err != nil {
 		return fmt.Errorf("D1, weighted: %w", err)
 	}
-	if _, err := waitFor(ctx, 5*time.Minute, 100*time.Millisecond, func() (bool, error) {
-		got := &placementv1alpha1.Placement{}
-		if err := f.admin.Get(ctx, key, got); err != nil {
-			return false, err
-		}
-		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ProgressingCondition)
-		return c != nil && c.ObservedGeneration == got.Generation && c.Reason == placementv1alpha1.ReasonRolloutComplete &&
-			!strings.Contains(c.Message, "surge first"), nil
-	}); err != nil {
+	if err := f.rolledOut(ctx, key); err != nil {
 		return fmt.Errorf("D1, the rollout of the new division: %w", err)
 	}
 	d := time.Since(start)
@@ -139,6 +126,99 @@ func (f *fleet) shares(ctx context.Context, p *placementv1alpha1.Placement, want
 			}
 		}
 		return true, nil
+	})
+	return err
+}
+
+// dividedScaled runs D1': one Deployment of 10000 replicas divided evenly over
+// the 1000 simulated clusters (10 each), then scaled on the hub to 15000 (15
+// each): the time from the scale until every cluster's Work carries its new
+// share and the Placement's rollout is complete, the hub manager's CPU for it,
+// and the hub's writes meanwhile. The Placement is removed afterwards.
+func (f *fleet) dividedScaled(ctx context.Context, record func(*Result) error) error {
+	const clusters, from, to = 1000, 10000, 15000
+	ns := "bench-d1-scaled"
+	if err := f.app(ctx, ns); err != nil {
+		return err
+	}
+	if err := f.scaleApp(ctx, ns, from); err != nil {
+		return err
+	}
+	p := placementFor(ns, "divided", map[string]string{"fleet": "sim"})
+	p.Spec.Scheduling.Replicas = &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionEven}
+	key := client.ObjectKeyFromObject(p)
+	cpu0 := cpuSeconds()
+	placed, err := f.place(ctx, p, clusters, 5*time.Minute)
+	if err != nil {
+		return err
+	}
+	if err := f.shares(ctx, p, func(string) int64 { return from / clusters }, 5*time.Minute); err != nil {
+		return fmt.Errorf("D1', even: %w", err)
+	}
+	cpu1 := cpuSeconds()
+	before, err := f.hubWritesByKind(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := f.scaleApp(ctx, ns, to); err != nil {
+		return err
+	}
+	if err := f.shares(ctx, p, func(string) int64 { return to / clusters }, 10*time.Minute); err != nil {
+		return fmt.Errorf("D1', scaled: %w", err)
+	}
+	written := time.Since(start)
+	if err := f.rolledOut(ctx, key); err != nil {
+		return fmt.Errorf("D1', the rollout of the scale: %w", err)
+	}
+	complete := time.Since(start)
+	cpu2 := cpuSeconds()
+	after, err := f.hubWritesByKind(ctx)
+	if err != nil {
+		return err
+	}
+	r := &Result{Scenario: "D1'", Members: simulated,
+		Description: fmt.Sprintf("a Deployment of %d replicas divided evenly over %d clusters (%d each), then scaled on the hub to %d (%d each): scale to every Work carrying its share, and to the rollout complete", from, clusters, from/clusters, to, to/clusters)}
+	r.add("placing, divided, to Available on 1000", placed.Seconds(), "s")
+	r.add("hub manager CPU placing", cpu1["lodestar-hub"]-cpu0["lodestar-hub"], "s")
+	r.add("scale to every share written", written.Seconds(), "s")
+	r.add("scale to complete", complete.Seconds(), "s")
+	r.add("hub manager CPU for the scale", cpu2["lodestar-hub"]-cpu1["lodestar-hub"], "s")
+	writesPerWork(r, before, after, clusters)
+	r.FractionOfBwork = clusters / written.Seconds() / f.bwork
+	say("D1': %d clusters' shares written in %.2fs, complete in %.2fs", clusters, written.Seconds(), complete.Seconds())
+	if err := record(r); err != nil {
+		return err
+	}
+	return f.remove(ctx, key, 5*time.Minute)
+}
+
+// scaleApp sets the replicas of the bench's Deployment in ns, on the hub.
+func (f *fleet) scaleApp(ctx context.Context, ns string, replicas int32) error {
+	for {
+		deploy := &appsv1.Deployment{}
+		if err := f.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, deploy); err != nil {
+			return err
+		}
+		deploy.Spec.Replicas = ptrTo(replicas)
+		err := f.admin.Update(ctx, deploy)
+		if err == nil || !strings.Contains(err.Error(), "the object has been modified") {
+			return err
+		}
+	}
+}
+
+// rolledOut waits until the Placement's rollout of its newest generation is
+// complete (no surge left).
+func (f *fleet) rolledOut(ctx context.Context, key client.ObjectKey) error {
+	_, err := waitFor(ctx, 5*time.Minute, 100*time.Millisecond, func() (bool, error) {
+		got := &placementv1alpha1.Placement{}
+		if err := f.admin.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, placementv1alpha1.ProgressingCondition)
+		return c != nil && c.ObservedGeneration == got.Generation && c.Reason == placementv1alpha1.ReasonRolloutComplete &&
+			!strings.Contains(c.Message, "surge first"), nil
 	})
 	return err
 }

@@ -84,7 +84,7 @@ func main() {
 	bin := flag.String("bin", "bin", "Directory holding lodestar-hub and lodestar-agent.")
 	readme := flag.String("readme", "README.md", "README whose benchmark table is replaced; empty to leave it.")
 	reportOnly := flag.Bool("report", false, "Only write the table from the results already in --out.")
-	only := flag.String("only", "", "Comma-separated scenario groups to run (p1, l1, p1-busy, p2, r1, d1, p3, g1, h1, p4 (with X1 and footprint-agent), m1, soak, t1); empty runs all. For profiling: the README table is left alone.")
+	only := flag.String("only", "", "Comma-separated scenario groups to run (p1, l1, p1-busy, p2, r1, d1 (with D1'), s1, p3, g1, h1, p4 (with X1 and footprint-agent), m1, soak, t1); empty runs all. For profiling: the README table is left alone.")
 	soakDuration := flag.Duration("soak-duration", 10*time.Minute, "How long the soak (scenario group soak) changes Placements and injects faults.")
 	hostileDuration := flag.Duration("hostile-duration", 10*time.Minute, "How long T1, the hostile-tenant soak (scenario group t1), attacks.")
 	pprofAddr := flag.String("pprof", "", "With an address (host:port), serve net/http/pprof for this process there and for the hub manager on the next port.")
@@ -209,7 +209,7 @@ func run(out, bin, readme, only, pprofAddr string, soakDuration, hostileDuration
 }
 
 // order is the order of scenarios in the table.
-var order = []string{"baseline", "B_work", "P1-qps20", "P1", "L1", "P1-busy", "P2-1000", "R1", "D1", "P2-5000", "P3", "footprint-hub", "G1", "H1", "P4", "X1", "footprint-agent", "M1", "soak", "T1"}
+var order = []string{"baseline", "B_work", "P1-qps20", "P1", "L1", "P1-busy", "P2-1000", "R1", "D1", "D1'", "S1", "P2-5000", "P3", "footprint-hub", "G1", "H1", "P4", "X1", "footprint-agent", "M1", "soak", "T1"}
 
 // report writes the table of the results in out, and into the README.
 func report(out, readme string, took time.Duration) error {

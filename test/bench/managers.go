@@ -58,7 +58,7 @@ func (f *fleet) twoManagers(ctx context.Context, record func(*Result) error) err
 		stopProcess(one)
 		return err
 	}
-	oneTimes, err := m.placeInEachSet(ctx, "m1-one", sets)
+	oneTimes, oneCPU, err := m.placeInEachSet(ctx, "m1-one", sets)
 	stopProcess(one)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func (f *fleet) twoManagers(ctx context.Context, record func(*Result) error) err
 	if err := m.ready(ctx, "m1-two", sets); err != nil {
 		return err
 	}
-	twoTimes, err := m.placeInEachSet(ctx, "m1-two", sets)
+	twoTimes, twoCPU, err := m.placeInEachSet(ctx, "m1-two", sets)
 	if err != nil {
 		return err
 	}
@@ -104,6 +104,17 @@ func (f *fleet) twoManagers(ctx context.Context, record func(*Result) error) err
 	both := max(twoTimes[0], twoTimes[1])
 	r.add("two managers: both", both.Seconds(), "s")
 	r.add("two managers: Works/s", 2*managersPerSet/both.Seconds(), "Works/s")
+	r.add("two managers faster than one by", max(oneTimes[0], oneTimes[1]).Seconds()/both.Seconds(), "×")
+	// What each placing cost the machine, per Work placed: the hub API
+	// server's share must not grow with the number of managers.
+	for _, phase := range []struct {
+		name string
+		cpu  map[string]float64
+	}{{"one manager", oneCPU}, {"two managers", twoCPU}} {
+		for _, proc := range []string{"kube-apiserver", "etcd", "lodestar-hub", "bench (simulated members)"} {
+			r.add(fmt.Sprintf("%s: CPU %s per Work", phase.name, proc), 1000*phase.cpu[proc]/(2*managersPerSet), "ms")
+		}
+	}
 	if f.bwork > 0 {
 		r.FractionOfBwork = 2 * managersPerSet / both.Seconds() / f.bwork
 	}
@@ -153,15 +164,21 @@ func (f *fleet) ready(ctx context.Context, prefix string, sets []string) error {
 
 // placeInEachSet creates, at the same instant, one Placement per set (in a
 // namespace that binds only that set) to every cluster of the set, measures
-// each to Available, then removes them.
-func (f *fleet) placeInEachSet(ctx context.Context, prefix string, sets []string) ([]time.Duration, error) {
+// each to Available, then removes them; it returns the times and the CPU
+// seconds each process (by name) used until both were Available.
+func (f *fleet) placeInEachSet(ctx context.Context, prefix string, sets []string) ([]time.Duration, map[string]float64, error) {
 	placements := make([]*placementv1alpha1.Placement, len(sets))
 	for i, set := range sets {
 		ns := fmt.Sprintf("%s-%d", prefix, i)
 		if err := f.appIn(ctx, ns, set); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		placements[i] = placementFor(ns, "web", nil)
+	}
+	before := cpuSeconds()
+	reads, err := f.hubRequestsByKind(ctx, "GET", "LIST")
+	if err != nil {
+		return nil, nil, err
 	}
 	times := make([]time.Duration, len(sets))
 	errs := make([]error, len(sets))
@@ -175,15 +192,29 @@ func (f *fleet) placeInEachSet(ctx context.Context, prefix string, sets []string
 	for range placements {
 		<-done
 	}
+	after := cpuSeconds()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	readsAfter, err := f.hubRequestsByKind(ctx, "GET", "LIST")
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range readsAfter {
+		if d := (v - reads[k]) / float64(len(sets)*managersPerSet); d >= 0.05 {
+			say("%s: hub reads per Work, %s: %.2f", prefix, k, d)
+		}
 	}
 	for _, p := range placements {
 		if err := f.remove(ctx, client.ObjectKeyFromObject(p), 5*time.Minute); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return times, nil
+	cpu := map[string]float64{}
+	for k, v := range after {
+		cpu[k] = v - before[k]
+	}
+	return times, cpu, nil
 }
 
 // appIn is the bench's application in ns, bound to set too (the bench's own

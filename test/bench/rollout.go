@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -91,6 +92,12 @@ func (f *fleet) hubWrites(ctx context.Context) (float64, error) {
 // hubWritesByKind is the hub API server's count of write requests so far, by
 // resource (and subresource) and verb: "works POST", "works/status PATCH".
 func (f *fleet) hubWritesByKind(ctx context.Context) (map[string]float64, error) {
+	return f.hubRequestsByKind(ctx, "POST", "PUT", "PATCH", "APPLY", "DELETE")
+}
+
+// hubRequestsByKind counts the hub API server's requests of the given verbs so
+// far, by resource (and subresource) and verb.
+func (f *fleet) hubRequestsByKind(ctx context.Context, verbs ...string) (map[string]float64, error) {
 	cs, err := kubernetes.NewForConfig(f.adminCfg)
 	if err != nil {
 		return nil, err
@@ -100,9 +107,7 @@ func (f *fleet) hubWritesByKind(ctx context.Context) (map[string]float64, error)
 		return nil, fmt.Errorf("reading the hub API server's metrics: %w", err)
 	}
 	return sumCounter(bytes.NewReader(raw), "apiserver_request_total", func(l map[string]string) (string, bool) {
-		switch l["verb"] {
-		case "POST", "PUT", "PATCH", "APPLY", "DELETE":
-		default:
+		if !slices.Contains(verbs, l["verb"]) {
 			return "", false
 		}
 		key := l["resource"]

@@ -153,7 +153,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 			return err
 		}
 	}
-	if !f.want("p1-busy", "p2", "r1", "d1", "p3") {
+	if !f.want("p1-busy", "p2", "r1", "d1", "s1", "p3") {
 		return nil
 	}
 
@@ -187,7 +187,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		}
 	}
 
-	if !f.want("p2", "r1", "d1", "p3") {
+	if !f.want("p2", "r1", "d1", "s1", "p3") {
 		return nil
 	}
 	// P2: fan-out to 1000, then 5000 clusters, each recorded as soon as measured.
@@ -230,6 +230,14 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	}
 	if f.want("d1") {
 		if err := f.divided(ctx, bw, record); err != nil {
+			return err
+		}
+		if err := f.dividedScaled(ctx, record); err != nil {
+			return err
+		}
+	}
+	if f.want("s1") {
+		if err := f.exported(ctx, record); err != nil {
 			return err
 		}
 	}
