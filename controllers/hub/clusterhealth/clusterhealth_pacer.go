@@ -212,17 +212,19 @@ func (p *Pacer) Pace(ctx context.Context) error {
 	var eg errgroup.Group
 	eg.SetLimit(paceWriters)
 	for _, key := range stale {
+		// Paced meanwhile at its renewal (notice), or gone: nothing to write,
+		// and nothing taken from the budget.
+		l := &coordinationv1.Lease{}
+		if err := p.Client.Get(ctx, key, l); err != nil || l.Annotations[placementv1alpha1.HeartbeatIntervalAnnotation] == want {
+			if client.IgnoreNotFound(err) != nil {
+				return errors.Join(err, eg.Wait())
+			}
+			continue
+		}
 		if err := spread.Wait(ctx); err != nil {
 			return errors.Join(err, eg.Wait())
 		}
-		eg.Go(func() error {
-			// Paced meanwhile at its renewal (notice), or gone: nothing to write.
-			l := &coordinationv1.Lease{}
-			if err := p.Client.Get(ctx, key, l); err != nil || l.Annotations[placementv1alpha1.HeartbeatIntervalAnnotation] == want {
-				return client.IgnoreNotFound(err)
-			}
-			return p.patch(ctx, key, want)
-		})
+		eg.Go(func() error { return p.patch(ctx, key, want) })
 	}
 	return eg.Wait()
 }
