@@ -40,5 +40,5 @@ func TestCoalesceWindowGrowsWithThePlacement(t *testing.T) {
 	key := types.NamespacedName{Namespace: "shop", Name: "web"}
 	g.Expect(r.window(reconcile.Request{NamespacedName: key})).To(Equal(coalesceWindow))
 	r.sizes.Store(key, 40)
-	g.Expect(r.window(reconcile.Request{NamespacedName: key})).To(Equal(10 * time.Millisecond))
+	g.Expect(r.window(reconcile.Request{NamespacedName: key})).To(Equal(40 * time.Millisecond))
 }
