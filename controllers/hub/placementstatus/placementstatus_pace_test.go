@@ -32,8 +32,8 @@ func TestCoalesceWindowGrowsWithThePlacement(t *testing.T) {
 	g.Expect(coalesceWindowFor(0, false)).To(Equal(coalesceWindow), "not known yet: the large window")
 	g.Expect(coalesceWindowFor(0, true)).To(Equal(5 * time.Millisecond))
 	g.Expect(coalesceWindowFor(2, true)).To(Equal(5*time.Millisecond), "two clusters' reports are not held 100 ms")
-	g.Expect(coalesceWindowFor(100, true)).To(Equal(25 * time.Millisecond))
-	g.Expect(coalesceWindowFor(400, true)).To(Equal(coalesceWindow))
+	g.Expect(coalesceWindowFor(20, true)).To(Equal(20 * time.Millisecond))
+	g.Expect(coalesceWindowFor(100, true)).To(Equal(coalesceWindow))
 	g.Expect(coalesceWindowFor(1<<30, true)).To(Equal(coalesceWindow), "never more")
 
 	var r Reconciler
