@@ -292,6 +292,10 @@ const (
 	// ReasonNotOurs is an import's Ready=False reason when the member has a
 	// ServiceImport that Lodestar did not create.
 	ReasonNotOurs = "ServiceImportNotManaged"
+	// ReasonImportTooLarge (Ready=False on an export): its endpoints do not fit
+	// in the imports, which carry at most 1 MiB of endpoints, the oldest
+	// exports' first.
+	ReasonImportTooLarge = "ImportTooLarge"
 )
 
 // ExportsLeaseLabel marks the exports leases (value "true").

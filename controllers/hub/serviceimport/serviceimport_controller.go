@@ -10,6 +10,7 @@ package serviceimport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -112,9 +113,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// One importer that cannot be written does not hold the others, nor the
 	// exports' answers: the errors are returned together, and retried.
-	errs := []error{r.writeImports(ctx, req.NamespacedName, merged, importers, byCluster, withdrawn)}
+	leftOut, err := r.writeImports(ctx, req.NamespacedName, merged, importers, byCluster, withdrawn)
+	errs := []error{err}
 	for cluster, e := range byCluster {
-		errs = append(errs, r.answer(ctx, e, invalid[cluster], merged, len(importers)))
+		errs = append(errs, r.answer(ctx, e, invalid[cluster], merged, len(importers), leftOut[cluster]))
 	}
 	return ctrl.Result{}, errors.Join(errs...)
 }
@@ -199,12 +201,24 @@ func importersOf(valid []mcs.Export, sets clusterSets, bound, members []string, 
 }
 
 // writeImports makes each importer's ImportedService what it should be and
-// deletes the others of the Service.
-func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName, merged mcs.Merged, importers map[string][]string, exports map[string]*servicesv1alpha1.ExportedService, withdrawn map[string]bool) error {
+// deletes the others of the Service. An import carries at most
+// mcs.MaxImportBytes of endpoints, the oldest exports' first; it returns, by
+// exporting cluster, on how many importers its endpoints were left out.
+func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName, merged mcs.Merged, importers map[string][]string, exports map[string]*servicesv1alpha1.ExportedService, withdrawn map[string]bool) (map[string]int, error) {
 	existing := &servicesv1alpha1.ImportedServiceList{}
 	if err := r.Client.List(ctx, existing, client.MatchingFields{lookup.ServicesByName: svc.String()}); err != nil {
-		return err
+		return nil, err
 	}
+	sizes := map[string]int{}
+	size := func(cluster string) int {
+		if n, ok := sizes[cluster]; ok {
+			return n
+		}
+		b, _ := json.Marshal(servicesv1alpha1.SourceSlices{Cluster: cluster, Slices: exports[cluster].Spec.Slices})
+		sizes[cluster] = len(b)
+		return len(b)
+	}
+	leftOut := map[string]int{}
 	have := map[string]*servicesv1alpha1.ImportedService{}
 	var errs []error
 	for i := range existing.Items {
@@ -225,6 +239,11 @@ func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName,
 				spec.Sources = append(spec.Sources, servicesv1alpha1.SourceSlices{Cluster: exporter, Slices: exports[exporter].Spec.Slices})
 			}
 		}
+		var left []string
+		spec.Sources, left = mcs.Fit(spec.Sources, size, mcs.MaxImportBytes)
+		for _, exporter := range left {
+			leftOut[exporter]++
+		}
 		if im := have[importer]; im != nil {
 			if equality.Semantic.DeepEqual(im.Spec, spec) {
 				continue
@@ -243,7 +262,7 @@ func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName,
 			errs = append(errs, fmt.Errorf("creating ImportedService %s: %w", klog.KObj(im), err))
 		}
 	}
-	return errors.Join(errs...)
+	return leftOut, errors.Join(errs...)
 }
 
 // withdrawn are the exporters whose endpoints of svc a move has withdrawn:
@@ -319,7 +338,7 @@ func workChanged() predicate.Predicate {
 }
 
 // answer writes an export's conditions.
-func (r *Reconciler) answer(ctx context.Context, e *servicesv1alpha1.ExportedService, invalid *servicesv1alpha1.Invalid, merged mcs.Merged, importers int) error {
+func (r *Reconciler) answer(ctx context.Context, e *servicesv1alpha1.ExportedService, invalid *servicesv1alpha1.Invalid, merged mcs.Merged, importers, leftOut int) error {
 	cluster, _ := names.ClusterFromNamespace(e.Namespace)
 	var conds []metav1.Condition
 	cond := func(t mcsv1beta1.ServiceExportConditionType, s metav1.ConditionStatus, reason, msg string) {
@@ -330,8 +349,14 @@ func (r *Reconciler) answer(ctx context.Context, e *servicesv1alpha1.ExportedSer
 		cond(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionFalse, string(mcsv1beta1.ServiceExportReasonFailed), "not exported: "+invalid.Message)
 	} else {
 		cond(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, string(mcsv1beta1.ServiceExportReasonValid), "the Service is exported")
-		cond(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, string(mcsv1beta1.ServiceExportReasonExported),
-			"imported by "+message.Count(importers, "cluster"))
+		if leftOut > 0 {
+			cond(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionFalse, servicesv1alpha1.ReasonImportTooLarge,
+				fmt.Sprintf("its endpoints are left out of the import on %s: with them it would carry more than %d KiB of endpoints (the oldest exports' come first)",
+					message.Count(leftOut, "cluster"), mcs.MaxImportBytes/1024))
+		} else {
+			cond(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, string(mcsv1beta1.ServiceExportReasonExported),
+				"imported by "+message.Count(importers, "cluster"))
+		}
 		if c, ok := merged.Conflicts[cluster]; ok {
 			cond(mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionTrue, c.Reason, c.Message)
 		} else {

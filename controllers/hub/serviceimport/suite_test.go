@@ -2,6 +2,7 @@ package serviceimport_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -109,5 +110,71 @@ func TestExportsAreMergedIntoEveryImporter(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 		g.Expect(condition(g, clusters[0], string(mcsv1beta1.ServiceExportConditionConflict)).Status).To(Equal(metav1.ConditionTrue), "a conflict is on every export involved")
 		g.Expect(imported(g, clusters[0]).Spec.Service.Ports).To(ConsistOf(HaveField("Port", int32(80))))
+	}).Should(Succeed())
+}
+
+// An import carries at most 1 MiB of endpoints, the oldest exports' first:
+// two exports of 12 000 endpoints each do not both fit, so the younger's
+// endpoints are left out (its export says so, Ready=False ImportTooLarge)
+// and the older's are imported, instead of an import no cluster ever gets.
+func TestLargeExportsLeftOutOfTheImport(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := testenv.NewTenant(ctx, hubCP.Client, clusterSet)
+	g.Expect(err).NotTo(HaveOccurred())
+	clusters, err := testenv.NewClusters(ctx, hubCP.Client, clusterSet, ns, 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, c := range clusters {
+		g.Expect(hubCP.Client.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(ns, "app"), Namespace: names.ClusterNamespace(c),
+			Labels: map[string]string{placementv1alpha1.PlacementNamespaceLabel: ns, placementv1alpha1.PlacementNameLabel: "app",
+				placementv1alpha1.HubManagerLabel: placementv1alpha1.DefaultHubManager}}})).To(Succeed())
+	}
+	large := func(cluster string, octet int, created time.Time) *servicesv1alpha1.ExportedService {
+		e := export(cluster, ns, 80, "10.0.0.1", created)
+		ready := true
+		e.Spec.Slices = nil
+		for s := range 12 {
+			slice := servicesv1alpha1.Slice{AddressType: discoveryv1.AddressTypeIPv4}
+			for i := range 1000 {
+				slice.Endpoints = append(slice.Endpoints, servicesv1alpha1.Endpoint{
+					Addresses: []string{fmt.Sprintf("10.%d.%d.%d", octet, s*20+i/250, i%250)}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+			}
+			e.Spec.Slices = append(e.Spec.Slices, slice)
+		}
+		return e
+	}
+	now := time.Now()
+	g.Expect(hubCP.Client.Create(ctx, large(clusters[0], 1, now.Add(-time.Minute)))).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, large(clusters[1], 2, now))).To(Succeed())
+
+	ready := func(g Gomega, cluster string) *metav1.Condition {
+		e := &servicesv1alpha1.ExportedService{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(cluster), Name: names.ServiceObject(ns, "web")}, e)).To(Succeed())
+		c := meta.FindStatusCondition(e.Status.Conditions, string(mcsv1beta1.ServiceExportConditionReady))
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.ObservedGeneration).To(Equal(e.Generation))
+		return c
+	}
+	g.Eventually(func(g Gomega) {
+		for _, c := range clusters {
+			im := &servicesv1alpha1.ImportedService{}
+			g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(c), Name: names.ServiceObject(ns, "web")}, im)).To(Succeed())
+			g.Expect(im.Spec.Clusters).To(ConsistOf(clusters[0], clusters[1]), "both export")
+			g.Expect(im.Spec.Sources).To(ConsistOf(HaveField("Cluster", clusters[0])), "the older's endpoints only")
+		}
+		g.Expect(ready(g, clusters[0]).Status).To(Equal(metav1.ConditionTrue))
+		c := ready(g, clusters[1])
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(servicesv1alpha1.ReasonImportTooLarge))
+		g.Expect(c.Message).To(ContainSubstring("left out of the import on 2 clusters"))
+	}).Should(Succeed())
+
+	// The older export withdrawn: the younger's endpoints fit, and are imported.
+	g.Expect(hubCP.Client.Delete(ctx, large(clusters[0], 1, now))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		im := &servicesv1alpha1.ImportedService{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(clusters[0]), Name: names.ServiceObject(ns, "web")}, im)).To(Succeed())
+		g.Expect(im.Spec.Sources).To(ConsistOf(HaveField("Cluster", clusters[1])))
+		g.Expect(ready(g, clusters[1]).Status).To(Equal(metav1.ConditionTrue))
 	}).Should(Succeed())
 }
