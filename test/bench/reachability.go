@@ -72,7 +72,14 @@ func (f *fleet) watchReachability(ctx context.Context, selector map[string]strin
 		if now == nil || (was != nil && was.Status == now.Status) {
 			return
 		}
-		change := reachabilityChange{cluster: after.Name, at: time.Now(), status: now.Status, reason: now.Reason, message: now.Message}
+		// When the hub changed it, not when this handler got to it: 10 000
+		// clusters taken in at once are a backlog of events here, and a first
+		// report made before the window would otherwise land in it.
+		at := time.Now()
+		if !now.LastTransitionTime.IsZero() {
+			at = now.LastTransitionTime.Time
+		}
+		change := reachabilityChange{cluster: after.Name, at: at, status: now.Status, reason: now.Reason, message: now.Message}
 		lease := &coordinationv1.Lease{}
 		if err := f.admin.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(after.Name), Name: placementv1alpha1.AgentLeaseName}, lease); err == nil && lease.Spec.RenewTime != nil {
 			change.renewed = lease.Spec.RenewTime.Time

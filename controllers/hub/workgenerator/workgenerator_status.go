@@ -112,7 +112,7 @@ func (r *Reconciler) report(_ context.Context, s *scope) (ctrl.Result, error) {
 	}
 	result := ctrl.Result{RequeueAfter: requeue.Soonest(s.plan.RecheckAfter, s.removal.RecheckAfter)}
 	if r.active.Swap(key, interest) == handlers.Idle && interest != handlers.Idle {
-		// The reports that came while this reconcile ran were let through as
+		// The reports that came while this reconcile ran were dropped as
 		// of no concern: look again once they are all in the cache, or the
 		// last of them may never be seen.
 		result.RequeueAfter = requeue.Soonest(result.RequeueAfter, statusWindow)
