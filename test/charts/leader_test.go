@@ -243,7 +243,9 @@ func expectRollout(g Gomega, hub client.Client, key client.ObjectKey, number int
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonRolloutComplete), c.Message)
 		g.Expect(p.Status.Rollout.TargetRevisionNumber).To(Equal(number))
-		g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, placementv1alpha1.AvailableCondition)).To(BeTrue())
+		a := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.AvailableCondition)
+		g.Expect(a).NotTo(BeNil())
+		g.Expect(a.Status).To(Equal(metav1.ConditionTrue), "%s: %s (generation %d, observed %d; clusters %+v)", a.Reason, a.Message, p.Generation, a.ObservedGeneration, p.Status.Clusters)
 		for name, cp := range members {
 			cm := &corev1.ConfigMap{}
 			g.Expect(cp.Client.Get(context.Background(), key, cm)).To(Succeed(), "on %s", name)
