@@ -45,6 +45,22 @@ func startServiceImport(mgr ctrl.Manager) error {
 	return (&serviceimport.Reconciler{Client: mgr.GetClient(), Scope: lookup.Scope{Sets: []string{clusterSet}}}).SetupWithManager(mgr)
 }
 
+// tenantPlacedOn makes a tenant namespace and n clusters of the set, and
+// places the namespace (a Work of it) on the first placed of them.
+func tenantPlacedOn(t *testing.T, g Gomega, n, placed int) (string, []string) {
+	ctx := t.Context()
+	ns, err := testenv.NewTenant(ctx, hubCP.Client, clusterSet)
+	g.Expect(err).NotTo(HaveOccurred())
+	clusters, err := testenv.NewClusters(ctx, hubCP.Client, clusterSet, ns, n)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, c := range clusters[:placed] {
+		g.Expect(hubCP.Client.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(ns, "app"), Namespace: names.ClusterNamespace(c),
+			Labels: map[string]string{placementv1alpha1.PlacementNamespaceLabel: ns, placementv1alpha1.PlacementNameLabel: "app",
+				placementv1alpha1.HubManagerLabel: placementv1alpha1.DefaultHubManager}}})).To(Succeed())
+	}
+	return ns, clusters
+}
+
 // export is cluster's report of its export of ns/web: port, and one ready
 // endpoint at ip.
 func export(cluster, ns string, port int32, ip string, created time.Time) *servicesv1alpha1.ExportedService {
@@ -65,15 +81,7 @@ func export(cluster, ns string, port int32, ip string, created time.Time) *servi
 func TestExportsAreMergedIntoEveryImporter(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns, err := testenv.NewTenant(ctx, hubCP.Client, clusterSet)
-	g.Expect(err).NotTo(HaveOccurred())
-	clusters, err := testenv.NewClusters(ctx, hubCP.Client, clusterSet, ns, 3)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, c := range clusters[:2] { // the namespace is placed on the first two
-		g.Expect(hubCP.Client.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(ns, "app"), Namespace: names.ClusterNamespace(c),
-			Labels: map[string]string{placementv1alpha1.PlacementNamespaceLabel: ns, placementv1alpha1.PlacementNameLabel: "app",
-				placementv1alpha1.HubManagerLabel: placementv1alpha1.DefaultHubManager}}})).To(Succeed())
-	}
+	ns, clusters := tenantPlacedOn(t, g, 3, 2) // the namespace is placed on the first two
 	now := time.Now()
 	g.Expect(hubCP.Client.Create(ctx, export(clusters[0], ns, 80, "10.0.0.1", now.Add(-time.Minute)))).To(Succeed())
 
@@ -120,15 +128,7 @@ func TestExportsAreMergedIntoEveryImporter(t *testing.T) {
 func TestLargeExportsLeftOutOfTheImport(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns, err := testenv.NewTenant(ctx, hubCP.Client, clusterSet)
-	g.Expect(err).NotTo(HaveOccurred())
-	clusters, err := testenv.NewClusters(ctx, hubCP.Client, clusterSet, ns, 2)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, c := range clusters {
-		g.Expect(hubCP.Client.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: names.Work(ns, "app"), Namespace: names.ClusterNamespace(c),
-			Labels: map[string]string{placementv1alpha1.PlacementNamespaceLabel: ns, placementv1alpha1.PlacementNameLabel: "app",
-				placementv1alpha1.HubManagerLabel: placementv1alpha1.DefaultHubManager}}})).To(Succeed())
-	}
+	ns, clusters := tenantPlacedOn(t, g, 2, 2)
 	large := func(cluster string, octet int, created time.Time) *servicesv1alpha1.ExportedService {
 		e := export(cluster, ns, 80, "10.0.0.1", created)
 		ready := true
