@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
@@ -94,17 +95,14 @@ func (f *fleet) divided(ctx context.Context, bw float64, record func(*Result) er
 
 // update changes a Placement, again on a conflict.
 func (f *fleet) update(ctx context.Context, key client.ObjectKey, mutate func(*placementv1alpha1.Placement)) error {
-	for {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p := &placementv1alpha1.Placement{}
 		if err := f.admin.Get(ctx, key, p); err != nil {
 			return err
 		}
 		mutate(p)
-		err := f.admin.Update(ctx, p)
-		if err == nil || !strings.Contains(err.Error(), "the object has been modified") {
-			return err
-		}
-	}
+		return f.admin.Update(ctx, p)
+	})
 }
 
 // shares waits until every Work of the Placement carries the share want gives
@@ -195,17 +193,14 @@ func (f *fleet) dividedScaled(ctx context.Context, record func(*Result) error) e
 
 // scaleApp sets the replicas of the bench's Deployment in ns, on the hub.
 func (f *fleet) scaleApp(ctx context.Context, ns string, replicas int32) error {
-	for {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		deploy := &appsv1.Deployment{}
 		if err := f.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, deploy); err != nil {
 			return err
 		}
 		deploy.Spec.Replicas = ptrTo(replicas)
-		err := f.admin.Update(ctx, deploy)
-		if err == nil || !strings.Contains(err.Error(), "the object has been modified") {
-			return err
-		}
-	}
+		return f.admin.Update(ctx, deploy)
+	})
 }
 
 // rolledOut waits until the Placement's rollout of its newest generation is
