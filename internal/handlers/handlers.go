@@ -26,40 +26,21 @@ import (
 // Coalescing enqueues the requests mapFn returns after delay, so that a
 // burst of events for the same object leads to one reconcile.
 func Coalescing(mapFn handler.MapFunc, delay time.Duration) handler.EventHandler {
-	return coalescing(mapFn, nil, delay)
+	return coalescing(mapFn, nil, after(delay))
 }
 
 // CoalescingBy is Coalescing with a delay per request: a window that grows
 // with what the reconcile has to gather (a Placement's clusters), so that a
 // small one is not held back as long as a large one must be.
 func CoalescingBy(mapFn handler.MapFunc, delay func(reconcile.Request) time.Duration) handler.EventHandler {
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			addAfter(ctx, mapFn, delay, e.Object, q)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			addAfter(ctx, mapFn, delay, e.ObjectNew, q)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			addAfter(ctx, mapFn, delay, e.Object, q)
-		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			addAfter(ctx, mapFn, delay, e.Object, q)
-		},
-	}
-}
-
-func addAfter(ctx context.Context, mapFn handler.MapFunc, delay func(reconcile.Request) time.Duration, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	for _, req := range mapFn(ctx, obj) {
-		q.AddAfter(req, delay(req))
-	}
+	return coalescing(mapFn, nil, func(req reconcile.Request) []time.Duration { return []time.Duration{delay(req)} })
 }
 
 // Rechecking enqueues the requests mapFn returns at once and again after
 // each of delays, for a change whose effects another component shows later (a
 // new CRD's kind in the API server's discovery). mapFn runs once per event.
 func Rechecking(mapFn handler.MapFunc, delays ...time.Duration) handler.EventHandler {
-	return coalescing(mapFn, nil, append([]time.Duration{0}, delays...)...)
+	return coalescing(mapFn, nil, after(append([]time.Duration{0}, delays...)...))
 }
 
 // Background is Coalescing at low priority (with the controller's
@@ -67,16 +48,21 @@ func Rechecking(mapFn handler.MapFunc, delays ...time.Duration) handler.EventHan
 // behind those of changes (a new Placement, new decisions), so that a burst of
 // status reports across many Placements never delays them.
 func Background(mapFn handler.MapFunc, delay time.Duration) handler.EventHandler {
-	return coalescing(mapFn, ptr.To(handler.LowPriority), delay)
+	return coalescing(mapFn, ptr.To(handler.LowPriority), after(delay))
 }
 
-// coalescing enqueues the requests of each event after each of delays, at
-// priority when set.
-func coalescing(mapFn handler.MapFunc, priority *int, delays ...time.Duration) handler.EventHandler {
+// after is the same delays for every request.
+func after(delays ...time.Duration) func(reconcile.Request) []time.Duration {
+	return func(reconcile.Request) []time.Duration { return delays }
+}
+
+// coalescing enqueues the requests of each event after each of the delays of
+// the request, at priority when set.
+func coalescing(mapFn handler.MapFunc, priority *int, delays func(reconcile.Request) []time.Duration) handler.EventHandler {
 	add := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 		for _, req := range mapFn(ctx, obj) {
-			for _, delay := range delays {
+			for _, delay := range delays(req) {
 				if ok && priority != nil {
 					pq.AddWithOpts(priorityqueue.AddOpts{After: delay, Priority: priority}, req)
 					continue

@@ -79,8 +79,6 @@ type Reconciler struct {
 	// sizes are the clusters each Placement was decided for, at its last
 	// reconcile: its reports' coalescing window.
 	sizes sync.Map
-	// written is when each Placement's status was last written.
-	written sync.Map
 }
 
 // window is the coalescing window of req's Work status reports.
@@ -108,7 +106,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.pace.Forget(req.NamespacedName)
 			r.compute.forget(req.NamespacedName)
 			r.sizes.Delete(req.NamespacedName)
-			r.written.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -377,14 +377,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		(agg.Selected == nil || ptr.Equal(st.SelectedClusters, agg.Selected)) &&
 		ptr.Equal(st.AppliedClusters, desired.Status.AppliedClusters) && ptr.Equal(st.AvailableClusters, desired.Status.AvailableClusters) &&
 		ptr.Equal(st.DriftedClusters, desired.Status.DriftedClusters) && ptr.Equal(st.UnlistedClusters, desired.Status.UnlistedClusters) && equality.Semantic.DeepEqual(st.Clusters, agg.Clusters) {
-		// Nothing would change, as far as the cache shows; but a status
-		// written a moment ago may not be in the cache yet, and what it said is
-		// then compared with what came before it (a status-only change of the
-		// Placement does not bring it back). Look again once it is.
-		if v, ok := r.written.Load(client.ObjectKeyFromObject(placement)); ok && time.Since(v.(time.Time)) < recheckAfterWrite {
-			return coalesceWindow, nil
-		}
-		return 0, nil
+		// Nothing would change, as far as the cache shows; but it may not
+		// show a write of a moment ago yet.
+		return r.pace.Recheck(client.ObjectKeyFromObject(placement), time.Now(), coalesceWindow), nil
 	}
 	material := false
 	for _, c := range desired.Status.Conditions {
@@ -393,14 +388,5 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 	if wait := r.pace.Wait(client.ObjectKeyFromObject(placement), material, time.Now()); wait > 0 {
 		return wait, nil
 	}
-	if err := patch.ApplyStatus(ctx, r.Client, desired, Name); err != nil {
-		return 0, err
-	}
-	r.written.Store(client.ObjectKeyFromObject(placement), time.Now())
-	return 0, nil
+	return 0, patch.ApplyStatus(ctx, r.Client, desired, Name)
 }
-
-// recheckAfterWrite is how long after writing a Placement's status a
-// reconcile that finds nothing to change looks again: longer than the cache
-// takes to show the write on a busy hub.
-const recheckAfterWrite = 2 * time.Second

@@ -40,6 +40,10 @@ type status struct {
 // reason, of the target, stable revision or stage is written at once.
 const statusEvery = time.Second
 
+// statusRecheck is when a reconcile that found nothing to write soon after a
+// status write looks again, with the write in its cache by then.
+const statusRecheck = 250 * time.Millisecond
+
 func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...any) {
 	s.synchronized.Set(placementv1alpha1.WorkSynchronizedCondition, st, reason, format, args...)
 }
@@ -58,6 +62,8 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		changed, material = true, material || rollout.StatusMoved(old, ro)
 	}
 	if !changed {
+		// As far as the cache shows; it may not show a write of a moment ago yet.
+		s.deferred = r.statusPace.Recheck(client.ObjectKeyFromObject(placement), time.Now(), statusRecheck)
 		return nil
 	}
 	if wait := r.statusPace.Wait(client.ObjectKeyFromObject(placement), material, time.Now()); wait > 0 {
