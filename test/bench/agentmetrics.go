@@ -8,10 +8,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // hostOf is the host:port of a URL or host.
@@ -137,4 +140,32 @@ func cpuShares(r *Result, before, after map[string]float64) {
 			r.add("CPU "+k, d, "s")
 		}
 	}
+}
+
+// profileAPIServer takes a CPU profile of the hub API server for d from now,
+// into <profiles>/<scenario>.kube-apiserver.pprof, when the bench runs with
+// --pprof; the function it returns waits for it. Profiling is on in every
+// kube-apiserver (--profiling defaults to true) and the admin may read it.
+func (f *fleet) profileAPIServer(ctx context.Context, scenario string, d time.Duration) (wait func()) {
+	if f.profiles == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cs, err := kubernetes.NewForConfig(f.adminCfg)
+		if err != nil {
+			say("profile %s: %v", scenario, err)
+			return
+		}
+		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(f.profiles, scenario+".kube-apiserver.pprof"), raw, 0o644)
+		}
+		if err != nil {
+			say("profile %s: %v", scenario, err)
+		}
+	}()
+	return func() { <-done }
 }

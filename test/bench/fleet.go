@@ -59,6 +59,9 @@ type fleet struct {
 	only []string
 	// pprof is the address of the hub manager's profiling endpoint; empty for none.
 	pprof string
+	// profiles, when not empty, is where the hub API server's CPU profiles
+	// of the fan-out scenarios go (with --pprof).
+	profiles string
 	// debugAddr is where the hub manager serves the debug API (as the hub
 	// chart has it do); empty for none.
 	debugAddr string

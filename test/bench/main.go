@@ -164,6 +164,7 @@ func run(out, bin, readme, only, pprofAddr string, soakDuration, hostileDuration
 			return fmt.Errorf("--pprof: %w", err)
 		}
 		f.pprof = nextPort(pprofAddr, 1)
+		f.profiles = out
 	}
 
 	bw, err := f.baseline(ctx, record)

@@ -200,10 +200,12 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	}
 	to1000 := placementFor("bench-p2", "to-1000", map[string]string{"fleet": "sim"})
 	cpuBefore := cpuSeconds()
+	profiled := f.profileAPIServer(ctx, "P2-1000", 8*time.Second)
 	d, err := f.place(ctx, to1000, 1000, 5*time.Minute)
 	if err != nil {
 		return err
 	}
+	profiled()
 	after, err := f.hubWritesByKind(ctx)
 	if err != nil {
 		return err
@@ -256,10 +258,12 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	cpuBefore = cpuSeconds()
+	profiled = f.profileAPIServer(ctx, "P2-5000", 40*time.Second)
 	d, err = f.place(ctx, withSummaries(placementFor("bench-p2", "to-5000", map[string]string{"fleet": "sim"})), 5000, 10*time.Minute)
 	if err != nil {
 		return err
 	}
+	profiled()
 	if after, err = f.hubWritesByKind(ctx); err != nil {
 		return err
 	}
