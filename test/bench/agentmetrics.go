@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -142,30 +143,59 @@ func cpuShares(r *Result, before, after map[string]float64) {
 	}
 }
 
-// profileAPIServer takes a CPU profile of the hub API server for d from now,
-// into <profiles>/<scenario>.kube-apiserver.pprof, when the bench runs with
-// --pprof; the function it returns waits for it. Profiling is on in every
-// kube-apiserver (--profiling defaults to true) and the admin may read it.
+// apiServerCPUPerWork records the hub API server's CPU per Work placed
+// between before and after: set beside B_work's, what the hub's Works cost it
+// beyond their writes.
+func apiServerCPUPerWork(r *Result, before, after map[string]float64, works int) {
+	const name = "kube-apiserver"
+	if _, ok := after[name]; ok && works > 0 {
+		r.add("CPU kube-apiserver per Work", 1000*(after[name]-before[name])/float64(works), "ms")
+	}
+}
+
+// profileAPIServer takes CPU profiles of the hub API server and of the hub
+// manager for d from now, into <profiles>/<scenario>.<process>.pprof, when
+// the bench runs with --pprof; the function it returns waits for them.
+// Profiling is on in every kube-apiserver (--profiling defaults to true) and
+// the admin may read it.
 func (f *fleet) profileAPIServer(ctx context.Context, scenario string, d time.Duration) (wait func()) {
 	if f.profiles == "" {
 		return func() {}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	seconds := strconv.Itoa(int(d.Seconds()))
+	var wg sync.WaitGroup
+	take := func(process string, get func() ([]byte, error)) {
+		wg.Go(func() {
+			raw, err := get()
+			if err == nil {
+				err = os.WriteFile(filepath.Join(f.profiles, scenario+"."+process+".pprof"), raw, 0o644)
+			}
+			if err != nil {
+				say("profile %s of %s: %v", process, scenario, err)
+			}
+		})
+	}
+	take("kube-apiserver", func() ([]byte, error) {
 		cs, err := kubernetes.NewForConfig(f.adminCfg)
 		if err != nil {
-			say("profile %s: %v", scenario, err)
-			return
+			return nil, err
 		}
-		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(ctx)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(f.profiles, scenario+".kube-apiserver.pprof"), raw, 0o644)
-		}
+		return cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).Timeout(d + time.Minute).DoRaw(ctx)
+	})
+	take("lodestar-hub", func() ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+f.pprof+"/debug/pprof/profile?seconds="+seconds, nil)
 		if err != nil {
-			say("profile %s: %v", scenario, err)
+			return nil, err
 		}
-	}()
-	return func() { <-done }
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s", resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	})
+	return wg.Wait
 }

@@ -15,10 +15,13 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
+// bworkWorks is how many Works B_work writes.
+const bworkWorks = 3000
+
 // recordWorkBaseline measures B_work, keeps it for the fractions of the
 // scenarios after, and records it.
 func (f *fleet) recordWorkBaseline(ctx context.Context, bw float64, record func(*Result) error) error {
-	bwork, size, statusSize, err := f.workBaseline(ctx)
+	bwork, size, statusSize, cpu, err := f.workBaseline(ctx)
 	if err != nil {
 		return err
 	}
@@ -29,6 +32,9 @@ func (f *fleet) recordWorkBaseline(ctx context.Context, bw float64, record func(
 	r.add("as a fraction of B_w", bwork/bw, "")
 	r.add("the Work", float64(size), "bytes")
 	r.add("its status patch", float64(statusSize), "bytes")
+	// What the writes cost each process, to set beside P2's CPU per Work.
+	cpuShares(r, cpu[0], cpu[1])
+	apiServerCPUPerWork(r, cpu[0], cpu[1], bworkWorks)
 	return record(r)
 }
 
@@ -38,27 +44,29 @@ func (f *fleet) recordWorkBaseline(ctx context.Context, bw float64, record func(
 // annotations) and the agent's status patch of it (the same status), from 32
 // unthrottled writers and no controller acting on them. The Work and its
 // status are a real one: the bench's application placed on one simulated
-// cluster. It returns B_work and the size of the Work and of its status.
-func (f *fleet) workBaseline(ctx context.Context) (rate float64, size, statusSize int, err error) {
-	const n, workers = 3000, 32
+// cluster. It returns B_work, the size of the Work and of its status, and
+// each process's CPU seconds before and after the writes.
+func (f *fleet) workBaseline(ctx context.Context) (rate float64, size, statusSize int, cpu [2]map[string]float64, err error) {
+	const n, workers = bworkWorks, 32
 	template, err := f.placedWork(ctx)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, cpu, err
 	}
 	status, err := json.Marshal(map[string]any{"status": template.Status})
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, cpu, err
 	}
 	template.ManagedFields = nil
 	whole, err := json.Marshal(template)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, cpu, err
 	}
 	ns := "bench-bwork"
 	if err := f.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, cpu, err
 	}
 	say("B_work: creating %d Works of %d bytes and patching their status (%d bytes)", n, len(whole), len(status))
+	cpu[0] = cpuSeconds()
 	start := time.Now()
 	if err := parallel(n, workers, func(i int) error {
 		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w-%05d", i), Namespace: ns,
@@ -68,14 +76,15 @@ func (f *fleet) workBaseline(ctx context.Context) (rate float64, size, statusSiz
 		}
 		return f.admin.Status().Patch(ctx, w, client.RawPatch(types.MergePatchType, status))
 	}); err != nil {
-		return 0, 0, 0, fmt.Errorf("measuring B_work: %w", err)
+		return 0, 0, 0, cpu, fmt.Errorf("measuring B_work: %w", err)
 	}
 	rate = float64(n) / time.Since(start).Seconds()
+	cpu[1] = cpuSeconds()
 	if err := f.admin.DeleteAllOf(ctx, &workv1alpha1.Work{}, client.InNamespace(ns)); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, cpu, err
 	}
 	say("B_work: %.0f Works/s (%.0f writes/s)", rate, 2*rate)
-	return rate, len(whole), len(status), nil
+	return rate, len(whole), len(status), cpu, nil
 }
 
 // placedWork places the bench's application on one simulated cluster and

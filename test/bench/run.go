@@ -219,6 +219,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	p2.add("throughput", 1000/d.Seconds(), "Works/s")
 	writesPerWork(p2, before, after, 1000)
 	cpuShares(p2, cpuBefore, cpuAfter)
+	apiServerCPUPerWork(p2, cpuBefore, cpuAfter, 1000)
 	p2.FractionOfBw = 1000 / d.Seconds() / bw
 	p2.FractionOfBwork = 1000 / d.Seconds() / f.bwork
 	say("P2: 1000 clusters in %.2fs", d.Seconds())
@@ -277,6 +278,7 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	p2.add("registering the 4000 clusters before (until the hub took them in)", registered.Seconds(), "s")
 	writesPerWork(p2, before, after, 5000)
 	cpuShares(p2, cpuBefore, cpuAfter)
+	apiServerCPUPerWork(p2, cpuBefore, cpuAfter, 5000)
 	p2.FractionOfBw = 5000 / d.Seconds() / bw
 	p2.FractionOfBwork = 5000 / d.Seconds() / f.bwork
 	say("P2: 5000 clusters in %.2fs", d.Seconds())
