@@ -40,6 +40,11 @@ type status struct {
 // reason, of the target, stable revision or stage is written at once.
 const statusEvery = time.Second
 
+// rolloutBackstop is the longest a rollout under way (not paused) goes
+// without a reconcile (lookAgain): one per such Placement every 30 s at most,
+// writing nothing when nothing moved.
+const rolloutBackstop = 30 * time.Second
+
 // statusRecheck is when a reconcile that found nothing to write soon after a
 // status write looks again, with the write in its cache by then.
 const statusRecheck = 250 * time.Millisecond
@@ -116,7 +121,7 @@ func (r *Reconciler) report(_ context.Context, s *scope) (ctrl.Result, error) {
 	case s.strategy.Type == placementv1alpha1.RolloutAllAtOnce && len(s.leaving) == 0:
 		interest = handlers.Reporting
 	}
-	result := ctrl.Result{RequeueAfter: requeue.Soonest(s.plan.RecheckAfter, s.removal.RecheckAfter)}
+	result := ctrl.Result{RequeueAfter: lookAgain(interest, s.placement.Spec.Strategy.Paused, s.plan.RecheckAfter, s.removal.RecheckAfter)}
 	if r.active.Swap(key, interest) == handlers.Idle && interest != handlers.Idle {
 		// The reports that came while this reconcile ran were dropped as
 		// of no concern: look again once they are all in the cache, or the
@@ -143,6 +148,18 @@ func (r *Reconciler) report(_ context.Context, s *scope) (ctrl.Result, error) {
 	st.set(metav1.ConditionTrue, placementv1alpha1.ReasonWorkSynchronized,
 		"revision %d (%s); the Works of %s hold what the rollout gives them", s.target.Spec.Revision, s.target.Spec.Hash, message.Count(len(s.decided.Clusters), "cluster"))
 	return result, nil
+}
+
+// lookAgain is when a reconcile that did what it could looks again: the
+// soonest of what its plan and removal asked for, and no later than
+// rolloutBackstop while Work status reports concern the Placement and it is not
+// paused. The rollout advances on those reports; one that no reconcile saw
+// must not hold it for good.
+func lookAgain(interest handlers.Interest, paused bool, asked ...time.Duration) time.Duration {
+	if interest != handlers.Idle && !paused {
+		asked = append(asked, rolloutBackstop)
+	}
+	return requeue.Soonest(asked...)
 }
 
 // retainedBefore is status.rollout.retainedClaims as the generator last wrote
