@@ -196,14 +196,8 @@ func (f *fleet) placeInEachSet(ctx context.Context, prefix string, sets []string
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	readsAfter, err := f.hubRequestsByKind(ctx, "GET", "LIST")
-	if err != nil {
+	if err := f.sayReads(ctx, prefix, reads, len(sets)*managersPerSet); err != nil {
 		return nil, nil, err
-	}
-	for k, v := range readsAfter {
-		if d := (v - reads[k]) / float64(len(sets)*managersPerSet); d >= 0.05 {
-			say("%s: hub reads per Work, %s: %.2f", prefix, k, d)
-		}
 	}
 	for _, p := range placements {
 		if err := f.remove(ctx, client.ObjectKeyFromObject(p), 5*time.Minute); err != nil {

@@ -199,6 +199,10 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	to1000 := placementFor("bench-p2", "to-1000", map[string]string{"fleet": "sim"})
+	reads, err := f.hubRequestsByKind(ctx, "GET", "LIST")
+	if err != nil {
+		return err
+	}
 	cpuBefore := cpuSeconds()
 	profiled := f.profileAPIServer(ctx, "P2-1000", 8*time.Second)
 	d, err := f.place(ctx, to1000, 1000, 5*time.Minute)
@@ -206,6 +210,9 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	profiled()
+	if err := f.sayReads(ctx, "P2-1000", reads, 1000); err != nil {
+		return err
+	}
 	after, err := f.hubWritesByKind(ctx)
 	if err != nil {
 		return err
@@ -258,6 +265,9 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 	if before, err = f.hubWritesByKind(ctx); err != nil {
 		return err
 	}
+	if reads, err = f.hubRequestsByKind(ctx, "GET", "LIST"); err != nil {
+		return err
+	}
 	cpuBefore = cpuSeconds()
 	profiled = f.profileAPIServer(ctx, "P2-5000", 40*time.Second)
 	d, err = f.place(ctx, withSummaries(placementFor("bench-p2", "to-5000", map[string]string{"fleet": "sim"})), 5000, 10*time.Minute)
@@ -265,6 +275,9 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	profiled()
+	if err := f.sayReads(ctx, "P2-5000", reads, 5000); err != nil {
+		return err
+	}
 	if after, err = f.hubWritesByKind(ctx); err != nil {
 		return err
 	}
