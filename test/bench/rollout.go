@@ -96,9 +96,9 @@ func (f *fleet) hubWritesByKind(ctx context.Context) (map[string]float64, error)
 	return f.hubRequestsByKind(ctx, "POST", "PUT", "PATCH", "APPLY", "DELETE")
 }
 
-// sayReads says the hub API server's reads (GET, LIST) per Work since
-// before (hubRequestsByKind's), by resource and verb, for those at 0.05 or
-// more per Work: not figures of the table, a hint of who reads what.
+// sayReads says the hub API server's reads (GET, LIST) since before
+// (hubRequestsByKind's), by resource and verb, for those of 10 or more: how
+// many and per Work. Not figures of the table, a hint of who reads what.
 func (f *fleet) sayReads(ctx context.Context, prefix string, before map[string]float64, works int) error {
 	after, err := f.hubRequestsByKind(ctx, "GET", "LIST")
 	if err != nil {
@@ -106,8 +106,8 @@ func (f *fleet) sayReads(ctx context.Context, prefix string, before map[string]f
 	}
 	keys := slices.Sorted(maps.Keys(after))
 	for _, k := range keys {
-		if d := (after[k] - before[k]) / float64(works); d >= 0.05 {
-			say("%s: hub reads per Work, %s: %.2f", prefix, k, d)
+		if n := after[k] - before[k]; n >= 10 {
+			say("%s: hub reads, %s: %.0f (%.3f per Work)", prefix, k, n, n/float64(works))
 		}
 	}
 	return nil
