@@ -5,11 +5,10 @@ import (
 )
 
 // MaxImportBytes is how many bytes of endpoints (an ImportedService's
-// spec.sources, as JSON) one import carries: etcd refuses a request over
-// 1.5 MiB, and the import holds its metadata, properties and status besides.
+// spec.sources, as JSON) one import carries (servicesv1alpha1.MaxEndpointBytes).
 // A Service exported from hundreds of clusters with many endpoints each would
 // otherwise be an import no cluster ever gets, written again and again.
-const MaxImportBytes = 1 << 20
+const MaxImportBytes = servicesv1alpha1.MaxEndpointBytes
 
 // Fit keeps the sources, in order (the oldest exports first), while their
 // sizes (size of each exporting cluster's source, in bytes) fit within

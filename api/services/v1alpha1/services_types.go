@@ -296,7 +296,17 @@ const (
 	// in the imports, which carry at most 1 MiB of endpoints, the oldest
 	// exports' first.
 	ReasonImportTooLarge = "ImportTooLarge"
+	// ReasonExportTooLarge (Valid=False on an export): the Service's ready
+	// endpoints on its cluster are more than MaxEndpointBytes; none of them
+	// is exported.
+	ReasonExportTooLarge = "ExportTooLarge"
 )
+
+// MaxEndpointBytes is how many bytes of endpoints (as JSON) an import
+// carries from all its exporting clusters together, and so what one export
+// may report: etcd refuses a request over 1.5 MiB, and an import holds its
+// metadata, properties and status besides.
+const MaxEndpointBytes = 1 << 20
 
 // ExportsLeaseLabel marks the exports leases (value "true").
 const ExportsLeaseLabel = "services.lodestar.dev/exports-lease"

@@ -10,6 +10,7 @@ package services
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -142,7 +143,28 @@ func (e *Exporter) report(ctx context.Context, export *mcsv1beta1.ServiceExport)
 		return spec, err
 	}
 	spec.Slices = Slices(list.Items)
+	if n, endpoints := endpointBytes(spec.Slices); n > servicesv1alpha1.MaxEndpointBytes {
+		// A report no import could carry, and perhaps over etcd's limit:
+		// said on the export, the others unharmed.
+		spec.Slices = nil
+		spec.Invalid = &servicesv1alpha1.Invalid{Reason: servicesv1alpha1.ReasonExportTooLarge,
+			Message: fmt.Sprintf("the Service's %d ready endpoints on this cluster take %d KiB; an export carries at most %d KiB of endpoints (an import holds those of every exporting cluster)",
+				endpoints, n>>10, servicesv1alpha1.MaxEndpointBytes>>10)}
+	}
 	return spec, nil
+}
+
+// endpointBytes is the size of slices as a report carries them (JSON), and
+// how many endpoints they hold.
+func endpointBytes(slices []servicesv1alpha1.Slice) (size, endpoints int) {
+	for _, s := range slices {
+		endpoints += len(s.Endpoints)
+	}
+	raw, err := json.Marshal(slices)
+	if err != nil {
+		return 0, endpoints
+	}
+	return len(raw), endpoints
 }
 
 // Properties are what an export of svc tells importers.

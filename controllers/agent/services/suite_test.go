@@ -2,6 +2,7 @@ package services_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -190,4 +191,76 @@ func TestImportIsServedWhereTheHubPlaces(t *testing.T) {
 	g.Consistently(func() error {
 		return mc.Get(ctx, client.ObjectKey{Namespace: "elsewhere", Name: "db"}, &mcsv1beta1.ServiceImport{})
 	}).WithTimeout(2*time.Second).Should(HaveOccurred(), "nothing served where the hub places nothing")
+}
+
+// A Service whose ready endpoints are more than an export may carry
+// (servicesv1alpha1.MaxEndpointBytes) is reported without them and said
+// invalid on its ServiceExport, ExportTooLarge; an export beside it is
+// reported as before; once the endpoints fit again they are reported.
+func TestAnExportTooLargeIsSaidAndFailsAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	mc := memberCP.Client
+	g.Expect(mc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crowd"}})).To(Succeed())
+	port := []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}
+	slice := func(service string, n, first int) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", service, n), Namespace: "crowd",
+			Labels: map[string]string{discoveryv1.LabelServiceName: service, discoveryv1.LabelManagedBy: services.EndpointSliceController}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}}}
+		for i := range first {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", n, i/256, i%256)},
+				Hostname: ptr.To(fmt.Sprintf("pod-%056d", i)), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+		}
+		return s
+	}
+	// 10 slices of 1 000 endpoints, about 1.3 MiB reported; and a small
+	// Service beside it.
+	const slices = 10
+	for _, svc := range []string{"huge", "small"} {
+		g.Expect(mc.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: "crowd"}, Spec: corev1.ServiceSpec{Ports: port}})).To(Succeed())
+	}
+	for n := range slices {
+		g.Expect(mc.Create(ctx, slice("huge", n, 1000))).To(Succeed())
+	}
+	g.Expect(mc.Create(ctx, slice("small", 0, 3))).To(Succeed())
+	for _, svc := range []string{"huge", "small"} {
+		g.Expect(mc.Create(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: "crowd"}})).To(Succeed())
+	}
+
+	reported := func(g Gomega, svc string) *servicesv1alpha1.ExportedService {
+		r := &servicesv1alpha1.ExportedService{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: clusterNS, Name: names.ServiceObject("crowd", svc)}, r)).To(Succeed())
+		return r
+	}
+	g.Eventually(func(g Gomega) {
+		huge := reported(g, "huge")
+		g.Expect(huge.Spec.Invalid).NotTo(BeNil())
+		g.Expect(huge.Spec.Invalid.Reason).To(Equal(servicesv1alpha1.ReasonExportTooLarge))
+		g.Expect(huge.Spec.Invalid.Message).To(ContainSubstring("10000 ready endpoints"))
+		g.Expect(huge.Spec.Slices).To(BeEmpty())
+		g.Expect(huge.Spec.Service).NotTo(BeNil())
+
+		small := reported(g, "small")
+		g.Expect(small.Spec.Invalid).To(BeNil())
+		g.Expect(small.Spec.Slices).To(ConsistOf(HaveField("Endpoints", HaveLen(3))))
+
+		export := &mcsv1beta1.ServiceExport{}
+		g.Expect(mc.Get(ctx, client.ObjectKey{Namespace: "crowd", Name: "huge"}, export)).To(Succeed())
+		valid := meta.FindStatusCondition(export.Status.Conditions, string(mcsv1beta1.ServiceExportConditionValid))
+		g.Expect(valid).NotTo(BeNil())
+		g.Expect(valid.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(valid.Reason).To(Equal(servicesv1alpha1.ReasonExportTooLarge))
+	}).Should(Succeed())
+
+	// Scaled down to 2 000 endpoints: they fit, and are reported.
+	for n := 2; n < slices; n++ {
+		g.Expect(mc.Delete(ctx, slice("huge", n, 0))).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		huge := reported(g, "huge")
+		g.Expect(huge.Spec.Invalid).To(BeNil())
+		g.Expect(huge.Spec.Slices).To(HaveLen(2))
+		g.Expect(huge.Spec.Slices).To(HaveEach(HaveField("Endpoints", HaveLen(1000))))
+	}).Should(Succeed())
 }
