@@ -173,6 +173,13 @@ func (r *Reconciler) takeOver(ctx context.Context, res *workapply.Result, m mani
 	return res.Succeed(lodestarworkv1alpha1.ReasonApplied, "taken over (takeover: %s)", strategy.Takeover)
 }
 
+// applyAttempts is how many times update writes an object that keeps changing
+// on the member between its read and the write (a Deployment whose controller
+// writes its status during a rollout, on a busy member) before it reports the
+// conflict as a failure: three were not always enough under load, and a
+// failure reported stops a `helm upgrade --wait` on the hub.
+const applyAttempts = 8
+
 // update brings an object this Work created in line with its manifest. A manifest
 // that changed on the hub is applied whatever the drift policy. Otherwise any
 // difference is drift, made on the member: with whenDrifted Report it is reported
@@ -216,7 +223,7 @@ func (r *Reconciler) update(ctx context.Context, res *workapply.Result, applied 
 		} else if res.Live, err = r.onMember().Apply(ctx, desired, applied); err == nil {
 			break
 		}
-		if !apierrors.IsConflict(err) || attempt == 3 {
+		if !apierrors.IsConflict(err) || attempt == applyAttempts {
 			return failed("", err)
 		}
 		// Changed on the member since it was read: read it again.
