@@ -153,12 +153,12 @@ func apiServerCPUPerWork(r *Result, before, after map[string]float64, works int)
 	}
 }
 
-// profileAPIServer takes CPU profiles of the hub API server and of the hub
+// profileHub takes CPU profiles of the hub API server and of the hub
 // manager for d from now, into <profiles>/<scenario>.<process>.pprof, when
 // the bench runs with --pprof; the function it returns waits for them.
 // Profiling is on in every kube-apiserver (--profiling defaults to true) and
 // the admin may read it.
-func (f *fleet) profileAPIServer(ctx context.Context, scenario string, d time.Duration) (wait func()) {
+func (f *fleet) profileHub(ctx context.Context, scenario string, d time.Duration) (wait func()) {
 	if f.profiles == "" {
 		return func() {}
 	}

@@ -204,13 +204,9 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	cpuBefore := cpuSeconds()
-	profiled := f.profileAPIServer(ctx, "P2-1000", 8*time.Second)
+	profiled := f.profileHub(ctx, "P2-1000", 8*time.Second)
 	d, err := f.place(ctx, to1000, 1000, 5*time.Minute)
 	if err != nil {
-		return err
-	}
-	profiled()
-	if err := f.sayReads(ctx, "P2-1000", reads, 1000); err != nil {
 		return err
 	}
 	after, err := f.hubWritesByKind(ctx)
@@ -218,6 +214,10 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	cpuAfter := cpuSeconds()
+	profiled()
+	if err := f.sayReads(ctx, "P2-1000", reads, 1000); err != nil {
+		return err
+	}
 	if err := f.remove(ctx, client.ObjectKeyFromObject(to1000), 5*time.Minute); err != nil {
 		return err
 	}
@@ -269,19 +269,19 @@ func (f *fleet) simulatedScenarios(ctx context.Context, bw float64, record func(
 		return err
 	}
 	cpuBefore = cpuSeconds()
-	profiled = f.profileAPIServer(ctx, "P2-5000", 40*time.Second)
+	profiled = f.profileHub(ctx, "P2-5000", 40*time.Second)
 	d, err = f.place(ctx, withSummaries(placementFor("bench-p2", "to-5000", map[string]string{"fleet": "sim"})), 5000, 10*time.Minute)
 	if err != nil {
-		return err
-	}
-	profiled()
-	if err := f.sayReads(ctx, "P2-5000", reads, 5000); err != nil {
 		return err
 	}
 	if after, err = f.hubWritesByKind(ctx); err != nil {
 		return err
 	}
 	cpuAfter = cpuSeconds()
+	profiled()
+	if err := f.sayReads(ctx, "P2-5000", reads, 5000); err != nil {
+		return err
+	}
 	if err := f.summarized(ctx, client.ObjectKey{Namespace: "bench-p2", Name: "to-5000"}, 5000); err != nil {
 		return err
 	}

@@ -31,7 +31,8 @@ type status struct {
 	synchronized conditions.Decision
 	progressing  conditions.Decision
 	rollout      *placementv1alpha1.RolloutStatus
-	// deferred, when set, is when a write skipped for pace is due.
+	// deferred, when set, is when to look again: a write skipped for pace is
+	// due, or a write of a moment ago may be in the cache.
 	deferred time.Duration
 }
 
@@ -44,10 +45,6 @@ const statusEvery = time.Second
 // without a reconcile (lookAgain): one per such Placement every 30 s at most,
 // writing nothing when nothing moved.
 const rolloutBackstop = 30 * time.Second
-
-// statusRecheck is when a reconcile that found nothing to write soon after a
-// status write looks again, with the write in its cache by then.
-const statusRecheck = 250 * time.Millisecond
 
 func (s *status) set(st metav1.ConditionStatus, reason, format string, args ...any) {
 	s.synchronized.Set(placementv1alpha1.WorkSynchronizedCondition, st, reason, format, args...)
@@ -67,8 +64,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, placement *placementv1alph
 		changed, material = true, material || rollout.StatusMoved(old, ro)
 	}
 	if !changed {
-		// As far as the cache shows; it may not show a write of a moment ago yet.
-		s.deferred = r.statusPace.Recheck(client.ObjectKeyFromObject(placement), time.Now(), statusRecheck)
+		// As far as the cache shows; it may not show a write of a moment ago
+		// yet: look again, first once the Work reports' window has passed.
+		s.deferred = r.statusPace.Recheck(client.ObjectKeyFromObject(placement), time.Now(), statusWindow)
 		return nil
 	}
 	if wait := r.statusPace.Wait(client.ObjectKeyFromObject(placement), material, time.Now()); wait > 0 {
