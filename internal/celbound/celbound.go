@@ -34,10 +34,11 @@ const (
 	MaxResultBytes = 64 << 10
 )
 
-// ProgramOptions are the options every tenant-supplied program is compiled
-// with: cost as given, and checks for the deadline as comprehensions iterate.
-func ProgramOptions(costLimit uint64) []cel.ProgramOption {
-	return []cel.ProgramOption{cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100)}
+// ProgramOptions are the options every tenant-supplied program of env is
+// compiled with: cost as given, checks for the deadline as comprehensions
+// iterate, and the bounds on what it builds (build.go).
+func ProgramOptions(env *cel.Env, costLimit uint64) []cel.ProgramOption {
+	return append([]cel.ProgramOption{cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100)}, boundedOptions(env)...)
 }
 
 // ErrDeadline is an evaluation stopped at the Deadline: unlike other errors, it

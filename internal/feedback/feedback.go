@@ -89,7 +89,7 @@ func Compile(rules []lodestarworkv1alpha1.FeedbackRule) (*Rules, error) {
 				if iss.Err() != nil {
 					return nil, fmt.Errorf("feedback[%d].fields[%d].cel: %w", i, j, iss.Err())
 				}
-				prg, err := celEnv.Program(ast, celbound.ProgramOptions(100000)...)
+				prg, err := celEnv.Program(ast, celbound.ProgramOptions(celEnv, 100000)...)
 				if err != nil {
 					return nil, fmt.Errorf("feedback[%d].fields[%d].cel: %w", i, j, err)
 				}

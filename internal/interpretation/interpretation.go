@@ -114,7 +114,7 @@ func compile(env *cel.Env, expr string) (cel.Program, error) {
 	if iss.Err() != nil {
 		return nil, iss.Err()
 	}
-	return env.Program(ast, celbound.ProgramOptions(Cost)...)
+	return env.Program(ast, celbound.ProgramOptions(env, Cost)...)
 }
 
 // eval runs prg on vars and converts its result to JSON, within bounds.

@@ -48,7 +48,7 @@ func CompileHealth(expr, source string) *Health {
 	default:
 		return &Health{source: source, err: fmt.Errorf("the expression yields %s, not a state or a map with one", ast.OutputType())}
 	}
-	prg, err := celEnv.Program(ast, celbound.ProgramOptions(HealthCost)...)
+	prg, err := celEnv.Program(ast, celbound.ProgramOptions(celEnv, HealthCost)...)
 	return &Health{prg: prg, source: source, err: err}
 }
 

@@ -91,7 +91,7 @@ func CompileBool(expr string) (cel.Program, error) {
 	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
 		return nil, fmt.Errorf("the expression yields %s, not bool", ast.OutputType())
 	}
-	return celEnv.Program(ast, celbound.ProgramOptions(100000)...)
+	return celEnv.Program(ast, celbound.ProgramOptions(celEnv, 100000)...)
 }
 
 func compileRule(r Rule) (*compiledRule, error) {

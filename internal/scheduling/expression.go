@@ -62,7 +62,7 @@ func CompileExpression(src string) (*Expression, error) {
 	if iss.Err() != nil {
 		return nil, iss.Err()
 	}
-	prg, err := clusterEnv.Program(ast, celbound.ProgramOptions(costLimit)...)
+	prg, err := clusterEnv.Program(ast, celbound.ProgramOptions(clusterEnv, costLimit)...)
 	if err != nil {
 		return nil, err
 	}

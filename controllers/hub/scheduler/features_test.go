@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -545,5 +546,29 @@ func TestWildcardTolerationDoesNotTolerateADrain(t *testing.T) {
 		_, got := scheduled(g, t, wildcard)
 		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(
 			And(HaveField("Reason", placementv1alpha1.ExclusionTainted), HaveField("Clusters", ConsistOf("drained")))))
+	}).Should(Succeed())
+}
+
+// A clusterExpression that builds a huge string (a chain of replace() calls,
+// each one cost unit: 10⁹ bytes within the cost limit before strings were
+// bounded) fails for each cluster under the clusterExpression filter, priced
+// by what it builds (or refused for its size); the tenant's other Placement
+// is scheduled.
+func TestExpressionBombFailsAlone(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(t)
+	f.add(t, "a", profile{})
+	bomb := "'" + strings.Repeat("a", 10) + "'" + strings.Repeat(".replace('a', 'aaaaaaaaaa')", 9) + ".size() > 0"
+	p := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.Scheduling.ClusterExpression = bomb })
+	other := f.placement(t, func(s *placementv1alpha1.PlacementSpec) { s.Scheduling.ClusterExpression = "cluster.name == 'a'" })
+	g.Eventually(func(g Gomega) {
+		_, got := scheduled(g, t, p)
+		g.Expect(got.Status.Scheduling).NotTo(BeNil())
+		g.Expect(got.Status.Scheduling.Excluded).To(ContainElement(
+			And(HaveField("Reason", placementv1alpha1.ExclusionExpressionError), HaveField("Clusters", ConsistOf("a")))))
+		g.Expect(got.Status.Scheduling.Clusters).To(ContainElement(HaveField("Verdicts", ContainElement(And(
+			HaveField("Filter", "clusterExpression"),
+			HaveField("Detail", MatchRegexp(`replace\(\) would build a string of|exceeded its cost limit`)))))))
+		g.Expect(decided(g, t, other)).To(ConsistOf("a"))
 	}).Should(Succeed())
 }
