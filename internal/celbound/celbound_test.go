@@ -114,13 +114,13 @@ func TestWhatIsBuiltIsPricedBySize(t *testing.T) {
 // holds, quantities as people write them.
 func TestOrdinaryExpressionsStillRun(t *testing.T) {
 	for src, want := range map[string]any{
-		"'eu-west-1'.replace('-', '_').upperAscii()":                          "EU_WEST_1",
-		"['a', 'b'].join(',') + '/' + 'x,y'.split(',')[1]":                    "a,b/y",
-		"lists.range(5).map(i, i * 2).sum()":                                  int64(20),
-		"[[1, 2], [3]].flatten().size()":                                      int64(3),
-		"quantity('1.5Gi').isGreaterThan(quantity('512Mi'))":                  true,
-		"'%s has %d'.format(['member-1', 3])":                                 "member-1 has 3",
-		"self.items.map(i, i.name).join(',')":                                 "a,b",
+		"'eu-west-1'.replace('-', '_').upperAscii()":                           "EU_WEST_1",
+		"['a', 'b'].join(',') + '/' + 'x,y'.split(',')[1]":                     "a,b/y",
+		"lists.range(5).map(i, i * 2).sum()":                                   int64(20),
+		"[[1, 2], [3]].flatten().size()":                                       int64(3),
+		"quantity('1.5Gi').isGreaterThan(quantity('512Mi'))":                   true,
+		"'%s has %d'.format(['member-1', 3])":                                  "member-1 has 3",
+		"self.items.map(i, i.name).join(',')":                                  "a,b",
 		"size(self.items.map(i, i.name.replace('', '-')).join('').split('-'))": int64(5),
 	} {
 		g := NewWithT(t)
