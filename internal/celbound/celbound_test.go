@@ -129,13 +129,3 @@ func TestOrdinaryExpressionsStillRun(t *testing.T) {
 		g.Expect(out.Value()).To(BeEquivalentTo(want), src)
 	}
 }
-
-func TestBoundedQuantity(t *testing.T) {
-	g := NewWithT(t)
-	for _, ok := range []string{"4", "500m", "1.5Gi", "1e3", "1E-2", "+12", "123456789012345678.123456789", "8Ki"} {
-		g.Expect(BoundedQuantity(ok)).To(BeTrue(), ok)
-	}
-	for _, bad := range []string{"1e999999999", "1e20000000", "1e100", "12345678901234567890123", "1.1234567890123"} {
-		g.Expect(BoundedQuantity(bad)).To(BeFalse(), bad)
-	}
-}

@@ -23,6 +23,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/clusterworks"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/quantity"
 )
 
 // Share is one cluster's share of a divided workload.
@@ -522,7 +523,7 @@ func Carried(parts []*workv1alpha1.Work) (*Shares, map[string]int64) {
 func FreeCapacity(properties map[string]string) map[string]resource.Quantity {
 	out := map[string]resource.Quantity{}
 	for name, prop := range map[string]string{"cpu": placementv1alpha1.PropertyCPUFree, "memory": placementv1alpha1.PropertyMemoryFree} {
-		if q, err := resource.ParseQuantity(properties[prop]); err == nil {
+		if q, err := quantity.Parse(properties[prop]); err == nil {
 			out[name] = q
 		}
 	}
@@ -536,7 +537,7 @@ func FreeCapacity(properties map[string]string) map[string]resource.Quantity {
 		if !free || !strings.Contains(name, "/") {
 			continue
 		}
-		if q, err := resource.ParseQuantity(v); err == nil {
+		if q, err := quantity.Parse(v); err == nil {
 			out[name] = q
 		}
 	}

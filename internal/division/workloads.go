@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/lodestar-dev/lodestar/internal/quantity"
 )
 
 // divisible are the kinds whose replicas a Placement divides.
@@ -149,7 +151,7 @@ func podRequests(obj *unstructured.Unstructured) map[string]resource.Quantity {
 	for _, c := range containers {
 		requests, _, _ := unstructured.NestedStringMap(asMap(c), "resources", "requests")
 		for name, v := range requests {
-			q, err := resource.ParseQuantity(v)
+			q, err := quantity.Parse(v)
 			if err != nil {
 				continue
 			}

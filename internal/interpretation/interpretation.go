@@ -26,6 +26,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/celbound"
 	"github.com/lodestar-dev/lodestar/internal/diff"
 	"github.com/lodestar-dev/lodestar/internal/division"
+	"github.com/lodestar-dev/lodestar/internal/quantity"
 	"github.com/lodestar-dev/lodestar/internal/readiness"
 )
 
@@ -228,7 +229,7 @@ func quantities(v any) (map[string]resource.Quantity, error) {
 func add(out map[string]resource.Quantity, m map[string]any, count int64) error {
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		s := fmt.Sprint(m[name])
-		q, err := resource.ParseQuantity(s)
+		q, err := quantity.Parse(s)
 		if err != nil {
 			return fmt.Errorf("%s: %q is not a quantity", name, s)
 		}

@@ -225,3 +225,20 @@ func TestExtendedResources(t *testing.T) {
 		RequiredCapacity: &placementv1alpha1.Capacity{Resources: []placementv1alpha1.ResourceAmount{{Name: "nvidia.com/gpu", Quantity: "lots"}}}}, "seed")
 	g.Expect(err).To(MatchError(ContainSubstring("spec.scheduling.requiredCapacity.resources[0].quantity")))
 }
+
+// A quantity with a huge exponent (1e20000000: 23 s of CPU to compare before
+// quantities were bounded) is refused in a Placement stored before the CRD
+// refused it, and a cluster that reports one has no such capacity.
+func TestQuantitiesOutOfBounds(t *testing.T) {
+	g := NewWithT(t)
+	_, err := PolicyFor(placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{},
+		RequiredCapacity: &placementv1alpha1.Capacity{CPU: "1e20000000"}}, "seed")
+	g.Expect(err).To(MatchError(ContainSubstring(`spec.scheduling.requiredCapacity.cpu: quantity "1e20000000" is out of bounds`)))
+
+	p, err := PolicyFor(placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{},
+		RequiredCapacity: &placementv1alpha1.Capacity{CPU: "2"}}, "seed")
+	g.Expect(err).NotTo(HaveOccurred())
+	res := Schedule([]Cluster{cluster("huge", nil, map[string]string{placementv1alpha1.PropertyCPUFree: "1e999999999"})}, nil, p, metav1.Now().Time)
+	g.Expect(res.Selected).To(BeEmpty())
+	g.Expect(res.Excluded).To(HaveKeyWithValue(placementv1alpha1.ExclusionInsufficientCapacity, ConsistOf("huge")))
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	qty "github.com/lodestar-dev/lodestar/internal/quantity"
 )
 
 // InvalidPolicyError is a Placement whose rules can never be applied.
@@ -118,7 +119,7 @@ func parseQuantity(field, s string) (*resource.Quantity, error) {
 	if s == "" {
 		return nil, nil
 	}
-	q, err := resource.ParseQuantity(s)
+	q, err := qty.Parse(s)
 	if err != nil {
 		return nil, invalid(placementv1alpha1.ReasonInvalidCapacity, "%s: %v", field, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	qty "github.com/lodestar-dev/lodestar/internal/quantity"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
 
@@ -295,7 +296,7 @@ func quantity(c Cluster, property string) (resource.Quantity, bool) {
 	if !ok {
 		return resource.Quantity{}, false
 	}
-	q, err := resource.ParseQuantity(v)
+	q, err := qty.Parse(v)
 	return q, err == nil
 }
 

@@ -18,12 +18,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
@@ -125,14 +127,16 @@ var cases = []ruleCase{
 		s.Scheduling.NumberOfClusters = ptr.To[int32](1)
 		s.Scheduling.Preferences = []placementv1alpha1.Preference{{Weight: 1, Expression: "1", PropertySort: &placementv1alpha1.PropertySort{Name: "x"}}}
 	})},
-	{"cpu must be a quantity, for example 500m or 4", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "fast"}
+	// Quantities with an exponent of thousands of digits parse, and cost
+	// minutes to compare: refused at admission, as typed.
+	{"cpu must be a quantity of at most 19 digits before the point and 9 after, with an exponent of at most 2 digits, for example 500m or 4", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{CPU: "1e999999999"}
 	})},
-	{"memory must be a quantity, for example 512Mi or 8Gi", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{Memory: "lots"}
+	{"memory must be a quantity of at most 19 digits before the point and 9 after, with an exponent of at most 2 digits, for example 512Mi or 8Gi", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{Memory: "1e20000000"}
 	})},
-	{"quantity must be a quantity, for example 4", placementWith(func(s *placementv1alpha1.PlacementSpec) {
-		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{Resources: []placementv1alpha1.ResourceAmount{{Name: "nvidia.com/gpu", Quantity: "all of them"}}}
+	{"quantity must be a quantity of at most 19 digits before the point and 9 after, with an exponent of at most 2 digits, for example 4", placementWith(func(s *placementv1alpha1.PlacementSpec) {
+		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{Resources: []placementv1alpha1.ResourceAmount{{Name: "nvidia.com/gpu", Quantity: "123456789012345678901234"}}}
 	})},
 	{"name must be an extended resource (<domain>/<name>, not kubernetes.io/); cpu and memory have their own fields", placementWith(func(s *placementv1alpha1.PlacementSpec) {
 		s.Scheduling.RequiredCapacity = &placementv1alpha1.Capacity{Resources: []placementv1alpha1.ResourceAmount{{Name: "kubernetes.io/batch-cpu", Quantity: "1"}}}
@@ -273,6 +277,21 @@ var cases = []ruleCase{
 			Spec: placementv1alpha1.RolloutApprovalSpec{Placement: "web", Revision: "web-1", Stage: "prod"}}
 		return createThenUpdate(a, func(a *placementv1alpha1.RolloutApproval) { a.Spec.Stage = "dev" })(ctx, c, ns)
 	}},
+}
+
+// fromYAML creates the object of a YAML text as a user's kubectl does, in ns
+// when it is namespaced.
+func fromYAML(text string) func(context.Context, client.Client, string) error {
+	return func(ctx context.Context, c client.Client, ns string) error {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(text), &obj.Object); err != nil {
+			return err
+		}
+		if obj.GetKind() != "ClusterFleetQuota" {
+			obj.SetNamespace(ns)
+		}
+		return c.Create(ctx, obj)
+	}
 }
 
 // Each case's write is refused by the API server with its rule's message.

@@ -346,12 +346,12 @@ type Capacity struct {
 	// cpu is the free CPU a cluster must have, as a quantity.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="isQuantity(self)",message="cpu must be a quantity, for example 500m or 4"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && self.matches('^[+-]?[0-9]{0,19}([.][0-9]{0,9})?([eE][+-]?[0-9]{1,2}|[numkMGTPE]|[KMGTPE]i)?$')",message="cpu must be a quantity of at most 19 digits before the point and 9 after, with an exponent of at most 2 digits, for example 500m or 4"
 	CPU string `json:"cpu,omitempty"`
 	// memory is the free memory a cluster must have, as a quantity.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="isQuantity(self)",message="memory must be a quantity, for example 512Mi or 8Gi"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && self.matches('^[+-]?[0-9]{0,19}([.][0-9]{0,9})?([eE][+-]?[0-9]{1,2}|[numkMGTPE]|[KMGTPE]i)?$')",message="memory must be a quantity of at most 19 digits before the point and 9 after, with an exponent of at most 2 digits, for example 512Mi or 8Gi"
 	Memory string `json:"memory,omitempty"`
 	// resources are free amounts of extended resources a cluster must have
 	// (nvidia.com/gpu, amd.com/gpu, any <domain>/<name> its nodes advertise),
@@ -375,7 +375,7 @@ type ResourceAmount struct {
 	// quantity is the amount, for example 4.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="isQuantity(self)",message="quantity must be a quantity, for example 4"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && self.matches('^[+-]?[0-9]{0,19}([.][0-9]{0,9})?([eE][+-]?[0-9]{1,2}|[numkMGTPE]|[KMGTPE]i)?$')",message="quantity must be a quantity of at most 19 digits before the point and 9 after, with an exponent of at most 2 digits, for example 4"
 	Quantity string `json:"quantity"`
 	// onOneNode asks for the amount free on one node (the largest free on a
 	// node, as the agent reports it) rather than over the cluster: "4 GPUs
