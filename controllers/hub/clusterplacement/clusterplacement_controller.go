@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +23,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/patch"
+	"github.com/lodestar-dev/lodestar/internal/settled"
 )
 
 // Name is the controller's field owner.
@@ -30,6 +32,14 @@ const Name = "lodestar-clusterplacement"
 // statusWindow gathers the status changes of a carrying Placement (a fan-out
 // moves its counts often) before they are copied.
 const statusWindow = time.Second
+
+// lookSoon is when a reconcile that made or changed the carrier looks again:
+// what it wrote shows in the cache by then, and its status is copied.
+const lookSoon = statusWindow
+
+// backstop is how often a ClusterPlacement whose carrier is not settled is
+// looked at without an event: its status never waits on one event alone.
+const backstop = 5 * time.Second
 
 // Reconciler carries out ClusterPlacements.
 type Reconciler struct {
@@ -72,7 +82,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !cp.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, cp, carrier, exists)
 	}
-	return ctrl.Result{}, r.carry(ctx, cp, carrier, exists, key)
+	after, err := r.carry(ctx, cp, carrier, exists, key)
+	return ctrl.Result{RequeueAfter: after}, err
 }
 
 // reconcileDelete deletes the carrying Placement, whose own finalizer waits
@@ -91,30 +102,41 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cp *placementv1alpha1.
 
 // carry makes the carrying Placement (key) carry the ClusterPlacement's spec,
 // creating it when it does not exist, and copies its status back.
-func (r *Reconciler) carry(ctx context.Context, cp *placementv1alpha1.ClusterPlacement, carrier *placementv1alpha1.Placement, exists bool, key client.ObjectKey) error {
+func (r *Reconciler) carry(ctx context.Context, cp *placementv1alpha1.ClusterPlacement, carrier *placementv1alpha1.Placement, exists bool, key client.ObjectKey) (time.Duration, error) {
 	if err := patch.SetFinalizer(ctx, r.Client, cp, placementv1alpha1.PlacementFinalizer, true); err != nil {
-		return err
+		return 0, err
 	}
 	if !exists {
 		if err := r.ensureNamespace(ctx); err != nil {
-			return err
+			return 0, err
 		}
 		carrier = &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{
 			Name: key.Name, Namespace: key.Namespace,
 			Annotations: map[string]string{placementv1alpha1.ClusterPlacementAnnotation: cp.Name},
 		}, Spec: cp.Spec}
-		if err := r.Client.Create(ctx, carrier); err != nil {
-			return fmt.Errorf("creating the carrying Placement: %w", err)
+		err := r.Client.Create(ctx, carrier)
+		if apierrors.IsAlreadyExists(err) {
+			// Made a moment ago (by this controller: the cache does not
+			// show it yet). Not an error: an error's backoff doubles with
+			// each retry while the cache lags, and could outlast the
+			// carrier's last status change, the last event that would have
+			// brought this ClusterPlacement back.
+			return lookSoon, nil
 		}
-		return nil // Its status arrives with its events.
+		if err != nil {
+			return 0, fmt.Errorf("creating the carrying Placement: %w", err)
+		}
+		return lookSoon, nil
 	}
 	if !equality.Semantic.DeepEqual(carrier.Spec, cp.Spec) {
 		base := carrier.DeepCopy()
 		carrier.Spec = cp.Spec
 		if err := r.Client.Patch(ctx, carrier, client.MergeFrom(base)); err != nil {
-			return fmt.Errorf("updating the carrying Placement: %w", err)
+			return 0, fmt.Errorf("updating the carrying Placement: %w", err)
 		}
-		return nil // Its status follows.
+		// A patch that changes nothing on the server (a spec only this
+		// cache sees differently) brings no event: look again regardless.
+		return lookSoon, nil
 	}
 	return r.copyStatus(ctx, cp, carrier)
 }
@@ -134,7 +156,7 @@ func (r *Reconciler) inTheWay(ctx context.Context, cp *placementv1alpha1.Cluster
 // copyStatus writes the carrying Placement's status on the ClusterPlacement; the
 // generations the carrier's controllers observed become the ClusterPlacement's
 // own (both specs are equal at this point).
-func (r *Reconciler) copyStatus(ctx context.Context, cp *placementv1alpha1.ClusterPlacement, carrier *placementv1alpha1.Placement) error {
+func (r *Reconciler) copyStatus(ctx context.Context, cp *placementv1alpha1.ClusterPlacement, carrier *placementv1alpha1.Placement) (time.Duration, error) {
 	st := *carrier.Status.DeepCopy()
 	translate := func(gen int64) int64 {
 		if gen == carrier.Generation {
@@ -146,11 +168,27 @@ func (r *Reconciler) copyStatus(ctx context.Context, cp *placementv1alpha1.Clust
 	for i := range st.Conditions {
 		st.Conditions[i].ObservedGeneration = translate(st.Conditions[i].ObservedGeneration)
 	}
+	after := time.Duration(0)
+	if !carrierSettled(carrier) {
+		after = backstop
+	}
 	if equality.Semantic.DeepEqual(st, cp.Status) {
-		return nil
+		return after, nil
 	}
 	out := &placementv1alpha1.ClusterPlacement{ObjectMeta: metav1.ObjectMeta{Name: cp.Name}, Status: st}
-	return patch.ApplyStatus(ctx, r.Client, out, Name)
+	return after, patch.ApplyStatus(ctx, r.Client, out, Name)
+}
+
+// carrierSettled tells whether the carrier's controllers are done with its spec: its
+// status observed its generation and it is not Reconciling. Until then its
+// status moves, and the ClusterPlacement looks again after backstop even
+// without an event of it.
+func carrierSettled(carrier *placementv1alpha1.Placement) bool {
+	if carrier.Status.ObservedGeneration != carrier.Generation {
+		return false
+	}
+	c := apimeta.FindStatusCondition(carrier.Status.Conditions, settled.ReconcilingCondition)
+	return c != nil && c.ObservedGeneration == carrier.Generation && c.Status == metav1.ConditionFalse
 }
 
 // ensureNamespace creates ClusterPlacementNamespace, marked as Lodestar's, when
