@@ -87,6 +87,7 @@ func TestChartsShipTheGeneratedFiles(t *testing.T) {
 	same("lodestar-hub/files/role.yaml", "rbac/hub/role.yaml")
 	same("lodestar-hub/files/agent-works.yaml", "admission/agent-works.yaml")
 	same("lodestar-hub/files/agent-tokens.yaml", "admission/agent-tokens.yaml")
+	same("lodestar-hub/files/agent-profiles.yaml", "admission/agent-profiles.yaml")
 	same("lodestar-hub/files/clusterset-bindings.yaml", "admission/clusterset-bindings.yaml")
 	same("lodestar-hub/files/placement-scope.yaml", "admission/placement-scope.yaml")
 	same("lodestar-hub/files/tenant-pods.yaml", "admission/tenant-pods.yaml")

@@ -60,8 +60,8 @@ func main() {
 	flag.DurationVar(&memberAccessTTL, "member-access-token-ttl", registration.DefaultMemberTokenTTL, "Member access: lifetime of the tokens (at least 10m); renewed at 80% of it.")
 	flag.BoolVar(&debugTunnel, "debug-tunnel", true, "Keep tunnels to the hub's debug API open, through which hub users with access to a Placement read its pods' logs and events and exec into them (docs/debugging.md). The member needs no inbound port.")
 	flag.StringVar(&tenantAccess, "debug-tenant-access", debug.TenantAccessLogs, "What the agent grants the member identity of a Placement's namespace (group lodestar:tenants:<namespace>) in that namespace: none (the member admin binds it), logs (pods, logs, events) or exec (also exec and port-forward).")
-	flag.BoolVar(&consumerAccess, "consumer-access", true, "With --debug-tunnel: publish the tunnel's access provider (lodestar-tunnel) in the ClusterProfile and serve platform teams' controllers through it, each as its own member identity lodestar:consumer:<namespace>:<name> with the rules its ConsumerAccessGrants carry (docs/extending.md).")
-	flag.StringVar(&consumerServer, "consumer-access-server", "", "The hub API server's address as consumers reach it, in the published lodestar-tunnel provider (default: the --hub-kubeconfig's).")
+	flag.BoolVar(&consumerAccess, "consumer-access", true, "With --debug-tunnel: say in the ClusterProfile that the tunnel serves consumers (the hub then publishes the lodestar-tunnel access provider) and serve platform teams' controllers through it, each as its own member identity lodestar:consumer:<namespace>:<name> with the rules its ConsumerAccessGrants carry (docs/extending.md).")
+	flag.StringVar(&consumerServer, "consumer-access-server", "", "Ignored: the hub publishes the lodestar-tunnel provider (the hub manager's --consumer-access-server); kept so that an older chart's flag does not stop the agent.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Queries per second to the hub and the member API servers (client-side limit each).")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of queries above --kube-api-qps.")
 	zapOpts := zap.Options{}
@@ -105,7 +105,7 @@ func main() {
 	// The member connection comes from --kubeconfig, or in-cluster.
 	var debugOpts *agent.Debug
 	if debugTunnel {
-		debugOpts = &agent.Debug{TenantAccess: tenantAccess, ConsumerAccess: consumerAccess, ProviderServer: consumerServer}
+		debugOpts = &agent.Debug{TenantAccess: tenantAccess, ConsumerAccess: consumerAccess}
 	}
 	mgr, err := agent.NewManager(agent.Options{
 		Debug:                   debugOpts,

@@ -26,17 +26,17 @@ import (
 
 func main() {
 	var (
-		metricsAddr, probeAddr, pprofAddr, clusterSets string
-		leaderElect                                    bool
-		leaderElectionNamespace, leaderElectionID      string
-		leaseDuration, renewDeadline, retryPeriod      time.Duration
-		qps                                            float64
-		burst, workers                                 int
-		leaseGrace, cleanupGrace, maxHeartbeat         time.Duration
-		heartbeatBudget                                float64
-		exportableNamespaces, managerName              string
-		hubWide                                        bool
-		debugOpts                                      debugapi.Options
+		metricsAddr, probeAddr, pprofAddr, clusterSets, consumerServer string
+		leaderElect                                                    bool
+		leaderElectionNamespace, leaderElectionID                      string
+		leaseDuration, renewDeadline, retryPeriod                      time.Duration
+		qps                                                            float64
+		burst, workers                                                 int
+		leaseGrace, cleanupGrace, maxHeartbeat                         time.Duration
+		heartbeatBudget                                                float64
+		exportableNamespaces, managerName                              string
+		hubWide                                                        bool
+		debugOpts                                                      debugapi.Options
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes; 0 disables them.")
@@ -57,6 +57,7 @@ func main() {
 	flag.DurationVar(&cleanupGrace, "cluster-cleanup-grace-period", clustercleanup.DefaultGracePeriod, "How long a deleted cluster's unreachable agent has to remove what it placed before the hub removes the cluster's hub side without it (the member keeps its objects).")
 	flag.Float64Var(&heartbeatBudget, "agent-heartbeat-write-budget", clusterhealth.DefaultHeartbeatWriteBudget, "Lease renewals per second the agents' heartbeats may cost the hub; their interval is set for the fleet's size to fit it (negative: the agents' own pace).")
 	flag.DurationVar(&maxHeartbeat, "agent-heartbeat-max-interval", clusterhealth.DefaultMaxHeartbeatInterval, "The longest heartbeat interval asked of an agent, which bounds how long an agent that stopped goes unnoticed (this, its 30 s margin and the grace period).")
+	flag.StringVar(&consumerServer, "consumer-access-server", "", "The hub API server's address as consumers of the agents' tunnels reach it, in the lodestar-tunnel access provider the hub publishes in each ClusterProfile (default: the manager's own connection's).")
 	flag.StringVar(&exportableNamespaces, "exportable-namespaces", "", "Comma-separated namespaces among default and kube-* from which members may export Services (ServiceExport); exports from the others are Valid=False.")
 	flag.StringVar(&debugOpts.BindAddress, "debug-bind-address", "", "Address (TLS) of the debug API (debug.lodestar.dev, an aggregated API of the hub's API server: docs/debugging.md); empty disables it.")
 	flag.StringVar(&debugOpts.Namespace, "debug-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the debug API's Service and certificate Secret (default $POD_NAMESPACE).")
@@ -99,7 +100,7 @@ func main() {
 		os.Exit(1)
 	}
 	if err := hub.Setup(mgr, hub.Options{ClusterSetNamespaces: strings.Split(clusterSets, ","), Name: managerName, SetsOnly: !hubWide, Workers: workers, LeaseGracePeriod: leaseGrace, CleanupGracePeriod: cleanupGrace,
-		HeartbeatWriteBudget: heartbeatBudget, MaxHeartbeatInterval: maxHeartbeat, ExportableNamespaces: splitList(exportableNamespaces)}); err != nil {
+		HeartbeatWriteBudget: heartbeatBudget, MaxHeartbeatInterval: maxHeartbeat, ExportableNamespaces: splitList(exportableNamespaces), ConsumerServer: consumerServer}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}

@@ -102,11 +102,10 @@ type Debug struct {
 	TenantAccess string
 	// ConsumerAccess serves platform teams' controllers through the tunnel
 	// (the lodestar-tunnel access provider, docs/extending.md) as their own
-	// member identities, and publishes the provider in the ClusterProfile.
+	// member identities, and says so in the ClusterProfile (the property
+	// placementv1alpha1.PropertyConsumerTunnel): the hub publishes the
+	// provider.
 	ConsumerAccess bool
-	// ProviderServer is the hub's address as consumers reach it, in the
-	// published provider (default: the address the agent reaches the hub at).
-	ProviderServer string
 }
 
 // MemberAccess is the member admin's opt-in to member access.
@@ -192,11 +191,7 @@ func NewManager(opts Options) (ctrl.Manager, error) {
 		ClusterSet: clusterSet, Cluster: opts.ClusterName, Period: opts.PropertiesPeriod,
 	}
 	if d := opts.Debug; d != nil && d.ConsumerAccess {
-		ap, err := tunnelProvider(mgr.GetConfig(), opts.ClusterName, d.ProviderServer)
-		if err != nil {
-			return nil, err
-		}
-		reporter.AccessProviders = append(reporter.AccessProviders, ap)
+		reporter.Own = map[string]string{placementv1alpha1.PropertyConsumerTunnel: "true"}
 	}
 	if ma := opts.MemberAccess; ma != nil {
 		if err := addMemberAccess(mgr, opts, ma, reporter); err != nil {
@@ -404,15 +399,3 @@ func addMemberAccess(mgr ctrl.Manager, opts Options, ma *MemberAccess, reporter 
 	})
 }
 
-// tunnelProvider is the tunnel's access provider of cluster: the hub's address
-// (server, or the agent's own) and the CA the agent trusts the hub by.
-func tunnelProvider(hub *rest.Config, cluster, server string) (cpv1alpha1.AccessProvider, error) {
-	ca := hub.CAData
-	if len(ca) == 0 && hub.CAFile != "" {
-		var err error
-		if ca, err = os.ReadFile(hub.CAFile); err != nil {
-			return cpv1alpha1.AccessProvider{}, fmt.Errorf("reading the hub's CA for the tunnel access provider: %w", err)
-		}
-	}
-	return profile.TunnelProvider(cluster, cmp.Or(server, hub.Host), ca), nil
-}

@@ -2,14 +2,17 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +33,7 @@ import (
 	"github.com/lodestar-dev/lodestar/controllers/hub/scheduler"
 	"github.com/lodestar-dev/lodestar/controllers/hub/serviceimport"
 	"github.com/lodestar-dev/lodestar/controllers/hub/settled"
+	"github.com/lodestar-dev/lodestar/controllers/hub/tunnelprovider"
 	"github.com/lodestar-dev/lodestar/controllers/hub/workgenerator"
 	interpretationcache "github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
@@ -79,6 +83,10 @@ type Options struct {
 	// ExportableNamespaces are the namespaces among default and kube-* from
 	// which members may export Services.
 	ExportableNamespaces []string
+	// ConsumerServer is the hub API server's address as consumers of the
+	// agents' tunnels reach it, published in the lodestar-tunnel access
+	// provider (default: the manager's own connection's).
+	ConsumerServer string
 }
 
 // ManagerOptions returns the manager options the hub controllers need, starting
@@ -224,6 +232,13 @@ func setupStatus(mgr ctrl.Manager, opts Options, scope lookup.Scope, interpretat
 	if err := (&consumeraccess.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scope: scope}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the consumer access controller: %w", err)
 	}
+	ca, err := caOf(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	if err := (&tunnelprovider.Reconciler{Client: mgr.GetClient(), Server: cmp.Or(opts.ConsumerServer, mgr.GetConfig().Host), CAData: ca}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the tunnel provider controller: %w", err)
+	}
 	if err := (&serviceimport.Reconciler{Client: mgr.GetClient(), Scope: scope, ExportableNamespaces: opts.ExportableNamespaces,
 		Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the service import controller: %w", err)
@@ -267,4 +282,16 @@ func markClusterSets(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	return lookup.LabelWorks(ctx, c, opts.Name, opts.ClusterSetNamespaces)
+}
+
+// caOf is the CA cfg trusts the API server by.
+func caOf(cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CAData) > 0 || cfg.CAFile == "" {
+		return cfg.CAData, nil
+	}
+	ca, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the hub's CA for the lodestar-tunnel access provider: %w", err)
+	}
+	return ca, nil
 }

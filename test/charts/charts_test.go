@@ -96,6 +96,8 @@ func TestHubChartRenders(t *testing.T) {
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-agent-works"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-agent-tokens"))
 	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-agent-tokens"))
+	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/lodestar-agent-profiles"))
+	g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicyBinding/lodestar-agent-profiles"))
 	g.Expect(docs).NotTo(HaveKey("ValidatingAdmissionPolicy/lodestar-cluster-names"), "opt-in")
 	for _, name := range []string{"lodestar-clusterset-bindings", "lodestar-placement-scope", "lodestar-tenant-pods", "lodestar-forbidden-kinds"} {
 		g.Expect(docs).To(HaveKey("ValidatingAdmissionPolicy/" + name))

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -302,4 +303,56 @@ func (c *tunnelConsumer) member(t *testing.T, cluster string) kubernetes.Interfa
 	cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
 	g.Expect(err).NotTo(HaveOccurred())
 	return cs
+}
+
+// The lodestar-tunnel access provider is the hub's (issue 65): consumers send
+// their own hub token to its server. With member-2's agent token, a thief
+// cannot point it elsewhere, nor take it away: the hub refuses the write with
+// its reason, and the entry consumers follow stays the hub's. The agent's own
+// report (its properties) still goes through.
+func TestAgentCannotRewriteTheTunnelProvider(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	agentClient, err := client.New(agentConfigs[member2], client.Options{Scheme: hubCP.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	want := strings.TrimSuffix(hubCP.Config.Host, "/") + debugv1alpha1.ClusterProxyPath(member2)
+	g.Eventually(func(g Gomega) {
+		p := getProfile(g, placementv1alpha1.DefaultClusterSet, member2)
+		g.Expect(p.Status.AccessProviders).To(ContainElement(And(HaveField("Name", placementv1alpha1.TunnelProvider), HaveField("Cluster.Server", want))))
+	}).Should(Succeed())
+
+	for name, edit := range map[string]func(aps []cpv1alpha1.AccessProvider) []cpv1alpha1.AccessProvider{
+		"another server": func(aps []cpv1alpha1.AccessProvider) []cpv1alpha1.AccessProvider {
+			for i := range aps {
+				if aps[i].Name == placementv1alpha1.TunnelProvider {
+					aps[i].Cluster.Server = "https://thief.example.net/clusters/member-2/proxy"
+					aps[i].Cluster.CertificateAuthorityData = []byte("the thief's CA")
+				}
+			}
+			return aps
+		},
+		"no tunnel": func(aps []cpv1alpha1.AccessProvider) []cpv1alpha1.AccessProvider {
+			return slices.DeleteFunc(aps, func(ap cpv1alpha1.AccessProvider) bool { return ap.Name == placementv1alpha1.TunnelProvider })
+		},
+	} {
+		g.Eventually(func(g Gomega) {
+			p := getProfile(g, placementv1alpha1.DefaultClusterSet, member2)
+			p.Status.AccessProviders = edit(p.Status.AccessProviders)
+			err := agentClient.Status().Update(ctx, p)
+			g.Expect(apierrors.IsConflict(err)).To(BeFalse(), "the agent wrote meanwhile: again")
+			g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
+			g.Expect(err).To(MatchError(ContainSubstring("the lodestar-tunnel access provider is written by the hub")), name)
+		}).Should(Succeed())
+	}
+	g.Consistently(func(g Gomega) {
+		p := getProfile(g, placementv1alpha1.DefaultClusterSet, member2)
+		g.Expect(p.Status.AccessProviders).To(ContainElement(And(HaveField("Name", placementv1alpha1.TunnelProvider), HaveField("Cluster.Server", want))))
+	}, 3*time.Second).Should(Succeed())
+
+	// What the agent says of itself still goes through.
+	g.Eventually(func(g Gomega) {
+		p := getProfile(g, placementv1alpha1.DefaultClusterSet, member2)
+		p.Status.Properties = append(p.Status.Properties, cpv1alpha1.Property{Name: "agent-says.example.com", Value: "1", LastObservedTime: metav1.Now()})
+		g.Expect(agentClient.Status().Update(ctx, p)).To(Succeed())
+	}).Should(Succeed())
 }

@@ -12,6 +12,12 @@ const (
 	PropertyCPUFree           = "cpu.free.lodestar.dev"
 	PropertyMemoryAllocatable = "memory.allocatable.lodestar.dev"
 	PropertyMemoryFree        = "memory.free.lodestar.dev"
+	// PropertyConsumerTunnel is "true" when the cluster's agent serves
+	// consumers through its tunnel: the hub then publishes the lodestar-tunnel
+	// access provider (TunnelProvider) in the ClusterProfile. The agent says
+	// only that; where consumers connect and which CA they trust, the hub
+	// writes.
+	PropertyConsumerTunnel = "consumers.tunnel.lodestar.dev"
 )
 
 // Suffixes of the properties the agent reports for each extended resource its

@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/capacity"
 )
@@ -74,9 +73,13 @@ type Reporter struct {
 	ClusterSet, Cluster string
 	// Period is how often the properties are observed.
 	Period time.Duration
-	// AccessProviders are published in status.accessProviders: the tunnel's
-	// (TunnelProvider) and member access's (opted into by the member's admin).
+	// AccessProviders are published in status.accessProviders: member
+	// access's (opted into by the member's admin). The tunnel's
+	// (lodestar-tunnel) is the hub's to write (controllers/hub/tunnelprovider).
 	AccessProviders []cpv1alpha1.AccessProvider
+	// Own are properties the agent reports about itself, such as
+	// placementv1alpha1.PropertyConsumerTunnel.
+	Own map[string]string
 
 	mu          sync.Mutex
 	last        map[string]string
@@ -197,6 +200,7 @@ func (r *Reporter) observe(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	maps.Copy(props, capacity)
+	maps.Copy(props, r.Own)
 	classes, err := r.storageClasses(ctx)
 	if err != nil {
 		return nil, err
@@ -329,15 +333,6 @@ func eventHandler(notify func(any)) toolscache.ResourceEventHandler {
 // the Secret <consumer namespace>/<cluster>.
 func SecretReaderProvider(cluster, server string, caData []byte) cpv1alpha1.AccessProvider {
 	return provider(placementv1alpha1.SecretReaderProvider, cluster, server, caData)
-}
-
-// TunnelProvider is the access provider of the agent's tunnel
-// (placementv1alpha1.TunnelProvider): the hub's API server, at the debug API's
-// clusters/<cluster>/proxy, with the hub's CA. A consumer's lodestar-credentials
-// plugin gives its client the consumer's own hub token; no route from the hub
-// to the member is needed.
-func TunnelProvider(cluster, hubServer string, hubCAData []byte) cpv1alpha1.AccessProvider {
-	return provider(placementv1alpha1.TunnelProvider, cluster, strings.TrimSuffix(hubServer, "/")+debugv1alpha1.ClusterProxyPath(cluster), hubCAData)
 }
 
 // provider is an access provider of server and CA, with the cluster's name in
