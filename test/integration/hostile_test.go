@@ -273,6 +273,7 @@ func TestHostileTenantSoak(t *testing.T) {
 	g.Expect(refused[hostile.AttackSelfGrant]).To(Equal(runs[hostile.AttackSelfGrant]), "a tenant never grants itself member access")
 	g.Expect(refused[hostile.AttackSelfInterpretation]).To(Equal(runs[hostile.AttackSelfInterpretation]), "a tenant never interprets a kind")
 	g.Expect(refused[hostile.AttackSelfQuota]).To(Equal(runs[hostile.AttackSelfQuota]), "a tenant never writes its own quota")
+	g.Expect(refused[hostile.AttackQuantityExponent]).To(Equal(runs[hostile.AttackQuantityExponent]), "a quantity with a huge exponent is refused at admission")
 	g.Eventually(func(g Gomega) {
 		list := &placementv1alpha1.PlacementList{}
 		g.Expect(hubCP.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())

@@ -48,11 +48,18 @@ const (
 	// AttackSelfQuota: a namespace admin writes itself a FleetQuota (a
 	// platform admin's) of every resource, unbounded.
 	AttackSelfQuota = "self-written quota"
+	// AttackCELBomb: a clusterExpression or an override's valueExpression
+	// that builds a huge string (a chain of replace()) or list
+	// (lists.range, a list added to itself under cel.bind).
+	AttackCELBomb = "CEL bombs"
+	// AttackQuantityExponent: requiredCapacity with a quantity of a huge
+	// exponent (minutes of CPU to compare).
+	AttackQuantityExponent = "quantity exponents"
 )
 
 // Attacks are every attack Tenant runs.
 var Attacks = []string{AttackHugeTotals, AttackAbsurdRequests, AttackRBACRewrite, AttackUnservedKind, AttackDeepOverrides, AttackServiceSpam, AttackSelfGrant,
-	AttackInterpretedExtremes, AttackSelfInterpretation, AttackForgedWriter, AttackSelfQuota}
+	AttackInterpretedExtremes, AttackSelfInterpretation, AttackForgedWriter, AttackSelfQuota, AttackCELBomb, AttackQuantityExponent}
 
 // MaxLive bounds the hostile Placements a Tenant keeps at once; past it the
 // oldest goes (with its objects), so that a long run stays a steady load.
@@ -236,6 +243,23 @@ data: {k: v}`, name), placement(name, clusters, "", "", "ConfigMap") + `
 		return t.selfInterpretation(name)
 	case AttackForgedWriter:
 		return forgedWriter(name, clusters)
+	case AttackCELBomb:
+		bomb := celBombs[r.IntN(len(celBombs))]
+		if r.IntN(2) == 0 {
+			return []string{configMap(name), placement(name, clusters, fmt.Sprintf(`
+    clusterExpression: %q`, bomb+".size() > 0"), "", "ConfigMap")}
+		}
+		return []string{configMap(name), placement(name, clusters, "", "", "ConfigMap") + fmt.Sprintf(`
+  overrides:
+    - name: bomb
+      jsonPatch:
+        - op: add
+          path: /data/bomb
+          valueExpression: %q`, "string("+bomb+".size())")}
+	case AttackQuantityExponent:
+		q := []string{"1e999999999", "1e20000000", "123456789012345678901234567890"}[r.IntN(3)]
+		return []string{configMap(name), placement(name, clusters, fmt.Sprintf(`
+    requiredCapacity: {cpu: %q}`, q), "", "ConfigMap")}
 	case AttackSelfQuota:
 		return []string{fmt.Sprintf(`apiVersion: placement.lodestar.dev/v1alpha1
 kind: FleetQuota
@@ -302,6 +326,28 @@ spec:
       containers:
         - name: app
           image: nginx:1.27%s`, name, replicas, name, name, container)
+}
+
+// celBombs are CEL expressions that build a huge string or list at a few
+// cost units each (before what CEL builds was bounded).
+var celBombs = func() []string {
+	x := "'ab'.replace('', 'abcdefghijklmnopqrstuvwxyz0123456789')"
+	y := x + ".replace('', " + x + ")"
+	return []string{
+		"'aaaaaaaaaa'" + strings.Repeat(".replace('a', 'aaaaaaaaaa')", 9),
+		y + ".replace('', " + y + ")",
+		"[1, 2, 3, 4].map(i, 'x').join('').replace('x', '" + strings.Repeat("y", 64) + "').replace('y', '" + strings.Repeat("z", 64) + "').replace('z', '" + strings.Repeat("w", 64) + "')",
+		"'x'.replace('', '" + strings.Repeat("y", 100) + "').replace('y', '" + strings.Repeat("z", 100) + "').replace('z', '" + strings.Repeat("w", 100) + "').split('')",
+	}
+}()
+
+// configMap is the attack's ConfigMap.
+func configMap(name string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: %s
+data: {k: v}`, name)
 }
 
 // placement selects the attack's objects of group and kind (by name, or by its
