@@ -24,6 +24,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/interpretation"
+	"github.com/lodestar-dev/lodestar/internal/dependencies"
 	"github.com/lodestar-dev/lodestar/internal/render"
 )
 
@@ -134,8 +135,8 @@ func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, 
 	var err error
 	if _, ok := placement.Annotations[placementv1alpha1.ClusterPlacementAnnotation]; ok && placement.Namespace == placementv1alpha1.ClusterPlacementNamespace {
 		err = s.clusterScoped(ctx, placement, src)
-	} else {
-		err = s.namespaced(ctx, placement, src)
+	} else if err = s.namespaced(ctx, placement, src); err == nil {
+		err = s.dropUnreadableSecrets(ctx, placement, src)
 	}
 	if err != nil {
 		return Selected{}, err
@@ -149,6 +150,34 @@ func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, 
 		}
 	}
 	return Selected{Objects: s.out, Followed: s.followed, NotFollowed: s.notFollowed, Refused: s.refused}, nil
+}
+
+// dropUnreadableSecrets leaves out the selected Secrets that the Placement's
+// last writer may not get on the hub (src.MayFollowSecret), each refused with
+// the reason: a tenant who may not read a Secret does not place it by naming
+// it, any more than by following it.
+func (s *selection) dropUnreadableSecrets(ctx context.Context, placement *placementv1alpha1.Placement, src Source) error {
+	if src.MayFollowSecret == nil {
+		return nil
+	}
+	kept := s.out[:0]
+	for _, obj := range s.out {
+		if obj.GroupVersionKind().GroupKind() != dependencies.Secret {
+			kept = append(kept, obj)
+			continue
+		}
+		why, err := src.MayFollowSecret(ctx, placement, obj.GetNamespace(), obj.GetName())
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			s.refused = append(s.refused, &InvalidSelectorError{msg: fmt.Sprintf("Secret %s is not placed: %s", obj.GetName(), why)})
+			continue
+		}
+		kept = append(kept, obj)
+	}
+	s.out = kept
+	return nil
 }
 
 // statefulSets is the kind whose claims are never placed.

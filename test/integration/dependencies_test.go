@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -11,7 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
@@ -141,4 +144,62 @@ func TestDependenciesFollow(t *testing.T) {
 		}
 		g.Expect(apierrors.IsNotFound(on(g, member2, &corev1.ServiceAccount{}, "web"))).To(BeTrue())
 	}).Should(Succeed())
+}
+
+// A tenant who may not read a Secret does not place it by naming it in a
+// selector (issue 65): the Placement places its other objects and says which
+// Secret it left on the hub and why; once a user who may read it writes the
+// Placement, the Secret is placed.
+func TestSecretsSelectedOnlyByWhoMayReadThem(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	placementsGoAtEnd(t, ns)
+	createYAML(t, ns, `apiVersion: v1
+kind: Secret
+metadata: {name: platform-credentials, labels: {app: shop}}
+stringData: {token: not-for-tenants}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: shop, labels: {app: shop}}
+data: {k: v}`)
+	bob := identity(t, ns, "bob", nil, "lodestar:tenant")
+	placement := `apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: shop}
+spec:
+  resourceSelectors:
+    - {version: v1, kind: Secret, name: platform-credentials}
+    - {version: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: shop}}}
+  scheduling: {clusterNames: [member-1]}`
+	obj := &unstructured.Unstructured{}
+	g.Expect(yaml.Unmarshal([]byte(placement), &obj.Object)).To(Succeed())
+	obj.SetNamespace(ns)
+	g.Expect(bob.Create(ctx, obj)).To(Succeed(), "the tenant writes the Placement")
+
+	writer := "system:serviceaccount:" + ns + ":bob"
+	key := client.ObjectKey{Namespace: ns, Name: "shop"}
+	onMember := func(obj client.Object, name string) error {
+		return members[member1].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(onMember(&corev1.ConfigMap{}, "shop")).To(Succeed(), "the rest is placed")
+		p := &placementv1alpha1.Placement{}
+		g.Expect(hubCP.Client.Get(ctx, key, p)).To(Succeed())
+		c := meta.FindStatusCondition(p.Status.Conditions, placementv1alpha1.RenderedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonInvalidResourceSelector))
+		g.Expect(c.Message).To(ContainSubstring("Secret platform-credentials is not placed: " + writer + ", who last changed the Placement, may not get it on the hub"))
+	}).Should(Succeed())
+	g.Consistently(func() bool { return apierrors.IsNotFound(onMember(&corev1.Secret{}, "platform-credentials")) }, 3*time.Second).Should(BeTrue(),
+		"the Secret stays on the hub")
+
+	// A user who may read it writes the Placement: it is placed.
+	g.Eventually(func() error {
+		return updateOnHub(&placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}}, func(p *placementv1alpha1.Placement) {
+			p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, placementv1alpha1.ResourceSelector{Version: "v1", Kind: "ConfigMap", Name: "shop"})
+		})
+	}).Should(Succeed())
+	g.Eventually(func() error { return onMember(&corev1.Secret{}, "platform-credentials") }).Should(Succeed())
 }

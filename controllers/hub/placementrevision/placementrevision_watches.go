@@ -53,12 +53,15 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 		return selection.Selected{}, fmt.Errorf("reading namespace %s: %w", placement.Namespace, err)
 	}
 	src.Forbidden = selection.ForbiddenKinds(ns)
+	// A Secret, selected or followed, is placed only when the Placement's
+	// last writer may get it.
+	src.MayFollowSecret = lookup.WriterMayGetSecret(r.Client)
 	if placement.Spec.Dependencies == placementv1alpha1.DependenciesFollow {
 		set, err := lookup.Interpretations(ctx, r.Client, r.Interpretations)
 		if err != nil {
 			return selection.Selected{}, err
 		}
-		src.Interpretations, src.MayFollowSecret = set, lookup.WriterMayGetSecret(r.Client)
+		src.Interpretations = set
 	}
 	return selection.SelectObjects(ctx, placement, src)
 }
