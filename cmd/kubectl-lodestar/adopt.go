@@ -210,7 +210,12 @@ func (a *adoption) plan(name string) (*placementv1alpha1.Placement, error) {
 	for i, obj := range a.objects {
 		copies := a.copies[i]
 		base := slices.Sorted(maps.Keys(copies))[0]
-		diffs := adopt.Differences(copies)
+		diffs, secret := adopt.WithoutSecretValues(obj, adopt.Differences(copies))
+		for _, path := range secret {
+			fmt.Fprintf(a.out, "# %s %s differs at %s between the members: a Secret's values are never written into an override (whoever reads the Placement would read them); "+
+				"the Secret is placed as %s's copy, and a member whose copy differs keeps it (takeover IfNoDiff) until you make the copies alike or place a Secret per cluster\n",
+				obj.GetKind(), obj.GetName(), path, base)
+		}
 		for _, d := range diffs {
 			fmt.Fprintf(a.out, "# %s %s differs at %s:", obj.GetKind(), obj.GetName(), d.Path)
 			for _, c := range slices.Sorted(maps.Keys(d.Values)) {

@@ -119,6 +119,29 @@ func flatten(prefix string, v any, leaf func(string, any)) {
 	}
 }
 
+// SecretValue tells whether path (a difference's) holds a Secret's value
+// in object: such a difference is never written into an override, nor shown,
+// since whoever reads the Placement (or the command's output) would read it.
+func SecretValue(object *unstructured.Unstructured, path string) bool {
+	if object.GroupVersionKind().GroupKind() != (schema.GroupKind{Kind: "Secret"}) {
+		return false
+	}
+	return path == "/data" || path == "/stringData" || strings.HasPrefix(path, "/data/") || strings.HasPrefix(path, "/stringData/")
+}
+
+// WithoutSecretValues are diffs less those that hold a Secret's value
+// (SecretValue), and the paths of those left out.
+func WithoutSecretValues(object *unstructured.Unstructured, diffs []Difference) (kept []Difference, secret []string) {
+	for _, d := range diffs {
+		if SecretValue(object, d.Path) {
+			secret = append(secret, d.Path)
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept, secret
+}
+
 // Overrides are the overrides that make the hub object (base's copy) each
 // other member's of clusters: one rule per member whose copy differs, each a
 // JSON patch of the fields that differ there.

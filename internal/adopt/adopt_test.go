@@ -70,3 +70,33 @@ func TestDifferencesAsOverrides(t *testing.T) {
 	g.Expect(Differences(map[string]*unstructured.Unstructured{"m1": copies["m1"], "m4": copies["m1"].DeepCopy()})).To(BeEmpty())
 	g.Expect(OverrideName("absent-", "ConfigMap", "a.very.long.name-that-goes-on-and-on-and-on-and-on", "member-with-a-long-name")).To(HaveLen(63))
 }
+
+// A Secret whose members' copies hold different values is adopted without
+// its values in overrides (whoever reads the Placement would read them); its
+// other differences are overrides as for any object.
+func TestSecretValuesAreNeverOverrides(t *testing.T) {
+	g := NewWithT(t)
+	secret := func(token, tier string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"name": "db", "namespace": "shop", "labels": map[string]any{"tier": tier}},
+			"data":     map[string]any{"token": token}}}
+	}
+	copies := map[string]*unstructured.Unstructured{"member-1": secret("b25l", "a"), "member-2": secret("dHdv", "b")}
+	kept, left := WithoutSecretValues(copies["member-1"], Differences(copies))
+	g.Expect(left).To(ConsistOf("/data/token"))
+	rules, err := Overrides(copies["member-1"], kept, "member-1", []string{"member-1", "member-2"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rules).To(HaveLen(1))
+	for _, op := range rules[0].JSONPatch {
+		g.Expect(string(op.Path)).NotTo(HavePrefix("/data"), "no value of the Secret in an override")
+	}
+
+	cm := func(v string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "db", "namespace": "shop"}, "data": map[string]any{"token": v}}}
+	}
+	cms := map[string]*unstructured.Unstructured{"member-1": cm("one"), "member-2": cm("two")}
+	kept, left = WithoutSecretValues(cms["member-1"], Differences(cms))
+	g.Expect(left).To(BeEmpty())
+	g.Expect(kept).To(HaveLen(1), "a ConfigMap's values are overrides as before")
+}
