@@ -372,7 +372,7 @@ func explain(cmd *cobra.Command, c client.Client, key client.ObjectKey, cluster 
 		return r, err
 	}
 	r.Shares = sharesOf(placement, cluster)
-	policy, err := scheduling.PolicyFor(placement.Spec.Scheduling, placement.Namespace+"/"+placement.Name)
+	policy, err := scheduling.PolicyOf(placement)
 	if err != nil {
 		return r, fmt.Errorf("placement %s cannot be scheduled: %w", key, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -241,4 +242,28 @@ func TestQuantitiesOutOfBounds(t *testing.T) {
 	res := Schedule([]Cluster{cluster("huge", nil, map[string]string{placementv1alpha1.PropertyCPUFree: "1e999999999"})}, nil, p, metav1.Now().Time)
 	g.Expect(res.Selected).To(BeEmpty())
 	g.Expect(res.Excluded).To(HaveKeyWithValue(placementv1alpha1.ExclusionInsufficientCapacity, ConsistOf("huge")))
+}
+
+// A tenant's Placement tolerates the drain taint for at most ten minutes,
+// even when its toleration says for good; a ClusterPlacement's carrier (a
+// platform admin's) tolerates it as it says.
+func TestTenantsTolerateTheDrainForTenMinutesAtMost(t *testing.T) {
+	g := NewWithT(t)
+	now := metav1.Now().Time
+	drained := cluster("drained", nil, nil)
+	drained.Taints = []placementv1alpha1.Taint{{Key: placementv1alpha1.DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute,
+		TimeAdded: now.Add(-11 * time.Minute).UTC().Format(time.RFC3339)}}
+	spec := placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{},
+		Tolerations: []placementv1alpha1.Toleration{{Key: placementv1alpha1.DrainTaintKey, Operator: placementv1alpha1.TolerationExists}}}
+	for ns, kept := range map[string]bool{"shop": false, placementv1alpha1.ClusterPlacementNamespace: true} {
+		p, err := PolicyOf(&placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}, Spec: placementv1alpha1.PlacementSpec{Scheduling: spec}})
+		g.Expect(err).NotTo(HaveOccurred())
+		res := Schedule([]Cluster{drained}, map[string]bool{"drained": true}, p, now)
+		if kept {
+			g.Expect(res.Selected).To(HaveLen(1), ns)
+			continue
+		}
+		g.Expect(res.Selected).To(BeEmpty(), ns)
+		g.Expect(res.Excluded).To(HaveKeyWithValue(placementv1alpha1.ExclusionTolerationExpired, ConsistOf("drained")))
+	}
 }

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	qty "github.com/lodestar-dev/lodestar/internal/quantity"
@@ -26,6 +28,28 @@ func (e *InvalidPolicyError) Unwrap() error { return e.Err }
 
 func invalid(reason, format string, args ...any) error {
 	return &InvalidPolicyError{Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+// MaxTenantDrainToleration is the longest a tenant's Placement tolerates the
+// drain taint, whatever its toleration says: a platform admin's drain moves
+// every tenant away within it. Only a ClusterPlacement (a platform admin's)
+// may tolerate a drain for longer, or for good.
+const MaxTenantDrainToleration int64 = 600
+
+// PolicyOf is PolicyFor a Placement, with a tenant's Placement (any but the
+// carriers of ClusterPlacements) tolerating the drain taint for at most
+// MaxTenantDrainToleration seconds.
+func PolicyOf(placement *placementv1alpha1.Placement) (Policy, error) {
+	spec := placement.Spec.Scheduling
+	if placement.Namespace != placementv1alpha1.ClusterPlacementNamespace {
+		spec.Tolerations = slices.Clone(spec.Tolerations)
+		for i, t := range spec.Tolerations {
+			if t.Key == placementv1alpha1.DrainTaintKey && (t.TolerationSeconds == nil || *t.TolerationSeconds > MaxTenantDrainToleration) {
+				spec.Tolerations[i].TolerationSeconds = ptr.To(MaxTenantDrainToleration)
+			}
+		}
+	}
+	return PolicyFor(spec, placement.Namespace+"/"+placement.Name)
 }
 
 // PolicyFor checks and compiles a Placement's spec.scheduling. seed makes the

@@ -129,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // policy is the Placement's scheduling policy; an invalid one is a False
 // Scheduled condition, a Warning event and a terminal error.
 func (r *Reconciler) policy(placement *placementv1alpha1.Placement, st *status) (scheduling.Policy, error) {
-	policy, err := scheduling.PolicyFor(placement.Spec.Scheduling, placement.Namespace+"/"+placement.Name)
+	policy, err := scheduling.PolicyOf(placement)
 	if err != nil {
 		reason := placementv1alpha1.ReasonInvalidClusterSelector
 		var invalid *scheduling.InvalidPolicyError
