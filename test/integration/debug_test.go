@@ -313,6 +313,23 @@ func TestDebugAuthorisation(t *testing.T) {
 	_, err = portForwardDialer(t, bob, f.ns, pod)()
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(ContainSubstring("forbidden"))
+
+	// The member's namespace deleted and made again (the agent places it
+	// anew): the agent binds the tenant group in the new one too, without a
+	// restart (it remembered the old namespace's binding as done).
+	old := &corev1.Namespace{}
+	g.Expect(members[member1].Client.Get(ctx, client.ObjectKey{Name: f.ns}, old)).To(Succeed())
+	g.Expect(members[member1].Client.Delete(ctx, old)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ns := &corev1.Namespace{}
+		g.Expect(members[member1].Client.Get(ctx, client.ObjectKey{Name: f.ns}, ns)).To(Succeed())
+		g.Expect(ns.UID).NotTo(Equal(old.UID), "made again")
+		g.Expect(readyPodIPs(g, member1, f.ns)).To(HaveLen(2), "web runs again")
+	}, 3*testenv.EventuallyTimeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		pod := podOn(t, member1, f.ns)
+		g.Expect(logs.Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Error()).To(Succeed())
+	}).Should(Succeed())
 }
 
 // portForwarding is an open port-forward session.

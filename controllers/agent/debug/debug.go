@@ -317,13 +317,19 @@ func namespaceOf(path string) string {
 }
 
 // grantTenantAccess binds the namespace's tenant group to the role the member
-// admin chose, once per namespace and agent run. A binding the agent made
+// admin chose, once per namespace (by its UID: a namespace deleted and made
+// again is bound again) and agent run. A binding the agent made
 // earlier for another choice (the member admin turned exec off, or all
 // access) is replaced or removed, so that the member's word stands; one the
 // agent did not make is left as it is (the member admin's), and never deleted.
 func (h *Handler) grantTenantAccess(ctx context.Context, namespace string) {
 	role := map[string]string{TenantAccessLogs: LogsRole, TenantAccessExec: ExecRole}[h.TenantAccess]
-	if _, done := h.bound.Load(namespace); done {
+	ns := &corev1.Namespace{}
+	if err := h.MemberClient.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		h.Log.Error(err, "reading the namespace to grant its tenant group access", "namespace", namespace)
+		return
+	}
+	if uid, done := h.bound.Load(namespace); done && uid == ns.UID {
 		return
 	}
 	have := &rbacv1.RoleBinding{}
@@ -334,10 +340,10 @@ func (h *Handler) grantTenantAccess(ctx context.Context, namespace string) {
 		h.Log.Error(err, "reading the tenant group's access to its namespace", "namespace", namespace)
 		return
 	case have.Labels[tenantBindingLabel] == "":
-		h.bound.Store(namespace, true) // the member admin's own
+		h.bound.Store(namespace, ns.UID) // the member admin's own
 		return
 	case have.RoleRef.Name == role:
-		h.bound.Store(namespace, true)
+		h.bound.Store(namespace, ns.UID)
 		return
 	default:
 		// Ours, for an earlier choice: its role cannot change, so it goes.
@@ -347,7 +353,7 @@ func (h *Handler) grantTenantAccess(ctx context.Context, namespace string) {
 		}
 	}
 	if role == "" {
-		h.bound.Store(namespace, true)
+		h.bound.Store(namespace, ns.UID)
 		return
 	}
 	rb := &rbacv1.RoleBinding{
@@ -359,5 +365,5 @@ func (h *Handler) grantTenantAccess(ctx context.Context, namespace string) {
 		h.Log.Error(err, "granting the tenant group access to its namespace", "namespace", namespace, "role", role)
 		return
 	}
-	h.bound.Store(namespace, true)
+	h.bound.Store(namespace, ns.UID)
 }
