@@ -134,6 +134,48 @@ func (s Scope) OwnsSet(ctx context.Context, c client.Reader, set string) (bool, 
 	return manager == "", err
 }
 
+// UsableSets are the cluster sets namespace binds that a hub manager manages
+// (marked their namespaces): those its Placements may be scheduled on,
+// whichever sets they are. A reader who may not read namespaces (a tenant's
+// render) gets every bound set.
+func UsableSets(ctx context.Context, c client.Reader, namespace string) ([]string, error) {
+	if namespace == placementv1alpha1.ClusterPlacementNamespace {
+		return managedSets(ctx, c)
+	}
+	bound, err := boundSets(ctx, c, namespace)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, set := range bound {
+		manager, err := managerOf(ctx, c, set)
+		if apierrors.IsForbidden(err) {
+			return bound, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if manager != "" {
+			out = append(out, set)
+		}
+	}
+	return out, nil
+}
+
+// managedSets are the cluster sets some hub manager marked.
+func managedSets(ctx context.Context, c client.Reader) ([]string, error) {
+	list := &corev1.NamespaceList{}
+	if err := c.List(ctx, list, client.HasLabels{placementv1alpha1.HubManagerLabel}); err != nil {
+		return nil, fmt.Errorf("listing the cluster sets' namespaces: %w", err)
+	}
+	var out []string
+	for i := range list.Items {
+		out = append(out, list.Items[i].Name)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // managerOf returns the hub manager that marked cluster set's namespace, ""
 // when none did or there is no such namespace.
 func managerOf(ctx context.Context, c client.Reader, set string) (string, error) {

@@ -95,7 +95,7 @@ func ReadFleet(ctx context.Context, c client.Reader, placement *placementv1alpha
 	if err != nil {
 		return Fleet{}, err
 	}
-	sets, err := lookup.ClusterSets(ctx, c, placement.Namespace, []string{placementv1alpha1.DefaultClusterSet})
+	sets, err := lookup.UsableSets(ctx, c, placement.Namespace)
 	if err != nil {
 		return Fleet{}, err
 	}

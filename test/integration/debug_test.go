@@ -640,6 +640,27 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: `+f.user+`}]
 		g.Expect(errOut).To(ContainSubstring("the clusters read through the hub manager"))
 	}).Should(Succeed())
 
+	// A cluster of another set the namespace binds (member-3, of the aux
+	// set): placements/fleet reads every set, not only lodestar-fleet.
+	createYAML(t, f.ns, `
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: which}
+spec:
+  resourceSelectors: [{version: v1, kind: ConfigMap, name: where}]
+  scheduling: {clusterNames: [`+member3+`]}
+  overrides:
+    - name: name
+      targets: [{kind: ConfigMap}]
+      jsonPatch:
+        - {op: replace, path: /data/region, valueExpression: "cluster.name"}
+`)
+	g.Eventually(func(g Gomega) {
+		out, errOut, err := f.run(t, "render", "which", "--cluster", member3)
+		g.Expect(err).NotTo(HaveOccurred(), errOut)
+		g.Expect(out).To(ContainSubstring("region: "+member3), "member-3, of the aux set, read by the hub manager")
+	}).Should(Succeed())
+
 	// Its exported Service, as status shows it.
 	createYAML(t, f.ns, `
 apiVersion: v1
