@@ -2,16 +2,20 @@ package mcs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	servicesv1alpha1 "github.com/lodestar-dev/lodestar/api/services/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
 )
 
@@ -107,5 +111,51 @@ func ReadReports(ctx context.Context, c client.Reader, ns string) ([]Report, err
 // user who may not read the clusters' namespaces (debugv1alpha1.Services): the
 // exported Services of the Placement's namespace.
 func ReportsOf(ctx context.Context, c client.Reader, placement *placementv1alpha1.Placement, _ string) (any, error) {
-	return ReadReports(ctx, c, placement.Namespace)
+	reports, err := ReadReports(ctx, c, placement.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	works := &workv1alpha1.WorkList{}
+	if err := c.List(ctx, works, client.MatchingLabels(lookup.WorkLabels(placement))); err != nil {
+		return nil, fmt.Errorf("listing the Works of placement %s: %w", placement.Name, err)
+	}
+	clusters, services := map[string]bool{}, map[string]bool{}
+	for i := range works.Items {
+		cluster, _ := names.ClusterFromNamespace(works.Items[i].Namespace)
+		clusters[cluster] = true
+		for _, m := range works.Items[i].Spec.Workload.Manifests {
+			var meta struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Metadata   struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			if json.Unmarshal(m.Raw, &meta) == nil && meta.APIVersion == "v1" && meta.Kind == "Service" {
+				services[meta.Metadata.Name] = true
+			}
+		}
+	}
+	return Within(reports, services, clusters), nil
+}
+
+// Within are the reports of the Services named in services, each of the
+// clusters in clusters only: what one Placement placed, not the
+// namespace's member-local Services nor clusters it does not reach.
+func Within(reports []Report, services, clusters map[string]bool) []Report {
+	out := []Report{}
+	for _, r := range reports {
+		if !services[r.Name] {
+			continue
+		}
+		r.Exporters = maps.Clone(r.Exporters)
+		maps.DeleteFunc(r.Exporters, func(c string, _ int) bool { return !clusters[c] })
+		r.Withdrawn = slices.DeleteFunc(slices.Clone(r.Withdrawn), func(c string) bool { return !clusters[c] })
+		r.Problems = slices.DeleteFunc(slices.Clone(r.Problems), func(p string) bool {
+			c, _, _ := strings.Cut(p, ":")
+			return !clusters[c]
+		})
+		out = append(out, r)
+	}
+	return out
 }
