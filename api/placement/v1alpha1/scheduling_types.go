@@ -537,6 +537,10 @@ const (
 	ReasonMemberReady      = "MemberReady"
 	ReasonMemberNotReady   = "MemberNotReady"
 	ReasonAgentUnreachable = "AgentUnreachable"
+	// ReasonIdentityMismatch: the agent reports a cluster ID other than the
+	// one recorded at join (ClusterIDAnnotation): its token may be in another
+	// cluster's hands. ControlPlaneHealthy is False until the IDs agree.
+	ReasonIdentityMismatch = "IdentityMismatch"
 )
 
 // String is the taint as kubectl prints a node's: key=value:Effect, or key:Effect

@@ -5,6 +5,8 @@ package clusterhealth
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -68,6 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		lease = nil
 	}
 	reachable, healthy, recheck := Evaluate(lease, time.Now(), r.GracePeriod)
+	healthy = CheckIdentity(profile, healthy)
 	reachable.ObservedGeneration, healthy.ObservedGeneration = profile.Generation, profile.Generation
 	if !conditions.Same(profile.Status.Conditions, reachable) || !conditions.Same(profile.Status.Conditions, healthy) {
 		if err := r.apply(ctx, profile, reachable, healthy); err != nil {
@@ -113,6 +116,28 @@ func Evaluate(lease *coordinationv1.Lease, now time.Time, grace time.Duration) (
 	// Looked at again just past the deadline: an agent that stopped is reported
 	// as soon as the bound allows, not a second later.
 	return reachable, healthy, deadline.Sub(now) + recheckSlack
+}
+
+// ClusterIDProperty is the cluster ID property the agent reports (KEP-2149's
+// id.k8s.io, the member's kube-system namespace UID unless its admin set
+// another), compared with the one recorded at join.
+const ClusterIDProperty = "id.k8s.io"
+
+// CheckIdentity is healthy unless the agent reports a cluster ID other than
+// the one join recorded (ClusterIDAnnotation): then the cluster is not
+// healthy (the scheduler chooses it for nothing new), saying both IDs. A
+// cluster joined without an ID, or whose agent has not reported one, is not
+// checked.
+func CheckIdentity(profile *cpv1alpha1.ClusterProfile, healthy metav1.Condition) metav1.Condition {
+	joined := profile.Annotations[placementv1alpha1.ClusterIDAnnotation]
+	i := slices.IndexFunc(profile.Status.Properties, func(p cpv1alpha1.Property) bool { return p.Name == ClusterIDProperty })
+	if joined == "" || i < 0 || profile.Status.Properties[i].Value == joined || healthy.Status == metav1.ConditionUnknown {
+		return healthy
+	}
+	healthy.Status, healthy.Reason = metav1.ConditionFalse, placementv1alpha1.ReasonIdentityMismatch
+	healthy.Message = fmt.Sprintf("the agent reports cluster ID %s, not %s recorded at join: its hub token may be in another cluster's hands; "+
+		"revoke it (kubectl lodestar revoke %s) and join the cluster again", profile.Status.Properties[i].Value, joined, profile.Name)
+	return healthy
 }
 
 // recheckSlack is how long after a Lease's deadline the hub looks again.

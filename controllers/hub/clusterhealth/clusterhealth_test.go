@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
@@ -83,4 +84,30 @@ func TestHeartbeatInterval(t *testing.T) {
 			t.Errorf("HeartbeatInterval(%d, %v) = %s costs %.1f writes/s", tt.agents, tt.budget, got, float64(tt.agents)/got.Seconds())
 		}
 	}
+}
+
+// An agent that reports another cluster ID than the one join recorded (its
+// token in another cluster's hands, say) leaves its cluster unhealthy,
+// naming both IDs; the same ID, none recorded, or none reported, changes
+// nothing.
+func TestCheckIdentity(t *testing.T) {
+	g := NewWithT(t)
+	healthy := metav1.Condition{Type: placementv1alpha1.ControlPlaneHealthyCondition, Status: metav1.ConditionTrue, Reason: placementv1alpha1.ReasonMemberReady}
+	profile := func(joined, reported string) *cpv1alpha1.ClusterProfile {
+		p := &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: "edge-1", Annotations: map[string]string{}}}
+		if joined != "" {
+			p.Annotations[placementv1alpha1.ClusterIDAnnotation] = joined
+		}
+		if reported != "" {
+			p.Status.Properties = []cpv1alpha1.Property{{Name: ClusterIDProperty, Value: reported}}
+		}
+		return p
+	}
+	for _, same := range [][2]string{{"a", "a"}, {"", "b"}, {"a", ""}} {
+		g.Expect(CheckIdentity(profile(same[0], same[1]), healthy)).To(Equal(healthy), "%v", same)
+	}
+	got := CheckIdentity(profile("a", "b"), healthy)
+	g.Expect(got.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(got.Reason).To(Equal(placementv1alpha1.ReasonIdentityMismatch))
+	g.Expect(got.Message).To(ContainSubstring("the agent reports cluster ID b, not a recorded at join"))
 }
