@@ -148,7 +148,7 @@ func (r *Runnable) Start(ctx context.Context) error {
 	srv := &Server{
 		Reader: r.mgr.GetClient(), Works: r.mgr.GetAPIReader(), Reviews: cs.AuthorizationV1().SubjectAccessReviews(), Tunnels: r.Tunnels, Auth: auth,
 		StreamsPerUser: r.StreamsPerUser, StreamsPerNamespace: r.StreamsPerNamespace, Streams: r.Streams, Recheck: r.Recheck, ConsumerRecheck: r.ConsumerRecheck, Log: log, tunnelAuth: ta,
-		Local: r.Local,
+		Local: r.Local, localPace: userPace{every: DefaultLocalPerUser, burst: DefaultLocalBurst},
 	}
 	l := r.Listener
 	if l == nil {

@@ -52,6 +52,9 @@ func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 
 // Server serves the debug API on the hub.
 type Server struct {
+	// localPace paces each user's local answers (Local).
+	localPace userPace
+
 	// Reader reads Placements (the hub manager's cache).
 	Reader client.Reader
 	// Works reads whether a Placement has Works on a cluster: from the API
@@ -289,6 +292,11 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, user User, req debugv1alpha1.Request, local LocalHandler) {
 	if r.Method != http.MethodGet || req.MemberPath != "" {
 		debugv1alpha1.WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("placements/%s takes a GET of .../%s/[<cluster>]", req.Subresource, req.Subresource)))
+		return
+	}
+	if ok, wait := s.localPace.allow(user.Name, time.Now()); !ok {
+		debugv1alpha1.WriteStatus(w, apierrors.NewTooManyRequests(
+			fmt.Sprintf("user %q asks placements/%s more than %d times a second", user.Name, req.Subresource, DefaultLocalPerUser), int(wait.Seconds())+1))
 		return
 	}
 	placement, ok := s.authorizedPlacement(w, r, user, req)
