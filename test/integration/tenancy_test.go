@@ -377,7 +377,19 @@ func TestReservedNamespacesAndMarks(t *testing.T) {
 		`{"metadata":{"annotations":{"placement.lodestar.dev/forbidden-kinds":null}}}`,
 		`{"metadata":{"labels":{"placement.lodestar.dev/tenant":null}}}`,
 		`{"metadata":{"labels":{"placement.lodestar.dev/hub-manager":"another-release"}}}`,
+		`{"metadata":{"labels":{"quota.lodestar.dev/team":"shop"}}}`,
 	} {
 		g.Expect(mark(patch)).To(MatchError(ContainSubstring("are set by the hub and its admins only")), patch)
 	}
+	// A ClusterFleetQuota's membership label, set by an admin, stays: its
+	// owner cannot take the namespace out of the quota.
+	g.Expect(hubCP.Client.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"quota.lodestar.dev/team":"shop"}}}`)))).To(Succeed(), "an admin sets it")
+	for _, patch := range []string{
+		`{"metadata":{"labels":{"quota.lodestar.dev/team":null}}}`,
+		`{"metadata":{"labels":{"quota.lodestar.dev/team":"free"}}}`,
+	} {
+		g.Expect(mark(patch)).To(MatchError(ContainSubstring("are set by the hub and its admins only")), patch)
+	}
+	g.Expect(mark(`{"metadata":{"labels":{"team":"shop2"}}}`)).To(Succeed(), "other labels stay the owner's")
 }
