@@ -398,4 +398,3 @@ func addMemberAccess(mgr ctrl.Manager, opts Options, ma *MemberAccess, reporter 
 		ServiceAccount: ma.ServiceAccount, TTL: ttl, RenewAt: ma.RenewAt,
 	})
 }
-

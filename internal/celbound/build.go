@@ -413,9 +413,15 @@ func checkQuantity(args []ref.Val) error {
 	if !ok {
 		return nil
 	}
-	if _, err := resource.ParseQuantity(string(s)); err != nil {
+	if !isQuantity(string(s)) {
 		return nil // Not a quantity at all: CEL's own quantity() says so.
 	}
 	_, err := quantity.Parse(string(s))
 	return err
+}
+
+// isQuantity tells whether s parses as a quantity, bounded or not.
+func isQuantity(s string) bool {
+	_, err := resource.ParseQuantity(s)
+	return err == nil
 }

@@ -18,14 +18,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	lodestarworkv1alpha1 "github.com/lodestar-dev/lodestar/api/work/v1alpha1"
@@ -277,21 +275,6 @@ var cases = []ruleCase{
 			Spec: placementv1alpha1.RolloutApprovalSpec{Placement: "web", Revision: "web-1", Stage: "prod"}}
 		return createThenUpdate(a, func(a *placementv1alpha1.RolloutApproval) { a.Spec.Stage = "dev" })(ctx, c, ns)
 	}},
-}
-
-// fromYAML creates the object of a YAML text as a user's kubectl does, in ns
-// when it is namespaced.
-func fromYAML(text string) func(context.Context, client.Client, string) error {
-	return func(ctx context.Context, c client.Client, ns string) error {
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(text), &obj.Object); err != nil {
-			return err
-		}
-		if obj.GetKind() != "ClusterFleetQuota" {
-			obj.SetNamespace(ns)
-		}
-		return c.Create(ctx, obj)
-	}
 }
 
 // Each case's write is refused by the API server with its rule's message.
