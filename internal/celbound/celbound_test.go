@@ -13,8 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/cel/library"
 )
 
-func program(g *WithT, src string, cost uint64) cel.Program {
-	env, err := cel.NewEnv()
+func program(g *WithT, src string, cost uint64, opts ...cel.EnvOption) cel.Program {
+	env, err := cel.NewEnv(opts...)
 	g.Expect(err).NotTo(HaveOccurred())
 	ast, iss := env.Compile(src)
 	g.Expect(iss.Err()).NotTo(HaveOccurred())
@@ -56,14 +56,8 @@ func TestEvalStopsAtTheDeadline(t *testing.T) {
 // programIn compiles src in an environment with the libraries tenants' CEL
 // has (strings, lists, bindings, quantities).
 func programIn(g *WithT, src string, cost uint64) cel.Program {
-	env, err := cel.NewEnv(ext.Bindings(), ext.Lists(ext.ListsVersion(2)), ext.Strings(), ext.Math(),
+	return program(g, src, cost, ext.Bindings(), ext.Lists(ext.ListsVersion(2)), ext.Strings(), ext.Math(),
 		library.Quantity(), library.Lists(), cel.Variable("self", cel.DynType))
-	g.Expect(err).NotTo(HaveOccurred())
-	ast, iss := env.Compile(src)
-	g.Expect(iss.Err()).NotTo(HaveOccurred())
-	prg, err := env.Program(ast, ProgramOptions(env, cost)...)
-	g.Expect(err).NotTo(HaveOccurred())
-	return prg
 }
 
 // Every function that grows a string or a list at one cost unit, or walks
