@@ -135,9 +135,9 @@ func (s Scope) OwnsSet(ctx context.Context, c client.Reader, set string) (bool, 
 }
 
 // UsableSets are the cluster sets namespace binds that a hub manager manages
-// (marked their namespaces): those its Placements may be scheduled on,
-// whichever sets they are. A reader who may not read namespaces (a tenant's
-// render) gets every bound set.
+// (marked their namespaces), and the default set: those its Placements may be
+// scheduled on, whichever sets they are. A reader who may not read namespaces
+// (a tenant's render) gets every bound set.
 func UsableSets(ctx context.Context, c client.Reader, namespace string) ([]string, error) {
 	if namespace == placementv1alpha1.ClusterPlacementNamespace {
 		return managedSets(ctx, c)
@@ -148,6 +148,10 @@ func UsableSets(ctx context.Context, c client.Reader, namespace string) ([]strin
 	}
 	var out []string
 	for _, set := range bound {
+		if set == placementv1alpha1.DefaultClusterSet {
+			out = append(out, set)
+			continue
+		}
 		manager, err := managerOf(ctx, c, set)
 		if apierrors.IsForbidden(err) {
 			return bound, nil
@@ -162,18 +166,19 @@ func UsableSets(ctx context.Context, c client.Reader, namespace string) ([]strin
 	return out, nil
 }
 
-// managedSets are the cluster sets some hub manager marked.
+// managedSets are the cluster sets some hub manager marked, and the default
+// set.
 func managedSets(ctx context.Context, c client.Reader) ([]string, error) {
 	list := &corev1.NamespaceList{}
 	if err := c.List(ctx, list, client.HasLabels{placementv1alpha1.HubManagerLabel}); err != nil {
 		return nil, fmt.Errorf("listing the cluster sets' namespaces: %w", err)
 	}
-	var out []string
+	out := []string{placementv1alpha1.DefaultClusterSet}
 	for i := range list.Items {
 		out = append(out, list.Items[i].Name)
 	}
 	slices.Sort(out)
-	return out, nil
+	return slices.Compact(out), nil
 }
 
 // managerOf returns the hub manager that marked cluster set's namespace, ""
