@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -74,12 +76,25 @@ func Binary(name string) (string, error) {
 }
 
 // FreeAddress is a loopback address with a port free now, for a process's
-// metrics or probes.
+// metrics or probes. The port is drawn below the kernel's ephemeral range
+// (32768 and up on Linux), where the local ends of the tests' own client
+// connections and the API servers' ports come from: a port from that range,
+// free when looked at, is often taken again before the process binds it.
 func FreeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	var last error
+	for range 50 {
+		port := freePortLow + rand.IntN(freePortHigh-freePortLow) //nolint:gosec // a port number, not a secret
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			last = err
+			continue
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		return addr, nil
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
+	return "", fmt.Errorf("no free loopback port between %d and %d: %w", freePortLow, freePortHigh, last)
 }
+
+// The ports FreeAddress draws from.
+const freePortLow, freePortHigh = 20000, 32000

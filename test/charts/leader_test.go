@@ -123,9 +123,8 @@ func TestHubSurvivesLosingItsLeader(t *testing.T) {
 	g.Expect(chart.Args).To(ContainElement("--leader-elect=true"))
 	leaseDuration, retryPeriod := chartDuration(g, chart.Args, "leader-election-lease-duration"), chartDuration(g, chart.Args, "leader-election-retry-period")
 	startReplica := func() *hubReplica {
-		r := &hubReplica{metrics: freeAddress(t)}
-		r.process = release.run(r.metrics)
-		return r
+		addr, p := serving(t, release.startBinary)
+		return &hubReplica{metrics: addr, process: p.process}
 	}
 	replicas := []*hubReplica{startReplica(), startReplica()}
 

@@ -64,8 +64,12 @@ func (r *hubRelease) args(metrics string) (env, args []string) {
 
 // run starts a replica of the release, serving its metrics on metrics.
 func (r *hubRelease) run(metrics string) *os.Process {
+	return r.startBinary(metrics).process
+}
+
+func (r *hubRelease) startBinary(metrics string) *running {
 	env, args := r.args(metrics)
-	return runBinary(r.t, "lodestar-hub", env, args...)
+	return startBinary(r.t, "lodestar-hub", env, args...)
 }
 
 func (r *hubRelease) start() { r.process = r.run("0") }

@@ -3,6 +3,7 @@ package charts
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -61,6 +62,19 @@ func freeAddress(t *testing.T) string {
 // returns the process.
 func runBinary(t *testing.T, name string, env []string, args ...string) *os.Process {
 	t.Helper()
+	return startBinary(t, name, env, args...).process
+}
+
+// running is a process startBinary started.
+type running struct {
+	process *os.Process
+	exited  chan struct{}
+	logPath string
+}
+
+// startBinary is runBinary, telling also when the process has exited.
+func startBinary(t *testing.T, name string, env []string, args ...string) *running {
+	t.Helper()
 	g := NewWithT(t)
 	bin, err := testenv.Binary(name)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -71,15 +85,15 @@ func runBinary(t *testing.T, name string, env []string, args ...string) *os.Proc
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	g.Expect(cmd.Start()).To(Succeed())
+	r := &running{process: cmd.Process, exited: make(chan struct{}), logPath: logPath}
+	go func() { _ = cmd.Wait(); close(r.exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-r.exited:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-r.exited
 		}
 		_ = logFile.Close()
 		if t.Failed() {
@@ -87,7 +101,41 @@ func runBinary(t *testing.T, name string, env []string, args ...string) *os.Proc
 			t.Logf("%s's log:\n%s", name, tail(string(b), 6000))
 		}
 	})
-	return cmd.Process
+	return r
+}
+
+// serving starts a process by start with a free loopback address for it to
+// serve on, and waits until something answers there. A process that exits
+// first because another took the port meanwhile is started again on another.
+func serving(t *testing.T, start func(addr string) *running) (addr string, r *running) {
+	t.Helper()
+	g := NewWithT(t)
+	for range 5 {
+		addr = freeAddress(t)
+		r = start(addr)
+		up := false
+		g.Eventually(func() bool {
+			select {
+			case <-r.exited:
+				return true
+			default:
+			}
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				_ = c.Close()
+				up = true
+			}
+			return up
+		}).WithTimeout(time.Minute).Should(BeTrue(), "the process neither served on %s nor exited", addr)
+		if up {
+			return addr, r
+		}
+		b, _ := os.ReadFile(r.logPath)
+		g.Expect(string(b)).To(ContainSubstring("address already in use"), "the process exited before it served on %s", addr)
+		t.Logf("%s was taken before the process bound it; starting it on another port", addr)
+	}
+	t.Fatalf("five ports taken in turn before the process could bind one")
+	return "", nil
 }
 
 func tail(s string, n int) string {
@@ -114,9 +162,13 @@ func runFleet(t *testing.T, startHub startFunc) binaryFleet {
 
 	hubSA := filepath.Join(dir, "hub-sa")
 	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, hubCP.Config, "lodestar-hub"), "hub", hubSA)).To(Succeed())
-	f := binaryFleet{hub: hubCP, member: memberCP, hubMetrics: freeAddress(t), agentMetrics: freeAddress(t)}
-	f.hubProcess = runBinary(t, "lodestar-hub", nil, "--kubeconfig", hubSA, "--metrics-bind-address", f.hubMetrics, "--health-probe-bind-address", "0",
-		"--debug-bind-address", debugAddr, "--debug-namespace", releaseNamespace)
+	f := binaryFleet{hub: hubCP, member: memberCP}
+	var hub *running
+	f.hubMetrics, hub = serving(t, func(addr string) *running {
+		return startBinary(t, "lodestar-hub", nil, "--kubeconfig", hubSA, "--metrics-bind-address", addr, "--health-probe-bind-address", "0",
+			"--debug-bind-address", debugAddr, "--debug-namespace", releaseNamespace)
+	})
+	f.hubProcess = hub.process
 
 	joined, err := fleet.Join(t.Context(), hubCP.Config, hubCP.Client, fleet.JoinOptions{Name: "edge-1", TokenTTL: time.Hour})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -128,8 +180,10 @@ func runFleet(t *testing.T, startHub startFunc) binaryFleet {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	memberSA := filepath.Join(dir, "member-sa")
 	g.Expect(testenv.WriteKubeconfig(serviceAccountConfig(t, memberCP.Config, "lodestar-agent"), "member", memberSA)).To(Succeed())
-	runBinary(t, "lodestar-agent", nil, "--kubeconfig", memberSA, "--hub-kubeconfig", joinKubeconfig, "--cluster-name", "edge-1",
-		"--agent-namespace", releaseNamespace, "--metrics-bind-address", f.agentMetrics, "--health-probe-bind-address", "0")
+	f.agentMetrics, _ = serving(t, func(addr string) *running {
+		return startBinary(t, "lodestar-agent", nil, "--kubeconfig", memberSA, "--hub-kubeconfig", joinKubeconfig, "--cluster-name", "edge-1",
+			"--agent-namespace", releaseNamespace, "--metrics-bind-address", addr, "--health-probe-bind-address", "0")
+	})
 	return f
 }
 

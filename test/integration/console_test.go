@@ -61,7 +61,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	// The staged rollout waits; the button approves it, as the CLI would.
 	b.run(chromedp.Navigate(url+"#/placement/"+f.ns+"/release"), chromedp.WaitVisible(chromedp.CSS(`#waiting`)))
 	b.screenshot("rollout")
-	b.run(chromedp.Click(chromedp.CSS(`#approve-production`)), chromedp.WaitVisible(chromedp.CSS(`#note`)))
+	b.click(`#approve-production`)
+	b.run(chromedp.WaitVisible(chromedp.CSS(`#note`)))
 	g.Expect(b.text(`#note`)).To(ContainSubstring("stage production approved for revision"))
 	g.Eventually(func(g Gomega) {
 		g.Expect(greetingOn(g, member1, f.ns)).To(Equal("v2"), "production has the approved revision")
@@ -70,13 +71,13 @@ func TestConsoleInABrowser(t *testing.T) {
 	g.Eventually(func() string { return b.text(`#rollout-state`) }).Should(HavePrefix(placementv1alpha1.ReasonRolloutComplete))
 
 	// Pause and resume, as `kubectl lodestar rollout pause|resume` do.
-	b.run(chromedp.Click(chromedp.CSS(`#pause`)))
+	b.click(`#pause`)
 	g.Eventually(func() string { return b.text(`#note`) }).Should(Equal("placement release paused"))
 	g.Eventually(func(g Gomega) {
 		got, _ := progressing(g, key)
 		g.Expect(got.Spec.Strategy.Paused).To(BeTrue())
 	}).Should(Succeed())
-	b.run(chromedp.WaitEnabled(chromedp.CSS(`#resume`)), chromedp.Click(chromedp.CSS(`#resume`)))
+	b.click(`#resume`)
 	g.Eventually(func() string { return b.text(`#note`) }).Should(Equal("placement release resumed"))
 	g.Eventually(func(g Gomega) {
 		got, _ := progressing(g, key)
@@ -84,12 +85,15 @@ func TestConsoleInABrowser(t *testing.T) {
 	}).Should(Succeed())
 
 	// A pod's logs, through the hub's debug API.
-	b.run(chromedp.Navigate(url+"#/placement/"+f.ns+"/web"), chromedp.WaitVisible(chromedp.CSS(`#conditions`)),
-		chromedp.Click(chromedp.CSS(`#load-pods`)), chromedp.WaitVisible(chromedp.CSS(`button.logs`)), chromedp.Click(chromedp.CSS(`button.logs`)))
+	b.run(chromedp.Navigate(url+"#/placement/"+f.ns+"/web"), chromedp.WaitVisible(chromedp.CSS(`#conditions`)))
+	b.click(`#load-pods`)
+	b.run(chromedp.WaitVisible(chromedp.CSS(`button.logs`)))
+	b.click(`button.logs`)
 	g.Eventually(func() string { return b.text(`#logs`) }).ShouldNot(Or(BeEmpty(), Equal("reading…"), Equal("(empty)")))
 	b.screenshot("logs")
 	// Its events: the members' (the pods scheduled and started there).
-	b.run(chromedp.Click(chromedp.CSS(`#load-events`)), chromedp.WaitVisible(chromedp.CSS(`#event-list`)))
+	b.click(`#load-events`)
+	b.run(chromedp.WaitVisible(chromedp.CSS(`#event-list`)))
 	g.Eventually(func() string { return b.text(`#event-list tbody`) }).Should(ContainSubstring(member1))
 
 	// What the tenant may not read is absent.
@@ -188,6 +192,19 @@ func (b *browser) run(actions ...chromedp.Action[chromedp.Void]) {
 		page, _ := chromedp.Run(b.ctx, chromedp.OuterHTML(chromedp.CSS("body")))
 		b.t.Fatalf("in the browser: %v\nthe page:\n%s", err, page)
 	}
+}
+
+// click clicks the first element sel matches once one is there and enabled.
+// The console redraws its view on every change on the hub, so an element
+// found by one command may be gone by the next: the click is one script.
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	script := `(() => { const e = document.querySelector(` + jsString(sel) + `); if (!e || e.disabled) return false; e.click(); return true; })()`
+	NewWithT(b.t).Eventually(func() (bool, error) {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		return chromedp.Run(ctx, chromedp.Evaluate[bool](script))
+	}).Should(BeTrue(), "no enabled %s to click", sel)
 }
 
 // text is the text of the first element sel matches ("" when none does yet).

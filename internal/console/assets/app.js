@@ -4,7 +4,7 @@
 "use strict";
 
 const PAGE = 100;
-const state = { about: null, offset: 0, q: "", namespace: "", logs: null };
+const state = { about: null, offset: 0, q: "", namespace: "", logs: null, pods: false, events: false };
 
 function esc(s) {
   return String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -157,6 +157,7 @@ async function placementView(ns, name) {
 
 async function showPods() {
   const { ns, name } = state.placement;
+  state.pods = true;
   const box = document.getElementById("pods");
   try {
     const pods = await api(`/api/pods?namespace=${encodeURIComponent(ns)}&placement=${encodeURIComponent(name)}`);
@@ -186,6 +187,7 @@ async function showLogs(cluster, pod, container) {
 
 async function showEvents() {
   const { ns, name } = state.placement;
+  state.events = true;
   const box = document.getElementById("events");
   try {
     const evs = await api(`/api/events?namespace=${encodeURIComponent(ns)}&placement=${encodeURIComponent(name)}`);
@@ -215,8 +217,10 @@ function render(keepMessage) {
     if (view === "clusters") html = await clustersView();
     else if (view === "placement") html = await placementView(args[0], args[1]);
     else html = await placementsView(args[0]);
+    // What the user opened, by what they asked for (not by what is on the
+    // page: a list still being read when the next update comes stays open).
     const logs = view === "placement" && state.logs ? state.logs : null;
-    const pods = document.getElementById("pod-list"), events = document.getElementById("event-list");
+    const { pods, events } = state;
     const focused = document.activeElement && document.activeElement.id === "filter";
     document.getElementById("view").innerHTML = html;
     // What the user opened stays open across live updates.
@@ -264,7 +268,7 @@ document.addEventListener("input", (ev) => {
 document.addEventListener("change", (ev) => {
   if (ev.target.id === "namespace") location.hash = `#/placements/${encodeURIComponent(ev.target.value)}`;
 });
-window.addEventListener("hashchange", () => { state.offset = 0; state.q = ""; state.logs = null; render(); });
+window.addEventListener("hashchange", () => { state.offset = 0; state.q = ""; state.logs = null; state.pods = false; state.events = false; render(); });
 
 function live() {
   const el = document.getElementById("live");
