@@ -161,14 +161,24 @@ func (o *options) clusterVerb(use, short, long, example string, do func(cmd *cob
 // newCordonCommand is `kubectl lodestar cordon|drain|uncordon <cluster>`.
 func newCordonCommand(o *options, verb string) *cobra.Command {
 	text := cordonVerbs[verb]
-	var includeStateful bool
+	var (
+		includeStateful bool
+		forceAfter      time.Duration
+	)
 	cmd := o.clusterVerb(verb, text.short, text.long, text.example, func(cmd *cobra.Command, c client.Client, name string) error {
 		var err error
 		switch verb {
 		case "cordon":
 			err = fleet.Cordon(cmd.Context(), c, o.clusterSet, name)
 		case "drain":
-			err = fleet.Drain(cmd.Context(), c, o.clusterSet, name, time.Now(), includeStateful)
+			opts := fleet.DrainOptions{IncludeStateful: includeStateful}
+			if cmd.Flags().Changed("force-after") {
+				if forceAfter < 0 {
+					return fmt.Errorf("--force-after %s: a drain cannot be forced before it starts; give 0 to force it at once", forceAfter)
+				}
+				opts.ForceAfter = &forceAfter
+			}
+			err = fleet.Drain(cmd.Context(), c, o.clusterSet, name, time.Now(), opts)
 		default:
 			err = fleet.Uncordon(cmd.Context(), c, o.clusterSet, name)
 		}
@@ -185,16 +195,28 @@ func newCordonCommand(o *options, verb string) *cobra.Command {
 	if verb == "drain" {
 		cmd.Flags().BoolVar(&includeStateful, "include-stateful", false,
 			"Move copies held by their claims (bound ReadWriteOnce) too, to new, empty claims; the cluster keeps the old claims and their data.")
+		cmd.Flags().DurationVar(&forceAfter, "force-after", 0,
+			"After this long (0: at once), overrule tenants: their disruption budgets keep no copy on the cluster and their tolerations of the drain end; "+
+				"each Placement overruled records it (event DrainOverruled). ClusterPlacements are not overruled.")
 	}
 	return cmd
 }
 
 // printHeld lists the Placements whose copies on a drained cluster their claims
-// hold there, and those whose disruption budgets pace the drain.
+// hold there, and those whose disruption budgets pace the drain (until the
+// drain overrules them, when it is forced).
 func (o *options) printHeld(cmd *cobra.Command, c client.Client, cluster string, included bool) error {
 	budgeted, err := fleet.BudgetedOn(cmd.Context(), c, cluster)
 	if err != nil {
 		return err
+	}
+	forced, err := fleet.ForcedAt(cmd.Context(), c, o.clusterSet, cluster)
+	if err != nil {
+		return err
+	}
+	if !forced.IsZero() {
+		fmt.Fprintf(o.Out, "from %s the drain overrules tenants: their disruption budgets and tolerations of the drain keep nothing on %s (event DrainOverruled on each Placement overruled)\n",
+			forced.Local().Format(time.RFC3339), cluster)
 	}
 	if len(budgeted) > 0 {
 		fmt.Fprintf(o.Out, "%d Placements leave %s only as their disruption budgets allow (kubectl lodestar status <placement> shows what waits):\n", len(budgeted), cluster)

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,27 +33,49 @@ func Cordon(ctx context.Context, c client.Client, clusterSet, name string) error
 	})
 }
 
+// DrainOptions are how a drain treats what would keep a copy on the cluster.
+type DrainOptions struct {
+	// IncludeStateful moves copies held by their claims too: the taint's
+	// value is DrainStatefulValue.
+	IncludeStateful bool
+	// ForceAfter, when set, is how long after the drain it overrules tenants'
+	// disruption budgets and drain tolerations (the taint's forceAt); 0 at
+	// once.
+	ForceAfter *time.Duration
+}
+
 // Drain taints the cluster NoExecute: Placements that do not tolerate it move
 // away. The scheduler keeps the cluster chosen until the clusters chosen in its
 // place report the Placement's objects available (make-before-break); a Placement
 // that no other cluster can satisfy leaves it at once. A copy held there by its
-// claims (spec.strategy.stateful: Hold) stays, unless includeStateful: then the
+// claims (spec.strategy.stateful: Hold) stays, unless IncludeStateful: then the
 // taint's value is DrainStatefulValue and such copies move too, to new, empty
-// claims. Draining a drained cluster only adds includeStateful.
-func Drain(ctx context.Context, c client.Client, clusterSet, name string, now time.Time, includeStateful bool) error {
+// claims. With ForceAfter, from then on tenants' budgets and tolerations keep
+// nothing there. Draining a drained cluster keeps when it was drained, adds
+// IncludeStateful, and brings the forcing forward, never back.
+func Drain(ctx context.Context, c client.Client, clusterSet, name string, now time.Time, o DrainOptions) error {
 	return editTaints(ctx, c, clusterSet, name, func(taints []placementv1alpha1.Taint) []placementv1alpha1.Taint {
 		drain := placementv1alpha1.Taint{Key: placementv1alpha1.DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute, TimeAdded: now.UTC().Format(time.RFC3339)}
-		if i := slices.IndexFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == placementv1alpha1.DrainTaintKey }); i >= 0 {
-			if !includeStateful {
-				return taints
-			}
-			drain.TimeAdded = taints[i].TimeAdded
-			taints = slices.Delete(taints, i, i+1)
+		if o.ForceAfter != nil {
+			drain.ForceAt = now.Add(max(*o.ForceAfter, 0)).UTC().Format(time.RFC3339)
 		}
-		if includeStateful {
+		if o.IncludeStateful {
 			drain.Value = placementv1alpha1.DrainStatefulValue
 		}
-		return append(taints, drain)
+		i := slices.IndexFunc(taints, func(t placementv1alpha1.Taint) bool { return t.Key == placementv1alpha1.DrainTaintKey })
+		if i < 0 {
+			return append(taints, drain)
+		}
+		old := taints[i]
+		drain.TimeAdded = cmp.Or(old.TimeAdded, drain.TimeAdded)
+		drain.Value = cmp.Or(drain.Value, old.Value)
+		if was, ok := old.ForcedAt(); ok {
+			if at, forced := drain.ForcedAt(); !forced || was.Before(at) {
+				drain.ForceAt = old.ForceAt
+			}
+		}
+		taints[i] = drain
+		return taints
 	})
 }
 
@@ -128,6 +151,25 @@ func onCluster(ctx context.Context, c client.Client, cluster string, why func(*p
 		}
 	}
 	return out, nil
+}
+
+// ForcedAt is when the cluster's drain overrules tenants (zero when it is not
+// drained, or not forced).
+func ForcedAt(ctx context.Context, c client.Client, clusterSet, name string) (time.Time, error) {
+	profile := &cpv1alpha1.ClusterProfile{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cmp.Or(clusterSet, placementv1alpha1.DefaultClusterSet), Name: name}, profile); err != nil {
+		return time.Time{}, fmt.Errorf("reading cluster %s: %w", name, err)
+	}
+	taints, err := scheduling.ParseTaints(profile.Annotations[placementv1alpha1.TaintsAnnotation])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	for _, t := range taints {
+		if at, ok := t.ForcedAt(); ok {
+			return at, nil
+		}
+	}
+	return time.Time{}, nil
 }
 
 // Uncordon removes the taints Cordon and Drain add; other taints stay.

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"slices"
+	"time"
 
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -166,9 +167,11 @@ func ClusterLabels(ctx context.Context, c client.Reader, clusters []string) (map
 // ProfileState is what a Placement's controllers know of a cluster of its sets:
 // whether the Placement may no longer use it at all (no ClusterProfile of its
 // name that Lodestar manages lies in the sets: Revoked), whether its agent is
-// reachable, and whether it is drained with --include-stateful.
+// reachable, whether it is drained with --include-stateful, and when its
+// drain overrules tenants (zero: not forced).
 type ProfileState struct {
 	Revoked, Reachable, DrainStateful bool
+	ForcedAt                          time.Time
 }
 
 // StateOf is the ProfileState of cluster in sets.
@@ -180,7 +183,14 @@ func StateOf(ctx context.Context, c client.Reader, cluster string, sets []string
 	for i := range profiles {
 		if p := &profiles[i]; Managed(p) && slices.Contains(sets, p.Namespace) && p.DeletionTimestamp.IsZero() {
 			taints, _ := scheduling.ParseTaints(p.Annotations[placementv1alpha1.TaintsAnnotation])
+			var forced time.Time
+			for _, t := range taints {
+				if at, ok := t.ForcedAt(); ok {
+					forced = at
+				}
+			}
 			return ProfileState{
+				ForcedAt: forced,
 				Reachable: !meta.IsStatusConditionFalse(p.Status.Conditions, placementv1alpha1.AgentReachableCondition) &&
 					!meta.IsStatusConditionPresentAndEqual(p.Status.Conditions, placementv1alpha1.AgentReachableCondition, metav1.ConditionUnknown),
 				DrainStateful: slices.ContainsFunc(taints, func(t placementv1alpha1.Taint) bool {

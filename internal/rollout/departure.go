@@ -83,7 +83,8 @@ func Holds(leaving []Leaving) (held []string, failover bool) {
 //
 //   - Budget (Strategy.MinAvailableClusters): a copy Available there goes
 //     only while as many clusters as the budget asks stay Available without
-//     it, deadline or not.
+//     it, deadline or not; from a forced drain's ForcedAt the budget keeps
+//     nothing there (the other gates still apply) and says so (Overruled).
 //
 // A revoked cluster (the namespace may no longer use it) goes at once,
 // whatever its claims, budget and traffic; a removal forced by the deadline
@@ -118,14 +119,23 @@ func Depart(leaving []Leaving, selected []Cluster, s Strategy, now time.Time) Re
 		case l.heldByClaims():
 			r.Kept = append(r.Kept, l.Name)
 			r.Held = append(r.Held, l.Name)
-		case !l.Revoked && len(serves) > 0 && !budget.spare():
+		case !l.Revoked && len(serves) > 0 && !budget.spare() && !l.overruled(now):
 			r.Kept = append(r.Kept, l.Name)
 			r.BudgetHeld = append(r.BudgetHeld, budget.holds(l.Name))
+			if !l.ForcedAt.IsZero() {
+				r.RecheckAfter = requeue.Soonest(r.RecheckAfter, l.ForcedAt.Sub(now))
+			}
 		case l.Revoked || len(serves) == 0 || copies.spare(serves):
+			if !l.Revoked && len(serves) > 0 && !budget.spare() {
+				r.overrule(l.Name, budget.overruled(l.Name, l.ForcedAt))
+			}
 			r.leave(l, now)
 			copies.add(serves, -1)
 			budget.remove(l)
 		case !unplaced && !now.Before(l.Since.Add(cmp.Or(l.Deadline, deadline))):
+			if !l.Revoked && len(serves) > 0 && !budget.spare() {
+				r.overrule(l.Name, budget.overruled(l.Name, l.ForcedAt))
+			}
 			r.Remove = append(r.Remove, l.Name)
 			r.Forced = append(r.Forced, l.Name)
 			copies.add(serves, -1)
@@ -138,6 +148,20 @@ func Depart(leaving []Leaving, selected []Cluster, s Strategy, now time.Time) Re
 		}
 	}
 	return r
+}
+
+// overruled tells whether a forced drain overrules the Placement's budget
+// for the copy now.
+func (l Leaving) overruled(now time.Time) bool {
+	return !l.ForcedAt.IsZero() && !now.Before(l.ForcedAt)
+}
+
+// overrule records that a forced drain overruled the budget for cluster.
+func (r *Removal) overrule(cluster, why string) {
+	if r.Overruled == nil {
+		r.Overruled = map[string]string{}
+	}
+	r.Overruled[cluster] = why
 }
 
 // leave removes a copy the availability lets go, unless its traffic keeps it.
@@ -219,6 +243,12 @@ func (b *budget) remove(l Leaving) {
 	if len(l.serves()) > 0 {
 		b.available--
 	}
+}
+
+// overruled says what a forced drain overruled.
+func (b *budget) overruled(cluster string, at time.Time) string {
+	return fmt.Sprintf("%s (the disruption budget keeps %d clusters Available, %d without it: the cluster's drain overruled it at %s)",
+		cluster, b.min, b.available-1, at.UTC().Format(time.RFC3339))
 }
 
 // holds says why the budget keeps cluster.

@@ -646,6 +646,10 @@ type Leaving struct {
 	ClaimsMove bool
 	// FailedOver is set when it left because its agent is unreachable.
 	FailedOver bool
+	// ForcedAt, when set, is when the cluster's forced drain overrules the
+	// Placement (a tenant's): from then on its disruption budget keeps no copy
+	// there.
+	ForcedAt time.Time
 	// Traffic is what the importers of the Services its copy exports show;
 	// nil when it exports none.
 	Traffic *Traffic
@@ -671,6 +675,9 @@ type Removal struct {
 	// BudgetHeld say which Available copies the disruption budget keeps, and
 	// why.
 	BudgetHeld []string
+	// Overruled are the copies the budget would keep but a forced drain lets
+	// go, by cluster: what was overruled.
+	Overruled map[string]string
 	// Withdraw are the clusters whose endpoints are to be withdrawn from the
 	// importers now (the traffic gate's one step that writes).
 	Withdraw     []string

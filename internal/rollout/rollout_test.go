@@ -605,6 +605,40 @@ func TestDepartHonoursTheDisruptionBudget(t *testing.T) {
 	}
 }
 
+// A forced drain overrules the budget from its ForcedAt: the copy goes as if
+// there were none (the availability gate still applies) and the removal says
+// what was overruled; before then, the budget keeps it and the drain is looked
+// at again at ForcedAt.
+func TestForcedDrainOverrulesTheBudget(t *testing.T) {
+	g := NewWithT(t)
+	two := intstr.FromInt32(2)
+	s := Strategy{Deadline: 10 * time.Minute, MinAvailableClusters: &two}
+	forced := Leaving{Name: "drained", Since: t0, Available: true, ForcedAt: t0.Add(time.Minute)}
+	selected := []Cluster{at("a", target, true)}
+
+	r := Depart([]Leaving{forced}, selected, s, t0)
+	g.Expect(r.Remove).To(BeEmpty())
+	g.Expect(r.BudgetHeld).To(HaveLen(1))
+	g.Expect(r.RecheckAfter).To(Equal(time.Minute))
+	g.Expect(r.Overruled).To(BeEmpty())
+
+	r = Depart([]Leaving{forced}, selected, s, t0.Add(time.Minute))
+	g.Expect(r.Remove).To(Equal([]string{"drained"}))
+	g.Expect(r.BudgetHeld).To(BeEmpty())
+	g.Expect(r.Overruled).To(HaveKeyWithValue("drained", ContainSubstring("the cluster's drain overruled it at")))
+
+	// Overruled, a copy whose replacement is not Available yet still waits
+	// for it, up to the deadline.
+	waiting := []Cluster{at("a", target, true), at("b", target, false)}
+	r = Depart([]Leaving{forced}, waiting, s, t0.Add(time.Minute))
+	g.Expect(r.Remove).To(BeEmpty())
+	g.Expect(r.Kept).To(Equal([]string{"drained"}))
+	g.Expect(r.BudgetHeld).To(BeEmpty())
+	r = Depart([]Leaving{forced}, waiting, s, t0.Add(10*time.Minute))
+	g.Expect(r.Remove).To(Equal([]string{"drained"}))
+	g.Expect(r.Overruled).To(HaveKey("drained"))
+}
+
 // A Work written after the plan was made (a surge-first division lowering a
 // share once the raised ones are Available) is not Succeeded yet: the rollout
 // is neither done nor complete until its agent reports it.

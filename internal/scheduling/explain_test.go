@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
@@ -266,4 +267,44 @@ func TestTenantsTolerateTheDrainForTenMinutesAtMost(t *testing.T) {
 		g.Expect(res.Selected).To(BeEmpty(), ns)
 		g.Expect(res.Excluded).To(HaveKeyWithValue(placementv1alpha1.ExclusionTolerationExpired, ConsistOf("drained")))
 	}
+}
+
+// A forced drain ends a tenant's toleration of it at its forceAt, however long
+// the toleration, and says so; a ClusterPlacement's carrier keeps tolerating
+// it; before forceAt the tenant keeps the cluster and looks again then.
+func TestForcedDrainEndsTenantTolerations(t *testing.T) {
+	g := NewWithT(t)
+	now := metav1.Now().Time
+	drainedAt := func(forceAt time.Time) Cluster {
+		c := cluster("drained", nil, nil)
+		c.Taints = []placementv1alpha1.Taint{{Key: placementv1alpha1.DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute,
+			TimeAdded: now.Add(-time.Minute).UTC().Format(time.RFC3339), ForceAt: forceAt.UTC().Format(time.RFC3339)}}
+		return c
+	}
+	spec := placementv1alpha1.Scheduling{ClusterSelector: &metav1.LabelSelector{},
+		Tolerations: []placementv1alpha1.Toleration{{Key: placementv1alpha1.DrainTaintKey, Operator: placementv1alpha1.TolerationExists, TolerationSeconds: ptr.To(int64(300))}}}
+	policy := func(ns string) Policy {
+		p, err := PolicyOf(&placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}, Spec: placementv1alpha1.PlacementSpec{Scheduling: spec}})
+		g.Expect(err).NotTo(HaveOccurred())
+		return p
+	}
+	current := map[string]bool{"drained": true}
+
+	res := Schedule([]Cluster{drainedAt(now.Add(-time.Second))}, current, policy("shop"), now)
+	g.Expect(res.Selected).To(BeEmpty(), "forced: the tenant's 300 s are cut short")
+	g.Expect(res.Excluded).To(HaveKeyWithValue(placementv1alpha1.ExclusionTolerationExpired, ConsistOf("drained")))
+	verdicts := Explain(drainedAt(now.Add(-time.Second)), true, policy("shop"), now)
+	g.Expect(fmt.Sprint(verdicts)).To(ContainSubstring("tolerated until the drain overruled tenants (forceAt"))
+
+	res = Schedule([]Cluster{drainedAt(now.Add(-time.Second))}, current, policy(placementv1alpha1.ClusterPlacementNamespace), now)
+	g.Expect(res.Selected).To(HaveLen(1), "the platform's own are not overruled")
+
+	res = Schedule([]Cluster{drainedAt(now.Add(time.Minute))}, current, policy("shop"), now)
+	g.Expect(res.Selected).To(HaveLen(1), "not forced yet")
+	g.Expect(res.RecheckAfter).To(BeNumerically("<=", time.Minute))
+
+	_, err := CheckTaints([]placementv1alpha1.Taint{{Key: "maintenance", Effect: placementv1alpha1.TaintNoExecute, ForceAt: now.Format(time.RFC3339)}})
+	g.Expect(err).To(MatchError(ContainSubstring("forceAt is for the drain taint")))
+	_, err = CheckTaints([]placementv1alpha1.Taint{{Key: placementv1alpha1.DrainTaintKey, Effect: placementv1alpha1.TaintNoExecute, ForceAt: "soon"}})
+	g.Expect(err).To(MatchError(ContainSubstring(`forceAt "soon" is not RFC 3339`)))
 }

@@ -228,8 +228,16 @@ func taintsOf(c Cluster) []placementv1alpha1.Taint {
 	return c.Taints
 }
 
+// forcedFor tells whether the toleration of t ended when a forced drain
+// overruled the tenant, not by its own tolerationSeconds.
+func forcedFor(t placementv1alpha1.Taint, tol placementv1alpha1.Toleration, p Policy, now time.Time) bool {
+	forced, ok := t.ForcedAt()
+	end, _ := tolerationEnd(t, tol, p.Tenant, now)
+	return ok && p.Tenant && end.Equal(forced)
+}
+
 func checkTaintsOf(j *judged) outcome {
-	reason, avoid, recheck := checkTaints(taintsOf(j.c), j.current, j.p.Tolerations, j.now)
+	reason, avoid, recheck := checkTaints(taintsOf(j.c), j.current, j.p, j.now)
 	return outcome{reason: reason, avoid: avoid, recheck: recheck}
 }
 
@@ -237,10 +245,12 @@ func checkTaintsOf(j *judged) outcome {
 func explainTaints(j *judged, _ outcome) []Verdict {
 	var out []Verdict
 	for _, t := range taintsOf(j.c) {
-		reason, avoid, _ := checkTaints([]placementv1alpha1.Taint{t}, j.current, j.p.Tolerations, j.now)
+		reason, avoid, _ := checkTaints([]placementv1alpha1.Taint{t}, j.current, j.p, j.now)
 		detail := t.String()
 		tol, ok := tolerated(t, j.p.Tolerations)
 		switch {
+		case reason == placementv1alpha1.ExclusionTolerationExpired && forcedFor(t, tol, j.p, j.now):
+			detail += " tolerated until the drain overruled tenants (forceAt " + t.ForceAt + ")"
 		case reason == placementv1alpha1.ExclusionTolerationExpired:
 			detail += fmt.Sprintf(" tolerated for %ds, which have passed", *tol.TolerationSeconds)
 		case ok:

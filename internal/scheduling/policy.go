@@ -41,7 +41,8 @@ const MaxTenantDrainToleration int64 = 600
 // MaxTenantDrainToleration seconds.
 func PolicyOf(placement *placementv1alpha1.Placement) (Policy, error) {
 	spec := placement.Spec.Scheduling
-	if placement.Namespace != placementv1alpha1.ClusterPlacementNamespace {
+	tenant := placement.Namespace != placementv1alpha1.ClusterPlacementNamespace
+	if tenant {
 		spec.Tolerations = slices.Clone(spec.Tolerations)
 		for i, t := range spec.Tolerations {
 			if t.Key == placementv1alpha1.DrainTaintKey && (t.TolerationSeconds == nil || *t.TolerationSeconds > MaxTenantDrainToleration) {
@@ -49,7 +50,9 @@ func PolicyOf(placement *placementv1alpha1.Placement) (Policy, error) {
 			}
 		}
 	}
-	return PolicyFor(spec, placement.Namespace+"/"+placement.Name)
+	p, err := PolicyFor(spec, placement.Namespace+"/"+placement.Name)
+	p.Tenant = tenant
+	return p, err
 }
 
 // PolicyFor checks and compiles a Placement's spec.scheduling. seed makes the
@@ -180,6 +183,14 @@ func CheckTaints(taints []placementv1alpha1.Taint) ([]placementv1alpha1.Taint, e
 		if t.TimeAdded != "" {
 			if _, err := time.Parse(time.RFC3339, t.TimeAdded); err != nil {
 				return nil, fmt.Errorf("taint %d: timeAdded %q is not RFC 3339", i, t.TimeAdded)
+			}
+		}
+		if t.ForceAt != "" {
+			if t.Key != placementv1alpha1.DrainTaintKey {
+				return nil, fmt.Errorf("taint %d: forceAt is for the drain taint %s only, not %s", i, placementv1alpha1.DrainTaintKey, t.Key)
+			}
+			if _, err := time.Parse(time.RFC3339, t.ForceAt); err != nil {
+				return nil, fmt.Errorf("taint %d: forceAt %q is not RFC 3339", i, t.ForceAt)
 			}
 		}
 	}

@@ -93,6 +93,10 @@ type Policy struct {
 	StorageClasses []string
 	// Tolerations are the Placement's tolerations.
 	Tolerations []placementv1alpha1.Toleration
+	// Tenant is set for a tenant's Placement (not a ClusterPlacement's
+	// carrier): a forced drain (the drain taint's forceAt) ends its toleration
+	// of the drain.
+	Tenant bool
 	// N, when set, is the number of clusters to pick.
 	N *int
 	// Preferences rank eligible clusters when N is set.
@@ -190,7 +194,8 @@ func Schedule(clusters []Cluster, current map[string]bool, p Policy, now time.Ti
 
 // checkTaints applies a cluster's taints (taintsOf) to the Placement's
 // tolerations.
-func checkTaints(taints []placementv1alpha1.Taint, current bool, tolerations []placementv1alpha1.Toleration, now time.Time) (string, bool, time.Duration) {
+func checkTaints(taints []placementv1alpha1.Taint, current bool, p Policy, now time.Time) (string, bool, time.Duration) {
+	tolerations := p.Tolerations
 	var avoid bool
 	var recheck time.Duration
 	for _, t := range taints {
@@ -206,14 +211,11 @@ func checkTaints(taints []placementv1alpha1.Taint, current bool, tolerations []p
 			if !ok {
 				return placementv1alpha1.ExclusionTainted, false, 0
 			}
-			if tol.TolerationSeconds == nil {
+			end, ends := tolerationEnd(t, tol, p.Tenant, now)
+			if !ends {
 				continue
 			}
-			added, err := time.Parse(time.RFC3339, t.TimeAdded)
-			if err != nil {
-				added = now
-			}
-			left := added.Add(time.Duration(*tol.TolerationSeconds) * time.Second).Sub(now)
+			left := end.Sub(now)
 			if left <= 0 {
 				return placementv1alpha1.ExclusionTolerationExpired, false, 0
 			}
@@ -225,6 +227,25 @@ func checkTaints(taints []placementv1alpha1.Taint, current bool, tolerations []p
 		}
 	}
 	return "", avoid, recheck
+}
+
+// tolerationEnd is when a toleration of a NoExecute taint ends, if it does:
+// its tolerationSeconds from when the taint was added, or, for a tenant, the
+// forced drain's forceAt if that comes first.
+func tolerationEnd(t placementv1alpha1.Taint, tol placementv1alpha1.Toleration, tenant bool, now time.Time) (time.Time, bool) {
+	var end time.Time
+	ends := false
+	if tol.TolerationSeconds != nil {
+		added, err := time.Parse(time.RFC3339, t.TimeAdded)
+		if err != nil {
+			added = now
+		}
+		end, ends = added.Add(time.Duration(*tol.TolerationSeconds)*time.Second), true
+	}
+	if forced, ok := t.ForcedAt(); ok && tenant && (!ends || forced.Before(end)) {
+		end, ends = forced, true
+	}
+	return end, ends
 }
 
 // reservedTaints are Lodestar's own taint keys: a wildcard toleration (Exists

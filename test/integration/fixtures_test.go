@@ -512,7 +512,7 @@ func onOneThenEither(t *testing.T, p *placementv1alpha1.Placement) {
 		g.Expect(workOf(g, p, member2)).To(BeNil(), "one cluster is enough: the Placement stays where it is")
 	}).Should(Succeed())
 
-	g.Expect(fleet.Drain(ctx, hubCP.Client, "", member1, time.Now(), false)).To(Succeed())
+	g.Expect(fleet.Drain(ctx, hubCP.Client, "", member1, time.Now(), fleet.DrainOptions{})).To(Succeed())
 	t.Cleanup(func() { _ = fleet.Uncordon(context.Background(), hubCP.Client, "", member1) })
 }
 

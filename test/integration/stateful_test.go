@@ -390,7 +390,7 @@ func TestDrainHoldsStatefulCopies(t *testing.T) {
 	g.Expect(updateOnHub(p, func(p *placementv1alpha1.Placement) { p.Spec.Scheduling.ClusterNames = []string{member2, member1} })).To(Succeed())
 	g.Consistently(func(g Gomega) { g.Expect(workOf(g, p, member1)).To(BeNil()) }).WithTimeout(2 * time.Second).Should(Succeed())
 
-	g.Expect(fleet.Drain(ctx, hubCP.Client, "", member2, time.Now(), false)).To(Succeed())
+	g.Expect(fleet.Drain(ctx, hubCP.Client, "", member2, time.Now(), fleet.DrainOptions{})).To(Succeed())
 	t.Cleanup(func() { _ = fleet.Uncordon(context.Background(), hubCP.Client, "", member2) })
 	g.Eventually(func(g Gomega) {
 		c := placementCondition(g, t, key, placementv1alpha1.ProgressingCondition)
@@ -405,7 +405,7 @@ func TestDrainHoldsStatefulCopies(t *testing.T) {
 		g.Expect(workOf(g, p, member2)).NotTo(BeNil())
 	}).WithTimeout(3 * time.Second).Should(Succeed())
 
-	g.Expect(fleet.Drain(ctx, hubCP.Client, "", member2, time.Now(), true)).To(Succeed())
+	g.Expect(fleet.Drain(ctx, hubCP.Client, "", member2, time.Now(), fleet.DrainOptions{IncludeStateful: true})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(workOf(g, p, member1)).NotTo(BeNil(), "--include-stateful moves it")
 		g.Expect(workOf(g, p, member2)).To(BeNil(), "member-2's copy was never Available: it goes at once")

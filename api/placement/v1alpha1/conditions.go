@@ -239,4 +239,8 @@ const (
 	// (spec.strategy.stateful: Move, or a drain with --include-stateful); the new
 	// cluster's claims are new and empty.
 	ReasonStatefulMove = "StatefulMove"
+	// ReasonDrainOverruled (event): a forced drain (`kubectl lodestar drain
+	// --force-after`) removed a copy the Placement's disruption budget would
+	// have kept: the record of what was overruled.
+	ReasonDrainOverruled = "DrainOverruled"
 )

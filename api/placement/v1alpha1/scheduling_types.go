@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -242,6 +244,20 @@ type Taint struct {
 	// timeAdded is when a NoExecute taint was added (RFC 3339); it starts the
 	// tolerationSeconds of tolerating Placements.
 	TimeAdded string `json:"timeAdded,omitempty"`
+	// forceAt, on the drain taint only (`kubectl lodestar drain --force-after`),
+	// is when the drain overrules tenants (RFC 3339): from then on a tenant's
+	// Placement tolerates the drain no longer and its disruption budget keeps
+	// no copy there. ClusterPlacements, the platform's own, are not overruled.
+	ForceAt string `json:"forceAt,omitempty"`
+}
+
+// ForcedAt is when a drain taint overrules tenants (its ForceAt), if it does.
+func (t Taint) ForcedAt() (time.Time, bool) {
+	if t.Key != DrainTaintKey || t.ForceAt == "" {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339, t.ForceAt)
+	return at, err == nil
 }
 
 // TolerationOperator compares a toleration with a taint.

@@ -207,6 +207,10 @@ func (r *Reconciler) observeLeaving(ctx context.Context, s *scope) error {
 			l.Deadline = time.Duration(ptr.Deref(failover.GracePeriodSeconds, 600)) * time.Second
 		}
 		l.FailedOver = failover != nil && !ps.Reachable
+		if s.placement.Namespace != placementv1alpha1.ClusterPlacementNamespace {
+			// A forced drain overrules tenants, not the platform's own.
+			l.ForcedAt = ps.ForcedAt
+		}
 		if holding := claims.Holding(s.works[cluster]); len(holding) > 0 {
 			l.Claims = claims.DescribeAll(cluster, holding, 3)
 			l.ClaimsMove = s.placement.Spec.Strategy.Stateful == placementv1alpha1.StatefulMove || ps.DrainStateful

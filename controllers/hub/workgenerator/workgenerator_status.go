@@ -232,5 +232,8 @@ func removalNotes(removal rollout.Removal) string {
 	if len(removal.BudgetHeld) > 0 {
 		notes += "; kept by spec.strategy.disruptionBudget: " + message.List(removal.BudgetHeld, 5, "; ")
 	}
+	if len(removal.Overruled) > 0 {
+		notes += "; spec.strategy.disruptionBudget overruled by a forced drain: " + message.List(slices.Sorted(maps.Values(removal.Overruled)), 5, "; ")
+	}
 	return notes
 }

@@ -176,6 +176,10 @@ func (r *Reconciler) removeLeft(ctx context.Context, s *scope) (ctrl.Result, err
 			r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonProgressDeadlineExceeded, "Remove",
 				"removed the Works of cluster %s, which the Placement left, before the clusters added were Available (progress deadline %s)", cluster, s.strategy.Deadline)
 		}
+		if why, ok := s.removal.Overruled[cluster]; ok {
+			r.Recorder.Eventf(s.placement, nil, corev1.EventTypeWarning, placementv1alpha1.ReasonDrainOverruled, "Remove",
+				"removed the Works of cluster %s, which a forced drain overruled spec.strategy.disruptionBudget for: %s", cluster, why)
+		}
 	}
 	return ctrl.Result{}, nil
 }
