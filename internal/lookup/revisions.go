@@ -3,12 +3,15 @@ package lookup
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -58,4 +61,35 @@ func DeleteOrphans(ctx context.Context, c client.Client, list client.ObjectList,
 		}
 	}
 	return nil
+}
+
+// secretGVK is the core Secret, read as unstructured so that the reads share
+// the informer the hub's selection of Secrets already keeps.
+var secretGVK = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+
+// RevisionData reads a revision's data Secret (placementv1alpha1.
+// RevisionDataSecretType): the values of the Secrets the revision holds, and
+// the Secret's resource version. A Secret of another type is an error.
+func RevisionData(ctx context.Context, c client.Reader, namespace, name string) (map[string][]byte, string, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(secretGVK)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		return nil, "", err
+	}
+	if t, _, _ := unstructured.NestedString(u.Object, "type"); t != placementv1alpha1.RevisionDataSecretType {
+		return nil, "", fmt.Errorf("Secret %s/%s is of type %q, not a revision's data (%s)", namespace, name, t, placementv1alpha1.RevisionDataSecretType)
+	}
+	encoded, _, err := unstructured.NestedStringMap(u.Object, "data")
+	if err != nil {
+		return nil, "", fmt.Errorf("reading Secret %s/%s: %w", namespace, name, err)
+	}
+	data := make(map[string][]byte, len(encoded))
+	for k, v := range encoded {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, "", fmt.Errorf("reading key %s of Secret %s/%s: %w", k, namespace, name, err)
+		}
+		data[k] = b
+	}
+	return data, u.GetResourceVersion(), nil
 }

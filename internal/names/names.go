@@ -78,6 +78,12 @@ func Revision(placement, hash string) string {
 	return fit(placement, validation.DNS1123SubdomainMaxLength-11) + "-" + hash[:min(10, len(hash))]
 }
 
+// RevisionData is the name of the Secret that holds the Secret data of the
+// Placement's revision of hash.
+func RevisionData(placement, hash string) string {
+	return fit(placement, validation.DNS1123SubdomainMaxLength-16) + "-" + hash[:min(10, len(hash))] + "-data"
+}
+
 // HashedLabelPrefix starts a label value that stands for a hashed name.
 const HashedLabelPrefix = "h-"
 

@@ -31,6 +31,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/overrides"
 	"github.com/lodestar-dev/lodestar/internal/render"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
+	"github.com/lodestar-dev/lodestar/internal/sealed"
 )
 
 // Content is what a cluster's Works carry: Manifests and the revision (Hash)
@@ -63,6 +64,8 @@ type Renderer struct {
 	// overridden are the replicas overrides set of divided workloads, by
 	// cluster and workload.
 	overridden map[string]map[string]int64
+	// data reads the values of a revision's sealed Secrets (Unseal).
+	data func(rev *placementv1alpha1.PlacementRevision) (map[string][]byte, error)
 }
 
 type rendered struct {
@@ -106,6 +109,14 @@ func (rd *Renderer) Surging() bool { return rd.divider != nil && !rd.divider.set
 // and workload.
 func (rd *Renderer) Overridden() map[string]map[string]int64 { return rd.overridden }
 
+// Unseal makes the Renderer put the values of the Secrets a revision holds
+// back (sealed.Unseal), as data reads them from the revision's data Secret:
+// what the Works carry. Without it they stay out (what counts pods needs
+// none).
+func (rd *Renderer) Unseal(data func(rev *placementv1alpha1.PlacementRevision) (map[string][]byte, error)) {
+	rd.data = data
+}
+
 // Revision is what a PlacementRevision carries, read once per reconcile.
 func (rd *Renderer) Revision(rev *placementv1alpha1.PlacementRevision) (Content, error) {
 	if c, ok := rd.revisions[rev.Spec.Hash]; ok {
@@ -114,6 +125,15 @@ func (rd *Renderer) Revision(rev *placementv1alpha1.PlacementRevision) (Content,
 	manifests, err := render.RevisionManifests(&rev.Spec)
 	if err != nil {
 		return Content{}, err
+	}
+	if rd.data != nil && sealed.Sealed(manifests) {
+		data, err := rd.data(rev)
+		if err != nil {
+			return Content{}, fmt.Errorf("reading the Secret values of revision %d: %w", rev.Spec.Revision, err)
+		}
+		if manifests, err = sealed.Unseal(manifests, data); err != nil {
+			return Content{}, fmt.Errorf("revision %d: %w", rev.Spec.Revision, err)
+		}
 	}
 	c := Content{Manifests: manifests, Hash: rev.Spec.Hash, Overrides: rev.Spec.Overrides, Division: rev.Spec.Division}
 	rd.revisions[rev.Spec.Hash] = c

@@ -18,13 +18,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementac "github.com/lodestar-dev/lodestar/api/client/applyconfiguration/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/api/client/clientset/versioned"
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/render"
+	"github.com/lodestar-dev/lodestar/internal/sealed"
 )
 
 // ErrRolloutFailed is returned when a rollout stopped on a breached progress
@@ -241,7 +245,11 @@ func Undo(ctx context.Context, c client.Client, cs versioned.Interface, key clie
 		}
 		return nil, fmt.Errorf("placement %s has no revision before %d", key, current)
 	}
-	for _, m := range to.Spec.Manifests {
+	manifests, err := revisionObjects(ctx, c, key.Namespace, to)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range manifests {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(m.Raw); err != nil {
 			return nil, fmt.Errorf("revision %d holds a manifest that does not decode: %w", to.Spec.Revision, err)
@@ -260,6 +268,25 @@ func Undo(ctx context.Context, c client.Client, cs versioned.Interface, key clie
 		}
 	}
 	return to, nil
+}
+
+// revisionObjects are the objects of a revision as they were selected: its
+// Secrets with their values, read from the revision's data Secret as the
+// user (who must be allowed to read it, as to read the Secrets themselves).
+func revisionObjects(ctx context.Context, c client.Client, namespace string, rev *placementv1alpha1.PlacementRevision) ([]runtime.RawExtension, error) {
+	manifests, err := render.RevisionManifests(&rev.Spec)
+	if err != nil || !sealed.Sealed(manifests) {
+		return manifests, err
+	}
+	name := names.RevisionData(rev.Spec.Placement, rev.Spec.Hash)
+	data, _, err := lookup.RevisionData(ctx, c, namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("revision %d holds Secrets, whose values are in Secret %s: %w", rev.Spec.Revision, name, err)
+	}
+	if manifests, err = sealed.Unseal(manifests, data); err != nil {
+		return nil, fmt.Errorf("revision %d: %w; nothing was written back", rev.Spec.Revision, err)
+	}
+	return manifests, nil
 }
 
 // replace writes obj over the hub object of its name, keeping what belongs to the

@@ -149,6 +149,7 @@ func SelectObjects(ctx context.Context, placement *placementv1alpha1.Placement, 
 			return Selected{}, err
 		}
 	}
+	s.dropRevisionData()
 	return Selected{Objects: s.out, Followed: s.followed, NotFollowed: s.notFollowed, Refused: s.refused}, nil
 }
 
@@ -178,6 +179,16 @@ func (s *selection) dropUnreadableSecrets(ctx context.Context, placement *placem
 	}
 	s.out = kept
 	return nil
+}
+
+// dropRevisionData leaves out the revisions' data Secrets (Lodestar's own,
+// the values of the Secrets revisions hold): a selector of every Secret of
+// the namespace, or a reference to one, places none of them.
+func (s *selection) dropRevisionData() {
+	s.out = slices.DeleteFunc(s.out, func(obj *unstructured.Unstructured) bool {
+		t, _, _ := unstructured.NestedString(obj.Object, "type")
+		return obj.GroupVersionKind().GroupKind() == dependencies.Secret && t == placementv1alpha1.RevisionDataSecretType
+	})
 }
 
 // statefulSets is the kind whose claims are never placed.

@@ -2,6 +2,10 @@ package integration
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +21,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/names"
+	"github.com/lodestar-dev/lodestar/internal/rolloutctl"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
 )
 
@@ -202,4 +208,124 @@ spec:
 		})
 	}).Should(Succeed())
 	g.Eventually(func() error { return onMember(&corev1.Secret{}, "platform-credentials") }).Should(Succeed())
+}
+
+// A PlacementRevision holds its Secrets without their values: an approver
+// (lodestar:approver, who may read revisions and not Secrets) reads the
+// revisions and finds no value; the values are in the revision's data
+// Secret, which only those who may read the namespace's Secrets read, and a
+// selector of every Secret does not place it. The members get the values as
+// they were, and an undo gives them the values of the revision it goes back
+// to; a data Secret changed by hand is written again before any Work takes
+// it.
+func TestRevisionsHoldNoSecretValues(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	placementsGoAtEnd(t, ns)
+	createYAML(t, ns, `apiVersion: v1
+kind: Secret
+metadata: {name: db, labels: {app: shop}}
+stringData: {password: first-s3cret}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: shop}
+spec:
+  resourceSelectors:
+    - {version: v1, kind: Secret}
+  scheduling: {clusterNames: [member-1]}`)
+	key := client.ObjectKey{Namespace: ns, Name: "shop"}
+	passwordOnMember := func(g Gomega) string {
+		secret := &corev1.Secret{}
+		g.Expect(members[member1].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, secret)).To(Succeed())
+		g.Expect(secret.Annotations).NotTo(HaveKey(placementv1alpha1.SealedDataAnnotation))
+		return string(secret.Data["password"])
+	}
+	g.Eventually(passwordOnMember).Should(Equal("first-s3cret"))
+	expectRolledOut(t, key, 1, "", member1)
+
+	g.Eventually(func() error {
+		return updateOnHub(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}, func(s *corev1.Secret) {
+			s.Data = map[string][]byte{"password": []byte("second-s3cret")}
+		})
+	}).Should(Succeed())
+	g.Eventually(passwordOnMember).Should(Equal("second-s3cret"))
+	expectRolledOut(t, key, 2, "", member1)
+
+	// The approver reads both revisions, and no value.
+	carol := identity(t, ns, "carol", nil, "lodestar:approver")
+	revs := &placementv1alpha1.PlacementRevisionList{}
+	g.Expect(carol.List(ctx, revs, client.InNamespace(ns))).To(Succeed())
+	g.Expect(revs.Items).To(HaveLen(2))
+	for _, rv := range revs.Items {
+		b, err := json.Marshal(rv)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, value := range []string{"first-s3cret", "second-s3cret"} {
+			g.Expect(string(b)).NotTo(Or(ContainSubstring(value), ContainSubstring(base64.StdEncoding.EncodeToString([]byte(value)))), "revision %d", rv.Spec.Revision)
+		}
+		g.Expect(string(b)).To(ContainSubstring(placementv1alpha1.SealedDataAnnotation))
+	}
+	data := &corev1.SecretList{}
+	g.Expect(hubCP.Client.List(ctx, data, client.InNamespace(ns), client.MatchingLabels{placementv1alpha1.PlacementNameLabel: "shop"})).To(Succeed())
+	g.Expect(data.Items).To(HaveLen(2))
+	for _, d := range data.Items {
+		g.Expect(d.Type).To(BeEquivalentTo(placementv1alpha1.RevisionDataSecretType))
+		err := carol.Get(ctx, client.ObjectKeyFromObject(&d), &corev1.Secret{})
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the approver may not read the values: %v", err)
+	}
+	// The selector of every Secret placed none of them.
+	g.Consistently(func() int {
+		list := &corev1.SecretList{}
+		if err := members[member1].Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return -1
+		}
+		n := 0
+		for _, s := range list.Items {
+			if s.Type == placementv1alpha1.RevisionDataSecretType {
+				n++
+			}
+		}
+		return n
+	}, 2*time.Second).Should(BeZero())
+
+	// An undo writes the Secret back with the values of the revision it
+	// goes back to.
+	dataOf := func(number int64) string {
+		i := slices.IndexFunc(revs.Items, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Spec.Revision == number })
+		return names.RevisionData("shop", revs.Items[i].Spec.Hash)
+	}
+	_, err := rolloutctl.Undo(ctx, hubCP.Client, hubCP.Typed(), key, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(passwordOnMember).Should(Equal("first-s3cret"))
+
+	// The current revision's data Secret changed by hand is written again.
+	forge := func(name string) map[string][]byte {
+		var before map[string][]byte
+		g.Eventually(func() error {
+			return updateOnHub(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(s *corev1.Secret) {
+				before = maps.Clone(s.Data)
+				for k := range s.Data {
+					s.Data[k] = []byte(`{"stringData":{"password":"forged"}}`)
+				}
+			})
+		}).Should(Succeed())
+		return before
+	}
+	written := forge(dataOf(1))
+	g.Eventually(func(g Gomega) map[string][]byte {
+		s := &corev1.Secret{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: dataOf(1)}, s)).To(Succeed())
+		return s.Data
+	}).Should(Equal(written))
+	// An earlier revision's, changed by hand, is refused by an undo, which
+	// writes nothing back.
+	forge(dataOf(2))
+	_, err = rolloutctl.Undo(ctx, hubCP.Client, hubCP.Typed(), key, 2)
+	g.Expect(err).To(MatchError(And(ContainSubstring("revision 2: the values of Secret "+ns+"/db"), ContainSubstring("are not those the revision was made with"),
+		ContainSubstring("nothing was written back"))))
+	hubSecret := &corev1.Secret{}
+	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, hubSecret)).To(Succeed())
+	g.Expect(string(hubSecret.Data["password"])).To(Equal("first-s3cret"))
+	g.Consistently(passwordOnMember, 2*time.Second).Should(Equal("first-s3cret"))
 }

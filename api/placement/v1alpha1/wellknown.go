@@ -156,6 +156,20 @@ const (
 	HeartbeatIntervalAnnotation = "placement.lodestar.dev/heartbeat-interval-seconds"
 )
 
+// Secrets in PlacementRevisions. A revision holds a selected Secret without
+// its data (data, stringData): the Secret's manifest carries
+// SealedDataAnnotation (the digest of what was taken out) and the data is in
+// the revision's data Secret, of type RevisionDataSecretType in the
+// Placement's namespace, which only those who may read the namespace's
+// Secrets read. Who may read PlacementRevisions (lodestar:approver, for one)
+// reads no Secret value there.
+const (
+	SealedDataAnnotation   = "placement.lodestar.dev/sealed-data"
+	RevisionDataSecretType = "placement.lodestar.dev/revision-data"
+	// RevisionDataLabel on a revision's data Secret names the revision.
+	RevisionDataLabel = "placement.lodestar.dev/revision"
+)
+
 // Taint keys that `kubectl lodestar` adds to a ClusterProfile.
 const (
 	// CordonTaintKey is the key of the NoSchedule taint `kubectl lodestar cordon`

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +24,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/render"
+	"github.com/lodestar-dev/lodestar/internal/sealed"
 )
 
 // revisionWindow gathers rapid edits: a new PlacementRevision is made at most
@@ -39,6 +42,16 @@ const cacheWait = 10 * time.Second
 func (r *Reconciler) revision(ctx context.Context, placement *placementv1alpha1.Placement, rd rendering) (*placementv1alpha1.PlacementRevision, time.Duration, error) {
 	revs, err := lookup.Revisions(ctx, r.Client, placement)
 	if err != nil {
+		return nil, 0, err
+	}
+	// The revision holds its Secrets without their values; those are in the
+	// revision's data Secret, written first (and again, should it have been
+	// changed or deleted).
+	sealedManifests, data, err := sealed.Seal(rd.manifests)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := r.writeRevisionData(ctx, placement, rd.hash, data); err != nil {
 		return nil, 0, err
 	}
 	if i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Spec.Hash == rd.hash }); i >= 0 {
@@ -68,10 +81,10 @@ func (r *Reconciler) revision(ctx context.Context, placement *placementv1alpha1.
 		},
 		Spec: placementv1alpha1.PlacementRevisionSpec{
 			Placement: placement.Name, Revision: number + 1, Hash: rd.hash,
-			ChangeCause: changeCause(placement, previous, rd), Overrides: rd.overrides, Division: rd.division,
+			ChangeCause: changeCause(placement, previous, rendering{manifests: sealedManifests, overrides: rd.overrides, division: rd.division}), Overrides: rd.overrides, Division: rd.division,
 		},
 	}
-	if err := render.SetRevisionManifests(&rev.Spec, rd.manifests); err != nil {
+	if err := render.SetRevisionManifests(&rev.Spec, sealedManifests); err != nil {
 		return nil, 0, err
 	}
 	if err := controllerutil.SetControllerReference(placement, rev, r.Client.Scheme()); err != nil {
@@ -224,7 +237,66 @@ func (r *Reconciler) prune(ctx context.Context, placement *placementv1alpha1.Pla
 		if err := r.Client.Delete(ctx, rv); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting PlacementRevision %s: %w", rv.Name, err)
 		}
+		data := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: placement.Namespace, Name: names.RevisionData(placement.Name, rv.Spec.Hash)}}
+		if err := r.Client.Delete(ctx, data); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the data Secret of PlacementRevision %s: %w", rv.Name, err)
+		}
 		ctrl.LoggerFrom(ctx).V(1).Info("Pruned revision", "revision", rv.Spec.Revision)
 	}
+	return nil
+}
+
+// maxRevisionData is the most Secret values a revision keeps: what one hub
+// Secret holds (1 MiB), less room for its metadata.
+const maxRevisionData = 1<<20 - 16<<10
+
+// writeRevisionData makes the revision's data Secret (the values of the
+// Secrets it holds, sealed.Seal's data) what data says: created, or written
+// again when it differs. Owned by the Placement, it goes with it; pruning a
+// revision deletes it.
+func (r *Reconciler) writeRevisionData(ctx context.Context, placement *placementv1alpha1.Placement, hash string, data map[string][]byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	size := 0
+	for k, v := range data {
+		size += len(k) + len(v)
+	}
+	if size > maxRevisionData {
+		return &invalidError{placementv1alpha1.ReasonWorkTooLarge, fmt.Errorf(
+			"the selected Secrets hold %d bytes of values, more than the %d a revision keeps (in one hub Secret); place the largest of them with a Placement of their own", size, maxRevisionData)}
+	}
+	name := names.RevisionData(placement.Name, hash)
+	current, resourceVersion, err := lookup.RevisionData(ctx, r.Client, placement.Namespace, name)
+	if err == nil && maps.EqualFunc(current, data, bytes.Equal) {
+		return nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: placement.Namespace, Labels: map[string]string{
+			placementv1alpha1.PlacementNameLabel: names.LabelValue(placement.Name),
+			placementv1alpha1.RevisionDataLabel:  names.Revision(placement.Name, hash),
+		}},
+		Type: placementv1alpha1.RevisionDataSecretType,
+		Data: data,
+	}
+	if err := controllerutil.SetControllerReference(placement, secret, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if apierrors.IsNotFound(err) {
+		if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the revision's data Secret %s: %w", name, err)
+		}
+		return nil
+	}
+	// Changed by someone else: ours again (the revision's digests say which
+	// values are ours).
+	secret.ResourceVersion = resourceVersion
+	if err := r.Client.Update(ctx, secret); err != nil {
+		return fmt.Errorf("writing the revision's data Secret %s again: %w", name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Wrote a revision's data Secret again: it had been changed", "secret", name)
 	return nil
 }

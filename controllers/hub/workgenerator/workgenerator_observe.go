@@ -27,6 +27,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/percluster"
 	"github.com/lodestar-dev/lodestar/internal/phases"
 	"github.com/lodestar-dev/lodestar/internal/rollout"
@@ -242,6 +243,10 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 		views[name] = scheduling.ClusterOf(profile)
 	}
 	s.renderer = percluster.NewRenderer(client.ObjectKeyFromObject(p), &r.compiled, views)
+	s.renderer.Unseal(func(rev *placementv1alpha1.PlacementRevision) (map[string][]byte, error) {
+		data, _, err := lookup.RevisionData(ctx, r.Client, rev.Namespace, names.RevisionData(rev.Spec.Placement, rev.Spec.Hash))
+		return data, err
+	})
 	s.labels = map[string]map[string]string{}
 	for name, profile := range profiles {
 		if staged {
