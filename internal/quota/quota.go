@@ -6,6 +6,8 @@
 package quota
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -179,4 +181,12 @@ func Describe(vs []Violation) string {
 		parts[i] = v.String()
 	}
 	return strings.Join(parts, "; ")
+}
+
+// ClustersDigest names a set of clusters (in any order) in an annotation:
+// what an admission counted.
+func ClustersDigest(clusters []string) string {
+	sorted := slices.Sorted(slices.Values(clusters))
+	sum := sha256.Sum256([]byte(strings.Join(sorted, ",")))
+	return hex.EncodeToString(sum[:12])
 }

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,6 +121,73 @@ func TestFleetQuota(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`pods\s+6\s+8`))
 	g.Expect(out).To(MatchRegexp(`member-1\s+.*1500m`))
 	g.Expect(out).To(MatchRegexp(`member-2\s+.*1500m`))
+}
+
+// Widening an admitted Placement (more clusters, the same revision) is
+// admitted again before any Work grows: the cluster added gets nothing while
+// the quota does not fit it, the clusters that run it keep it, and the
+// Placement says why; the quota raised, the cluster added gets its copy.
+func TestWideningIsAdmittedAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	placementsGoAtEnd(t, ns)
+	createYAML(t, ns, `apiVersion: placement.lodestar.dev/v1alpha1
+kind: FleetQuota
+metadata: {name: team}
+spec:
+  hard: {pods: "1", requests.cpu: 500m}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: nginx:1.27, resources: {requests: {cpu: 500m}}}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: web}
+spec:
+  resourceSelectors:
+  - {group: apps, version: v1, kind: Deployment, name: web}
+  scheduling:
+    clusterNames: [member-1]`)
+	key := client.ObjectKey{Namespace: ns, Name: "web"}
+	on := func(cluster string) error { return members[cluster].Client.Get(ctx, key, &appsv1.Deployment{}) }
+	g.Eventually(func(g Gomega) {
+		g.Expect(on(member1)).To(Succeed())
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.QuotaAdmittedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+
+	g.Eventually(func() error {
+		return updateOnHub(&placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, func(p *placementv1alpha1.Placement) {
+			p.Spec.Scheduling.ClusterNames = []string{member1, member2}
+		})
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.QuotaAdmittedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(And(ContainSubstring("the clusters chosen changed since revision 1 was admitted"),
+			ContainSubstring("FleetQuota team: pods: 0 used by the other Placements it bounds and 2 asked, more than the 1 allowed")))
+	}).Should(Succeed())
+	g.Consistently(func() bool { return apierrors.IsNotFound(on(member2)) }, 3*time.Second, 500*time.Millisecond).Should(BeTrue(), "the cluster added gets nothing")
+	g.Expect(on(member1)).To(Succeed(), "the cluster that runs it keeps it")
+
+	g.Eventually(func() error {
+		return updateOnHub(&placementv1alpha1.FleetQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"}}, func(fq *placementv1alpha1.FleetQuota) {
+			fq.Spec.Hard["pods"], fq.Spec.Hard["requests.cpu"] = resource.MustParse("2"), resource.MustParse("1")
+		})
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(on(member2)).To(Succeed())
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.QuotaAdmittedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
 }
 
 // A ClusterFleetQuota bounds several namespaces together: the docs'

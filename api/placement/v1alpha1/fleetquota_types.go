@@ -180,3 +180,11 @@ const ReasonWaitingForQuota = "WaitingForQuota"
 // namespace with a FleetQuota, the work generator rolls out only admitted
 // revisions.
 const QuotaAdmittedAnnotation = "placement.lodestar.dev/quota-admitted"
+
+// QuotaAdmittedClustersAnnotation on an admitted PlacementRevision is a digest
+// of the clusters decided when it was admitted (what the admission counted).
+// When the clusters decided change, the clusters that have no Work of the
+// Placement yet get none until the fleet quota controller admits the revision
+// again for the new clusters: widening a Placement is admitted as a new
+// revision is.
+const QuotaAdmittedClustersAnnotation = "placement.lodestar.dev/quota-admitted-clusters"

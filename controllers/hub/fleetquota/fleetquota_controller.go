@@ -123,7 +123,7 @@ func (r *Reconciler) forget(ctx context.Context, placements []placementv1alpha1.
 				return err
 			}
 			if i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Name == p.Status.Revision }); i >= 0 {
-				if err := r.admitRevision(ctx, &revs[i]); err != nil {
+				if err := r.admitRevision(ctx, &revs[i], ""); err != nil {
 					return err
 				}
 			}
@@ -140,7 +140,7 @@ func (r *Reconciler) forget(ctx context.Context, placements []placementv1alpha1.
 // new.
 func (r *Reconciler) apply(ctx context.Context, d decision) error {
 	if d.admit {
-		if err := r.admitRevision(ctx, d.target); err != nil {
+		if err := r.admitRevision(ctx, d.target, d.clusters); err != nil {
 			return err
 		}
 	}
@@ -155,12 +155,14 @@ func (r *Reconciler) apply(ctx context.Context, d decision) error {
 	return r.applyCondition(ctx, d.placement, &c)
 }
 
-// admitRevision marks a revision admitted, once.
-func (r *Reconciler) admitRevision(ctx context.Context, rev *placementv1alpha1.PlacementRevision) error {
-	if rev.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] == "true" {
+// admitRevision marks a revision admitted for the clusters of a digest
+// (quota.ClustersDigest; "" for any, in a namespace no quota bounds).
+func (r *Reconciler) admitRevision(ctx context.Context, rev *placementv1alpha1.PlacementRevision, clusters string) error {
+	if rev.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] == "true" && rev.Annotations[placementv1alpha1.QuotaAdmittedClustersAnnotation] == clusters {
 		return nil
 	}
-	body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, placementv1alpha1.QuotaAdmittedAnnotation)
+	body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true",%q:%q}}}`,
+		placementv1alpha1.QuotaAdmittedAnnotation, placementv1alpha1.QuotaAdmittedClustersAnnotation, clusters)
 	if err := r.Client.Patch(ctx, rev, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("admitting PlacementRevision %s: %w", rev.Name, err)
 	}

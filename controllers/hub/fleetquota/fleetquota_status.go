@@ -28,6 +28,8 @@ type decision struct {
 	target    *placementv1alpha1.PlacementRevision
 	admit     bool
 	message   string
+	// clusters is the digest of the clusters the admission counted.
+	clusters string
 }
 
 // condition is the Placement's QuotaAdmitted condition for d.
@@ -44,6 +46,12 @@ func admitted(rev *placementv1alpha1.PlacementRevision) bool {
 	return rev.Annotations[placementv1alpha1.QuotaAdmittedAnnotation] == "true"
 }
 
+// admittedHere tells whether the Placement's newest revision is admitted for
+// the clusters decided now (not only for those decided when it was).
+func (pl *placed) admittedHere() bool {
+	return admitted(pl.target) && pl.target.Annotations[placementv1alpha1.QuotaAdmittedClustersAnnotation] == quota.ClustersDigest(pl.decided)
+}
+
 // admit decides, in creation order, whether the newest revision of each
 // Placement of namespace fits every bound over it beside what the others of
 // the bound's namespaces claim: their use, or, once their newest revision is
@@ -55,7 +63,10 @@ func admit(namespace string, byNamespace map[string][]*placed, bounds []bound) [
 	for _, placed := range byNamespace {
 		for _, pl := range placed {
 			claim[pl], on[pl] = pl.use(), setOf(slices.Collect(maps.Keys(pl.byCluster)))
-			if pl.target != nil && admitted(pl.target) && pl.askErr == nil {
+			// A revision admitted for other clusters than those decided
+			// now claims what runs: what the clusters added would run is
+			// not admitted yet.
+			if pl.target != nil && pl.admittedHere() && pl.askErr == nil {
 				claim[pl] = quota.Max(claim[pl], pl.ask)
 				maps.Copy(on[pl], setOf(pl.askClusters))
 			}
@@ -66,10 +77,10 @@ func admit(namespace string, byNamespace map[string][]*placed, bounds []bound) [
 		if pl.target == nil {
 			continue
 		}
-		d := decision{placement: pl.placement, target: pl.target}
+		d := decision{placement: pl.placement, target: pl.target, clusters: quota.ClustersDigest(pl.decided)}
 		rev := fmt.Sprintf("revision %d", pl.target.Spec.Revision)
 		switch {
-		case admitted(pl.target):
+		case pl.admittedHere():
 			d.admit, d.message = true, rev+" fits the quotas that bound the namespace"
 		case pl.askErr != nil:
 			d.message = fmt.Sprintf("%s cannot be counted (%v), so it is not rolled out; %s", rev, pl.askErr, stays(pl.placement))
@@ -93,6 +104,11 @@ func admit(namespace string, byNamespace map[string][]*placed, bounds []bound) [
 				d.admit, d.message = true, rev+" fits the quotas that bound the namespace"
 				claim[pl] = quota.Max(claim[pl], pl.ask)
 				maps.Copy(on[pl], setOf(pl.askClusters))
+				break
+			}
+			if admitted(pl.target) {
+				d.message = fmt.Sprintf("the clusters chosen changed since %s was admitted: the clusters that have no copy yet get none, they would take the namespace past its quota (%s); "+
+					"the clusters that have it keep it", rev, strings.Join(problems, "; "))
 				break
 			}
 			d.message = fmt.Sprintf("%s is not rolled out, it would take the namespace past its quota (%s); %s", rev, strings.Join(problems, "; "), stays(pl.placement))

@@ -28,6 +28,8 @@ type placed struct {
 	target      *placementv1alpha1.PlacementRevision
 	ask         quota.Usage
 	askClusters []string
+	// decided are the clusters decided, which the ask is counted over.
+	decided []string
 	// askErr says why the ask cannot be counted.
 	askErr error
 }
@@ -103,6 +105,7 @@ func (r *Reconciler) observeAsk(ctx context.Context, pl *placed, kinds division.
 	if err != nil {
 		return err
 	}
+	pl.decided = decided.Clusters
 	profiles, err := lookup.ProfilesIn(ctx, r.Client, decided.Clusters, decided.Sets)
 	if err != nil {
 		return err

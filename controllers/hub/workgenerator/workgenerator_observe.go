@@ -266,6 +266,8 @@ func (r *Reconciler) observeClusters(ctx context.Context, s *scope) error {
 	s.state = rollout.State{Target: s.target.Spec.Hash, Paused: p.Spec.Strategy.Paused, Leaving: len(s.leaving)}
 	if s.held, s.failoverHeld = rollout.Holds(s.leaving); len(s.held) > 0 {
 		s.state.Hold = rollout.HoldMessage(s.held)
+	} else if s.state.Hold, err = r.quotaHold(ctx, s); err != nil {
+		return err
 	}
 	if s.stable != nil {
 		s.state.Stable = s.stable.Spec.Hash

@@ -2,11 +2,13 @@ package workgenerator
 
 import (
 	"context"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
+	"github.com/lodestar-dev/lodestar/internal/quota"
 )
 
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=fleetquotas;clusterfleetquotas,verbs=get;list;watch
@@ -39,4 +41,20 @@ func (r *Reconciler) quotaTarget(ctx context.Context, s *scope) (bool, error) {
 	}
 	s.target = best
 	return true, nil
+}
+
+// quotaHold says why the clusters that have no Work of the Placement get
+// none ("" when they may): in a namespace a quota bounds, the revision rolled
+// out was admitted for other clusters than those decided now, and what the
+// clusters added would run is not admitted yet.
+func (r *Reconciler) quotaHold(ctx context.Context, s *scope) (string, error) {
+	a := s.target.Annotations
+	if a[placementv1alpha1.QuotaAdmittedAnnotation] != "true" || a[placementv1alpha1.QuotaAdmittedClustersAnnotation] == quota.ClustersDigest(s.decided.Clusters) {
+		return "", nil
+	}
+	if bounded, err := lookup.QuotaBounded(ctx, r.Client, s.placement.Namespace); err != nil || !bounded {
+		return "", err
+	}
+	return fmt.Sprintf("the clusters chosen changed since revision %d was admitted: those without a copy get one once the namespace's FleetQuotas admit it there "+
+		"(the QuotaAdmitted condition says why not yet)", s.target.Spec.Revision), nil
 }
