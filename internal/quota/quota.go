@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +63,7 @@ func (u Usage) Only(hard map[string]resource.Quantity) Usage {
 
 // podsPaths is where the built-in kinds that run pods say how many: replicas
 // (default 1), a Job's or a CronJob's job's parallelism; a Pod, and a
-// DaemonSet on each cluster (its node count is the member's), count one.
+// DaemonSet runs one on each of the cluster's nodes (Of).
 var podsPaths = map[schema.GroupKind][]string{
 	{Kind: "ReplicationController"}:      {"spec", "replicas"},
 	{Group: "apps", Kind: "Deployment"}:  {"spec", "replicas"},
@@ -72,18 +73,46 @@ var podsPaths = map[schema.GroupKind][]string{
 	{Group: "batch", Kind: "CronJob"}:    {"spec", "jobTemplate", "spec", "parallelism"},
 }
 
+// Uncounted is the Usage key of the workloads a quota cannot count: a custom
+// kind no interpretation gives replicas, a DaemonSet on a cluster that
+// reports no node count. It is no resource a quota's hard may name: a bound
+// refuses them, or ignores them, by its uncounted policy.
+const Uncounted = "lodestar.dev/uncounted"
+
+// Cluster is what counting needs to know of the cluster the manifests go to.
+type Cluster struct {
+	// Nodes is its node count (a DaemonSet runs a pod on each); negative
+	// when it reports none.
+	Nodes int64
+}
+
+// NoCluster is for manifests counted once over the fleet, whatever the
+// cluster (divided workloads).
+var NoCluster = Cluster{Nodes: -1}
+
+// ClusterOf reads what counting needs from a cluster's properties.
+func ClusterOf(properties map[string]string) Cluster {
+	n, err := strconv.ParseInt(properties[placementv1alpha1.PropertyNodeCount], 10, 64)
+	if err != nil || n < 0 {
+		return NoCluster
+	}
+	return Cluster{Nodes: n}
+}
+
 // Of is what one cluster's manifests use: each workload's pods times what one
 // pod requests and limits; kinds interprets custom kinds (their replicas and
-// requests per replica). Manifests that run nothing use nothing. The error
-// names a workload that cannot be read.
-func Of(manifests []runtime.RawExtension, kinds division.Kinds) (Usage, error) {
+// requests per replica). A DaemonSet runs a pod on each of the cluster's
+// nodes. Manifests that run nothing use nothing; the workloads that cannot be
+// counted are counted under Uncounted. The error names a workload that cannot
+// be read.
+func Of(manifests []runtime.RawExtension, kinds division.Kinds, c Cluster) (Usage, error) {
 	u := Usage{}
 	for _, m := range manifests {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(m.Raw); err != nil {
 			continue
 		}
-		wu, err := workload(obj, kinds)
+		wu, err := workload(obj, kinds, c)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
@@ -93,15 +122,18 @@ func Of(manifests []runtime.RawExtension, kinds division.Kinds) (Usage, error) {
 }
 
 // workload is what one workload uses.
-func workload(obj *unstructured.Unstructured, kinds division.Kinds) (Usage, error) {
+func workload(obj *unstructured.Unstructured, kinds division.Kinds, c Cluster) (Usage, error) {
 	gk := obj.GroupVersionKind().GroupKind()
 	specPath, ok := dependencies.PodSpecPath(gk)
 	if !ok {
-		if kinds == nil {
-			return nil, nil
+		var r division.Replicas
+		if kinds != nil {
+			r = kinds.Replicas(gk)
 		}
-		r := kinds.Replicas(gk)
 		if r == nil {
+			if custom(gk.Group) {
+				return uncounted(), nil
+			}
 			return nil, nil
 		}
 		n, requests, err := r.Replicas(obj.Object)
@@ -115,6 +147,12 @@ func workload(obj *unstructured.Unstructured, kinds division.Kinds) (Usage, erro
 		return u, nil
 	}
 	pods := int64(1)
+	if gk == daemonSets {
+		if c.Nodes < 0 {
+			return uncounted(), nil
+		}
+		pods = c.Nodes
+	}
 	if path, ok := podsPaths[gk]; ok {
 		if v, found, err := unstructured.NestedInt64(obj.Object, path...); err == nil && found {
 			pods = max(v, 0)
@@ -139,6 +177,21 @@ func workload(obj *unstructured.Unstructured, kinds division.Kinds) (Usage, erro
 		u["limits."+string(name)] = times(q, pods)
 	}
 	return u, nil
+}
+
+// daemonSets run a pod on each node.
+var daemonSets = schema.GroupKind{Group: "apps", Kind: "DaemonSet"}
+
+// uncounted is one workload that cannot be counted.
+func uncounted() Usage {
+	return Usage{Uncounted: *resource.NewQuantity(1, resource.DecimalSI)}
+}
+
+// custom tells whether a group is a custom resource's (a CRD's group has a
+// dot; Kubernetes' own are dotless or end in .k8s.io, the SIGs' x-k8s.io
+// groups are CRDs).
+func custom(group string) bool {
+	return strings.Contains(group, ".") && !strings.HasSuffix(group, ".k8s.io")
 }
 
 // times is q times n, exactly, however large.
@@ -172,6 +225,20 @@ func Exceeds(hard map[string]resource.Quantity, others, ask Usage) []Violation {
 		}
 	}
 	return out
+}
+
+// Refuses says why a bound refuses what an ask cannot count ("" when it does
+// not): under the Refuse policy, while hard names pods, requests or limits.
+func Refuses(hard map[string]resource.Quantity, policy placementv1alpha1.UncountedPolicy, ask Usage) string {
+	n := ask[Uncounted]
+	if policy == placementv1alpha1.UncountedIgnore || n.Sign() <= 0 {
+		return ""
+	}
+	if !slices.ContainsFunc(slices.Collect(maps.Keys(hard)), func(k string) bool { return k != placementv1alpha1.QuotaClusters }) {
+		return ""
+	}
+	return fmt.Sprintf("%s workloads it cannot count (a custom kind no ResourceInterpretation gives replicas, or a DaemonSet on a cluster that reports no node count), "+
+		"which it refuses (spec.uncounted: Refuse): give the kind a ResourceInterpretation with replicas, or set spec.uncounted: Ignore", n.String())
 }
 
 // Describe lists violations in one line.

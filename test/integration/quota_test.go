@@ -4,18 +4,24 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/testenv"
@@ -186,6 +192,96 @@ spec:
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(on(member2)).To(Succeed())
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.QuotaAdmittedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+}
+
+// What a quota cannot count it refuses, unless told to ignore it: a custom
+// kind without an interpretation that gives its replicas waits, with a
+// message; set uncounted: Ignore, it is placed. A DaemonSet counts a pod on
+// each node of each cluster, as the clusters report their nodes.
+func TestQuotaCountsDaemonSetsAndRefusesWhatItCannotCount(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	placementsGoAtEnd(t, ns)
+	group := "g" + strings.ToLower(rand.String(6)) + ".example.com"
+	createWidgetCRD(t, hubCP.Client, group, apiextensionsv1.NamespaceScoped, "v1")
+	createYAML(t, ns, `apiVersion: placement.lodestar.dev/v1alpha1
+kind: FleetQuota
+metadata: {name: team}
+spec:
+  hard: {pods: "100"}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers:
+      - {name: agent, image: busybox:1.36}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: agent}
+spec:
+  resourceSelectors:
+  - {group: apps, version: v1, kind: DaemonSet, name: agent}
+  scheduling:
+    clusterNames: [member-1, member-2]`)
+	nodes := int64(0)
+	for _, cluster := range []string{member1, member2} {
+		profile := &cpv1alpha1.ClusterProfile{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: cluster}, profile)).To(Succeed())
+		for _, p := range profile.Status.Properties {
+			if p.Name == placementv1alpha1.PropertyNodeCount {
+				n, err := strconv.ParseInt(p.Value, 10, 64)
+				g.Expect(err).NotTo(HaveOccurred())
+				nodes += n
+			}
+		}
+	}
+	g.Expect(nodes).To(BeNumerically(">", 0), "the full member reports its node")
+	g.Eventually(func(g Gomega) {
+		fq := &placementv1alpha1.FleetQuota{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team"}, fq)).To(Succeed())
+		pods := fq.Status.Used["pods"]
+		g.Expect(pods.Value()).To(Equal(nodes), "a pod on each node of each cluster")
+	}).Should(Succeed())
+
+	createYAML(t, ns, `apiVersion: `+group+`/v1
+kind: Widget
+metadata: {name: w}
+spec: {size: 3}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: widgets}
+spec:
+  resourceSelectors:
+  - {group: `+group+`, version: v1, kind: Widget}
+  scheduling:
+    clusterNames: [member-1]`)
+	key := client.ObjectKey{Namespace: ns, Name: "widgets"}
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.QuotaAdmittedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(And(ContainSubstring("revision 1 is not rolled out"), ContainSubstring("FleetQuota team: 1 workloads it cannot count"),
+			ContainSubstring("set spec.uncounted: Ignore")))
+	}).Should(Succeed())
+	works := &workv1alpha1.WorkList{}
+	g.Expect(hubCP.Client.List(ctx, works, client.MatchingLabels{placementv1alpha1.PlacementNamespaceLabel: ns,
+		placementv1alpha1.PlacementNameLabel: "widgets"})).To(Succeed())
+	g.Expect(works.Items).To(BeEmpty(), "nothing of it is placed")
+	g.Eventually(func() error {
+		return updateOnHub(&placementv1alpha1.FleetQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"}}, func(fq *placementv1alpha1.FleetQuota) {
+			fq.Spec.Uncounted = placementv1alpha1.UncountedIgnore
+		})
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
 		g.Expect(placementCondition(g, t, key, placementv1alpha1.QuotaAdmittedCondition).Status).To(Equal(metav1.ConditionTrue))
 	}).Should(Succeed())
 }

@@ -26,7 +26,29 @@ type FleetQuotaSpec struct {
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k == 'pods' || k == 'clusters' || ((k.startsWith('requests.') || k.startsWith('limits.')) && size(k) <= 253))",message="hard names pods, clusters, requests.<resource> or limits.<resource>"
 	Hard map[string]resource.Quantity `json:"hard"`
+
+	// uncounted is what the quota does with a workload it cannot count: a
+	// custom kind no ResourceInterpretation gives replicas, or a DaemonSet on
+	// a cluster that reports no node count. Refuse (the default): a revision
+	// that places one is not admitted while hard names pods, requests or
+	// limits (write a ResourceInterpretation with replicas; "0" for a kind
+	// that runs no pods). Ignore: it counts as nothing.
+	// +optional
+	// +kubebuilder:default=Refuse
+	Uncounted UncountedPolicy `json:"uncounted,omitempty"`
 }
+
+// UncountedPolicy is what a quota does with a workload it cannot count.
+// +kubebuilder:validation:Enum=Refuse;Ignore
+type UncountedPolicy string
+
+const (
+	// UncountedRefuse refuses a revision that places what the quota cannot
+	// count.
+	UncountedRefuse UncountedPolicy = "Refuse"
+	// UncountedIgnore counts it as nothing.
+	UncountedIgnore UncountedPolicy = "Ignore"
+)
 
 // ClusterUse is what a namespace's Placements use on one cluster.
 type ClusterUse struct {
@@ -113,6 +135,12 @@ type ClusterFleetQuotaSpec struct {
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k == 'pods' || k == 'clusters' || ((k.startsWith('requests.') || k.startsWith('limits.')) && size(k) <= 253))",message="hard names pods, clusters, requests.<resource> or limits.<resource>"
 	Hard map[string]resource.Quantity `json:"hard"`
+
+	// uncounted is what the quota does with a workload it cannot count, as a
+	// FleetQuota's uncounted.
+	// +optional
+	// +kubebuilder:default=Refuse
+	Uncounted UncountedPolicy `json:"uncounted,omitempty"`
 }
 
 // ClusterFleetQuota is a FleetQuota over several namespaces: what the

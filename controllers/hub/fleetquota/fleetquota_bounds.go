@@ -21,6 +21,7 @@ type bound struct {
 	// what names it in messages: "FleetQuota team", "ClusterFleetQuota org".
 	what       string
 	hard       map[string]resource.Quantity
+	uncounted  placementv1alpha1.UncountedPolicy
 	namespaces []string
 	namespaced *placementv1alpha1.FleetQuota
 	cluster    *placementv1alpha1.ClusterFleetQuota
@@ -35,7 +36,7 @@ func (r *Reconciler) bounds(ctx context.Context, namespace string) ([]bound, err
 	var out []bound
 	for i := range quotas.Items {
 		fq := &quotas.Items[i]
-		out = append(out, bound{what: "FleetQuota " + fq.Name, hard: fq.Spec.Hard, namespaces: []string{namespace}, namespaced: fq})
+		out = append(out, bound{what: "FleetQuota " + fq.Name, hard: fq.Spec.Hard, uncounted: fq.Spec.Uncounted, namespaces: []string{namespace}, namespaced: fq})
 	}
 	clusterQuotas, err := lookup.ClusterQuotasOf(ctx, r.Client, namespace)
 	if err != nil {
@@ -46,7 +47,7 @@ func (r *Reconciler) bounds(ctx context.Context, namespace string) ([]bound, err
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, bound{what: "ClusterFleetQuota " + cfq.Name, hard: cfq.Spec.Hard, namespaces: selected, cluster: cfq})
+		out = append(out, bound{what: "ClusterFleetQuota " + cfq.Name, hard: cfq.Spec.Hard, uncounted: cfq.Spec.Uncounted, namespaces: selected, cluster: cfq})
 	}
 	return out, nil
 }

@@ -99,6 +99,9 @@ func admit(namespace string, byNamespace map[string][]*placed, bounds []bound) [
 				if vs := quota.Exceeds(b.hard, withClusters(others, otherClusters, nil), withClusters(pl.ask, otherClusters, pl.askClusters)); len(vs) > 0 {
 					problems = append(problems, b.what+": "+quota.Describe(vs))
 				}
+				if why := quota.Refuses(b.hard, b.uncounted, pl.ask); why != "" {
+					problems = append(problems, b.what+": "+why)
+				}
 			}
 			if len(problems) == 0 {
 				d.admit, d.message = true, rev+" fits the quotas that bound the namespace"

@@ -73,7 +73,11 @@ func (r *Reconciler) observe(ctx context.Context, placements []placementv1alpha1
 					manifests = append(manifests, m.RawExtension)
 				}
 			}
-			u, err := quota.Of(manifests, kinds)
+			c, err := r.countingOf(ctx, cluster)
+			if err != nil {
+				return nil, err
+			}
+			u, err := quota.Of(manifests, kinds, c)
 			if err != nil {
 				return nil, fmt.Errorf("counting what Placement %s carries to %s: %w", p.Name, cluster, err)
 			}
@@ -135,7 +139,7 @@ func ask(rd *percluster.Renderer, rev *placementv1alpha1.PlacementRevision, clus
 		_, ok := division.WorkloadOf(raw, kinds)
 		return ok
 	}
-	total, err := quota.Of(filter(base.Manifests, divided), kinds)
+	total, err := quota.Of(filter(base.Manifests, divided), kinds, quota.NoCluster)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -148,7 +152,7 @@ func ask(rd *percluster.Renderer, rev *placementv1alpha1.PlacementRevision, clus
 		if err != nil {
 			return nil, nil, err
 		}
-		u, err := quota.Of(filter(c.Manifests, func(raw []byte) bool { return !divided(raw) }), kinds)
+		u, err := quota.Of(filter(c.Manifests, func(raw []byte) bool { return !divided(raw) }), kinds, quota.ClusterOf(rd.View(cluster).Properties))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -156,6 +160,21 @@ func ask(rd *percluster.Renderer, rev *placementv1alpha1.PlacementRevision, clus
 		on = append(on, cluster)
 	}
 	return total, on, nil
+}
+
+// countingOf is what counting needs of a cluster (its node count), from its
+// ClusterProfile Lodestar manages; a cluster without one reports nothing.
+func (r *Reconciler) countingOf(ctx context.Context, cluster string) (quota.Cluster, error) {
+	profiles, err := lookup.ClusterProfilesNamed(ctx, r.Client, cluster)
+	if err != nil {
+		return quota.Cluster{}, err
+	}
+	for i := range profiles {
+		if lookup.Managed(&profiles[i]) && slices.Contains(r.Scope.Sets, profiles[i].Namespace) {
+			return quota.ClusterOf(scheduling.ClusterOf(&profiles[i]).Properties), nil
+		}
+	}
+	return quota.NoCluster, nil
 }
 
 // filter are the manifests keep keeps.

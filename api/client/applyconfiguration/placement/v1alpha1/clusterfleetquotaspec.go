@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
@@ -35,6 +36,9 @@ type ClusterFleetQuotaSpecApplyConfiguration struct {
 	// hard is the most the selected namespaces' Placements may use together
 	// over the whole fleet, as a FleetQuota's hard.
 	Hard map[string]resource.Quantity `json:"hard,omitempty"`
+	// uncounted is what the quota does with a workload it cannot count, as a
+	// FleetQuota's uncounted.
+	Uncounted *placementv1alpha1.UncountedPolicy `json:"uncounted,omitempty"`
 }
 
 // ClusterFleetQuotaSpecApplyConfiguration constructs a declarative configuration of the ClusterFleetQuotaSpec type for use with
@@ -62,5 +66,13 @@ func (b *ClusterFleetQuotaSpecApplyConfiguration) WithHard(entries map[string]re
 	for k, v := range entries {
 		b.Hard[k] = v
 	}
+	return b
+}
+
+// WithUncounted sets the Uncounted field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Uncounted field is set to the value of the last call.
+func (b *ClusterFleetQuotaSpecApplyConfiguration) WithUncounted(value placementv1alpha1.UncountedPolicy) *ClusterFleetQuotaSpecApplyConfiguration {
+	b.Uncounted = &value
 	return b
 }

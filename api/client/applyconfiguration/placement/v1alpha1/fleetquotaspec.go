@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -33,6 +34,13 @@ type FleetQuotaSpecApplyConfiguration struct {
 	// resource not named is not bounded. Counted as the Works carry it:
 	// replicas times copies, after division and overrides.
 	Hard map[string]resource.Quantity `json:"hard,omitempty"`
+	// uncounted is what the quota does with a workload it cannot count: a
+	// custom kind no ResourceInterpretation gives replicas, or a DaemonSet on
+	// a cluster that reports no node count. Refuse (the default): a revision
+	// that places one is not admitted while hard names pods, requests or
+	// limits (write a ResourceInterpretation with replicas; "0" for a kind
+	// that runs no pods). Ignore: it counts as nothing.
+	Uncounted *placementv1alpha1.UncountedPolicy `json:"uncounted,omitempty"`
 }
 
 // FleetQuotaSpecApplyConfiguration constructs a declarative configuration of the FleetQuotaSpec type for use with
@@ -52,5 +60,13 @@ func (b *FleetQuotaSpecApplyConfiguration) WithHard(entries map[string]resource.
 	for k, v := range entries {
 		b.Hard[k] = v
 	}
+	return b
+}
+
+// WithUncounted sets the Uncounted field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Uncounted field is set to the value of the last call.
+func (b *FleetQuotaSpecApplyConfiguration) WithUncounted(value placementv1alpha1.UncountedPolicy) *FleetQuotaSpecApplyConfiguration {
+	b.Uncounted = &value
 	return b
 }
