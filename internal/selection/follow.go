@@ -121,6 +121,11 @@ func (f *follower) ref(ctx context.Context, s *selection, obj *unstructured.Unst
 			return why, err
 		}
 	}
+	if gk == dependencies.Secret && f.src.NewReference != nil {
+		if why := f.src.NewReference(ns, ref.Name); why != "" {
+			return why, nil
+		}
+	}
 	s.seen[key] = true
 	s.out = append(s.out, found)
 	s.followed = append(s.followed, ref.String())

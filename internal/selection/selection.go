@@ -78,6 +78,11 @@ type Source struct {
 	// may. nil lets it follow every Secret it finds (render as a user: the
 	// user's own reads are the check).
 	MayFollowSecret func(ctx context.Context, placement *placementv1alpha1.Placement, namespace, name string) (string, error)
+	// NewReference says why a Secret a workload references, which the
+	// current revision does not place, is not followed now ("" when it is):
+	// the reference came after the Placement's last writer wrote it. nil
+	// follows every reference MayFollowSecret allows.
+	NewReference func(namespace, name string) string
 }
 
 // ForbiddenKinds reads a namespace's placementv1alpha1.ForbiddenKindsAnnotation:

@@ -11,12 +11,14 @@ import (
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -328,4 +330,83 @@ spec:
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, hubSecret)).To(Succeed())
 	g.Expect(string(hubSecret.Data["password"])).To(Equal("first-s3cret"))
 	g.Consistently(passwordOnMember, 2*time.Second).Should(Equal("first-s3cret"))
+}
+
+// dependencies: Follow takes a Secret on the word of the Placement's last
+// writer, who may read it, only for references there when they wrote the
+// spec: a reference another tenant (who may edit the Deployment, not read the
+// Secret) adds afterwards is not followed, and says so, until someone who may
+// read it writes the Placement's spec again. What was followed before stays.
+func TestFollowTakesNoSecretReferencedAfterTheWriter(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	placementsGoAtEnd(t, ns)
+	createYAML(t, ns, `apiVersion: v1
+kind: Secret
+metadata: {name: web-db}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: platform-token}
+stringData: {token: not-for-tenants}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        env:
+        - name: DB_PASSWORD
+          valueFrom: {secretKeyRef: {name: web-db, key: password}}`)
+	alice := identity(t, ns, "alice", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}, "lodestar:tenant")
+	mallory := identity(t, ns, "mallory", []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "update", "patch"}}}, "lodestar:tenant")
+	placement := &unstructured.Unstructured{}
+	g.Expect(yaml.Unmarshal([]byte(`apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: web}
+spec:
+  resourceSelectors:
+  - {group: apps, version: v1, kind: Deployment, name: web}
+  dependencies: Follow
+  scheduling: {clusterNames: [member-1]}`), &placement.Object)).To(Succeed())
+	placement.SetNamespace(ns)
+	g.Expect(alice.Create(ctx, placement)).To(Succeed())
+	onMember := func(name string) error {
+		return members[member1].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{})
+	}
+	g.Eventually(func() error { return onMember("web-db") }).Should(Succeed())
+
+	// Mallory, who may not read it, references the platform's token.
+	g.Eventually(func() error {
+		return updateWith(mallory, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, func(d *appsv1.Deployment) {
+			c := &d.Spec.Template.Spec.Containers[0]
+			c.Env = append(c.Env, corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "platform-token"}, Key: "token"}}})
+		})
+	}).Should(Succeed())
+	key := client.ObjectKey{Namespace: ns, Name: "web"}
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.DependenciesFollowedCondition)
+		g.Expect(c.Message).To(ContainSubstring("Secret/platform-token (referenced by Deployment web): referenced after system:serviceaccount:" + ns +
+			":alice last changed the Placement's spec"))
+	}).Should(Succeed())
+	g.Consistently(func() bool { return apierrors.IsNotFound(onMember("platform-token")) }, 3*time.Second, 500*time.Millisecond).Should(BeTrue())
+	g.Expect(onMember("web-db")).To(Succeed(), "what was followed before stays")
+
+	// Alice writes the spec again, having seen the reference: it follows.
+	g.Eventually(func() error {
+		return updateWith(alice, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, func(p *placementv1alpha1.Placement) {
+			p.Spec.RevisionHistoryLimit = ptr.To[int32](5)
+		})
+	}).Should(Succeed())
+	g.Eventually(func() error { return onMember("platform-token") }).Should(Succeed())
 }

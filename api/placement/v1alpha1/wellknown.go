@@ -168,6 +168,13 @@ const (
 	RevisionDataSecretType = "placement.lodestar.dev/revision-data"
 	// RevisionDataLabel on a revision's data Secret names the revision.
 	RevisionDataLabel = "placement.lodestar.dev/revision"
+	// RevisionGenerationAnnotation on a PlacementRevision is the newest
+	// generation of the Placement that rendered to it. A Secret a workload
+	// newly references (not in the current revision) is followed only when
+	// the Placement's spec was written since (a higher generation), by a last
+	// writer who may read it: a reference someone else added afterwards waits
+	// for the next write.
+	RevisionGenerationAnnotation = "placement.lodestar.dev/placement-generation"
 )
 
 // Taint keys that `kubectl lodestar` adds to a ClusterProfile.

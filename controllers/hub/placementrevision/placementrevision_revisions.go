@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,7 +57,7 @@ func (r *Reconciler) revision(ctx context.Context, placement *placementv1alpha1.
 		return nil, 0, err
 	}
 	if i := slices.IndexFunc(revs, func(rv placementv1alpha1.PlacementRevision) bool { return rv.Spec.Hash == rd.hash }); i >= 0 {
-		return &revs[i], 0, nil
+		return &revs[i], 0, r.renderedAt(ctx, &revs[i], placement.Generation)
 	}
 	var previous *placementv1alpha1.PlacementRevision
 	var number int64
@@ -74,6 +76,7 @@ func (r *Reconciler) revision(ctx context.Context, placement *placementv1alpha1.
 	rev := &placementv1alpha1.PlacementRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: names.Revision(placement.Name, rd.hash), Namespace: placement.Namespace,
+			Annotations: map[string]string{placementv1alpha1.RevisionGenerationAnnotation: strconv.FormatInt(placement.Generation, 10)},
 			Labels: map[string]string{
 				placementv1alpha1.PlacementNameLabel: names.LabelValue(placement.Name),
 				placementv1alpha1.RevisionHashLabel:  rd.hash,
@@ -95,6 +98,19 @@ func (r *Reconciler) revision(ctx context.Context, placement *placementv1alpha1.
 	}
 	ctrl.LoggerFrom(ctx).Info("New revision", "revision", rev.Spec.Revision, "hash", rd.hash, "cause", rev.Spec.ChangeCause)
 	return rev, 0, r.awaitCached(ctx, rev)
+}
+
+// renderedAt records on a revision that the Placement's generation rendered
+// to it (RevisionGenerationAnnotation), when that is newer than what it says.
+func (r *Reconciler) renderedAt(ctx context.Context, rev *placementv1alpha1.PlacementRevision, generation int64) error {
+	if was, err := strconv.ParseInt(rev.Annotations[placementv1alpha1.RevisionGenerationAnnotation], 10, 64); err == nil && was >= generation {
+		return nil
+	}
+	body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, placementv1alpha1.RevisionGenerationAnnotation, strconv.FormatInt(generation, 10))
+	if err := r.Client.Patch(ctx, rev, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("recording generation %d on PlacementRevision %s: %w", generation, rev.Name, err)
+	}
+	return nil
 }
 
 // awaitCached waits until the cache shows rev (made by this reconcile, or by an

@@ -1,9 +1,11 @@
 package placementrevision
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +64,9 @@ func (r *Reconciler) selectObjects(ctx context.Context, placement *placementv1al
 			return selection.Selected{}, err
 		}
 		src.Interpretations = set
+		if src.NewReference, err = r.newReferences(ctx, placement); err != nil {
+			return selection.Selected{}, err
+		}
 	}
 	return selection.SelectObjects(ctx, placement, src)
 }
@@ -174,4 +179,44 @@ func UnstructuredObject(gvk schema.GroupVersionKind) client.Object {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
 	return obj
+}
+
+// newReferences is the selection's NewReference for a Placement that follows
+// dependencies: a Secret the current revision does not place is followed only
+// when the Placement's spec was written since the newest generation that
+// rendered to that revision (its last writer, who may read the Secret, wrote
+// it after the reference was there); a reference someone else adds
+// afterwards waits for the next write of the spec. Revisions made before they
+// recorded the generation follow as before.
+func (r *Reconciler) newReferences(ctx context.Context, placement *placementv1alpha1.Placement) (func(namespace, name string) string, error) {
+	if placement.Status.Revision == "" {
+		return nil, nil
+	}
+	current := &placementv1alpha1.PlacementRevision{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: placement.Namespace, Name: placement.Status.Revision}, current); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	rendered, err := strconv.ParseInt(current.Annotations[placementv1alpha1.RevisionGenerationAnnotation], 10, 64)
+	if err != nil || placement.Generation > rendered {
+		return nil, nil
+	}
+	manifests, err := render.RevisionManifests(&current.Spec)
+	if err != nil {
+		return nil, err
+	}
+	placed := map[string]bool{}
+	for _, m := range manifests {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(m.Raw); err == nil && u.GetAPIVersion() == "v1" && u.GetKind() == "Secret" {
+			placed[u.GetNamespace()+"/"+u.GetName()] = true
+		}
+	}
+	writer := placement.Annotations[placementv1alpha1.LastWriterAnnotation]
+	return func(namespace, name string) string {
+		if placed[namespace+"/"+name] {
+			return ""
+		}
+		return fmt.Sprintf("referenced after %s last changed the Placement's spec (generation %d): "+
+			"followed once someone who may read it changes the spec again", cmp.Or(writer, "its last writer"), placement.Generation)
+	}, nil
 }
