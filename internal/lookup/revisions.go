@@ -77,7 +77,7 @@ func RevisionData(ctx context.Context, c client.Reader, namespace, name string) 
 		return nil, "", err
 	}
 	if t, _, _ := unstructured.NestedString(u.Object, "type"); t != placementv1alpha1.RevisionDataSecretType {
-		return nil, "", fmt.Errorf("Secret %s/%s is of type %q, not a revision's data (%s)", namespace, name, t, placementv1alpha1.RevisionDataSecretType)
+		return nil, "", fmt.Errorf("the Secret %s/%s is of type %q, not a revision's data (%s)", namespace, name, t, placementv1alpha1.RevisionDataSecretType)
 	}
 	encoded, _, err := unstructured.NestedStringMap(u.Object, "data")
 	if err != nil {

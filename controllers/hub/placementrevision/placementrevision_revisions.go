@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,7 +103,7 @@ func (r *Reconciler) revision(ctx context.Context, placement *placementv1alpha1.
 // renderedAt records on a revision that the Placement's generation rendered
 // to it (RevisionGenerationAnnotation), when that is newer than what it says.
 func (r *Reconciler) renderedAt(ctx context.Context, rev *placementv1alpha1.PlacementRevision, generation int64) error {
-	if was, err := strconv.ParseInt(rev.Annotations[placementv1alpha1.RevisionGenerationAnnotation], 10, 64); err == nil && was >= generation {
+	if was, known := renderedGeneration(rev); known && was >= generation {
 		return nil
 	}
 	body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, placementv1alpha1.RevisionGenerationAnnotation, strconv.FormatInt(generation, 10))

@@ -196,8 +196,9 @@ func (r *Reconciler) newReferences(ctx context.Context, placement *placementv1al
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: placement.Namespace, Name: placement.Status.Revision}, current); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	rendered, err := strconv.ParseInt(current.Annotations[placementv1alpha1.RevisionGenerationAnnotation], 10, 64)
-	if err != nil || placement.Generation > rendered {
+	// A revision made before revisions recorded it has no generation.
+	rendered, known := renderedGeneration(current)
+	if !known || placement.Generation > rendered {
 		return nil, nil
 	}
 	manifests, err := render.RevisionManifests(&current.Spec)
@@ -219,4 +220,11 @@ func (r *Reconciler) newReferences(ctx context.Context, placement *placementv1al
 		return fmt.Sprintf("referenced after %s last changed the Placement's spec (generation %d): "+
 			"followed once someone who may read it changes the spec again", cmp.Or(writer, "its last writer"), placement.Generation)
 	}, nil
+}
+
+// renderedGeneration is the newest Placement generation that rendered to rev,
+// if it says.
+func renderedGeneration(rev *placementv1alpha1.PlacementRevision) (int64, bool) {
+	n, err := strconv.ParseInt(rev.Annotations[placementv1alpha1.RevisionGenerationAnnotation], 10, 64)
+	return n, err == nil
 }
