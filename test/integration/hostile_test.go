@@ -274,6 +274,16 @@ func TestHostileTenantSoak(t *testing.T) {
 	g.Expect(refused[hostile.AttackSelfInterpretation]).To(Equal(runs[hostile.AttackSelfInterpretation]), "a tenant never interprets a kind")
 	g.Expect(refused[hostile.AttackSelfQuota]).To(Equal(runs[hostile.AttackSelfQuota]), "a tenant never writes its own quota")
 	g.Expect(refused[hostile.AttackQuantityExponent]).To(Equal(runs[hostile.AttackQuantityExponent]), "a quantity with a huge exponent is refused at admission")
+	// The revisions' data Secrets (the values of the Secrets revisions
+	// hold) are there, and a Placement of every Secret placed none of them.
+	data := &corev1.SecretList{}
+	g.Expect(hubCP.Client.List(ctx, data, client.InNamespace(ns))).To(Succeed())
+	g.Expect(data.Items).To(ContainElement(HaveField("Type", BeEquivalentTo(placementv1alpha1.RevisionDataSecretType))))
+	for _, member := range []string{member1, member2} {
+		placed := &corev1.SecretList{}
+		g.Expect(members[member].Client.List(ctx, placed, client.InNamespace(ns))).To(Succeed())
+		g.Expect(placed.Items).NotTo(ContainElement(HaveField("Type", BeEquivalentTo(placementv1alpha1.RevisionDataSecretType))), "on %s", member)
+	}
 	g.Eventually(func(g Gomega) {
 		list := &placementv1alpha1.PlacementList{}
 		g.Expect(hubCP.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())

@@ -55,11 +55,15 @@ const (
 	// AttackQuantityExponent: requiredCapacity with a quantity of a huge
 	// exponent (minutes of CPU to compare).
 	AttackQuantityExponent = "quantity exponents"
+	// AttackSecretSweep: a Secret and a Placement of every Secret of the
+	// namespace, which holds the revisions' data Secrets (the values of the
+	// Secrets other revisions hold): none of those may be placed.
+	AttackSecretSweep = "Secret sweeps"
 )
 
 // Attacks are every attack Tenant runs.
 var Attacks = []string{AttackHugeTotals, AttackAbsurdRequests, AttackRBACRewrite, AttackUnservedKind, AttackDeepOverrides, AttackServiceSpam, AttackSelfGrant,
-	AttackInterpretedExtremes, AttackSelfInterpretation, AttackForgedWriter, AttackSelfQuota, AttackCELBomb, AttackQuantityExponent}
+	AttackInterpretedExtremes, AttackSelfInterpretation, AttackForgedWriter, AttackSelfQuota, AttackCELBomb, AttackQuantityExponent, AttackSecretSweep}
 
 // MaxLive bounds the hostile Placements a Tenant keeps at once; past it the
 // oldest goes (with its objects), so that a long run stays a steady load.
@@ -107,8 +111,13 @@ func (t *Tenant) Run(ctx context.Context) error {
 	t.mu.Unlock()
 	tick := time.NewTicker(t.Every)
 	defer tick.Stop()
-	for {
+	// Every attack once, in a random order, then at random.
+	first := t.Rand.Perm(len(Attacks))
+	for i := 0; ; i++ {
 		attack := Attacks[t.Rand.IntN(len(Attacks))]
+		if i < len(first) {
+			attack = Attacks[first[i]]
+		}
 		if err := t.attack(ctx, attack); err != nil {
 			if ending(ctx, err) {
 				return nil
@@ -260,6 +269,20 @@ data: {k: v}`, name), placement(name, clusters, "", "", "ConfigMap") + `
 		q := []string{"1e999999999", "1e20000000", "123456789012345678901234567890"}[r.IntN(3)]
 		return []string{configMap(name), placement(name, clusters, fmt.Sprintf(`
     requiredCapacity: {cpu: %q}`, q), "", "ConfigMap")}
+	case AttackSecretSweep:
+		return []string{fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: %s
+stringData: {token: %s}`, name, name), fmt.Sprintf(`apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata:
+  name: %s
+spec:
+  resourceSelectors:
+    - {version: v1, kind: Secret}
+  scheduling:
+    clusterNames: %s`, name, clusters)}
 	case AttackSelfQuota:
 		return []string{fmt.Sprintf(`apiVersion: placement.lodestar.dev/v1alpha1
 kind: FleetQuota
