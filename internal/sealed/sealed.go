@@ -5,6 +5,7 @@
 package sealed
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +21,12 @@ import (
 // fields are what Seal takes out of a Secret.
 var fields = []string{"data", "stringData"}
 
+// maybeSecret tells, without decoding it, whether a manifest may be a
+// Secret: most are not, and this runs for every manifest of every revision.
+func maybeSecret(raw []byte) bool {
+	return bytes.Contains(raw, []byte(`"Secret"`))
+}
+
 // isSecret tells whether a manifest is a core Secret.
 func isSecret(u *unstructured.Unstructured) bool {
 	return u.GetAPIVersion() == "v1" && u.GetKind() == "Secret"
@@ -34,6 +41,9 @@ func Seal(manifests []runtime.RawExtension) ([]runtime.RawExtension, map[string]
 	var data map[string][]byte
 	for i, m := range manifests {
 		out[i] = m
+		if !maybeSecret(m.Raw) {
+			continue
+		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(m.Raw); err != nil || !isSecret(u) {
 			continue
@@ -91,6 +101,9 @@ func Digest(b []byte) string {
 // Sealed tells whether any of manifests is a sealed Secret.
 func Sealed(manifests []runtime.RawExtension) bool {
 	for _, m := range manifests {
+		if !bytes.Contains(m.Raw, []byte(placementv1alpha1.SealedDataAnnotation)) {
+			continue
+		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(m.Raw); err == nil && isSecret(u) && u.GetAnnotations()[placementv1alpha1.SealedDataAnnotation] != "" {
 			return true
@@ -107,6 +120,9 @@ func Unseal(manifests []runtime.RawExtension, data map[string][]byte) ([]runtime
 	out := make([]runtime.RawExtension, len(manifests))
 	for i, m := range manifests {
 		out[i] = m
+		if !bytes.Contains(m.Raw, []byte(placementv1alpha1.SealedDataAnnotation)) {
+			continue
+		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(m.Raw); err != nil || !isSecret(u) {
 			continue
