@@ -232,19 +232,22 @@ spec:
   - {group: apps, version: v1, kind: DaemonSet, name: agent}
   scheduling:
     clusterNames: [member-1, member-2]`)
-	nodes := int64(0)
-	for _, cluster := range []string{member1, member2} {
-		profile := &cpv1alpha1.ClusterProfile{}
-		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: cluster}, profile)).To(Succeed())
-		for _, p := range profile.Status.Properties {
-			if p.Name == placementv1alpha1.PropertyNodeCount {
-				n, err := strconv.ParseInt(p.Value, 10, 64)
-				g.Expect(err).NotTo(HaveOccurred())
-				nodes += n
+	var nodes int64
+	g.Eventually(func(g Gomega) {
+		nodes = 0
+		for _, cluster := range []string{member1, member2} {
+			profile := &cpv1alpha1.ClusterProfile{}
+			g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: placementv1alpha1.DefaultClusterSet, Name: cluster}, profile)).To(Succeed())
+			for _, p := range profile.Status.Properties {
+				if p.Name == placementv1alpha1.PropertyNodeCount {
+					n, err := strconv.ParseInt(p.Value, 10, 64)
+					g.Expect(err).NotTo(HaveOccurred())
+					nodes += n
+				}
 			}
 		}
-	}
-	g.Expect(nodes).To(BeNumerically(">", 0), "the full member reports its node")
+		g.Expect(nodes).To(BeNumerically(">", 0), "the full member reports its node")
+	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		fq := &placementv1alpha1.FleetQuota{}
 		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team"}, fq)).To(Succeed())
