@@ -190,10 +190,14 @@ func (s *selection) dropUnreadableSecrets(ctx context.Context, placement *placem
 // the values of the Secrets revisions hold): a selector of every Secret of
 // the namespace, or a reference to one, places none of them.
 func (s *selection) dropRevisionData() {
-	s.out = slices.DeleteFunc(s.out, func(obj *unstructured.Unstructured) bool {
-		t, _, _ := unstructured.NestedString(obj.Object, "type")
-		return obj.GroupVersionKind().GroupKind() == dependencies.Secret && t == placementv1alpha1.RevisionDataSecretType
-	})
+	s.out = slices.DeleteFunc(s.out, IsRevisionData)
+}
+
+// IsRevisionData tells whether obj is a revision's data Secret: never placed,
+// and no reason to look at a Placement again when it changes.
+func IsRevisionData(obj *unstructured.Unstructured) bool {
+	t, _, _ := unstructured.NestedString(obj.Object, "type")
+	return obj.GroupVersionKind().GroupKind() == dependencies.Secret && t == placementv1alpha1.RevisionDataSecretType
 }
 
 // statefulSets is the kind whose claims are never placed.

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // ApplyDir applies every object of the YAML files in dir, in file order, with
@@ -60,4 +62,21 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 			out = append(out, obj)
 		}
 	}
+}
+
+// CreateYAML creates the objects of a YAML text (documents separated by
+// "---") in namespace ns as a user's kubectl does: as they are written, with
+// nothing the Go types would add.
+func CreateYAML(ctx context.Context, c client.Client, ns, text string) error {
+	for _, part := range strings.Split(strings.TrimSpace(text), "\n---\n") {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(part), &obj.Object); err != nil {
+			return fmt.Errorf("decoding %q: %w", part, err)
+		}
+		obj.SetNamespace(ns)
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return nil
 }

@@ -982,13 +982,7 @@ func hubKubectl(t *testing.T, args ...string) (string, error) {
 // nothing the Go types would add.
 func createYAML(t *testing.T, ns, text string) {
 	t.Helper()
-	g := NewWithT(t)
-	for _, part := range strings.Split(strings.TrimSpace(text), "\n---\n") {
-		obj := &unstructured.Unstructured{}
-		g.Expect(yaml.Unmarshal([]byte(part), &obj.Object)).To(Succeed(), part)
-		obj.SetNamespace(ns)
-		g.Expect(hubCP.Client.Create(t.Context(), obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
-	}
+	NewWithT(t).Expect(testenv.CreateYAML(t.Context(), hubCP.Client, ns, text)).To(Succeed())
 }
 
 // placementsGoAtEnd deletes, when the test ends, the Placements of ns and

@@ -96,6 +96,12 @@ func (r *Reconciler) placementsFollowing(ctx context.Context, _ client.Object) [
 func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx context.Context, obj client.Object) []reconcile.Request {
 	byLabels := render.SelectableByLabels(gvk.GroupKind())
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		// The revisions' own data Secrets are never selected: writing one
+		// (every new revision of a Placement holding Secrets does) concerns
+		// no Placement, however many select every Secret of the namespace.
+		if u, ok := obj.(*unstructured.Unstructured); ok && selection.IsRevisionData(u) {
+			return nil
+		}
 		var reqs []reconcile.Request
 		add := func(namespace string, selects func(placementv1alpha1.ResourceSelector) bool) {
 			list := &placementv1alpha1.PlacementList{}

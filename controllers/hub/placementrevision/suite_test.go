@@ -9,9 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/controllers/hub"
@@ -133,4 +137,51 @@ func TestRevisionsGoWithTheirPlacement(t *testing.T) {
 	g.Expect(hubCP.Client.Delete(ctx, &placementv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}})).To(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(revisionsOf(g, "web")).To(BeEmpty()) }).Should(Succeed())
 	g.Expect(revisionsOf(g, "api")).To(HaveLen(1))
+}
+
+// A revision's data Secret (written with every new revision of a Placement
+// that holds Secrets) wakes no Placement, however many select every Secret of
+// the namespace: one tenant's Placements of every Secret would otherwise look
+// at every one of them again for each revision any of them makes. Any other
+// Secret of the namespace still wakes them.
+func TestRevisionDataWakesNoPlacement(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := testenv.NewTenant(ctx, hubCP.Client, clusterSet)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(testenv.CreateYAML(ctx, hubCP.Client, ns, `apiVersion: v1
+kind: Secret
+metadata:
+  name: token
+stringData: {token: s3cret}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata:
+  name: every-secret
+spec:
+  resourceSelectors:
+    - {version: v1, kind: Secret}
+`)).To(Succeed())
+	secrets := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	var data, token *unstructured.Unstructured
+	g.Eventually(func(g Gomega) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(secrets.GroupVersion().WithKind("SecretList"))
+		g.Expect(hubCP.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		data, token = nil, nil
+		for i := range list.Items {
+			switch {
+			case list.Items[i].GetName() == "token":
+				token = &list.Items[i]
+			case list.Items[i].Object["type"] == placementv1alpha1.RevisionDataSecretType:
+				data = &list.Items[i]
+			}
+		}
+		g.Expect(data).NotTo(BeNil(), "the revision's data Secret")
+		g.Expect(token).NotTo(BeNil())
+	}).Should(Succeed())
+	maker := &placementrevision.Reconciler{Client: hubCP.Client}
+	g.Expect(maker.PlacementsSelecting(ctx, secrets, data)).To(BeEmpty())
+	g.Expect(maker.PlacementsSelecting(ctx, secrets, token)).To(ConsistOf(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "every-secret"}}))
 }
