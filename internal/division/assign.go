@@ -452,6 +452,22 @@ func (a *Assignment) Reached(cluster string, carried map[string]int64) bool {
 	return true
 }
 
+// Lowering tells whether a cluster only gives replicas back: it carries more
+// than its target of some workload, and of every other no more than it had
+// (nothing increased there that would have to become Available first).
+func (a *Assignment) Lowering(cluster string, carried map[string]int64) bool {
+	above := false
+	for key, s := range a.Shares[cluster] {
+		switch {
+		case carried[key] > s.Target:
+			above = true
+		case s.Target > 0:
+			return false
+		}
+	}
+	return above
+}
+
 func isStatefulSet(key string) bool { return strings.HasPrefix(key, "StatefulSet/") }
 
 // Keys are the workload keys, in the revision's order.

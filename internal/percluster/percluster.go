@@ -332,7 +332,7 @@ func OverrideFailures(failed map[string]string, selected int) string {
 // clusters (spec.scheduling.replicas, as each revision has it), once per
 // revision in a reconcile, surge first: a cluster's share is lowered only once
 // every chosen cluster carries at least its share of the target revision and
-// reports its objects Available.
+// reports its objects Available (but for those that only give replicas back).
 type Divider struct {
 	seed       string
 	kinds      division.Kinds
@@ -395,8 +395,11 @@ func (d *Divider) Settle(target Content) {
 		a := d.assign(target).assignment
 		for _, c := range d.clusters {
 			// A cluster without Works carries nothing: settled only when its
-			// target is nothing too.
-			if !a.Reached(c.Name, d.carried[c.Name]) || c.HasWorks && !c.Available {
+			// target is nothing too. A cluster that only gives replicas back
+			// need not be Available first: its surplus may be what keeps it
+			// from being (pods with no room there after a drain and an
+			// uncordon), and waiting for it would wait for ever.
+			if !a.Reached(c.Name, d.carried[c.Name]) || c.HasWorks && !c.Available && !a.Lowering(c.Name, d.carried[c.Name]) {
 				d.settled = false
 				break
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/division"
@@ -110,4 +111,42 @@ func TestForIsShareThenOverrides(t *testing.T) {
 	g.Expect(compiled.sets[key]).To(HaveLen(1))
 	compiled.Forget(key)
 	g.Expect(compiled.sets).NotTo(HaveKey(key))
+}
+
+// The case of a Capacity-divided Deployment after a drain and an uncordon:
+// member-1 carries 5 of its target 3 (one pod without room: not Available),
+// member-2 carries 3 of its target 2 (Available). Nothing increases anywhere,
+// so nothing is waited for: both are lowered. A cluster whose share rises
+// still holds the others until it is Available.
+func TestSurgeFirstDoesNotWaitOnClustersThatOnlyGiveBack(t *testing.T) {
+	g := NewWithT(t)
+	key := types.NamespacedName{Namespace: "shop", Name: "web"}
+	weights := &placementv1alpha1.ReplicaDivision{Method: placementv1alpha1.DivisionWeighted, Weights: []placementv1alpha1.ReplicaWeight{
+		{ClusterNames: []string{"member-1"}, Weight: ptr.To[int32](3)}, {ClusterNames: []string{"member-2"}, Weight: ptr.To[int32](2)}}}
+	divide := func(carried1, carried2 int64, available1, available2 bool) (int, int, bool) {
+		rd := NewRenderer(key, &Compiled{}, nil)
+		c, err := rd.Revision(revision([]runtime.RawExtension{deployment(5)}, nil, weights))
+		g.Expect(err).NotTo(HaveOccurred())
+		d := NewDivider("uid", &division.Memo{}, []Chosen{
+			{Candidate: division.Candidate{Name: "member-1"}, Carried: map[string]int64{"Deployment/web": carried1}, HasWorks: true, Available: available1},
+			{Candidate: division.Candidate{Name: "member-2"}, Carried: map[string]int64{"Deployment/web": carried2}, HasWorks: true, Available: available2},
+		}, nil)
+		rd.Divide(d)
+		d.Settle(c)
+		var got [2]int
+		for i, cluster := range []string{"member-1", "member-2"} {
+			out, err := rd.For(c, cluster)
+			g.Expect(err).NotTo(HaveOccurred())
+			got[i], _ = replicasOf(g, out)
+		}
+		return got[0], got[1], rd.Surging()
+	}
+	one, two, surging := divide(5, 3, false, true)
+	g.Expect([]int{one, two}).To(Equal([]int{3, 2}), "both only give back: lowered")
+	g.Expect(surging).To(BeFalse())
+
+	// member-2 rises from 0 to 2 and is not Available yet: member-1 keeps 5.
+	one, two, surging = divide(5, 2, false, false)
+	g.Expect([]int{one, two}).To(Equal([]int{5, 2}))
+	g.Expect(surging).To(BeTrue())
 }
