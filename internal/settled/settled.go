@@ -4,7 +4,8 @@
 // Reconciling is True while the Placement's current generation is not yet
 // carried out on every selected cluster, and Stalled is True when it cannot be
 // without someone acting (an invalid spec, no cluster to go to, a rollout
-// stopped by its failure budget or deadline). They sum up the conditions each
+// stopped by its failure budget or deadline); a revision the namespace's
+// FleetQuotas hold back keeps Reconciling True. They sum up the conditions each
 // controller writes, at the Placement's generation. It is pure: the settled
 // controller reads and writes.
 package settled
@@ -97,6 +98,13 @@ func Conditions(existing []metav1.Condition, gen int64) (reconciling, stall meta
 		case !done(c):
 			inProgress = true
 		}
+	}
+	// A revision the namespace's FleetQuotas hold back is not carried out,
+	// whatever the older revision rolled out in its place says.
+	if c := meta.FindStatusCondition(existing, placementv1alpha1.QuotaAdmittedCondition); c != nil && c.Status == metav1.ConditionFalse {
+		reconciling.Status, reconciling.Reason = metav1.ConditionTrue, c.Reason
+		reconciling.Message = fmt.Sprintf("generation %d waits for the namespace's FleetQuotas (QuotaAdmitted is False): %s", gen, c.Message)
+		return reconciling, stall
 	}
 	if inProgress {
 		reconciling.Status, reconciling.Reason = metav1.ConditionTrue, ReasonInProgress

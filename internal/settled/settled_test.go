@@ -55,6 +55,10 @@ func TestConditions(t *testing.T) {
 			Reason: placementv1alpha1.ReasonInvalidInterpretation, ObservedGeneration: 2}), metav1.ConditionFalse, metav1.ConditionTrue, placementv1alpha1.ReasonInvalidInterpretation},
 		{"a valid interpretation", append(all(3), metav1.Condition{Type: placementv1alpha1.InterpretedCondition, Status: metav1.ConditionTrue,
 			Reason: placementv1alpha1.ReasonInterpreted, ObservedGeneration: 3}), metav1.ConditionFalse, metav1.ConditionFalse, ReasonSettled},
+		{"a revision the quota holds, an older one rolled out", append(all(3), metav1.Condition{Type: placementv1alpha1.QuotaAdmittedCondition, Status: metav1.ConditionFalse,
+			Reason: placementv1alpha1.ReasonQuotaExceeded, ObservedGeneration: 3}), metav1.ConditionTrue, metav1.ConditionFalse, placementv1alpha1.ReasonQuotaExceeded},
+		{"a revision the quota admitted", append(all(3), metav1.Condition{Type: placementv1alpha1.QuotaAdmittedCondition, Status: metav1.ConditionTrue,
+			Reason: placementv1alpha1.ReasonQuotaAdmitted, ObservedGeneration: 3}), metav1.ConditionFalse, metav1.ConditionFalse, ReasonSettled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -17,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -84,6 +86,25 @@ func TestFleetQuota(t *testing.T) {
 		g.Expect(replicasOn(g, member1)).To(BeEquivalentTo(1), "revision 1 stays")
 		g.Expect(replicasOn(g, member2)).To(BeEquivalentTo(1), "revision 1 stays")
 	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+	// Revision 1 runs everywhere, but the Placement is not done: READY
+	// (Available) False and Reconciling True with the quota's reason, so
+	// kstatus (helm --wait, Flux, Argo CD) reads it as in progress.
+	g.Eventually(func(g Gomega) {
+		p := &unstructured.Unstructured{}
+		p.SetAPIVersion(placementv1alpha1.GroupVersion.String())
+		p.SetKind("Placement")
+		g.Expect(hubCP.Client.Get(ctx, key, p)).To(Succeed())
+		res, err := kstatus.Compute(p)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Status).To(Equal(kstatus.InProgressStatus), res.Message)
+		available := placementCondition(g, t, key, placementv1alpha1.AvailableCondition)
+		g.Expect(available.Status).To(Equal(metav1.ConditionFalse), available.Message)
+		g.Expect(available.Reason).To(Equal(placementv1alpha1.ReasonWaitingForQuota))
+		g.Expect(available.Message).To(ContainSubstring("revision 2 is not rolled out"))
+		reconciling := placementCondition(g, t, key, "Reconciling")
+		g.Expect(reconciling.Status).To(Equal(metav1.ConditionTrue), reconciling.Message)
+		g.Expect(reconciling.Reason).To(Equal(placementv1alpha1.ReasonQuotaExceeded))
+	}).Should(Succeed())
 
 	// The quota raised: revision 2 rolls out.
 	g.Eventually(func() error {

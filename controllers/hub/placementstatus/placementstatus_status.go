@@ -305,6 +305,31 @@ func (agg *Aggregation) describe(vs map[string]*view) {
 	}
 }
 
+// quotaHeld makes Available False while the namespace's FleetQuotas hold the
+// Placement's newest revision back (QuotaAdmitted False): what runs is an
+// older revision, or the newest on fewer clusters than decided, not what the
+// Placement asks.
+func (agg *Aggregation) quotaHeld(existing []metav1.Condition) {
+	if !quotaHolds(existing) {
+		return
+	}
+	c := meta.FindStatusCondition(existing, placementv1alpha1.QuotaAdmittedCondition)
+	msg := "the newest revision waits for the namespace's FleetQuotas (QuotaAdmitted: " + c.Message + "); what runs is "
+	if agg.AvailableCondition.Status == metav1.ConditionTrue {
+		msg += "an earlier revision, or fewer clusters: " + agg.AvailableCondition.Message
+	} else {
+		msg += "not available either: " + agg.AvailableCondition.Message
+	}
+	agg.AvailableCondition = condition(placementv1alpha1.AvailableCondition, metav1.ConditionFalse, placementv1alpha1.ReasonWaitingForQuota, "%s",
+		message.Truncate(msg, conditions.MaxMessage))
+}
+
+// quotaHolds tells whether the namespace's FleetQuotas hold the Placement's
+// newest revision back.
+func quotaHolds(existing []metav1.Condition) bool {
+	return meta.IsStatusConditionFalse(existing, placementv1alpha1.QuotaAdmittedCondition)
+}
+
 // listed returns the clusters to list in the status, sorted by name: all of them
 // up to MaxListedClusters, else those whose objects are not both applied and
 // available first, and how many are left out.
