@@ -1,9 +1,12 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -348,5 +351,80 @@ spec:
 			placementv1alpha1.DefaultClusterSet + " has"))
 		g.Expect(placementCondition(g, t, key, placementv1alpha1.AppliedCondition).Message).To(Equal("applied on the 1 cluster"))
 		g.Expect(placementCondition(g, t, key, settled.StalledCondition).Reason).To(Equal(placementv1alpha1.ReasonUnknownClusterNames))
+	}).Should(Succeed())
+}
+
+// A reflection the hub refuses (the manager may not write the kind's status
+// yet: here an admission policy stands for the missing right) is retried with
+// a back-off, not only when a member reports again: once the hub allows it,
+// the status is reflected within a minute though nothing on the members
+// changed.
+func TestRefusedReflectionIsRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	placementsGoAtEnd(t, ns)
+	name := "refuse-status-" + ns
+	createYAML(t, "", fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: %[1]s
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[2]s}}
+    resourceRules:
+      - {apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: [deployments/status]}
+  validations:
+    - {expression: "false", message: "the hub does not let anyone write Deployment status here yet"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: %[1]s
+spec:
+  policyName: %[1]s
+  validationActions: [Deny]`, name, ns))
+	t.Cleanup(func() {
+		for _, obj := range []client.Object{&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}} {
+			_ = client.IgnoreNotFound(hubCP.Client.Delete(context.Background(), obj))
+		}
+	})
+	// The policy takes effect once the API server has it: a status write as
+	// the manager's would be is refused.
+	g.Eventually(func(g Gomega) {
+		_, probe, _ := webObjects(ns)
+		probe.Name, probe.Labels = "probe", map[string]string{"app": "probe"} // not the Placement's
+		g.Expect(client.IgnoreAlreadyExists(hubCP.Client.Create(ctx, probe))).To(Succeed())
+		probe.Status.ObservedGeneration = 1
+		err := hubCP.Client.Status().Update(ctx, probe)
+		g.Expect(err).To(MatchError(ContainSubstring("does not let anyone write Deployment status")))
+	}).Should(Succeed())
+
+	createWebApp(t, ns, nil)
+	p := webPlacement(ns)
+	p.Spec.Scheduling.ClusterSelector = nil
+	p.Spec.Scheduling.ClusterNames = []string{member2}
+	p.Spec.Reporting.Reflection = placementv1alpha1.ReflectionAggregate
+	g.Expect(hubCP.Client.Create(ctx, p)).To(Succeed())
+	key := client.ObjectKeyFromObject(p)
+	setDeploymentStatus(t, ns, "web", 2)
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.StatusReflectedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
+		g.Expect(c.Reason).To(Equal(placementv1alpha1.ReasonReflectionFailed))
+		g.Expect(c.Message).To(ContainSubstring("does not let anyone write Deployment status"))
+		g.Expect(placementCondition(g, t, key, placementv1alpha1.AvailableCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+
+	// Allowed now; nothing on member-2 changes.
+	g.Expect(hubCP.Client.Delete(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := placementCondition(g, t, key, placementv1alpha1.StatusReflectedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		d := &appsv1.Deployment{}
+		g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+		g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(2))
 	}).Should(Succeed())
 }

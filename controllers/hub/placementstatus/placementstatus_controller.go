@@ -29,6 +29,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/interpretation"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
+	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
 
 // Name is the status aggregator's field owner.
@@ -79,6 +80,10 @@ type Reconciler struct {
 	// sizes are the clusters each Placement was decided for, at its last
 	// reconcile: its reports' coalescing window.
 	sizes sync.Map
+	// reflectRetry spaces the retries of a reflection that failed (the
+	// manager may not write a kind's status until a platform admin grants
+	// it): nothing else may come to look again.
+	reflectRetry reflectRetries
 }
 
 // window is the coalescing window of req's Work status reports.
@@ -106,6 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.pace.Forget(req.NamespacedName)
 			r.compute.forget(req.NamespacedName)
 			r.sizes.Delete(req.NamespacedName)
+			r.reflectRetry.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -131,6 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		RenderFailures(placement))
 	vs := byCluster(r.views.refresh(req.NamespacedName, works))
 	agg.describe(vs)
+	agg.quotaHeld(placement.Status.Conditions)
 	if agg.Summaries, err = r.summaries(ctx, placement, clusters, vs); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -143,7 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.changes.Observe(req.NamespacedName, placement.Generation,
 		agg.Condition.Status == metav1.ConditionTrue, agg.AvailableCondition.Status == metav1.ConditionTrue, time.Now())
 	wait, err := r.applyStatus(ctx, placement, agg)
-	return ctrl.Result{RequeueAfter: wait}, err
+	return ctrl.Result{RequeueAfter: requeue.Soonest(wait, r.reflectRetry.after(req.NamespacedName, agg.ReflectCondition))}, err
 }
 
 // SetupWithManager registers the status aggregator: it runs when a Placement is
@@ -156,7 +163,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A new spec; and clusters whose overrides fail, or stop failing.
 		For(&placementv1alpha1.Placement{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
 			handlers.Updates(func(old, now *placementv1alpha1.Placement) bool {
-				return !maps.Equal(RenderFailures(old), RenderFailures(now))
+				return !maps.Equal(RenderFailures(old), RenderFailures(now)) || quotaHolds(old.Status.Conditions) != quotaHolds(now.Status.Conditions)
 			})))).
 		Watches(&cpv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(lookup.FromLabels(mgr.GetClient(), cpv1alpha1.PlacementKeyLabel, ""))).
 		// Work status reports arrive in bursts (one per cluster); they are folded

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -246,3 +250,35 @@ func sameJSON(a, b any) bool {
 	}
 	return equality.Semantic.DeepEqual(va, vb)
 }
+
+// Reflection retries: the first after reflectRetryFirst, doubling up to
+// reflectRetryMost, so that a right granted later (helm upgrade with
+// reflection.statusResources) is used within a minute.
+const (
+	reflectRetryFirst = time.Second
+	reflectRetryMost  = 30 * time.Second
+)
+
+// reflectRetries are the Placements whose reflection failed, with their
+// back-off.
+type reflectRetries struct {
+	once    sync.Once
+	limiter workqueue.TypedRateLimiter[types.NamespacedName]
+}
+
+// after is when to look again at a Placement whose StatusReflected
+// condition is c: 0 when the reflection did not fail (its back-off starts
+// over), else the next step of its back-off.
+func (rr *reflectRetries) after(key types.NamespacedName, c *metav1.Condition) time.Duration {
+	rr.once.Do(func() {
+		rr.limiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](reflectRetryFirst, reflectRetryMost)
+	})
+	if c == nil || c.Reason != placementv1alpha1.ReasonReflectionFailed {
+		rr.limiter.Forget(key)
+		return 0
+	}
+	return rr.limiter.When(key)
+}
+
+// forget drops a deleted Placement's back-off.
+func (rr *reflectRetries) forget(key types.NamespacedName) { rr.after(key, nil) }
