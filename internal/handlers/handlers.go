@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
@@ -21,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lodestar-dev/lodestar/internal/metrics"
 )
 
 // Coalescing enqueues the requests mapFn returns after delay, so that a
@@ -51,6 +54,42 @@ func Background(mapFn handler.MapFunc, delay time.Duration) handler.EventHandler
 	return coalescing(mapFn, ptr.To(handler.LowPriority), after(delay))
 }
 
+// NamespaceBudget is how many reconciles the object changes of one namespace
+// ask for at once (Burst) and per second (Rate), so that one tenant's churn
+// (a Secret per second under forty Placements that select every Secret)
+// cannot fill a controller's queue ahead of the other tenants' changes.
+type NamespaceBudget struct {
+	Rate  rate.Limit
+	Burst int
+	// Over is how long a request over its namespace's budget waits; it then
+	// waits behind the requests within budget (low priority).
+	Over time.Duration
+
+	limiters sync.Map // namespace → *rate.Limiter
+}
+
+// within tells whether a request of namespace ns is within its budget.
+func (b *NamespaceBudget) within(ns string) bool {
+	l, ok := b.limiters.Load(ns)
+	if !ok {
+		l, _ = b.limiters.LoadOrStore(ns, rate.NewLimiter(b.Rate, b.Burst))
+	}
+	return l.(*rate.Limiter).Allow()
+}
+
+// Fair enqueues the requests mapFn returns at once while their namespace is
+// within budget; past it, after budget.Over and at low priority: a tenant's
+// burst is carried out, behind the others'.
+func Fair(mapFn handler.MapFunc, budget *NamespaceBudget) handler.EventHandler {
+	return enqueue(mapFn, func(req reconcile.Request) ([]time.Duration, *int) {
+		if budget.within(req.Namespace) {
+			return []time.Duration{0}, nil
+		}
+		metrics.OverBudget.Inc()
+		return []time.Duration{budget.Over}, ptr.To(handler.LowPriority)
+	})
+}
+
 // after is the same delays for every request.
 func after(delays ...time.Duration) func(reconcile.Request) []time.Duration {
 	return func(reconcile.Request) []time.Duration { return delays }
@@ -59,10 +98,17 @@ func after(delays ...time.Duration) func(reconcile.Request) []time.Duration {
 // coalescing enqueues the requests of each event after each of the delays of
 // the request, at priority when set.
 func coalescing(mapFn handler.MapFunc, priority *int, delays func(reconcile.Request) []time.Duration) handler.EventHandler {
+	return enqueue(mapFn, func(req reconcile.Request) ([]time.Duration, *int) { return delays(req), priority })
+}
+
+// enqueue enqueues the requests of each event after each of the delays plan
+// gives the request, at the priority it gives when set.
+func enqueue(mapFn handler.MapFunc, plan func(reconcile.Request) ([]time.Duration, *int)) handler.EventHandler {
 	add := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 		for _, req := range mapFn(ctx, obj) {
-			for _, delay := range delays(req) {
+			delays, priority := plan(req)
+			for _, delay := range delays {
 				if ok && priority != nil {
 					pq.AddWithOpts(priorityqueue.AddOpts{After: delay, Priority: priority}, req)
 					continue

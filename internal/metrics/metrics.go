@@ -47,6 +47,12 @@ var (
 		Name: "lodestar_override_evaluations_total",
 		Help: "Evaluations of a Placement revision's override rules (their CEL expressions) on a cluster view; the work generator keeps the results for the revision's life.",
 	})
+	// OverBudget counts the reconciles a namespace's object changes asked for
+	// past its budget (handlers.NamespaceBudget): deferred behind the others.
+	OverBudget = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lodestar_reconciles_over_budget_total",
+		Help: "Reconciles of Placements asked for by changes of the objects they select past their namespace's budget: deferred, at low priority, behind the other namespaces'.",
+	})
 	// PlacementChangeAvailable is the same until every selected cluster is Available.
 	PlacementChangeAvailable = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "lodestar_placement_change_available_seconds",
@@ -138,7 +144,7 @@ func RegisterAgent() {
 // manager's cache (reader) at each scrape.
 func RegisterHub(reader client.Reader) {
 	hubOnce.Do(func() {
-		crmetrics.Registry.MustRegister(PlacementChangeApplied, PlacementChangeAvailable, WatchedKinds, OverrideEvaluations, &fleetCollector{reader: reader})
+		crmetrics.Registry.MustRegister(PlacementChangeApplied, PlacementChangeAvailable, WatchedKinds, OverrideEvaluations, OverBudget, &fleetCollector{reader: reader})
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,10 @@ type Reconciler struct {
 	Watches *watches.Set
 	// Scope is what this hub manager takes (docs/scale.md).
 	Scope lookup.Scope
+
+	// changeBudget bounds what one namespace's object changes ask of it.
+	changeBudget *handlers.NamespaceBudget
+	budgetOnce   sync.Once
 	// Interpretations are the hub's ResourceInterpretations compiled, for
 	// the dependencies of custom kinds; nil compiles its own.
 	Interpretations *interpretation.Cache

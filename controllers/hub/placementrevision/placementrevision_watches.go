@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,11 +16,11 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/handlers"
 	"github.com/lodestar-dev/lodestar/internal/lookup"
 	"github.com/lodestar-dev/lodestar/internal/metrics"
 	"github.com/lodestar-dev/lodestar/internal/render"
@@ -171,7 +172,7 @@ func (r *Reconciler) ensureWatch(gvk schema.GroupVersionKind) error {
 	if !r.Watches.Add(gvk) {
 		return nil
 	}
-	err := r.controller.Watch(source.Kind[client.Object](r.Cache, UnstructuredObject(gvk), handler.EnqueueRequestsFromMapFunc(r.placementsSelecting(gvk))))
+	err := r.controller.Watch(source.Kind[client.Object](r.Cache, UnstructuredObject(gvk), handlers.Fair(r.placementsSelecting(gvk), r.budget())))
 	if err != nil {
 		r.Watches.Forget(gvk)
 		return fmt.Errorf("watching %s: %w", gvk, err)
@@ -233,4 +234,21 @@ func (r *Reconciler) newReferences(ctx context.Context, placement *placementv1al
 func renderedGeneration(rev *placementv1alpha1.PlacementRevision) (int64, bool) {
 	n, err := strconv.ParseInt(rev.Annotations[placementv1alpha1.RevisionGenerationAnnotation], 10, 64)
 	return n, err == nil
+}
+
+// Object changes of one namespace wake at most changeBurst of its Placements
+// at once and changeRate a second at once; past that they wait
+// changeDeferral, behind the other namespaces' (handlers.NamespaceBudget).
+const (
+	changeRate     = 10
+	changeBurst    = 20
+	changeDeferral = time.Second
+)
+
+// budget is the revision maker's NamespaceBudget, made once.
+func (r *Reconciler) budget() *handlers.NamespaceBudget {
+	r.budgetOnce.Do(func() {
+		r.changeBudget = &handlers.NamespaceBudget{Rate: changeRate, Burst: changeBurst, Over: changeDeferral}
+	})
+	return r.changeBudget
 }
