@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -61,10 +62,11 @@ func (o *options) debugSession(ctx context.Context, arg, only string) (*debugSes
 			return nil, fmt.Errorf("%s: %q is not a kind whose pods Lodestar can find: name a Placement, or a placed workload as "+
 				"deploy/<name>, sts/<name>, ds/<name>, job/<name>, cronjob/<name> or pod/<name>", arg, kind)
 		}
-		if err := workloadExists(ctx, c, ns, s.workloadKind, name); err != nil {
+		objLabels, err := workloadLabels(ctx, c, ns, s.workloadKind, name)
+		if err != nil {
 			return nil, err
 		}
-		if s.placement, err = placementOf(ctx, c, ns, s.workloadKind, name); err != nil {
+		if s.placement, err = placementOf(ctx, c, ns, s.workloadKind, name, objLabels); err != nil {
 			return nil, err
 		}
 	}
@@ -121,54 +123,81 @@ func workloadKind(s string) string {
 	return ""
 }
 
-// workloadExists fails when the hub has no workload of the kind and name (a
-// pod is the members' only: it is looked for there).
-func workloadExists(ctx context.Context, c client.Client, ns, kind, name string) error {
+// workloadLabels reads the labels of the hub's workload of the kind and name
+// (a pod is the members' only: it is looked for there, and has none here);
+// it fails when the hub has no such workload. Labels the user may not read
+// are nil: only selectors by name or by kind then find its Placement.
+func workloadLabels(ctx context.Context, c client.Client, ns, kind, name string) (map[string]string, error) {
 	if kind == "Pod" {
-		return nil
+		return nil, nil
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(workloadKinds[kind].WithKind(kind))
 	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%s %s/%s does not exist on the hub", kind, ns, name)
+		return nil, fmt.Errorf("%s %s/%s does not exist on the hub", kind, ns, name)
 	}
 	if err != nil && !apierrors.IsForbidden(err) {
-		return fmt.Errorf("reading %s %s/%s: %w", kind, ns, name, err)
+		return nil, fmt.Errorf("reading %s %s/%s: %w", kind, ns, name, err)
 	}
-	return nil
+	return obj.GetLabels(), nil
 }
 
 // placementOf is the Placement of the namespace whose selectors place the
-// workload: one naming it, or else the only one selecting its kind.
-func placementOf(ctx context.Context, c client.Client, ns, kind, name string) (string, error) {
+// workload: one naming it, or else the only one selecting it by its kind or
+// by its labels (a selector without kind included).
+func placementOf(ctx context.Context, c client.Client, ns, kind, name string, labels map[string]string) (string, error) {
 	list := &placementv1alpha1.PlacementList{}
 	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
 		return "", fmt.Errorf("listing Placements: %w", err)
 	}
-	var named, byKind []string
-	for _, p := range list.Items {
+	return placementFor(list.Items, ns, kind, name, labels)
+}
+
+// placementFor is placementOf over the namespace's Placements.
+func placementFor(placements []placementv1alpha1.Placement, ns, kind, name string, labels map[string]string) (string, error) {
+	group := workloadKinds[kind].Group
+	var named, others []string
+	for _, p := range placements {
+		how := ""
 		for _, sel := range p.Spec.ResourceSelectors {
-			if sel.Kind != kind {
+			if sel.Kind != "" && (sel.Kind != kind || sel.Group != group) {
 				continue
 			}
-			switch sel.Name {
-			case name:
-				named = append(named, p.Name)
-			case "":
-				byKind = append(byKind, p.Name)
+			switch {
+			case sel.Name == name:
+				how = "named"
+			case sel.Name == "" && selectsLabels(sel.LabelSelector, labels, sel.Kind != "") && how == "":
+				how = "other"
 			}
+		}
+		switch how {
+		case "named":
+			named = append(named, p.Name)
+		case "other":
+			others = append(others, p.Name)
 		}
 	}
 	switch {
 	case len(named) == 1:
 		return named[0], nil
-	case len(named) == 0 && len(byKind) == 1:
-		return byKind[0], nil
-	case len(named)+len(byKind) == 0:
-		return "", fmt.Errorf("no Placement in %s selects %s %s", ns, kind, name)
+	case len(named) == 0 && len(others) == 1:
+		return others[0], nil
+	case len(named)+len(others) == 0:
+		return "", fmt.Errorf("no Placement in %s selects %s %s (by name, kind or labels)", ns, kind, name)
 	}
-	return "", fmt.Errorf("several Placements in %s may place %s %s (%s): name the Placement instead", ns, kind, name, strings.Join(append(named, byKind...), ", "))
+	return "", fmt.Errorf("several Placements in %s may place %s %s (%s): name the Placement instead", ns, kind, name, strings.Join(append(named, others...), ", "))
+}
+
+// selectsLabels tells whether a selector's labels select an object with these
+// labels: no label selector selects every object of a named kind (byKind),
+// and nothing without one.
+func selectsLabels(ls *metav1.LabelSelector, objLabels map[string]string, byKind bool) bool {
+	if ls == nil {
+		return byKind
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	return err == nil && sel.Matches(labels.Set(objLabels))
 }
 
 // config is the connection to cluster's member for subresource: the hub's,

@@ -9,8 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	debugv1alpha1 "github.com/lodestar-dev/lodestar/api/debug/v1alpha1"
+	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 )
 
 func TestOwnedBy(t *testing.T) {
@@ -73,4 +75,59 @@ func TestWorkloadKind(t *testing.T) {
 	g.Expect(workloadKind("deploy")).To(Equal("Deployment"))
 	g.Expect(workloadKind("cj")).To(Equal("CronJob"))
 	g.Expect(workloadKind("cm")).To(BeEmpty(), "a ConfigMap has no pods")
+}
+
+// A workload's Placement is found however its selectors name it: by name, by
+// kind, or by labels with or without a kind (the quick start's shop chart
+// selects by the release's label alone); two that may place it are named.
+func TestPlacementFor(t *testing.T) {
+	g := NewWithT(t)
+	placements := func(text string) []placementv1alpha1.Placement {
+		var out []placementv1alpha1.Placement
+		for _, doc := range strings.Split(text, "---\n") {
+			p := placementv1alpha1.Placement{}
+			g.Expect(yaml.UnmarshalStrict([]byte(doc), &p)).To(Succeed())
+			out = append(out, p)
+		}
+		return out
+	}
+	shop := placements(`metadata: {name: shop}
+spec:
+  resourceSelectors:
+    - labelSelector: {matchLabels: {app.kubernetes.io/instance: shop}}
+---
+metadata: {name: settings}
+spec:
+  resourceSelectors:
+    - {version: v1, kind: ConfigMap}
+`)
+	labels := map[string]string{"app.kubernetes.io/instance": "shop"}
+	got, err := placementFor(shop, "shop", "Deployment", "shop-web", labels)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal("shop"))
+	_, err = placementFor(shop, "shop", "Deployment", "shop-web", map[string]string{"app": "other"})
+	g.Expect(err).To(MatchError("no Placement in shop selects Deployment shop-web (by name, kind or labels)"))
+
+	both := append(shop, placements(`metadata: {name: every-deployment}
+spec:
+  resourceSelectors:
+    - {group: apps, version: v1, kind: Deployment}
+`)...)
+	_, err = placementFor(both, "shop", "Deployment", "shop-web", labels)
+	g.Expect(err).To(MatchError(ContainSubstring("several Placements in shop may place Deployment shop-web (shop, every-deployment)")))
+	named := append(both, placements(`metadata: {name: web}
+spec:
+  resourceSelectors:
+    - {group: apps, version: v1, kind: Deployment, name: shop-web}
+`)...)
+	got, err = placementFor(named, "shop", "Deployment", "shop-web", labels)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal("web"), "the one that names it")
+	// Another group's Deployment kind is not apps'.
+	_, err = placementFor(placements(`metadata: {name: other}
+spec:
+  resourceSelectors:
+    - {group: example.com, version: v1, kind: Deployment}
+`), "shop", "Deployment", "shop-web", labels)
+	g.Expect(err).To(HaveOccurred())
 }
