@@ -13,14 +13,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	aboutv1alpha1 "sigs.k8s.io/about-api/pkg/apis/v1alpha1"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/adopt"
+	"github.com/lodestar-dev/lodestar/internal/message"
+	"github.com/lodestar-dev/lodestar/internal/scheme"
 )
 
 // wholeNamespace are the kinds `adopt --all` takes from a member namespace.
@@ -73,7 +82,10 @@ func newAdoptCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a := &adoption{namespace: ns, from: from, out: o.Out}
+			a := &adoption{namespace: ns, from: from, out: o.Out, seen: map[string]bool{}}
+			if err := a.checkMembers(cmd.Context(), hub); err != nil {
+				return err
+			}
 			if err := a.read(cmd.Context(), args); err != nil {
 				return err
 			}
@@ -110,6 +122,92 @@ type adoption struct {
 	copies  []map[string]*unstructured.Unstructured
 	// clusters are the members that run at least one.
 	clusters []string
+	// seen are the objects named that some member has.
+	seen map[string]bool
+}
+
+// checkMembers makes sure each --from names a cluster of the cluster sets
+// bound to the namespace, and that its kubeconfig reaches that cluster: the
+// ID the member reports (its cluster.clusterset.k8s.io ClusterProperty, else
+// its kube-system namespace's UID) is the one its ClusterProfile on the hub
+// records. A Placement pinned to a name that is no cluster, or adopting one
+// member's objects as another's, would place what nobody asked.
+func (a *adoption) checkMembers(ctx context.Context, hub client.Client) error {
+	sets, err := boundSets(ctx, hub, a.namespace)
+	if err != nil {
+		return err
+	}
+	if len(sets) == 0 {
+		return fmt.Errorf("namespace %s is bound to no cluster set (a ClusterSetBinding with Bound True): adopt places on the clusters of its bound sets (docs/adopt.md)", a.namespace)
+	}
+	for _, cluster := range slices.Sorted(maps.Keys(a.from)) {
+		var profile *cpv1alpha1.ClusterProfile
+		for _, set := range sets {
+			p := &cpv1alpha1.ClusterProfile{}
+			err := hub.Get(ctx, client.ObjectKey{Namespace: set, Name: cluster}, p)
+			if err == nil {
+				profile = p
+				break
+			}
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("reading the ClusterProfile of %s in %s: %w", cluster, set, err)
+			}
+		}
+		if profile == nil {
+			return fmt.Errorf("--from %s: no cluster %s in the cluster sets bound to namespace %s (%s); `kubectl lodestar get clusters` lists them",
+				cluster, cluster, a.namespace, strings.Join(sets, ", "))
+		}
+		want := propertyOf(profile, profileIDProperty)
+		if want == "" {
+			continue // an agent that has not reported its ID yet: nothing to compare
+		}
+		c, err := memberClient(a.from[cluster])
+		if err != nil {
+			return fmt.Errorf("member %s: %w", cluster, err)
+		}
+		got, err := memberID(ctx, c)
+		if err != nil {
+			return fmt.Errorf("member %s: reading its cluster ID to check that the kubeconfig reaches %s: %w", cluster, cluster, err)
+		}
+		if got != want {
+			return fmt.Errorf("--from %s=%s reaches another cluster: its ID is %s, and %s's ClusterProfile records %s; give %s's own kubeconfig",
+				cluster, a.from[cluster], got, cluster, want, cluster)
+		}
+	}
+	return nil
+}
+
+// profileIDProperty is the cluster ID a member's agent reports on its
+// ClusterProfile (KEP-2149).
+const profileIDProperty = "cluster.clusterset.k8s.io"
+
+// propertyOf is the value of a ClusterProfile's property ("" if it has none).
+func propertyOf(p *cpv1alpha1.ClusterProfile, name string) string {
+	for _, prop := range p.Status.Properties {
+		if prop.Name == name {
+			return prop.Value
+		}
+	}
+	return ""
+}
+
+// memberID is the ID a member reports of itself: its cluster.clusterset.k8s.io
+// ClusterProperty, else the UID of its kube-system namespace (what the agent
+// records when the member's admin set no ID).
+func memberID(ctx context.Context, c client.Client) (string, error) {
+	prop := &aboutv1alpha1.ClusterProperty{}
+	err := c.Get(ctx, client.ObjectKey{Name: profileIDProperty}, prop)
+	switch {
+	case err == nil:
+		return prop.Spec.Value, nil
+	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) && !apierrors.IsForbidden(err):
+		return "", err
+	}
+	ks := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "kube-system"}, ks); err != nil {
+		return "", err
+	}
+	return string(ks.UID), nil
 }
 
 // read finds the objects on each member.
@@ -137,8 +235,18 @@ func (a *adoption) read(ctx context.Context, refs []string) error {
 			a.clusters = append(a.clusters, cluster)
 		}
 	}
+	members := strings.Join(slices.Sorted(maps.Keys(a.from)), ", ")
+	var missing []string
+	for _, ref := range refs {
+		if !a.seen[ref] {
+			missing = append(missing, ref)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s: not in namespace %s of %s; nothing is adopted", strings.Join(missing, ", "), a.namespace, members)
+	}
 	if len(order) == 0 {
-		return fmt.Errorf("nothing to adopt in namespace %s of %s", a.namespace, strings.Join(slices.Sorted(maps.Keys(a.from)), ", "))
+		return fmt.Errorf("nothing to adopt in namespace %s of %s", a.namespace, members)
 	}
 	for _, key := range order {
 		copies := byKey[key]
@@ -189,18 +297,26 @@ func (a *adoption) find(ctx context.Context, c client.Client, refs []string) ([]
 		if why := adopt.Adoptable(obj); why != "" {
 			return nil, fmt.Errorf("%s is not adopted: %s", ref, why)
 		}
+		a.seen[ref] = true
 		out = append(out, obj)
 	}
 	return out, nil
 }
 
-// memberClient connects to a member with its kubeconfig.
+// memberClient connects to a member with its kubeconfig. Its mapper knows
+// the member's short names (deploy, cm, svc), as kubectl does.
 func memberClient(path string) (client.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{})
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cached := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
+	return client.New(cfg, client.Options{Scheme: scheme.Agent(), Mapper: mapper})
 }
 
 // plan is the Placement, with the members' differences as overrides (each
@@ -253,12 +369,43 @@ func (a *adoption) print(p *placementv1alpha1.Placement) error {
 		}
 		fmt.Fprintf(a.out, "---\n%s", b)
 	}
-	b, err := yaml.Marshal(p)
+	// As a user would write it: without the fields the Go types print empty
+	// (reporting: {}, strategy: {}, status: {}, creationTimestamp: null).
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	if err != nil {
+		return err
+	}
+	pruneEmpty(u)
+	b, err := yaml.Marshal(u)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(a.out, "---\n%s", b)
 	return nil
+}
+
+// pruneEmpty removes, recursively, the null values and the maps left empty.
+func pruneEmpty(m map[string]any) {
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			pruneEmpty(sub)
+			if len(sub) == 0 {
+				delete(m, k)
+			}
+			continue
+		}
+		if list, ok := v.([]any); ok {
+			for _, item := range list {
+				if sub, ok := item.(map[string]any); ok {
+					pruneEmpty(sub)
+				}
+			}
+			continue
+		}
+		if v == nil {
+			delete(m, k)
+		}
+	}
 }
 
 // write creates the hub objects (one that exists as it would be written is
@@ -287,7 +434,7 @@ func (a *adoption) write(ctx context.Context, hub client.Client, p *placementv1a
 	if err := hub.Create(ctx, p); err != nil {
 		return fmt.Errorf("writing Placement %s: %w", p.Name, err)
 	}
-	fmt.Fprintf(a.out, "adopted %d objects from %s into Placement %s/%s (takeover IfNoDiff: the copies are taken over unchanged)\n",
-		len(a.objects), strings.Join(a.clusters, ", "), p.Namespace, p.Name)
+	fmt.Fprintf(a.out, "adopted %s from %s into Placement %s/%s (takeover IfNoDiff: the copies are taken over unchanged)\n",
+		message.Count(len(a.objects), "object"), strings.Join(a.clusters, ", "), p.Namespace, p.Name)
 	return nil
 }

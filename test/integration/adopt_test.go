@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -30,7 +31,8 @@ func TestAdoptWhatRuns(t *testing.T) {
 	placementsGoAtEnd(t, ns)
 	files, doc := examples(t, "adopt", 1)
 	dir := t.TempDir()
-	args := []string{"adopt", "deployment/web", "configmap/web-settings", "service/web", "-n", ns}
+	// kubectl's short names, as a user types them.
+	args := []string{"adopt", "deploy/web", "cm/web-settings", "svc/web", "-n", ns}
 	for _, cluster := range []string{member1, member2} {
 		c := members[cluster].Client
 		g.Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
@@ -64,8 +66,26 @@ func TestAdoptWhatRuns(t *testing.T) {
 	g.Expect(out).NotTo(ContainSubstring("kind: ReplicaSet"))
 	g.Expect(out).To(ContainSubstring("name: adopted\n"))
 
+	// A member name that is no cluster, a kubeconfig of another member, an
+	// object no member has: refused, naming what is wrong.
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"deploy/web", "--from", "member-3=" + filepath.Join(dir, member1)}, "no cluster member-3 in the cluster sets bound to namespace " + ns},
+		{[]string{"deploy/web", "--from", member2 + "=" + filepath.Join(dir, member1)}, "reaches another cluster"},
+		{[]string{"deployment/nosuch", "--from", member1 + "=" + filepath.Join(dir, member1)}, "deployment/nosuch: not in namespace " + ns + " of member-1; nothing is adopted"},
+	} {
+		out, err := hubTool(t, testenv.EventuallyTimeout, plugin, append([]string{"adopt", "-n", ns, "--dry-run"}, bad.args...)...)
+		g.Expect(err).To(HaveOccurred(), out)
+		g.Expect(out).To(ContainSubstring(bad.want))
+	}
+
 	out, err = hubTool(t, testenv.EventuallyTimeout, plugin, append(args, "--dry-run")...)
 	g.Expect(err).NotTo(HaveOccurred(), out)
+	docs := strings.Split(out, "---\n")
+	g.Expect(docs[len(docs)-1]).To(ContainSubstring("kind: Placement"))
+	g.Expect(docs[len(docs)-1]).NotTo(Or(ContainSubstring("{}"), ContainSubstring("null")), "the Placement as a user would write it")
 	g.Expect(out).To(ContainSubstring("# Deployment web differs at /spec/replicas: member-1=1 member-2=2"))
 	g.Expect(out).To(ContainSubstring("takeover: IfNoDiff"))
 	g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).NotTo(Succeed(), "a dry run writes nothing")
