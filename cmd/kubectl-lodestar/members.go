@@ -18,6 +18,7 @@ import (
 	"github.com/lodestar-dev/lodestar/internal/agentidentity"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
 	"github.com/lodestar-dev/lodestar/internal/kubeconfig"
+	"github.com/lodestar-dev/lodestar/internal/message"
 )
 
 // newJoinCommand is `kubectl lodestar join <cluster>`.
@@ -219,7 +220,7 @@ func (o *options) printHeld(cmd *cobra.Command, c client.Client, cluster string,
 			forced.Local().Format(time.RFC3339), cluster)
 	}
 	if len(budgeted) > 0 {
-		fmt.Fprintf(o.Out, "%d Placements leave %s only as their disruption budgets allow (kubectl lodestar status <placement> shows what waits):\n", len(budgeted), cluster)
+		fmt.Fprintf(o.Out, "%s %s only as their disruption budgets allow (kubectl lodestar status <placement> shows what waits):\n", message.Count(len(budgeted), "Placement"), message.Verb(len(budgeted), "leaves", "leave")+" "+cluster)
 		for _, h := range budgeted {
 			fmt.Fprintf(o.Out, "  %s/%s: %s\n", h.Namespace, h.Placement, h.Why)
 		}
@@ -229,9 +230,9 @@ func (o *options) printHeld(cmd *cobra.Command, c client.Client, cluster string,
 		return err
 	}
 	if included {
-		fmt.Fprintf(o.Out, "%d Placements move with their claims left behind on %s (--include-stateful); their new claims are empty:\n", len(held), cluster)
+		fmt.Fprintf(o.Out, "%s %s with their claims left behind on %s (--include-stateful); their new claims are empty:\n", message.Count(len(held), "Placement"), message.Verb(len(held), "moves", "move"), cluster)
 	} else {
-		fmt.Fprintf(o.Out, "%d Placements stay on %s, held by their claims (spec.strategy.stateful: Hold); drain again with --include-stateful to move them to new, empty claims:\n", len(held), cluster)
+		fmt.Fprintf(o.Out, "%s %s on %s, held by their claims (spec.strategy.stateful: Hold); drain again with --include-stateful to move them to new, empty claims:\n", message.Count(len(held), "Placement"), message.Verb(len(held), "stays", "stay"), cluster)
 	}
 	for _, h := range held {
 		fmt.Fprintf(o.Out, "  %s/%s: %s\n", h.Namespace, h.Placement, h.Why)

@@ -14,6 +14,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/mcs"
+	"github.com/lodestar-dev/lodestar/internal/message"
 )
 
 // statusReport is what `status -o json` prints.
@@ -96,7 +97,7 @@ are shown to identities that may list them.`,
 
 // printStatus prints the report as text: conditions, clusters, objects, summaries.
 func printStatus(out io.Writer, r statusReport) {
-	fmt.Fprintf(out, "Placement %s/%s: %d clusters selected, %d applied, %d available\n\n", r.Namespace, r.Name, r.SelectedClusters, r.AppliedClusters, r.AvailableClusters)
+	fmt.Fprintf(out, "Placement %s/%s: %s selected, %d applied, %d available\n\n", r.Namespace, r.Name, message.Count(r.SelectedClusters, "cluster"), r.AppliedClusters, r.AvailableClusters)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tMESSAGE")
 	for _, c := range r.Conditions {

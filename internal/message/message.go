@@ -48,6 +48,14 @@ func Count[N ~int | ~int32 | ~int64](n N, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
+// Verb is a verb's form for n subjects: one ("reports") or many ("report").
+func Verb[N ~int | ~int32 | ~int64](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // All is "all" of n nouns: "all 3 clusters", and "the 1 cluster".
 func All[N ~int | ~int32 | ~int64](n N, noun string) string {
 	if n == 1 {

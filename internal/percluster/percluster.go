@@ -324,8 +324,8 @@ func OverrideFailures(failed map[string]string, selected int) string {
 	for _, n := range names[:min(3, len(names))] {
 		parts = append(parts, n+": "+failed[n])
 	}
-	return fmt.Sprintf("overrides fail on %d of %d clusters, whose Works keep their last good content: %s",
-		len(failed), selected, message.List(parts, 3, ", "))
+	return fmt.Sprintf("overrides fail on %d of %s, whose Works keep their last good content: %s",
+		len(failed), message.Count(selected, "cluster"), message.List(parts, 3, ", "))
 }
 
 // Divider divides the replicas of a Placement's revisions over its chosen

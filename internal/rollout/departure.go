@@ -247,11 +247,11 @@ func (b *budget) remove(l Leaving) {
 
 // overruled says what a forced drain overruled.
 func (b *budget) overruled(cluster string, at time.Time) string {
-	return fmt.Sprintf("%s (the disruption budget keeps %d clusters Available, %d without it: the cluster's drain overruled it at %s)",
-		cluster, b.min, b.available-1, at.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%s (the disruption budget keeps %s Available, %d without it: the cluster's drain overruled it at %s)",
+		cluster, message.Count(b.min, "cluster"), b.available-1, at.UTC().Format(time.RFC3339))
 }
 
 // holds says why the budget keeps cluster.
 func (b *budget) holds(cluster string) string {
-	return fmt.Sprintf("%s (the disruption budget keeps %d clusters Available; without it %d would be)", cluster, b.min, b.available-1)
+	return fmt.Sprintf("%s (the disruption budget keeps %s Available; without it %d would be)", cluster, message.Count(b.min, "cluster"), b.available-1)
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/requeue"
 )
 
@@ -346,7 +347,7 @@ func (p *planner) placeAdded() {
 			continue
 		}
 		if room <= 0 {
-			cp.Reason = fmt.Sprintf("waiting: maxSurge %s copies beyond the selected clusters while %d clusters left keep theirs", p.s.MaxSurge.String(), p.st.Leaving)
+			cp.Reason = fmt.Sprintf("waiting: maxSurge %s copies beyond the selected clusters while %s left keep theirs", p.s.MaxSurge.String(), message.Count(p.st.Leaving, "cluster"))
 			continue
 		}
 		room--
@@ -410,7 +411,7 @@ func (p *planner) flat() {
 				continue
 			}
 			if room <= 0 {
-				cp.Reason = fmt.Sprintf("waiting: %d clusters updating, maxUnavailable %s", inFlight, p.s.MaxUnavailable.String())
+				cp.Reason = fmt.Sprintf("waiting: %s updating, maxUnavailable %s", message.Count(inFlight, "cluster"), p.s.MaxUnavailable.String())
 				if inFlight == 0 {
 					p.plan.Blocked = true
 				}

@@ -71,7 +71,7 @@ func Status(in Report) *placementv1alpha1.RolloutStatus {
 				Reason: "left the Placement: held by its claims (spec.strategy.stateful: Hold): " + l.Claims})
 		case slices.Contains(removal.Kept, l.Name):
 			listed = append(listed, placementv1alpha1.ClusterRollout{Name: l.Name, State: placementv1alpha1.ClusterSkipped,
-				Reason: "left the Placement: kept until the clusters added are Available"})
+				Reason: "left the Placement: kept until the selected clusters are Available"})
 		}
 	}
 	for i := range listed {
@@ -132,7 +132,7 @@ func Progressing(target *placementv1alpha1.PlacementRevision, plan Plan, removal
 	}
 	msg := head + failed
 	if len(removal.Kept) > 0 {
-		msg += fmt.Sprintf("; keeping %s until the clusters added are Available", message.List(removal.Kept, 5, ", "))
+		msg += fmt.Sprintf("; keeping %s until the selected clusters are Available", message.List(removal.Kept, 5, ", "))
 	}
 	return metav1.ConditionTrue, placementv1alpha1.ReasonRolloutInProgress, msg
 }

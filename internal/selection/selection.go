@@ -447,7 +447,7 @@ func stillServed(ctx context.Context, src Source, gvk schema.GroupVersionKind, i
 	if served, err := src.Serves(ctx, gvk.GroupKind()); err != nil || served {
 		return nil //nolint:nilerr // discovery failing is not the selector's fault: the mapping stands
 	}
-	return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s (any more: its CustomResourceDefinition was deleted?)", i, gvk)}
+	return &InvalidSelectorError{fmt.Sprintf("spec.resourceSelectors[%d]: the hub does not serve kind %s now (kinds are case-sensitive; a kind that was served has had its CustomResourceDefinition deleted)", i, gvk)}
 }
 
 // withSuggestion adds to a selector's "does not serve" error the served kind

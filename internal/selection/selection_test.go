@@ -183,7 +183,7 @@ func TestKindsNoLongerOrNeverServed(t *testing.T) {
 	g.Expect(kindsOf(sel.Objects)).To(ConsistOf("Deployment.apps"))
 	g.Expect(sel.Refused).To(HaveLen(2))
 	g.Expect(sel.Refused[0]).To(MatchError(ContainSubstring("kind apps/v1, Kind=deployment (kinds are case-sensitive); did you mean apps/v1 Deployment?")))
-	g.Expect(sel.Refused[1]).To(MatchError(ContainSubstring("the hub does not serve kind example.com/v1, Kind=Widget (any more: its CustomResourceDefinition was deleted?)")))
+	g.Expect(sel.Refused[1]).To(MatchError(ContainSubstring("the hub does not serve kind example.com/v1, Kind=Widget now (kinds are case-sensitive; a kind that was served has had its CustomResourceDefinition deleted)")))
 
 	hub.kinds = append(hub.kinds, schema.GroupVersionKind{Group: "broken.example.com", Version: "v1", Kind: "Thing"})
 	src.Mapper = hub.source(nil).Mapper

@@ -91,7 +91,7 @@ func Reduce(spec placementv1alpha1.StatusSummary, in Input) placementv1alpha1.Su
 		}
 	}
 	if invalid > 0 {
-		out.Message = join(out.Message, fmt.Sprintf("%d objects report a %s that is not a number", invalid, spec.Value))
+		out.Message = join(out.Message, fmt.Sprintf("%s a %s that is not a number", message.Count(invalid, "object")+" "+message.Verb(invalid, "reports", "report"), spec.Value))
 	}
 	return out
 }

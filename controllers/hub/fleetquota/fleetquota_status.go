@@ -124,7 +124,10 @@ func admit(namespace string, byNamespace map[string][]*placed, bounds []bound) [
 // stays says what the Placement keeps while its newest revision waits.
 func stays(p *placementv1alpha1.Placement) string {
 	if ro := p.Status.Rollout; ro != nil && ro.StableRevision != "" {
-		return "the clusters keep " + ro.StableRevision
+		if ro.StableRevision == ro.TargetRevision && ro.TargetRevisionNumber > 0 {
+			return fmt.Sprintf("the clusters keep revision %d", ro.TargetRevisionNumber)
+		}
+		return "the clusters keep the revision they run (PlacementRevision " + ro.StableRevision + ")"
 	}
 	return "nothing is placed until it fits"
 }
