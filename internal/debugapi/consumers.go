@@ -56,16 +56,16 @@ func (s *Server) serveConsumer(w http.ResponseWriter, r *http.Request, user User
 		return
 	}
 	defer release()
-	ctx, cancel := context.WithCancel(context.WithValue(ctx, proxiedKey{}, proxied{
+	ctx, cancel := context.WithCancelCause(context.WithValue(ctx, proxiedKey{}, proxied{
 		cluster: cluster, memberPath: memberPath, consumer: namespace + "/" + name,
 	}))
-	defer cancel()
+	defer cancel(nil)
 	go s.recheckConsumer(ctx, cancel, namespace, name, cluster)
-	s.proxy.ServeHTTP(w, r.WithContext(ctx))
+	s.serveProxied(w, r.WithContext(ctx), cluster)
 }
 
 // recheckConsumer ends a consumer's request once no grant grants it the cluster.
-func (s *Server) recheckConsumer(ctx context.Context, cancel context.CancelFunc, namespace, name, cluster string) {
+func (s *Server) recheckConsumer(ctx context.Context, cancel context.CancelCauseFunc, namespace, name, cluster string) {
 	t := time.NewTicker(s.ConsumerRecheck)
 	defer t.Stop()
 	for {
@@ -80,7 +80,7 @@ func (s *Server) recheckConsumer(ctx context.Context, cancel context.CancelFunc,
 		}
 		if len(grants) == 0 {
 			s.Log.Info("consumer access revoked: ending the open request", "consumer", namespace+"/"+name, "cluster", cluster)
-			cancel()
+			cancel(&revokedError{fmt.Sprintf("access revoked: no ConsumerAccessGrant grants ServiceAccount %s/%s cluster %s any more", namespace, name, cluster)})
 			return
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -17,7 +19,10 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	workv1alpha1 "sigs.k8s.io/work-api/pkg/apis/v1alpha1"
@@ -279,12 +284,76 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, user Use
 		return
 	}
 	defer release()
-	ctx, cancel := context.WithCancel(context.WithValue(ctx, proxiedKey{}, proxied{
+	ctx, cancel := context.WithCancelCause(context.WithValue(ctx, proxiedKey{}, proxied{
 		cluster: req.Cluster, memberPath: req.MemberPath, user: user.Name, placement: req.Namespace + "/" + req.Name, subresource: req.Subresource,
 	}))
-	defer cancel()
+	defer cancel(nil)
 	go s.recheck(ctx, cancel, user, req, r.Method)
-	s.proxy.ServeHTTP(w, r.WithContext(ctx))
+	s.serveProxied(w, r.WithContext(ctx), req.Cluster)
+}
+
+// revokedError is why an open request was ended: its access was revoked.
+type revokedError struct{ msg string }
+
+func (e *revokedError) Error() string { return e.msg }
+
+// serveProxied passes r through cluster's tunnel. A request ended because its
+// access was revoked (its context's cause a *revokedError) ends cleanly, not
+// with a reset stream (which the client reads as INTERNAL_ERROR): a watch
+// (JSON or protobuf) gets a last ERROR event whose Forbidden Status says what
+// was revoked.
+func (s *Server) serveProxied(w http.ResponseWriter, r *http.Request, cluster string) {
+	defer func() {
+		v := recover()
+		revoked := (*revokedError)(nil)
+		isRevoked := errors.As(context.Cause(r.Context()), &revoked)
+		if v != nil && (v != http.ErrAbortHandler || !isRevoked) { //nolint:errorlint // the panic value itself, as net/http compares it
+			panic(v)
+		}
+		if isRevoked && isWatch(r) {
+			st := apierrors.NewForbidden(debugv1alpha1.ClustersResource, cluster, revoked).ErrStatus
+			if err := writeWatchError(w, w.Header().Get("Content-Type"), &st); err == nil {
+				if f, ok := w.(http.Flusher); ok {
+					f.Flush()
+				}
+			}
+		}
+	}()
+	s.proxy.ServeHTTP(w, r)
+}
+
+// watchCodecs encode a watch's events, as the API server does: JSON or
+// protobuf, whichever the watch streams.
+var watchCodecs = func() serializer.CodecFactory {
+	sch := runtime.NewScheme()
+	metav1.AddToGroupVersion(sch, schema.GroupVersion{Version: "v1"})
+	return serializer.NewCodecFactory(sch)
+}()
+
+// writeWatchError writes a watch's ERROR event carrying st, framed for the
+// watch's content type (a JSON or a protobuf stream).
+func writeWatchError(w io.Writer, contentType string, st *metav1.Status) error {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return err
+	}
+	info, ok := runtime.SerializerInfoForMediaType(watchCodecs.SupportedMediaTypes(), mediaType)
+	if !ok || info.StreamSerializer == nil {
+		return fmt.Errorf("no watch encoding for %q", contentType)
+	}
+	st.APIVersion, st.Kind = "v1", "Status"
+	object, err := runtime.Encode(watchCodecs.EncoderForVersion(info.Serializer, schema.GroupVersion{Version: "v1"}), st)
+	if err != nil {
+		return err
+	}
+	enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(w), info.StreamSerializer.Serializer)
+	return enc.Encode(&metav1.WatchEvent{Type: "ERROR", Object: runtime.RawExtension{Raw: object}})
+}
+
+// isWatch tells whether r asks to watch.
+func isWatch(r *http.Request) bool {
+	v := r.URL.Query().Get("watch")
+	return v == "true" || v == "1"
 }
 
 // serveLocal answers a GET of a subresource the hub manager serves itself,
@@ -360,7 +429,7 @@ func askHub(ctx context.Context, reviews authorizationclient.SubjectAccessReview
 }
 
 // recheck ends a request whose access the hub revoked while it is open.
-func (s *Server) recheck(ctx context.Context, cancel context.CancelFunc, user User, req debugv1alpha1.Request, method string) {
+func (s *Server) recheck(ctx context.Context, cancel context.CancelCauseFunc, user User, req debugv1alpha1.Request, method string) {
 	t := time.NewTicker(s.Recheck)
 	defer t.Stop()
 	for {
@@ -375,7 +444,7 @@ func (s *Server) recheck(ctx context.Context, cancel context.CancelFunc, user Us
 		}
 		if !allowed {
 			s.Log.Info("access revoked: ending the open request", "user", user.Name, "placement", req.Namespace+"/"+req.Name, "subresource", req.Subresource, "cluster", req.Cluster)
-			cancel()
+			cancel(&revokedError{fmt.Sprintf("access revoked: user %s may no longer use placements/%s of %s/%s", user.Name, req.Subresource, req.Namespace, req.Name)})
 			return
 		}
 	}

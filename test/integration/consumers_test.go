@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -150,18 +151,26 @@ spec:
 	defer w.Stop()
 	revoked := time.Now()
 	g.Expect(hubCP.Client.Delete(ctx, &placementv1alpha1.ConsumerAccessGrant{ObjectMeta: metav1.ObjectMeta{Name: view}})).To(Succeed())
+	var last watch.Event
 	g.Eventually(func() bool {
 		for {
 			select {
-			case _, open := <-w.ResultChan():
+			case e, open := <-w.ResultChan():
 				if !open {
 					return true
 				}
+				last = e
 			default:
 				return false
 			}
 		}
 	}).Should(BeTrue(), "the revoked consumer's watch ends")
+	// It ends saying why, not with a reset stream (INTERNAL_ERROR).
+	g.Expect(last.Type).To(Equal(watch.Error), "%+v", last)
+	st, ok := last.Object.(*metav1.Status)
+	g.Expect(ok).To(BeTrue(), "%T", last.Object)
+	g.Expect(st.Reason).To(Equal(metav1.StatusReasonForbidden))
+	g.Expect(st.Message).To(ContainSubstring("access revoked: no ConsumerAccessGrant grants ServiceAccount " + ns + "/viewer cluster " + member1 + " any more"))
 	t.Logf("the revoked consumer's watch ended %s after the grant's deletion", time.Since(revoked).Round(100*time.Millisecond))
 	g.Eventually(func(g Gomega) {
 		_, err := viewer.member(t, member1).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
