@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -64,6 +65,12 @@ func TestRolloutVerbs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("WaitingForApproval: revision 2"))
 
+	// A time-out says so, whenever it falls (here before the first read
+	// returns), not in the client's rate limiter's words.
+	_, _, err = kubectlLodestar(t, "rollout", "status", "web", "-n", key.Namespace, "--timeout", "1ms")
+	g.Expect(err).To(MatchError(ContainSubstring("timed out: the rollout is not complete after 1ms")))
+	g.Expect(err).NotTo(MatchError(ContainSubstring("rate limiter")))
+
 	_, _, err = kubectlLodestar(t, "rollout", "pause", "web", "-n", key.Namespace)
 	g.Expect(err).NotTo(HaveOccurred())
 	p := &placementv1alpha1.Placement{}
@@ -73,6 +80,11 @@ func TestRolloutVerbs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hubCP.Client.Get(t.Context(), key, p)).To(Succeed())
 	g.Expect(p.Spec.Strategy.Paused).To(BeFalse())
+
+	// One who may read the Placement but not approve is told which role approves.
+	var stdout, stderr bytes.Buffer
+	err = run(t.Context(), []string{"rollout", "approve", "web", "-n", key.Namespace, "--stage", "production", "--kubeconfig", tenantKubeconfig(t, key.Namespace)}, &stdout, &stderr)
+	g.Expect(err).To(MatchError(ContainSubstring("you may not approve rollouts in namespace " + key.Namespace + ": approving is creating a RolloutApproval, which the ClusterRole lodestar:approver grants")))
 
 	out, _, err = kubectlLodestar(t, "rollout", "approve", "web", "-n", key.Namespace, "--stage", "production")
 	g.Expect(err).NotTo(HaveOccurred())

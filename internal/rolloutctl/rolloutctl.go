@@ -73,6 +73,11 @@ func Wait(ctx context.Context, c client.Client, key client.ObjectKey, timeout, p
 	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
 		r, err := Status(ctx, c, key)
 		if err != nil {
+			if ctx.Err() != nil {
+				// The time ran out during the read (the client's rate
+				// limiter says so in its own words): a time-out.
+				return false, ctx.Err()
+			}
 			return false, err
 		}
 		if r.Message != last {
@@ -86,7 +91,10 @@ func Wait(ctx context.Context, c client.Client, key client.ObjectKey, timeout, p
 		return ErrRolloutFailed
 	}
 	if err != nil && wait.Interrupted(err) {
-		return fmt.Errorf("the rollout is not complete after %s: %s", timeout, last)
+		if last == "" {
+			last = "its status was not read in time"
+		}
+		return fmt.Errorf("timed out: the rollout is not complete after %s: %s", timeout, last)
 	}
 	return err
 }
@@ -150,6 +158,10 @@ func Approve(ctx context.Context, c client.Client, key client.ObjectKey, stage s
 		Spec:       placementv1alpha1.RolloutApprovalSpec{Placement: key.Name, Revision: target, Stage: stage, Clusters: clusters},
 	}
 	if err := c.Create(ctx, a); err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("you may not approve rollouts in namespace %s: approving is creating a RolloutApproval, which the ClusterRole lodestar:approver grants "+
+				"(a platform admin binds it to whoever approves; tenants may only read approvals): %w", key.Namespace, err)
+		}
 		return nil, fmt.Errorf("creating RolloutApproval %s: %w", a.Name, err)
 	}
 	return a, nil
