@@ -133,12 +133,12 @@ type adoption struct {
 // records. A Placement pinned to a name that is no cluster, or adopting one
 // member's objects as another's, would place what nobody asked.
 func (a *adoption) checkMembers(ctx context.Context, hub client.Client) error {
-	sets, err := boundSets(ctx, hub, a.namespace)
+	sets, err := bindingSets(ctx, hub, a.namespace)
 	if err != nil {
 		return err
 	}
 	if len(sets) == 0 {
-		return fmt.Errorf("namespace %s is bound to no cluster set (a ClusterSetBinding with Bound True): adopt places on the clusters of its bound sets (docs/adopt.md)", a.namespace)
+		return fmt.Errorf("namespace %s is bound to no cluster set (a ClusterSetBinding): adopt places on the clusters of its bound sets (docs/adopt.md)", a.namespace)
 	}
 	for _, cluster := range slices.Sorted(maps.Keys(a.from)) {
 		var profile *cpv1alpha1.ClusterProfile
@@ -157,24 +157,42 @@ func (a *adoption) checkMembers(ctx context.Context, hub client.Client) error {
 			return fmt.Errorf("--from %s: no cluster %s in the cluster sets bound to namespace %s (%s); `kubectl lodestar get clusters` lists them",
 				cluster, cluster, a.namespace, strings.Join(sets, ", "))
 		}
-		want := propertyOf(profile, profileIDProperty)
-		if want == "" {
-			continue // an agent that has not reported its ID yet: nothing to compare
+		joined, reported := profile.Annotations[placementv1alpha1.ClusterIDAnnotation], propertyOf(profile, profileIDProperty)
+		if joined == "" && reported == "" {
+			continue // joined without an ID, and its agent has not reported one yet: nothing to compare
 		}
 		c, err := memberClient(a.from[cluster])
 		if err != nil {
 			return fmt.Errorf("member %s: %w", cluster, err)
 		}
-		got, err := memberID(ctx, c)
+		uid, prop, err := memberIDs(ctx, c)
 		if err != nil {
 			return fmt.Errorf("member %s: reading its cluster ID to check that the kubeconfig reaches %s: %w", cluster, cluster, err)
 		}
-		if got != want {
-			return fmt.Errorf("--from %s=%s reaches another cluster: its ID is %s, and %s's ClusterProfile records %s; give %s's own kubeconfig",
-				cluster, a.from[cluster], got, cluster, want, cluster)
+		if (joined == "" || uid != joined) && (reported == "" || prop != reported) {
+			return fmt.Errorf("--from %s=%s reaches another cluster: its kube-system namespace's UID is %s, and %s's ClusterProfile records %s; give %s's own kubeconfig",
+				cluster, a.from[cluster], uid, cluster, orDefault(joined, reported), cluster)
 		}
 	}
 	return nil
+}
+
+// bindingSets are the cluster sets the namespace's ClusterSetBindings name,
+// but for those the hub refused (Bound False): a binding made a moment ago
+// counts before the hub marks it.
+func bindingSets(ctx context.Context, c client.Client, namespace string) ([]string, error) {
+	list := &placementv1alpha1.ClusterSetBindingList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing ClusterSetBindings in %s: %w", namespace, err)
+	}
+	var sets []string
+	for _, b := range list.Items {
+		if b.DeletionTimestamp.IsZero() && !meta.IsStatusConditionFalse(b.Status.Conditions, placementv1alpha1.BoundCondition) {
+			sets = append(sets, b.Spec.ClusterSet)
+		}
+	}
+	slices.Sort(sets)
+	return slices.Compact(sets), nil
 }
 
 // profileIDProperty is the cluster ID a member's agent reports on its
@@ -191,23 +209,23 @@ func propertyOf(p *cpv1alpha1.ClusterProfile, name string) string {
 	return ""
 }
 
-// memberID is the ID a member reports of itself: its cluster.clusterset.k8s.io
-// ClusterProperty, else the UID of its kube-system namespace (what the agent
-// records when the member's admin set no ID).
-func memberID(ctx context.Context, c client.Client) (string, error) {
-	prop := &aboutv1alpha1.ClusterProperty{}
-	err := c.Get(ctx, client.ObjectKey{Name: profileIDProperty}, prop)
-	switch {
-	case err == nil:
-		return prop.Spec.Value, nil
-	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) && !apierrors.IsForbidden(err):
-		return "", err
-	}
+// memberIDs are what a member says of its identity: the UID of its
+// kube-system namespace (what join records) and its cluster.clusterset.k8s.io
+// ClusterProperty ("" when it has none or it may not be read: what its agent
+// reports).
+func memberIDs(ctx context.Context, c client.Client) (uid, property string, err error) {
 	ks := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "kube-system"}, ks); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return string(ks.UID), nil
+	prop := &aboutv1alpha1.ClusterProperty{}
+	switch err := c.Get(ctx, client.ObjectKey{Name: profileIDProperty}, prop); {
+	case err == nil:
+		property = prop.Spec.Value
+	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) && !apierrors.IsForbidden(err):
+		return "", "", err
+	}
+	return string(ks.UID), property, nil
 }
 
 // read finds the objects on each member.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
@@ -65,6 +66,24 @@ func TestAdoptWhatRuns(t *testing.T) {
 	g.Expect(out).NotTo(ContainSubstring("kube-root-ca.crt"))
 	g.Expect(out).NotTo(ContainSubstring("kind: ReplicaSet"))
 	g.Expect(out).To(ContainSubstring("name: adopted\n"))
+
+	// member-2's ClusterProfile records its cluster ID, as `kubectl lodestar
+	// join --member-kubeconfig` does (this fleet's joins record none).
+	ks := &corev1.Namespace{}
+	g.Expect(members[member2].Client.Get(ctx, client.ObjectKey{Name: "kube-system"}, ks)).To(Succeed())
+	g.Eventually(func() error {
+		return updateOnHub(&cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: placementv1alpha1.DefaultClusterSet, Name: member2}}, func(p *cpv1alpha1.ClusterProfile) {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[placementv1alpha1.ClusterIDAnnotation] = string(ks.UID)
+		})
+	}).Should(Succeed())
+	t.Cleanup(func() {
+		_ = updateOnHub(&cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: placementv1alpha1.DefaultClusterSet, Name: member2}}, func(p *cpv1alpha1.ClusterProfile) {
+			delete(p.Annotations, placementv1alpha1.ClusterIDAnnotation)
+		})
+	})
 
 	// A member name that is no cluster, a kubeconfig of another member, an
 	// object no member has: refused, naming what is wrong.
