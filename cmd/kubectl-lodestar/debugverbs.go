@@ -157,7 +157,7 @@ Needs get on placements/log in debug.lodestar.dev (view, edit, admin).`,
 			}
 			out, errOut := &lineWriter{w: o.Out}, &lineWriter{w: o.ErrOut}
 			var wg sync.WaitGroup
-			var found, failed atomic.Int32
+			var found, failed, noContainer atomic.Int32
 			s.each(func(c string) {
 				pods, err := s.clusterPods(ctx, c)
 				if err != nil {
@@ -167,7 +167,13 @@ Needs get on placements/log in debug.lodestar.dev (view, edit, admin).`,
 				}
 				found.Add(int32(len(pods))) //nolint:gosec // a cluster's pods of one namespace
 				for _, p := range pods {
-					for _, name := range containersOf(&p, container) {
+					names, err := containersOf(&p, container)
+					if err != nil {
+						noContainer.Add(1)
+						errOut.line("error:", fmt.Sprintf("%s/%s: %v", c, p.Name, err))
+						continue
+					}
+					for _, name := range names {
 						prefix := c + "/" + p.Name
 						if container == "" && len(p.Spec.Containers) > 1 {
 							prefix += "/" + name
@@ -188,6 +194,9 @@ Needs get on placements/log in debug.lodestar.dev (view, edit, admin).`,
 			if found.Load() == 0 && failed.Load() == 0 {
 				return fmt.Errorf("%s has no pods on %s", args[0], message.List(s.clusters, 5, ", "))
 			}
+			if n := noContainer.Load(); n > 0 && n == found.Load() {
+				return fmt.Errorf("no pod of %s has a container %s", args[0], container)
+			}
 			return nil
 		},
 	}
@@ -201,16 +210,28 @@ Needs get on placements/log in debug.lodestar.dev (view, edit, admin).`,
 	return cmd
 }
 
-// containersOf are the containers whose logs to print.
-func containersOf(p *corev1.Pod, only string) []string {
-	if only != "" {
-		return []string{only}
+// containersOf are the containers whose logs to print: only, which the pod
+// must have (among its containers, init and ephemeral ones included), or all
+// its containers.
+func containersOf(p *corev1.Pod, only string) ([]string, error) {
+	var all, out []string
+	for _, c := range p.Spec.InitContainers {
+		all = append(all, c.Name)
 	}
-	var out []string
 	for _, c := range p.Spec.Containers {
+		all = append(all, c.Name)
 		out = append(out, c.Name)
 	}
-	return out
+	for _, c := range p.Spec.EphemeralContainers {
+		all = append(all, c.Name)
+	}
+	if only == "" {
+		return out, nil
+	}
+	if !slices.Contains(all, only) {
+		return nil, fmt.Errorf("no container %s (containers: %s)", only, strings.Join(all, ", "))
+	}
+	return []string{only}, nil
 }
 
 // streamLogs prints one container's log, line by line with prefix.

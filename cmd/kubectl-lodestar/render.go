@@ -11,6 +11,7 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -167,6 +168,11 @@ func objectID(raw []byte) (string, error) {
 func (o *options) fleetOf(ctx context.Context, namespace, placement, cluster string) (renderctl.Fleet, error) {
 	var f renderctl.Fleet
 	if err := o.debugGet(ctx, namespace, placement, debugv1alpha1.Fleet, cluster, &f); err != nil {
+		if apierrors.IsForbidden(err) {
+			return renderctl.Fleet{}, fmt.Errorf("you may neither read the clusters' ClusterProfiles nor get placements/fleet (debug.lodestar.dev) in namespace %s, "+
+				"which reads them through the hub manager: the ClusterRole lodestar:debug:view grants it (aggregated into view, edit and admin; "+
+				"lodestar:tenant alone does not), bound in the namespace: %w", namespace, err)
+		}
 		return renderctl.Fleet{}, fmt.Errorf("reading the clusters through the hub manager (placements/fleet in debug.lodestar.dev): %w", err)
 	}
 	return f, nil

@@ -160,7 +160,7 @@ func Render(ctx context.Context, c client.Client, o Options) ([]runtime.RawExten
 	if err != nil {
 		return nil, overrides.Result{}, err
 	}
-	sel, err := selection.SelectObjects(ctx, placement, selection.Source{Mapper: c.RESTMapper(), List: hubAndLocal(c, o.Local), Kinds: o.Kinds,
+	sel, err := selection.SelectObjects(ctx, placement, selection.Source{Mapper: c.RESTMapper(), List: skipUnreadable(placement, hubAndLocal(c, o.Local), o.Note), Kinds: o.Kinds,
 		Interpretations: kinds, MayFollowSecret: writerMayGetSecret(c, o.Note)})
 	if err == nil {
 		// A preview refuses what the hub would refuse (the hub places the
@@ -272,6 +272,28 @@ func chosen(placement *placementv1alpha1.Placement, d decided, cluster string) e
 
 // hubAndLocal lists the hub's objects, with those of the file in place of the
 // hub's of the same name.
+// skipUnreadable lists with list, but a kind the user may not list that no
+// selector names (one a selector without kind reaches: PodTemplates, say) is
+// skipped with a note, not an error: the preview shows what the user may see,
+// and says what it could not.
+func skipUnreadable(placement *placementv1alpha1.Placement, list selection.Lister, note func(string)) selection.Lister {
+	named := func(gvk schema.GroupVersionKind) bool {
+		return slices.ContainsFunc(placement.Spec.ResourceSelectors, func(sel placementv1alpha1.ResourceSelector) bool {
+			return sel.Kind == gvk.Kind && sel.Group == gvk.Group
+		})
+	}
+	return func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error) {
+		out, err := list(ctx, gvk, namespace, selector)
+		if apierrors.IsForbidden(err) && !named(gvk) {
+			if note != nil {
+				note(fmt.Sprintf("you may not list %s in %s: a selector without kind would reach them; the preview leaves them out (the hub does not)", gvk.GroupKind(), namespace))
+			}
+			return nil, nil
+		}
+		return out, err
+	}
+}
+
 func hubAndLocal(c client.Client, local []*unstructured.Unstructured) selection.Lister {
 	return func(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error) {
 		list := &unstructured.UnstructuredList{}

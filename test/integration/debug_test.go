@@ -584,6 +584,9 @@ spec:
 	_, errOut, err = f.run(t, "logs", "deploy/nosuch")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(errOut).To(ContainSubstring("Deployment " + f.ns + "/nosuch does not exist on the hub"))
+	_, errOut, err = f.run(t, "logs", "deploy/api", "-c", "nosuch")
+	g.Expect(err).To(HaveOccurred(), "a container no pod has is an error")
+	g.Expect(errOut).To(ContainSubstring("no container nosuch (containers: api)"))
 	_, errOut, err = f.run(t, "pods", "cm/web-config")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(errOut).To(ContainSubstring(`"cm" is not a kind whose pods Lodestar can find`))
@@ -695,6 +698,29 @@ spec:
 	cmd.Stderr = &errOut
 	g.Expect(cmd.Run()).To(HaveOccurred())
 	g.Expect(errOut.String()).To(ContainSubstring("placements/fleet"))
+	g.Expect(errOut.String()).To(ContainSubstring("the ClusterRole lodestar:debug:view grants it"), "names the role that is missing")
+
+	// A selector without kind reaches kinds the tenant may not list: the
+	// preview leaves them out and says so, it does not fail.
+	createYAML(t, f.ns, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: tagged, labels: {tier: web}}
+data: {a: b}
+---
+apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata: {name: tagged}
+spec:
+  resourceSelectors: [{labelSelector: {matchLabels: {tier: web}}}]
+  scheduling: {clusterNames: [`+member1+`]}
+`)
+	g.Eventually(func(g Gomega) {
+		out, errOut, err := f.run(t, "render", "tagged", "--cluster", member1)
+		g.Expect(err).NotTo(HaveOccurred(), errOut)
+		g.Expect(out).To(ContainSubstring("name: tagged"))
+		g.Expect(errOut).To(MatchRegexp(`you may not list \S+ in ` + f.ns + `: a selector without kind would reach them`))
+	}).Should(Succeed())
 }
 
 // bindUserRole binds user to the Role role of ns.
