@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -23,6 +24,7 @@ import (
 
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/fleet"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/names"
 	"github.com/lodestar-dev/lodestar/internal/scheduling"
 	"github.com/lodestar-dev/lodestar/internal/scheme"
@@ -39,7 +41,7 @@ func newGetCommand(o *options) *cobra.Command {
 	)
 	print := genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Hub())
 	clusters := &cobra.Command{
-		Use:     "clusters",
+		Use:     "clusters [NAME...]",
 		Aliases: []string{"cluster", "clusterprofiles"},
 		Short:   "List the member clusters: health, heartbeat, taints, capacity, Works",
 		Long: `List the member clusters of a cluster set (--cluster-set, or every set with -A):
@@ -50,9 +52,10 @@ prints the ClusterProfiles.`,
 		Example: `  kubectl lodestar get clusters
   kubectl lodestar get clusters -L region,env -l env=prod
   kubectl lodestar get clusters -A -o wide
-  kubectl lodestar get clusters -o jsonpath='{.items[*].metadata.name}'`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+  kubectl lodestar get clusters -o jsonpath='{.items[*].metadata.name}'
+  kubectl lodestar get clusters member-1 member-2`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, names []string) error {
 			sel := labels.Everything()
 			if selector != "" {
 				var err error
@@ -70,6 +73,9 @@ prints the ClusterProfiles.`,
 			}
 			infos, err := fleet.Clusters(cmd.Context(), c, opts)
 			if err != nil {
+				return err
+			}
+			if infos, err = named(infos, names, opts.ClusterSet); err != nil {
 				return err
 			}
 			output := *print.OutputFormat
@@ -104,6 +110,36 @@ prints the ClusterProfiles.`,
 	clusters.Flags().BoolVarP(&allSets, "all-cluster-sets", "A", false, "List the clusters of every cluster set.")
 	cmd.AddCommand(clusters)
 	return cmd
+}
+
+// named are the clusters of infos with these names (all of them when no name
+// is given); a name that is none of them is an error, with the name it most
+// likely meant.
+func named(infos []fleet.ClusterInfo, names []string, set string) ([]fleet.ClusterInfo, error) {
+	if len(names) == 0 {
+		return infos, nil
+	}
+	all := make([]string, 0, len(infos))
+	for _, info := range infos {
+		all = append(all, info.Profile.Name)
+	}
+	where := "cluster set " + set
+	if set == "" {
+		where = "any cluster set"
+	}
+	var out []fleet.ClusterInfo
+	for _, name := range names {
+		i := slices.IndexFunc(infos, func(info fleet.ClusterInfo) bool { return info.Profile.Name == name })
+		if i < 0 {
+			msg := fmt.Sprintf("no cluster %s in %s", name, where)
+			if guess := message.Closest(all, name); guess != "" {
+				msg += fmt.Sprintf(": did you mean %s?", guess)
+			}
+			return nil, errors.New(msg)
+		}
+		out = append(out, infos[i])
+	}
+	return out, nil
 }
 
 // printClusters prints the clusters' table.

@@ -132,6 +132,13 @@ func TestGetAndDescribeClusters(t *testing.T) {
 		HaveKeyWithValue("TAINTS", "placement.lodestar.dev/drain:NoExecute,gpu=true:NoSchedule"), HaveKeyWithValue("NODES", "-"),
 		HaveKeyWithValue("WORKS", "0"), HaveKeyWithValue("REGION", "us")))
 
+	// Clusters by name, as kubectl get takes them; a typo is told what it meant.
+	out, _, err = kubectlLodestar(t, "get", "clusters", set+"-b", "--cluster-set", set)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(columns(g, out)).To(And(HaveLen(1), HaveKey(set+"-b")))
+	_, _, err = kubectlLodestar(t, "get", "clusters", set+"-c", "--cluster-set", set)
+	g.Expect(err).To(MatchError("no cluster " + set + "-c in cluster set " + set + ": did you mean " + set + "-a?"))
+
 	// A set that does not exist is an error, not an empty table.
 	_, _, err = kubectlLodestar(t, "get", "clusters", "--cluster-set", "nosuch-"+set)
 	g.Expect(err).To(MatchError(ContainSubstring(`cluster set "nosuch-` + set + `" does not exist`)))

@@ -63,3 +63,44 @@ func All[N ~int | ~int32 | ~int64](n N, noun string) string {
 	}
 	return "all " + Count(n, noun)
 }
+
+// Distance is the edit distance of two short strings, counting a swap of two
+// adjacent letters as one edit (optimal string alignment).
+func Distance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// Closest is the name among names that want most likely meant (a typo or two
+// away: two edits, three for names of eight letters or more), "" when none is.
+func Closest(names []string, want string) string {
+	best, bestDistance := "", 3
+	if len(want) >= 8 {
+		bestDistance = 4
+	}
+	for _, n := range names {
+		if d := Distance(n, want); d > 0 && d < bestDistance {
+			best, bestDistance = n, d
+		}
+	}
+	return best
+}

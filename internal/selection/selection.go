@@ -25,6 +25,7 @@ import (
 	placementv1alpha1 "github.com/lodestar-dev/lodestar/api/placement/v1alpha1"
 	"github.com/lodestar-dev/lodestar/internal/dependencies"
 	"github.com/lodestar-dev/lodestar/internal/interpretation"
+	"github.com/lodestar-dev/lodestar/internal/message"
 	"github.com/lodestar-dev/lodestar/internal/render"
 )
 
@@ -478,7 +479,7 @@ func Suggest(kinds []schema.GroupVersionKind, want schema.GroupVersionKind) stri
 		bestDistance = 3
 	}
 	for _, k := range kinds {
-		d := editDistance(strings.ToLower(k.Kind), strings.ToLower(want.Kind))
+		d := message.Distance(strings.ToLower(k.Kind), strings.ToLower(want.Kind))
 		if d == 0 && k.Group == want.Group && k.Version == want.Version && k.Kind == want.Kind {
 			continue
 		}
@@ -493,32 +494,6 @@ func Suggest(kinds []schema.GroupVersionKind, want schema.GroupVersionKind) stri
 		return best.Version + " " + best.Kind
 	}
 	return best.Group + "/" + best.Version + " " + best.Kind
-}
-
-// editDistance is the edit distance of two short strings, counting a swap of
-// two adjacent letters as one edit (optimal string alignment).
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 // selectableKinds are the kinds a selector without kind looks through.
