@@ -96,12 +96,15 @@ are shown to identities that may list them.`,
 }
 
 // printStatus prints the report as text: conditions, clusters, objects, summaries.
+// A message is printed on one line (a CEL error's position lines dropped) and
+// once: a row whose message was printed above says so instead.
 func printStatus(out io.Writer, r statusReport) {
 	fmt.Fprintf(out, "Placement %s/%s: %s selected, %d applied, %d available\n\n", r.Namespace, r.Name, message.Count(r.SelectedClusters, "cluster"), r.AppliedClusters, r.AvailableClusters)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	cells := &messageCells{printed: map[string]bool{}}
 	fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tMESSAGE")
 	for _, c := range r.Conditions {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, cells.cell(c.Message))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "CLUSTER\tAPPLIED\tAVAILABLE\tWHY NOT")
@@ -110,7 +113,7 @@ func printStatus(out io.Writer, r statusReport) {
 		if why == "" && cs.Applied != metav1.ConditionTrue {
 			why = cs.Message
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cs.Name, cs.Applied, orDefault(string(cs.Available), "Unknown"), why)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cs.Name, cs.Applied, orDefault(string(cs.Available), "Unknown"), cells.cell(why))
 	}
 	if r.UnlistedClusters > 0 {
 		fmt.Fprintf(w, "(%d more clusters, all applied and available unless 100 listed have problems)\n", r.UnlistedClusters)
@@ -124,7 +127,7 @@ func printStatus(out io.Writer, r statusReport) {
 	}
 	for _, cs := range r.Clusters {
 		for _, o := range cs.Objects {
-			detail := o.Message
+			detail := cells.cell(o.Message)
 			if o.Feedback != nil {
 				detail = strings.TrimSpace(strings.Join([]string{detail, string(o.Feedback.Raw)}, " "))
 			}
@@ -139,13 +142,14 @@ func printStatus(out io.Writer, r statusReport) {
 	printServices(w, r.Services, r.ServicesNote)
 	if len(r.Summaries) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "SUMMARY\tVALUE\tCOUNT\tSTALE\tGROUPS\tMESSAGE")
+		fmt.Fprintln(w, "SUMMARY\tVALUE\tCOUNT\tSTALE\tMISSING\tINVALID\tGROUPS\tMESSAGE")
 		for _, s := range r.Summaries {
 			groups := make([]string, 0, len(s.Groups))
 			for _, g := range s.Groups {
 				groups = append(groups, fmt.Sprintf("%s=%s", g.Key, orDefault(g.Value, "-")))
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", s.Name, orDefault(s.Value, "-"), ptr.Deref(s.Count, 0), ptr.Deref(s.Stale, 0), strings.Join(groups, " "), s.Message)
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", s.Name, orDefault(s.Value, "-"), ptr.Deref(s.Count, 0), ptr.Deref(s.Stale, 0),
+				ptr.Deref(s.Missing, 0), ptr.Deref(s.Invalid, 0), strings.Join(groups, " "), cells.cell(s.Message))
 		}
 	}
 	_ = w.Flush()
@@ -195,4 +199,34 @@ func printShares(w io.Writer, clusters []placementv1alpha1.ClusterStatus) {
 			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", cs.Name, s.Object, s.Replicas, s.Target, orDefault(s.Reason, "-"))
 		}
 	}
+}
+
+// messageCells prints messages in table cells: on one line, and each long
+// one once.
+type messageCells struct{ printed map[string]bool }
+
+// sameAsAbove is what a cell says instead of a long message printed above.
+const sameAsAbove = "(the message above)"
+
+// cell is msg for a table cell: its lines joined with "; ", but for a CEL
+// error's source and caret lines (" | ..."), and sameAsAbove for a long
+// message already printed.
+func (m *messageCells) cell(msg string) string {
+	var lines []string
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "|") {
+			continue
+		}
+		lines = append(lines, line)
+	}
+	out := strings.Join(lines, "; ")
+	if len(out) < 40 {
+		return out
+	}
+	if m.printed[out] {
+		return sameAsAbove
+	}
+	m.printed[out] = true
+	return out
 }

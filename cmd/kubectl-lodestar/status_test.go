@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,4 +176,23 @@ func TestStatusPrintsNoEmptyObjectsTable(t *testing.T) {
 	out.Reset()
 	printStatus(&out, r)
 	g.Expect(out.String()).To(MatchRegexp(`a\s+Deployment shop/web\s+Available`))
+}
+
+// A CEL error (its message spans lines, with the source and a caret) is
+// printed on one line of the table, and once: the rows that repeat it say so.
+func TestStatusPrintsAMultiLineErrorOnce(t *testing.T) {
+	g := NewWithT(t)
+	celErr := "override size on member-1: ERROR: <input>:1:9: Syntax error: mismatched input '?'\n | self.a ? ? 1 : 2\n | ........^"
+	r := statusReport{Namespace: "shop", Name: "web",
+		Conditions: []metav1.Condition{{Type: "WorkSynchronized", Status: metav1.ConditionFalse, Reason: "OverrideFailed", Message: celErr}},
+		Clusters: []placementv1alpha1.ClusterStatus{
+			{Name: "member-1", Applied: metav1.ConditionFalse, Message: celErr},
+			{Name: "member-2", Applied: metav1.ConditionFalse, Message: celErr},
+		}}
+	var out bytes.Buffer
+	printStatus(&out, r)
+	g.Expect(out.String()).NotTo(ContainSubstring("^"), "no caret line")
+	g.Expect(out.String()).NotTo(ContainSubstring("| self.a"), "no source line")
+	g.Expect(strings.Count(out.String(), "Syntax error")).To(Equal(1), out.String())
+	g.Expect(out.String()).To(MatchRegexp(`member-1\s+False\s+Unknown\s+\(the message above\)`))
 }
