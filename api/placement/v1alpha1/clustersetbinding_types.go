@@ -45,7 +45,7 @@ type ClusterSetBindingStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=lodestar,shortName=csb
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.clusterSet",message="a ClusterSetBinding's name must equal spec.clusterSet"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.clusterSet",message="a ClusterSetBinding's name must equal spec.clusterSet",fieldPath=".spec.clusterSet"
 // +kubebuilder:printcolumn:name="Set",type=string,JSONPath=`.spec.clusterSet`,description="The cluster set the namespace may use"
 // +kubebuilder:printcolumn:name="Bound",type=string,JSONPath=`.status.conditions[?(@.type=="Bound")].status`,description="Whether the hub manages that cluster set"
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters`,description="Clusters Lodestar manages in the set"
