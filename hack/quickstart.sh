@@ -58,8 +58,11 @@ up() {
   say "The Placement on the hub"
   "$kubectl" "${hub[@]}" -n demo get placement web -o wide
   echo
+  # The conditions in the order the work flows (the API server keeps them in the order written).
   "$kubectl" "${hub[@]}" -n demo get placement web \
-    -o jsonpath='{range .status.conditions[*]}{.type}{"\t"}{.status}{"\t"}{.message}{"\n"}{end}' | column -t -s $'\t'
+    -o jsonpath='{range .status.conditions[*]}{.type}{"\t"}{.status}{"\t"}{.message}{"\n"}{end}' |
+    awk -F'\t' 'BEGIN { n = split("Reconciling Stalled Scheduled Rendered WorkSynchronized Progressing Applied Available StatusReflected", o, " "); for (i = 1; i <= n; i++) rank[o[i]] = i }
+      { print ((rank[$1] ? rank[$1] : 99) "\t" $0) }' | sort -n -k1,1 | cut -f2- | column -t -s $'\t'
   echo
   say "Per cluster"
   "$kubectl" "${hub[@]}" -n demo get placement web \
@@ -91,10 +94,11 @@ up() {
   cat "$dir/metrics"
   echo
   say "Debug from the hub (docs/debugging.md): the app's pods and logs on both members, through the agents' tunnels"
-  local tunnels=0
+  # Both agents' tunnels to this hub replica, not only the first to come up.
+  local web
   for _ in $(seq 1 60); do
-    tunnels=$("${LODESTAR_BIN:?}/kubectl-lodestar" pods web -n demo --kubeconfig "$dir/hub.kubeconfig" 2>/dev/null | grep -c '^member-' || true)
-    [[ "$tunnels" -gt 0 ]] && break
+    web=$("${LODESTAR_BIN:?}/kubectl-lodestar" pods web -n demo --kubeconfig "$dir/hub.kubeconfig" 2>&1 || true)
+    [[ "$web" == *member-1* && "$web" == *member-2* && "$web" != *error:* && "$web" != *"no tunnel"* ]] && break
     sleep 1
   done
   "${LODESTAR_BIN:?}/kubectl-lodestar" pods web -n demo --kubeconfig "$dir/hub.kubeconfig"

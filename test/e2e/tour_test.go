@@ -40,6 +40,14 @@ func TestReadmeTourRunsTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	interpretation, err := script(filepath.Join(root, "docs", "interpretation.md"), "On the quick start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accelerators, err := script(filepath.Join(root, "docs", "accelerators.md"), "On the quick start")
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{}
 	for _, name := range []string{testenv.AssetsEnv, testenv.KwokEnv, testenv.HelmEnv, testenv.BinEnv} {
 		if env[name] = os.Getenv(name); env[name] == "" {
@@ -102,11 +110,30 @@ bin/kubectl -n stateful-example wait placement/db --for=condition=Available --ti
 	if out, err := run(t.Context(), dir, env, "bash", "-c", stateful); err != nil {
 		t.Errorf("docs/examples/stateful/01-hold.yaml on the quick start: %v\n%s%s", err, out, logs(env["QUICKSTART_DIR"]))
 	}
+	// docs/interpretation.md on the quick start: a custom kind's CRD on the
+	// hub and the members, its Widget divided and Available, and its status
+	// reflected once the platform admin grants it with helm upgrade (the
+	// manager retries on its own; nothing else changes).
+	out, err = run(t.Context(), dir, env, "bash", "-c", "set -euo pipefail -x\n"+interpretation)
+	if err != nil {
+		t.Errorf("docs/interpretation.md on the quick start: %v\n%s%s", err, out, logs(env["QUICKSTART_DIR"]))
+	} else if !strings.Contains(out, "\n9\n") {
+		t.Errorf("docs/interpretation.md on the quick start: the hub's Widget does not read 9 ready replicas:\n%s", out)
+	}
 	scrapeEach(t, filepath.Join(env["QUICKSTART_DIR"], "metrics"), map[string]string{
 		// Both hub replicas count from their caches; the standby's are filled too.
 		"lodestar-hub-0": "lodestar_placements{", "lodestar-hub-1": "lodestar_placements{", "lodestar-agent-member-1": "lodestar_agent_heartbeats_total ",
 		"lodestar-agent-member-2": "lodestar_agent_heartbeats_total ",
 	})
+	// docs/accelerators.md on the quick start, last (it drains member-2 and
+	// brings it back): a Capacity-divided Deployment converges to its 5
+	// replicas after the drain and the uncordon.
+	out, err = run(t.Context(), dir, env, "bash", "-c", "set -euo pipefail -x\n"+accelerators)
+	if err != nil {
+		t.Errorf("docs/accelerators.md on the quick start: %v\n%s%s", err, out, logs(env["QUICKSTART_DIR"]))
+	} else if !strings.Contains(out, "the fleet runs 5 of 5") {
+		t.Errorf("docs/accelerators.md on the quick start: the division did not come back to 5 replicas:\n%s", out)
+	}
 }
 
 // scrapeEach reads the quick start's list of metrics endpoints and checks that
