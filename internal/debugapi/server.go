@@ -346,7 +346,7 @@ func writeWatchError(w io.Writer, contentType string, st *metav1.Status) error {
 	if err != nil {
 		return err
 	}
-	enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(w), info.StreamSerializer.Serializer)
+	enc := streaming.NewEncoder(info.StreamSerializer.NewFrameWriter(w), info.StreamSerializer.Serializer)
 	return enc.Encode(&metav1.WatchEvent{Type: "ERROR", Object: runtime.RawExtension{Raw: object}})
 }
 
