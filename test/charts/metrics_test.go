@@ -286,7 +286,7 @@ func TestMetrics(t *testing.T) {
 	g.Expect(hubCP.Client.Create(ctx, bad)).To(Succeed())
 
 	documented := documentedSeries(t)
-	g.Expect(documented).To(HaveLen(16), "docs/metrics.md's table")
+	g.Expect(documented).To(HaveLen(17), "docs/metrics.md's table")
 	g.Eventually(func(g Gomega) {
 		hubFamilies, agentFamilies := scrape(g, hubMetrics), scrape(g, agentMetrics)
 		for name, processes := range documented {

@@ -99,9 +99,10 @@ func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx c
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		// The revisions' own data Secrets are never selected: writing one
 		// (every new revision of a Placement holding Secrets does) concerns
-		// no Placement, however many select every Secret of the namespace.
+		// only the Placement that owns it (which writes it again if someone
+		// changed it), however many select every Secret of the namespace.
 		if u, ok := obj.(*unstructured.Unstructured); ok && selection.IsRevisionData(u) {
-			return nil
+			return ownerPlacement(u)
 		}
 		var reqs []reconcile.Request
 		add := func(namespace string, selects func(placementv1alpha1.ResourceSelector) bool) {
@@ -135,6 +136,16 @@ func (r *Reconciler) placementsSelecting(gvk schema.GroupVersionKind) func(ctx c
 		}
 		return reqs
 	}
+}
+
+// ownerPlacement is the request of the Placement that owns obj, if any.
+func ownerPlacement(obj client.Object) []reconcile.Request {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == "Placement" && strings.HasPrefix(ref.APIVersion, placementv1alpha1.GroupVersion.Group+"/") {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}}}
+		}
+	}
+	return nil
 }
 
 // placementsByLabels maps a CRD change to every Placement with a selector

@@ -140,11 +140,11 @@ func TestRevisionsGoWithTheirPlacement(t *testing.T) {
 }
 
 // A revision's data Secret (written with every new revision of a Placement
-// that holds Secrets) wakes no Placement, however many select every Secret of
-// the namespace: one tenant's Placements of every Secret would otherwise look
-// at every one of them again for each revision any of them makes. Any other
-// Secret of the namespace still wakes them.
-func TestRevisionDataWakesNoPlacement(t *testing.T) {
+// that holds Secrets) wakes only the Placement that owns it, however many
+// select every Secret of the namespace: one tenant's Placements of every
+// Secret would otherwise look at every one of them again for each revision
+// any of them makes. Any other Secret of the namespace still wakes them all.
+func TestRevisionDataWakesOnlyItsPlacement(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns, err := testenv.NewTenant(ctx, hubCP.Client, clusterSet)
@@ -182,6 +182,17 @@ spec:
 		g.Expect(token).NotTo(BeNil())
 	}).Should(Succeed())
 	maker := &placementrevision.Reconciler{Client: hubCP.Client}
-	g.Expect(maker.PlacementsSelecting(ctx, secrets, data)).To(BeEmpty())
-	g.Expect(maker.PlacementsSelecting(ctx, secrets, token)).To(ConsistOf(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "every-secret"}}))
+	// Only its owner, which writes it again if someone changed it.
+	g.Expect(maker.PlacementsSelecting(ctx, secrets, data)).To(ConsistOf(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "every-secret"}}))
+	// A second Placement of every Secret: woken by the Secret, not by the first one's data.
+	g.Expect(testenv.CreateYAML(ctx, hubCP.Client, ns, `apiVersion: placement.lodestar.dev/v1alpha1
+kind: Placement
+metadata:
+  name: every-secret-too
+spec:
+  resourceSelectors:
+    - {version: v1, kind: Secret}
+`)).To(Succeed())
+	g.Expect(maker.PlacementsSelecting(ctx, secrets, data)).To(ConsistOf(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "every-secret"}}))
+	g.Expect(maker.PlacementsSelecting(ctx, secrets, token)).To(HaveLen(2))
 }
