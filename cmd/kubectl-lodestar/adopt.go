@@ -181,18 +181,9 @@ func (a *adoption) checkMembers(ctx context.Context, hub client.Client) error {
 // but for those the hub refused (Bound False): a binding made a moment ago
 // counts before the hub marks it.
 func bindingSets(ctx context.Context, c client.Client, namespace string) ([]string, error) {
-	list := &placementv1alpha1.ClusterSetBindingList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing ClusterSetBindings in %s: %w", namespace, err)
-	}
-	var sets []string
-	for _, b := range list.Items {
-		if b.DeletionTimestamp.IsZero() && !meta.IsStatusConditionFalse(b.Status.Conditions, placementv1alpha1.BoundCondition) {
-			sets = append(sets, b.Spec.ClusterSet)
-		}
-	}
-	slices.Sort(sets)
-	return slices.Compact(sets), nil
+	return setsOf(ctx, c, namespace, func(b *placementv1alpha1.ClusterSetBinding) bool {
+		return b.DeletionTimestamp.IsZero() && !meta.IsStatusConditionFalse(b.Status.Conditions, placementv1alpha1.BoundCondition)
+	})
 }
 
 // profileIDProperty is the cluster ID a member's agent reports on its

@@ -481,18 +481,26 @@ func explain(cmd *cobra.Command, c client.Client, key client.ObjectKey, cluster 
 // boundSets are the cluster sets bound to the namespace: ClusterSetBindings
 // whose Bound condition is True, which the hub sets only for sets it manages.
 func boundSets(ctx context.Context, c client.Reader, namespace string) ([]string, error) {
+	return setsOf(ctx, c, namespace, func(b *placementv1alpha1.ClusterSetBinding) bool {
+		return meta.IsStatusConditionTrue(b.Status.Conditions, placementv1alpha1.BoundCondition)
+	})
+}
+
+// setsOf are the cluster sets the namespace's ClusterSetBindings that keep
+// says yes to name, sorted, each once.
+func setsOf(ctx context.Context, c client.Reader, namespace string, keep func(*placementv1alpha1.ClusterSetBinding) bool) ([]string, error) {
 	list := &placementv1alpha1.ClusterSetBindingList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing ClusterSetBindings in %s: %w", namespace, err)
 	}
 	var sets []string
-	for _, b := range list.Items {
-		if meta.IsStatusConditionTrue(b.Status.Conditions, placementv1alpha1.BoundCondition) {
-			sets = append(sets, b.Spec.ClusterSet)
+	for i := range list.Items {
+		if keep(&list.Items[i]) {
+			sets = append(sets, list.Items[i].Spec.ClusterSet)
 		}
 	}
-	sort.Strings(sets)
-	return sets, nil
+	slices.Sort(sets)
+	return slices.Compact(sets), nil
 }
 
 // decided are the clusters the Placement's own PlacementDecisions name.
