@@ -124,6 +124,24 @@ type adoption struct {
 	clusters []string
 	// seen are the objects named that some member has.
 	seen map[string]bool
+	// members are the members' clients, made once (each reads discovery).
+	members map[string]client.Client
+}
+
+// member is the client of the member --from names cluster.
+func (a *adoption) member(cluster string) (client.Client, error) {
+	if c, ok := a.members[cluster]; ok {
+		return c, nil
+	}
+	c, err := memberClient(a.from[cluster])
+	if err != nil {
+		return nil, err
+	}
+	if a.members == nil {
+		a.members = map[string]client.Client{}
+	}
+	a.members[cluster] = c
+	return c, nil
 }
 
 // checkMembers makes sure each --from names a cluster of the cluster sets
@@ -161,7 +179,7 @@ func (a *adoption) checkMembers(ctx context.Context, hub client.Client) error {
 		if joined == "" && reported == "" {
 			continue // joined without an ID, and its agent has not reported one yet: nothing to compare
 		}
-		c, err := memberClient(a.from[cluster])
+		c, err := a.member(cluster)
 		if err != nil {
 			return fmt.Errorf("member %s: %w", cluster, err)
 		}
@@ -224,7 +242,7 @@ func (a *adoption) read(ctx context.Context, refs []string) error {
 	byKey := map[string]map[string]*unstructured.Unstructured{}
 	var order []string
 	for _, cluster := range slices.Sorted(maps.Keys(a.from)) {
-		c, err := memberClient(a.from[cluster])
+		c, err := a.member(cluster)
 		if err != nil {
 			return fmt.Errorf("member %s: %w", cluster, err)
 		}
