@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -645,4 +648,85 @@ func TestRevocationDoesNotWaitForTraffic(t *testing.T) {
 		err = members[member1].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Service{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the member's copy is gone: %v", err)
 	}).Should(Succeed())
+}
+
+// KEP-1645's namespace sameness, as the upstream conformance suite uses it: the
+// namespace made on each member by hand (nothing of it on the hub), a Service
+// exported there. By default the export is refused (NamespaceNotPlaced, and
+// the message names the label that changes it); with the cluster set labelled
+// services.lodestar.dev/namespace-sameness=ClusterSet it is imported on every
+// member, with its endpoints; a second export with other ports is in
+// conflict; unexporting both removes the imports.
+func TestServicesInNamespaceSameness(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "same-" + strings.ToLower(rand.String(6))
+	for _, c := range []string{member1, member2} {
+		createOn(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.Replicas = ptr.To[int32](1)
+	createOn(t, member1, deploy)
+	createOn(t, member1, webService(ns))
+	exportOn(t, member1, ns, "web")
+	g.Eventually(func(g Gomega) {
+		c := exportCondition(g, member1, ns, "web", mcsv1beta1.ServiceExportConditionValid)
+		g.Expect(c.Reason).To(Equal(servicesv1alpha1.ReasonNamespaceNotPlaced))
+		g.Expect(c.Message).To(ContainSubstring(servicesv1alpha1.NamespaceSamenessLabel + "=" + servicesv1alpha1.NamespaceSamenessClusterSet))
+	}).Should(Succeed())
+
+	setSameness(t, placementv1alpha1.DefaultClusterSet)
+	g.Eventually(func(g Gomega) {
+		g.Expect(exportCondition(g, member1, ns, "web", mcsv1beta1.ServiceExportConditionValid).Status).To(Equal(metav1.ConditionTrue))
+		ips := readyPodIPs(g, member1, ns)
+		g.Expect(ips).To(HaveLen(1))
+		for _, c := range []string{member1, member2} {
+			si := serviceImportOn(g, c, ns, "web")
+			g.Expect(si).NotTo(BeNil(), "a ServiceImport on %s", c)
+			g.Expect(si.Spec.Type).To(Equal(mcsv1beta1.ClusterSetIP))
+			g.Expect(si.Status.Clusters).To(ConsistOf(mcsv1beta1.ClusterStatus{Cluster: member1}))
+			g.Expect(importedEndpoints(g, c, ns)).To(Equal(map[string][]string{member1: ips}))
+		}
+	}).Should(Succeed())
+
+	// member-2 exports the name with another port: a conflict, the older's
+	// port kept.
+	other := webService(ns, corev1.ServicePort{Name: "http", Port: 81, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP})
+	createOn(t, member2, other)
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	createOn(t, member2, se)
+	g.Eventually(func(g Gomega) {
+		for _, c := range []string{member1, member2} {
+			g.Expect(exportCondition(g, c, ns, "web", mcsv1beta1.ServiceExportConditionConflict).Status).To(Equal(metav1.ConditionTrue), "on %s", c)
+			si := serviceImportOn(g, c, ns, "web")
+			g.Expect(si).NotTo(BeNil())
+			g.Expect(si.Spec.Ports).To(ConsistOf(HaveField("Port", int32(80))))
+			g.Expect(si.Status.Clusters).To(ConsistOf(mcsv1beta1.ClusterStatus{Cluster: member1}, mcsv1beta1.ClusterStatus{Cluster: member2}))
+		}
+	}).Should(Succeed())
+
+	// Unexported on both: the imports go from every member.
+	g.Expect(members[member2].Client.Delete(ctx, se)).To(Succeed())
+	g.Expect(members[member1].Client.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, c := range []string{member1, member2} {
+			g.Expect(serviceImportOn(g, c, ns, "web")).To(BeNil(), "no ServiceImport on %s", c)
+		}
+	}).Should(Succeed())
+}
+
+// setSameness labels the cluster set set for namespace sameness until the
+// test ends.
+func setSameness(t *testing.T, set string) {
+	t.Helper()
+	label := func(value any) error {
+		return hubCP.Client.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: set}},
+			client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, servicesv1alpha1.NamespaceSamenessLabel, value))))
+	}
+	NewWithT(t).Expect(label(`"` + servicesv1alpha1.NamespaceSamenessClusterSet + `"`)).To(Succeed())
+	t.Cleanup(func() {
+		if err := label("null"); err != nil {
+			t.Errorf("taking namespace sameness off %s: %v", set, err)
+		}
+	})
 }

@@ -205,6 +205,13 @@ type ImportedServiceSpec struct {
 	// +optional
 	// +listType=atomic
 	Sources []SourceSlices `json:"sources,omitempty"`
+	// namespaceSameness is ClusterSet when the importing cluster's cluster set
+	// is in namespace sameness (NamespaceSamenessLabel): the import lands in
+	// the member's namespace of that name whoever made it. Empty: the hub
+	// places the namespace on the cluster, and the import lands only there.
+	// +optional
+	// +kubebuilder:validation:Enum=ClusterSet
+	NamespaceSameness string `json:"namespaceSameness,omitempty"`
 }
 
 // ImportedServiceStatus is the importing agent's report.
@@ -263,6 +270,15 @@ const (
 	// the cluster's endpoints leave every importer (the KEP's endpoint TTL),
 	// whatever the paced heartbeat says.
 	ExportsLease = "lodestar-exports"
+	// NamespaceSamenessLabel, on a cluster set's namespace, turns the set's
+	// Multicluster Services to KEP-1645's namespace sameness when its value is
+	// NamespaceSamenessClusterSet: a namespace of a member of the set takes
+	// part in exports and imports whoever made it. Without it (the default),
+	// a cluster shares only the namespaces the hub places on it.
+	NamespaceSamenessLabel = "services.lodestar.dev/namespace-sameness"
+	// NamespaceSamenessClusterSet is NamespaceSamenessLabel's value that
+	// turns namespace sameness on.
+	NamespaceSamenessClusterSet = "ClusterSet"
 	// ManagedBy is the endpointslice.kubernetes.io/managed-by value of the
 	// EndpointSlices Lodestar writes on importing members, and the value of the
 	// app.kubernetes.io/managed-by label of their ServiceImports and derived

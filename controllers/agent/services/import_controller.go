@@ -77,9 +77,14 @@ func (im *Importer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, im.report(ctx, imported, nil, ready)
 	}
 	var ips []string
-	placed, err := im.placed(ctx, req.Namespace)
-	if err != nil {
-		return ctrl.Result{}, err
+	// In a cluster set of namespace sameness the import lands in the
+	// member's namespace of the name whoever made it; otherwise only where
+	// the hub places the namespace.
+	placed := imported.Spec.NamespaceSameness == servicesv1alpha1.NamespaceSamenessClusterSet
+	if !placed {
+		if placed, err = im.placed(ctx, req.Namespace); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	ns := &corev1.Namespace{}
 	err = im.MemberCache.Get(ctx, client.ObjectKey{Name: req.Namespace}, ns)

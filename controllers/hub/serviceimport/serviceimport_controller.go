@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -76,6 +77,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 // +kubebuilder:rbac:groups=placement.lodestar.dev,resources=clustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=works,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile merges the exports of req (a Service's namespace/name).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -106,17 +108,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	valid, invalid, byCluster := r.classify(req, exports.Items, sets, bound, members, placed)
-	merged, importers := importersOf(valid, sets, bound, members, placed)
+	shares := sharesOf(valid, sets, bound, members, placed)
 	withdrawn, err := r.withdrawn(ctx, req.NamespacedName, valid)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	// One importer that cannot be written does not hold the others, nor the
 	// exports' answers: the errors are returned together, and retried.
-	leftOut, err := r.writeImports(ctx, req.NamespacedName, merged, importers, byCluster, withdrawn)
+	leftOut, err := r.writeImports(ctx, req.NamespacedName, shares, byCluster, withdrawn)
 	errs := []error{err}
 	for cluster, e := range byCluster {
-		errs = append(errs, r.answer(ctx, e, invalid[cluster], merged, len(importers), leftOut[cluster]))
+		var merged mcs.Merged
+		importers := 0
+		if sh := shares[sets.domains.Of(cluster)]; sh != nil {
+			merged, importers = sh.merged, len(sh.importers)
+		}
+		errs = append(errs, r.answer(ctx, e, invalid[cluster], merged, importers, leftOut[cluster]))
 	}
 	return ctrl.Result{}, errors.Join(errs...)
 }
@@ -135,18 +142,23 @@ func (r *Reconciler) classify(req ctrl.Request, exports []servicesv1alpha1.Expor
 			continue // not a cluster's report, or of a cluster gone
 		}
 		byCluster[cluster] = e
+		// A cluster of a set in namespace sameness exports from any of its
+		// namespaces, among that set's clusters only: the hub's bindings and
+		// placements of the namespace are another domain's.
+		hubPlaced := sets.domains.Of(cluster) == mcs.HubPlaced
 		switch {
 		case e.Spec.Invalid != nil:
 			invalid[cluster] = e.Spec.Invalid
 		case !r.exportable(req.Namespace):
 			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: servicesv1alpha1.ReasonNamespaceNotExported,
 				Message: fmt.Sprintf("the platform does not let members export from namespace %s (the hub's exportable namespaces: %s)", req.Namespace, orNone(r.ExportableNamespaces))}
-		case len(bound) > 0 && !slices.Contains(members, cluster):
+		case hubPlaced && len(bound) > 0 && !slices.Contains(members, cluster):
 			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: servicesv1alpha1.ReasonClusterNotBound,
 				Message: fmt.Sprintf("namespace %s shares Services among the clusters of cluster sets %s, and %s is in none of them", req.Namespace, strings.Join(bound, ", "), cluster)}
-		case !placed[cluster]:
+		case hubPlaced && !placed[cluster]:
 			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: servicesv1alpha1.ReasonNamespaceNotPlaced,
-				Message: fmt.Sprintf("the hub places nothing of namespace %s on %s: a cluster exports only from the namespaces the hub places there", req.Namespace, cluster)}
+				Message: fmt.Sprintf("the hub places nothing of namespace %s on %s: a cluster exports only from the namespaces the hub places there, unless its cluster set's namespace is labelled %s=%s (namespace sameness)",
+					req.Namespace, cluster, servicesv1alpha1.NamespaceSamenessLabel, servicesv1alpha1.NamespaceSamenessClusterSet)}
 		case e.Spec.Service == nil:
 			invalid[cluster] = &servicesv1alpha1.Invalid{Reason: string(mcsv1beta1.ServiceExportReasonNoService), Message: "the export reports no Service"}
 		default:
@@ -156,17 +168,25 @@ func (r *Reconciler) classify(req ctrl.Request, exports []servicesv1alpha1.Expor
 	return valid, invalid, byCluster
 }
 
-// importersOf merges the valid exports and says which exporting clusters each
-// importer sees: the namespace's cluster set (or each exporter's sets when it
-// is bound to none), only where the hub places the namespace.
-func importersOf(valid []mcs.Export, sets clusterSets, bound, members []string, placed map[string]bool) (mcs.Merged, map[string][]string) {
-	var merged mcs.Merged
-	importers := map[string][]string{} // importing cluster -> exporting clusters it sees
-	if len(valid) == 0 {
-		return merged, importers
+// share is one domain's part of a Service (mcs.Domains): its valid exports
+// merged, and the exporting clusters each of its importers sees.
+type share struct {
+	sameness  bool
+	merged    mcs.Merged
+	importers map[string][]string // importing cluster -> exporting clusters it sees
+}
+
+// sharesOf merges the valid exports of each domain and says which exporting
+// clusters each importer sees. A sameness domain's clusters all import its
+// exports. Otherwise the importers are the namespace's cluster set (or each
+// exporter's sets when it is bound to none), only where the hub places the
+// namespace, and never a cluster of a sameness domain.
+func sharesOf(valid []mcs.Export, sets clusterSets, bound, members []string, placed map[string]bool) map[string]*share {
+	byDomain := map[string][]mcs.Export{}
+	for _, e := range valid {
+		d := sets.domains.Of(e.Cluster)
+		byDomain[d] = append(byDomain[d], e)
 	}
-	merged = mcs.Merge(valid)
-	mcs.Oldest(valid)
 	// Each importer once per exporter (a cluster may be in several sets):
 	// without a search of what it has, as a Service exported from and
 	// imported on 1 000 clusters is a million pairs.
@@ -182,29 +202,49 @@ func importersOf(valid []mcs.Export, sets clusterSets, bound, members []string, 
 		return out
 	}
 	members = unique(members)
-	for _, e := range valid {
-		domain := members
-		if len(bound) == 0 {
-			domain = nil
-			for _, set := range sets.of[e.Cluster] {
-				domain = append(domain, sets.clusters[set]...)
-			}
-			domain = unique(domain)
+	out := make(map[string]*share, len(byDomain))
+	for d, exports := range byDomain {
+		sh := &share{sameness: d != mcs.HubPlaced, merged: mcs.Merge(exports), importers: map[string][]string{}}
+		var domainClusters []string
+		if sh.sameness {
+			domainClusters = sets.domains.Clusters(d)
 		}
-		for _, importer := range domain {
-			if placed[importer] { // imports land only in namespaces the hub places there
-				importers[importer] = append(importers[importer], e.Cluster)
+		for _, e := range exports {
+			domain := members
+			switch {
+			case sh.sameness:
+				domain = domainClusters
+			case len(bound) == 0:
+				domain = nil
+				for _, set := range sets.of[e.Cluster] {
+					domain = append(domain, sets.clusters[set]...)
+				}
+				domain = unique(domain)
+			}
+			for _, importer := range domain {
+				// Imports land only in namespaces the hub places there, or in
+				// any namespace of a sameness domain's cluster.
+				if sh.sameness || (placed[importer] && sets.domains.Of(importer) == mcs.HubPlaced) {
+					sh.importers[importer] = append(sh.importers[importer], e.Cluster)
+				}
 			}
 		}
+		out[d] = sh
 	}
-	return merged, importers
+	return out
 }
 
 // writeImports makes each importer's ImportedService what it should be and
 // deletes the others of the Service. An import carries at most
 // mcs.MaxImportBytes of endpoints, the oldest exports' first; it returns, by
 // exporting cluster, on how many importers its endpoints were left out.
-func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName, merged mcs.Merged, importers map[string][]string, exports map[string]*servicesv1alpha1.ExportedService, withdrawn map[string]bool) (map[string]int, error) {
+func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName, shares map[string]*share, exports map[string]*servicesv1alpha1.ExportedService, withdrawn map[string]bool) (map[string]int, error) {
+	importers := map[string]*share{} // the domains' importers are apart: a cluster is in one
+	for _, sh := range shares {
+		for importer := range sh.importers {
+			importers[importer] = sh
+		}
+	}
 	existing := &servicesv1alpha1.ImportedServiceList{}
 	if err := r.Client.List(ctx, existing, client.MatchingFields{lookup.ServicesByName: svc.String()}); err != nil {
 		return nil, err
@@ -232,8 +272,12 @@ func (r *Reconciler) writeImports(ctx context.Context, svc types.NamespacedName,
 		}
 		have[cluster] = im
 	}
-	for importer, exporters := range importers {
-		spec := servicesv1alpha1.ImportedServiceSpec{Namespace: svc.Namespace, Name: svc.Name, Service: merged.Service, Clusters: exporters}
+	for importer, sh := range importers {
+		exporters := sh.importers[importer]
+		spec := servicesv1alpha1.ImportedServiceSpec{Namespace: svc.Namespace, Name: svc.Name, Service: sh.merged.Service, Clusters: exporters}
+		if sh.sameness {
+			spec.NamespaceSameness = servicesv1alpha1.NamespaceSamenessClusterSet
+		}
 		for _, exporter := range exporters {
 			if r.Sources.Served(exporter) && !withdrawn[exporter] {
 				spec.Sources = append(spec.Sources, servicesv1alpha1.SourceSlices{Cluster: exporter, Slices: exports[exporter].Spec.Slices})
@@ -381,15 +425,24 @@ func (r *Reconciler) answer(ctx context.Context, e *servicesv1alpha1.ExportedSer
 	return patch.ReplaceStatus(ctx, r.Client, e, desired, Name, nil)
 }
 
-// clusterSets are the managed cluster sets' clusters, and each cluster's sets.
+// clusterSets are the managed cluster sets' clusters, each cluster's sets,
+// and each cluster's domain (the sets in namespace sameness, or the hub's
+// placements).
 type clusterSets struct {
 	clusters map[string][]string
 	of       map[string][]string
+	domains  mcs.Domains
 }
 
 func (r *Reconciler) clusterSets(ctx context.Context) (clusterSets, error) {
 	s := clusterSets{clusters: map[string][]string{}, of: map[string][]string{}}
+	sameness := map[string]bool{}
 	for _, set := range r.Scope.Sets {
+		ns := &corev1.Namespace{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: set}, ns); client.IgnoreNotFound(err) != nil {
+			return s, err
+		}
+		sameness[set] = ns.Labels[servicesv1alpha1.NamespaceSamenessLabel] == servicesv1alpha1.NamespaceSamenessClusterSet
 		profiles := &cpv1alpha1.ClusterProfileList{}
 		if err := r.Client.List(ctx, profiles, client.InNamespace(set)); err != nil {
 			return s, err
@@ -403,6 +456,7 @@ func (r *Reconciler) clusterSets(ctx context.Context) (clusterSets, error) {
 			s.of[p.Name] = append(s.of[p.Name], set)
 		}
 	}
+	s.domains = mcs.SamenessDomains(s.clusters, sameness)
 	return s, nil
 }
 
@@ -451,6 +505,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// placed on a cluster, or no longer, lets it export and import there.
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.servicesOfWork), builder.WithPredicates(workChanged())).
 		Watches(&placementv1alpha1.ClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A cluster set turned to namespace sameness, or back.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allServices), builder.WithPredicates(samenessChanged())).
 		WatchesRawSource(source.Channel(changes, handler.EnqueueRequestsFromMapFunc(r.exportsOf))).
 		Complete(r.Scope.Only(mgr.GetClient(), r))
 }
@@ -497,6 +553,19 @@ func requests(items []servicesv1alpha1.ExportedService) []reconcile.Request {
 		}
 	}
 	return out
+}
+
+// samenessChanged passes a change of a namespace's
+// servicesv1alpha1.NamespaceSamenessLabel (a cluster set's mode).
+func samenessChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetLabels()[servicesv1alpha1.NamespaceSamenessLabel] != e.ObjectNew.GetLabels()[servicesv1alpha1.NamespaceSamenessLabel]
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // membership passes the ClusterProfile events that change a cluster set's

@@ -31,6 +31,10 @@ var hubCP *testenv.ControlPlane
 // clusterSet is the cluster-set namespace of this package's clusters.
 const clusterSet = "serviceimport-test-set"
 
+// samenessSet is a second cluster set the controller manages, which
+// TestNamespaceSamenessPerClusterSet makes and turns to namespace sameness.
+const samenessSet = "serviceimport-sameness-set"
+
 func TestMain(m *testing.M) {
 	// The package's Gomega defaults, sized for a busy 2-core CI machine.
 	testenv.SetGomegaDefaults()
@@ -42,7 +46,7 @@ func startServiceImport(mgr ctrl.Manager) error {
 	if err := lookup.AddServiceIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	return (&serviceimport.Reconciler{Client: mgr.GetClient(), Scope: lookup.Scope{Sets: []string{clusterSet}}}).SetupWithManager(mgr)
+	return (&serviceimport.Reconciler{Client: mgr.GetClient(), Scope: lookup.Scope{Sets: []string{clusterSet, samenessSet}}}).SetupWithManager(mgr)
 }
 
 // tenantPlacedOn makes a tenant namespace and n clusters of the set, and

@@ -35,6 +35,11 @@ type ImportedServiceSpecApplyConfiguration struct {
 	// sources are the endpoints of each exporting cluster whose endpoints are
 	// served now: a cluster whose agent stopped reporting is withdrawn.
 	Sources []SourceSlicesApplyConfiguration `json:"sources,omitempty"`
+	// namespaceSameness is ClusterSet when the importing cluster's cluster set
+	// is in namespace sameness (NamespaceSamenessLabel): the import lands in
+	// the member's namespace of that name whoever made it. Empty: the hub
+	// places the namespace on the cluster, and the import lands only there.
+	NamespaceSameness *string `json:"namespaceSameness,omitempty"`
 }
 
 // ImportedServiceSpecApplyConfiguration constructs a declarative configuration of the ImportedServiceSpec type for use with
@@ -87,5 +92,13 @@ func (b *ImportedServiceSpecApplyConfiguration) WithSources(values ...*SourceSli
 		}
 		b.Sources = append(b.Sources, *values[i])
 	}
+	return b
+}
+
+// WithNamespaceSameness sets the NamespaceSameness field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NamespaceSameness field is set to the value of the last call.
+func (b *ImportedServiceSpecApplyConfiguration) WithNamespaceSameness(value string) *ImportedServiceSpecApplyConfiguration {
+	b.NamespaceSameness = &value
 	return b
 }
