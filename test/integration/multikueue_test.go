@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,8 +55,7 @@ func TestMultiKueueThroughTheTunnel(t *testing.T) {
 	ctx := t.Context()
 	crds := filepath.Join(filepath.Dir(bin), "crds")
 	for _, cp := range []*testenv.ControlPlane{hubCP, members[member1], members[member2]} {
-		_, err := testenv.ApplyDir(ctx, cp.Client, crds)
-		g.Expect(err).NotTo(HaveOccurred())
+		installKueueCRDs(t, cp.Client, crds)
 	}
 	t.Cleanup(func() { deleteKueueCRDs(t, crds) })
 
@@ -397,20 +398,66 @@ func kueueCondition(g Gomega, c client.Client, kind, ns, name, typ string) metav
 	return metav1.Condition{}
 }
 
+// kueueCRDs are the CRDs of Kueue's YAML files in dir, by name.
+func kueueCRDs(dir string) []*unstructured.Unstructured {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		// kueue.x-k8s.io_<plural>.yaml names the CRD <plural>.kueue.x-k8s.io.
+		group, plural, _ := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".yaml"), "_")
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		crd.SetName(plural + "." + group)
+		out = append(out, crd)
+	}
+	return out
+}
+
+// installKueueCRDs applies Kueue's CRDs from dir (after any of them still
+// being deleted is gone) and waits until they are established.
+func installKueueCRDs(t *testing.T, c client.Client, dir string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		for _, crd := range kueueCRDs(dir) {
+			got := crd.DeepCopy()
+			err := c.Get(t.Context(), client.ObjectKeyFromObject(crd), got)
+			g.Expect(err == nil && got.GetDeletionTimestamp() != nil).To(BeFalse(), "CRD %s is still being deleted", crd.GetName())
+		}
+	}).Should(Succeed())
+	_, err := testenv.ApplyDir(t.Context(), c, dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		for _, crd := range kueueCRDs(dir) {
+			got := crd.DeepCopy()
+			g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(crd), got)).To(Succeed())
+			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+			g.Expect(conds).To(ContainElement(And(HaveKeyWithValue("type", "Established"), HaveKeyWithValue("status", "True"))), "CRD %s", crd.GetName())
+		}
+	}).Should(Succeed())
+}
+
 // deleteKueueCRDs removes Kueue's CRDs from the hub and the members, so that
 // later tests see the fleet as it was.
 func deleteKueueCRDs(t *testing.T, dir string) {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	ctx := context.Background()
 	for _, cp := range []*testenv.ControlPlane{hubCP, members[member1], members[member2]} {
-		for _, f := range files {
-			name := "kueue.x-k8s.io"
-			base := filepath.Base(f)
-			// kueue.x-k8s.io_<plural>.yaml names the CRD <plural>.kueue.x-k8s.io.
-			plural := base[len(name)+1 : len(base)-len(".yaml")]
-			crd := &unstructured.Unstructured{}
-			crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-			crd.SetName(plural + "." + name)
-			if err := cp.Client.Delete(context.Background(), crd); client.IgnoreNotFound(err) != nil {
+		for _, crd := range kueueCRDs(dir) {
+			// Kueue's finalizers on its objects stay when Kueue is stopped: they
+			// would hold the CRD's deletion for ever.
+			if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err == nil {
+				kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+				list := &unstructured.UnstructuredList{}
+				list.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: kind + "List"})
+				if err := cp.Client.List(ctx, list); err == nil {
+					for i := range list.Items {
+						if len(list.Items[i].GetFinalizers()) > 0 {
+							_ = cp.Client.Patch(ctx, &list.Items[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+						}
+					}
+				}
+			}
+			if err := cp.Client.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
 				t.Logf("deleting CRD %s: %v", crd.GetName(), err)
 			}
 		}
