@@ -202,7 +202,7 @@ bench: test-binaries build ## Run the benchmarks; write bench/results/ and the R
 QUICKSTART_DIR := $(CURDIR)/.lodestar/quickstart
 
 .PHONY: quickstart
-quickstart: test-binaries build ## Start a local hub and two members, place the sample app, print its status.
+quickstart: $(KUBE_STAMP) $(KWOK_STAGES_FILE) $(LOCALBIN)/kubectl build ## Start a local hub and two members, place the sample app, print its status.
 	@KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" LODESTAR_KWOK="$(KWOK)" LODESTAR_HELM="$(HELM)" KUBECTL="$(KUBECTL)" LODESTAR_BIN="$(LOCALBIN)" \
 		QUICKSTART_DIR="$(QUICKSTART_DIR)" hack/quickstart.sh up
 

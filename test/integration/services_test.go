@@ -53,6 +53,16 @@ func exportOn(t *testing.T, cluster, ns, name string) {
 	t.Cleanup(func() { _ = members[cluster].Client.Delete(context.Background(), se) })
 }
 
+// webOn writes webObjects' Deployment (one replica) and its Service in ns on
+// cluster, as the member's own admin would, deleted when the test ends.
+func webOn(t *testing.T, cluster, ns string) {
+	t.Helper()
+	_, deploy, _ := webObjects(ns)
+	deploy.Spec.Replicas = ptr.To[int32](1)
+	createOn(t, cluster, deploy)
+	createOn(t, cluster, webService(ns))
+}
+
 // createOn creates obj on cluster, deleted when the test ends.
 func createOn(t *testing.T, cluster string, obj client.Object) {
 	t.Helper()
@@ -340,10 +350,7 @@ func TestLostExporterWithdrawn(t *testing.T) {
 	createOn(t, member1, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	createOn(t, member3, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	shareNamespace(t, ns, member1, member3)
-	_, deploy, _ := webObjects(ns)
-	deploy.Spec.Replicas = ptr.To[int32](1)
-	createOn(t, member3, deploy)
-	createOn(t, member3, webService(ns))
+	webOn(t, member3, ns)
 	exportOn(t, member3, ns, "web")
 	g.Eventually(func(g Gomega) {
 		ips := readyPodIPs(g, member3, ns)
@@ -584,10 +591,7 @@ func TestServicesOnlyWhereTheHubPlaces(t *testing.T) {
 	ctx := t.Context()
 	ns := rolloutNamespace(t)
 	createOn(t, member3, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	_, deploy, _ := webObjects(ns)
-	deploy.Spec.Replicas = ptr.To[int32](1)
-	createOn(t, member3, deploy)
-	createOn(t, member3, webService(ns))
+	webOn(t, member3, ns)
 	// 192.0.2.0/24 is documentation space: an address nothing is sent to.
 	createOn(t, member3, &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: "web-forged", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "someone-else"}},
@@ -664,10 +668,7 @@ func TestServicesInNamespaceSameness(t *testing.T) {
 	for _, c := range []string{member1, member2} {
 		createOn(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
-	_, deploy, _ := webObjects(ns)
-	deploy.Spec.Replicas = ptr.To[int32](1)
-	createOn(t, member1, deploy)
-	createOn(t, member1, webService(ns))
+	webOn(t, member1, ns)
 	exportOn(t, member1, ns, "web")
 	g.Eventually(func(g Gomega) {
 		c := exportCondition(g, member1, ns, "web", mcsv1beta1.ServiceExportConditionValid)
