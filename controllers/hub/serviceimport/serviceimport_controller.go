@@ -209,6 +209,9 @@ func sharesOf(valid []mcs.Export, sets clusterSets, bound, members []string, pla
 		if sh.sameness {
 			domainClusters = sets.domains.Clusters(d)
 		}
+		// Oldest first: each importer's exporters, and so the endpoints an
+		// import carries first (mcs.Fit), follow that order.
+		mcs.Oldest(exports)
 		for _, e := range exports {
 			domain := members
 			switch {
