@@ -109,3 +109,24 @@ func TestNamespaceSamenessPerClusterSet(t *testing.T) {
 		g.Expect(imported(g, hubPlaced[0]).Spec.Clusters).To(ConsistOf(hubPlaced[0]))
 	}).Should(Succeed())
 }
+
+// An import lists its exporters oldest first, whatever their names: the
+// endpoints an over-full import keeps are the oldest exports' (mcs.Fit).
+func TestImportListsExportersOldestFirst(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, clusters := tenantPlacedOn(t, g, 2, 2)
+	now := time.Now()
+	// The second cluster's export is the older one.
+	g.Expect(hubCP.Client.Create(ctx, export(clusters[0], ns, 80, "10.3.0.1", now))).To(Succeed())
+	g.Expect(hubCP.Client.Create(ctx, export(clusters[1], ns, 80, "10.3.0.2", now.Add(-time.Hour)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, c := range clusters {
+			im := &servicesv1alpha1.ImportedService{}
+			g.Expect(hubCP.Client.Get(ctx, client.ObjectKey{Namespace: names.ClusterNamespace(c), Name: names.ServiceObject(ns, "web")}, im)).To(Succeed())
+			g.Expect(im.Spec.Clusters).To(Equal([]string{clusters[1], clusters[0]}))
+			g.Expect(im.Spec.Sources).To(HaveLen(2))
+			g.Expect(im.Spec.Sources[0].Cluster).To(Equal(clusters[1]))
+		}
+	}).Should(Succeed())
+}
